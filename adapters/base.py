@@ -1,0 +1,175 @@
+"""The adapter protocol: what the harness asks of a system under test.
+
+One small protocol per capability (as Jepsen's ``db.clj``): a backend implements what it supports
+and the harness asks with ``isinstance`` on these ``runtime_checkable`` protocols. A new broker
+family is one new sub-package of ``adapters/`` whose :class:`System` satisfies them.
+
+Observations cross into the run directory as contract events (``reference.contract``):
+the harness writes ``send``/``fault``/``snapshot``/``dlq`` events from the values these methods
+return; consumers (their own OS processes for real brokers) append ``deliver`` events themselves to
+``RUN/events/consumer-<name>.jsonl``, flushed line by line.
+
+Targets of faults are the names of :data:`reference.contract.FAULT_TARGETS`: ``broker``,
+``namesrv``, ``proxy`` (5.x, where started), and ``consumer`` (all consumers of the system).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+
+class AdapterError(RuntimeError):
+    """The system could not do what was asked; the message says what and shows the evidence
+    (e.g. the tail of a broker log)."""
+
+
+class NotReady(AdapterError):
+    """A component did not answer an application round trip within its timeout."""
+
+
+@dataclass(frozen=True)
+class BrokerProfile:
+    """Broker settings the harness chooses per system (they land in the broker's config and in
+    ``run.json``'s profile)."""
+
+    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    flush_delay_offset_interval_ms: int = 10_000
+    extra: tuple[tuple[str, str], ...] = ()  # further broker.conf key=value pairs
+
+
+@dataclass(frozen=True)
+class SendRequest:
+    topic: str
+    key: str
+    body: bytes = b""
+    delay_level: int = 0  # 0 = not delayed
+    deliver_at_ms: int | None = None  # 5.x timer message
+    plan: tuple[str, ...] = ()  # consumer answers, one per delivery; empty = ("OK",)
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """What the producer's send returned. ``status``: SEND_OK, FAILED (certainly not stored) or
+    UNKNOWN (timed out: may or may not be stored)."""
+
+    status: str
+    ts_ms: int  # when the send returned (harness clock)
+    born_ms: int
+    msg_id: str | None = None
+    body_crc: int | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    name: str  # unique per run; its events go to RUN/events/consumer-<name>.jsonl
+    group: str
+    topics: tuple[str, ...]
+    max_reconsume_times: int = 16
+    events_dir: Path = Path(".")
+
+
+@dataclass
+class SystemInfo:
+    adapter: str  # "rocketmq" | "simulated" | ...
+    version: str
+    runtime: str  # "container" | "process" | "external" | "virtual"
+    details: dict = field(default_factory=dict)
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Time as the system sees it: wall time for real brokers, virtual time for the simulator.
+    The runner never calls ``time.sleep`` itself, so a simulated run takes milliseconds."""
+
+    def now_ms(self) -> int: ...
+
+    def sleep_until(self, ts_ms: int) -> None: ...
+
+
+@runtime_checkable
+class Lifecycle(Protocol):
+    """Start/stop the whole system, and the graceful and hard faults of one part of it."""
+
+    info: SystemInfo
+    clock: Clock
+
+    def setup(self) -> None:
+        """Provision and start every part, wait until ready. Idempotent."""
+
+    def teardown(self) -> None:
+        """Stop and remove everything this system started (also after a failure). Idempotent."""
+
+    def start(self, target: str) -> None: ...
+
+    def stop(self, target: str) -> None:
+        """Graceful stop (SIGTERM: shutdown hooks run, ``delayOffset.json`` is written)."""
+
+    def kill(self, target: str) -> None:
+        """SIGKILL: nothing is flushed."""
+
+    def wait_ready(self, target: str, timeout_s: float = 120.0) -> None:
+        """Block until ``target`` answers an application round trip; raise :class:`NotReady`
+        with the component's log tail otherwise."""
+
+
+@runtime_checkable
+class Pausable(Protocol):
+    def pause(self, target: str) -> None:
+        """SIGSTOP / docker pause."""
+
+    def resume(self, target: str) -> None: ...
+
+
+@runtime_checkable
+class Producing(Protocol):
+    def create_topic(self, topic: str, queues: int = 4) -> None: ...
+
+    def send(self, req: SendRequest) -> SendResult: ...
+
+
+@runtime_checkable
+class Consuming(Protocol):
+    def start_consumer(self, spec: ConsumerSpec) -> None:
+        """Start a push consumer (concurrently) that follows each message's plan (user property
+        ``HG_PLAN``). A ``CRASH`` answer kills the consumer mid-consume; :meth:`poll_consumers`
+        restarts it. Plan position survives the restart (deliveries already answered count)."""
+
+    def poll_consumers(self) -> list[str]:
+        """Restart consumers that died (after CRASH); return the names restarted."""
+
+    def stop_consumers(self) -> None: ...
+
+
+@runtime_checkable
+class DlqReading(Protocol):
+    def read_dlq(self, group: str) -> list[dict]:
+        """Every message in ``%DLQ%group`` as ``dlq`` event fields (without ``type``/``ts_ms``):
+        key, group, msg_id, reconsume_times, store_ms."""
+
+
+@runtime_checkable
+class Snapshotting(Protocol):
+    def snapshot(self) -> list[dict]:
+        """White-box reading of persisted/in-memory schedule state, as ``snapshot`` event fields
+        (``source``, ``offsets`` level -> offset), e.g. one for ``delayOffset.json`` and one for
+        the broker's in-memory offsets. Empty when the system cannot tell."""
+
+
+@runtime_checkable
+class System(Lifecycle, Producing, Consuming, Protocol):
+    """What every adapter offers. Pausable, DlqReading and Snapshotting are optional."""
+
+
+def supports(system: object, capability: type) -> bool:
+    return isinstance(system, capability)
+
+
+def require(system: object, capability: type, why: str) -> None:
+    if not isinstance(system, capability):
+        raise AdapterError(f"{type(system).__name__} does not support {capability.__name__}: needed to {why}")
+
+
+FaultTargets = Sequence[str]

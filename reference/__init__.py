@@ -1,0 +1,1 @@
+"""Hourglass: reference."""

@@ -1,0 +1,184 @@
+"""The run-directory contract (v1): event types, their fields, and the invariant ids.
+
+This module is the one place the contract of ``DESIGN.md`` is written down as code. The runner
+writes events that pass :func:`validate_event`, the checker reads them with the same table, and
+the verdict names invariants from :data:`INVARIANTS`. Anything may add fields; none may drop or
+rename these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+CONTRACT_VERSION = 1
+
+#: Stable invariant ids, in catalogue order (verdict.json, JUnit names, report).
+INVARIANTS: tuple[str, ...] = (
+    "NO_LOSS",
+    "NOT_EARLY",
+    "ON_TIME",
+    "LEVEL_ORDER",
+    "RETRY_SCHEDULE",
+    "DLQ_ROUTING",
+    "NO_DUPLICATE",
+    "INTEGRITY",
+)
+
+#: What a consumer answers on one delivery of a message.
+PLAN_WORDS: tuple[str, ...] = ("OK", "LATER", "CRASH")
+SEND_STATUSES: tuple[str, ...] = ("SEND_OK", "FAILED", "UNKNOWN")
+FAULT_ACTIONS: tuple[str, ...] = ("kill", "stop", "start", "ready", "pause", "resume")
+FAULT_TARGETS: tuple[str, ...] = ("broker", "namesrv", "consumer", "proxy")
+EVENT_TYPES: tuple[str, ...] = ("send", "deliver", "dlq", "fault", "snapshot")
+
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+
+#: User property that carries a message's consumer plan ("LATER,OK") to the consumer.
+PLAN_PROPERTY = "HG_PLAN"
+#: User property that carries the CRC32 of the body as the producer computed it.
+BODY_CRC_PROPERTY = "HG_BODY_CRC"
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_PREFIX + group
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: str  # "str" | "int" | "bool" | "list[str]" | "dict"
+    required: bool
+    choices: tuple[str, ...] = ()
+
+
+def _f(name: str, kind: str, required: bool = True, choices: tuple[str, ...] = ()) -> Field:
+    return Field(name, kind, required, choices)
+
+
+#: Fields of each event type beyond ``type`` and ``ts_ms`` (which every event has).
+EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
+    "send": (
+        _f("key", "str"),
+        _f("topic", "str"),
+        _f("delay_level", "int", False),
+        _f("deliver_at_ms", "int", False),
+        _f("body_crc", "int", False),
+        _f("plan", "list[str]", False, PLAN_WORDS),
+        _f("status", "str", True, SEND_STATUSES),
+        _f("msg_id", "str", False),
+        _f("born_ms", "int", False),
+    ),
+    "deliver": (
+        _f("key", "str"),
+        _f("group", "str"),
+        _f("topic", "str"),
+        _f("queue_id", "int"),
+        _f("queue_offset", "int"),
+        _f("queue_topic", "str", False),
+        _f("commit_log_offset", "int", False),
+        _f("body_crc", "int", False),
+        _f("msg_id", "str"),
+        _f("reconsume_times", "int"),
+        _f("born_ms", "int"),
+        _f("store_ms", "int"),
+        _f("outcome", "str", True, PLAN_WORDS),
+    ),
+    "dlq": (
+        _f("key", "str"),
+        _f("group", "str"),
+        _f("msg_id", "str"),
+        _f("reconsume_times", "int"),
+        _f("store_ms", "int"),
+    ),
+    "fault": (
+        _f("action", "str", True, FAULT_ACTIONS),
+        _f("target", "str", True, FAULT_TARGETS),
+    ),
+    "snapshot": (
+        _f("source", "str"),
+        _f("offsets", "dict"),
+    ),
+}
+
+#: Fields of run.json (top level, then profile).
+RUN_FIELDS: tuple[Field, ...] = (
+    _f("run_id", "str"),
+    _f("scenario", "str"),
+    _f("system", "dict"),
+    _f("profile", "dict"),
+    _f("started_ms", "int"),
+    _f("ended_ms", "int"),
+)
+PROFILE_FIELDS: tuple[Field, ...] = (
+    _f("message_delay_level", "str"),
+    _f("max_reconsume_times", "int"),
+    _f("flush_delay_offset_interval_ms", "int"),
+    _f("slack_ms", "int"),
+)
+
+
+class ContractError(ValueError):
+    """An input that breaks the run-directory contract: says where, which field, what was wrong."""
+
+    def __init__(self, where: str, field: str | None, expected: str, found: Any):
+        self.where, self.field, self.expected, self.found = where, field, expected, found
+        at = f"{where}: field '{field}'" if field else where
+        super().__init__(f"{at}: expected {expected}, found {found!r}")
+
+
+def _type_ok(kind: str, value: Any) -> bool:
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "list[str]":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == "dict":
+        return isinstance(value, dict)
+    raise AssertionError(kind)
+
+
+def check_fields(obj: Mapping[str, Any], fields: tuple[Field, ...], where: str) -> None:
+    for f in fields:
+        if f.name not in obj or obj[f.name] is None:
+            if f.required:
+                raise ContractError(where, f.name, f"a {f.kind} (required)", "missing")
+            continue
+        v = obj[f.name]
+        if not _type_ok(f.kind, v):
+            raise ContractError(where, f.name, f"a {f.kind}", v)
+        if f.choices:
+            vals = v if isinstance(v, list) else [v]
+            for x in vals:
+                if x not in f.choices:
+                    raise ContractError(where, f.name, "one of " + "/".join(f.choices), x)
+
+
+def validate_event(obj: Any, where: str = "event") -> dict:
+    """Return ``obj`` if it is a valid contract event, else raise :class:`ContractError`."""
+    if not isinstance(obj, dict):
+        raise ContractError(where, None, "a JSON object", obj)
+    t = obj.get("type")
+    if t not in EVENT_FIELDS:
+        raise ContractError(where, "type", "one of " + "/".join(EVENT_TYPES), t)
+    if not _type_ok("int", obj.get("ts_ms")):
+        raise ContractError(where, "ts_ms", "an int (epoch milliseconds)", obj.get("ts_ms", "missing"))
+    check_fields(obj, EVENT_FIELDS[t], where)
+    return obj
+
+
+def validate_run(obj: Any, where: str = "run.json") -> dict:
+    if not isinstance(obj, dict):
+        raise ContractError(where, None, "a JSON object", obj)
+    check_fields(obj, RUN_FIELDS, where)
+    check_fields(obj["profile"], PROFILE_FIELDS, where + " profile")
+    return obj
