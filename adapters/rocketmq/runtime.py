@@ -1,0 +1,59 @@
+"""Where RocketMQ's JVMs run: the seam between the RocketMQ system and its runtimes.
+
+A runtime starts one JVM per *component* (``namesrv``, ``broker``, ``proxy``) from a
+:class:`LaunchSpec` and applies the lifecycle faults to it. ``process`` runs it on the host,
+``container`` in a Docker container (host networking, the store and home bind-mounted at the same
+paths so a kill -9 loses nothing on disk and paths in configs mean the same on both sides). The
+RocketMQ system (readiness round trips, client, snapshots) is the same on top of either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    component: str  # "namesrv" | "broker" | "proxy"
+    main_class: str  # e.g. org.apache.rocketmq.broker.BrokerStartup
+    classpath: tuple[str, ...]  # jar paths or dir/* globs, as seen by the JVM
+    jvm_opts: tuple[str, ...]
+    args: tuple[str, ...]  # e.g. ("-c", "/run/x/broker.conf")
+    env: tuple[tuple[str, str], ...]  # e.g. (("ROCKETMQ_HOME", "/run/x/home"),)
+    log_file: Path  # stdout+stderr of the JVM (host path)
+    mounts: tuple[Path, ...] = ()  # host dirs the JVM needs (home, store, conf): same path inside
+    ports: tuple[int, ...] = ()  # the ports it listens on (for leftovers / diagnostics)
+    labels: dict = field(default_factory=dict)
+
+
+@runtime_checkable
+class Runtime(Protocol):
+    name: str  # "process" | "container"
+
+    def launch(self, spec: LaunchSpec) -> None:
+        """First start of a component (creates the process/container)."""
+
+    def start(self, component: str) -> None:
+        """Start again after stop/kill: the same container, a new process from the same spec."""
+
+    def stop(self, component: str, timeout_s: float = 60.0) -> None:
+        """SIGTERM and wait for exit (graceful: shutdown hooks run)."""
+
+    def kill(self, component: str) -> None:
+        """SIGKILL."""
+
+    def pause(self, component: str) -> None: ...
+
+    def resume(self, component: str) -> None: ...
+
+    def running(self, component: str) -> bool: ...
+
+    def exit_code(self, component: str) -> int | None:
+        """The exit status if the component has exited, else None."""
+
+    def log_tail(self, component: str, lines: int = 60) -> str: ...
+
+    def close(self) -> None:
+        """Kill and remove everything this runtime started. Idempotent; safe in finally/atexit."""
