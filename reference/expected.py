@@ -4,20 +4,34 @@ INTERFACE (agreed between the model and the checker; the model issue implements 
 consumes it). Pure: no I/O, no clock. Inputs are the parsed ``run.json`` and the run's contract
 events (any order); outputs are plain frozen dataclasses whose fields are flat scalars, so a Spark
 job can turn them into rows (``dataclasses.asdict``) and join deliveries on
-``(run_id, key, attempt)``.
+``(run_id, key, attempt)`` (and ``group`` where a topic has several consumer groups: one row per
+group that consumed the topic).
 
 - attempt k of a message is the set of deliveries with ``reconsume_times`` = k.
 - Attempt 0 is anchored at the send (``born_ms`` for NOT_EARLY, the send's ``ts_ms`` for ON_TIME);
   attempt k >= 1 is anchored at the ``ts_ms`` of the first ``LATER`` delivery of attempt k-1 (an
   observation: when it is missing, ``earliest_ms``/``latest_ms`` are ``None``, the attempt cannot
   be judged for timing and the message is judged by NO_LOSS/RETRY_SCHEDULE instead).
-- ``latest_ms`` already includes ``slack_ms`` and the widening by broker outages.
+- ``latest_ms`` already includes ``slack_ms`` and the widening by broker outages; ``None`` with a
+  ``widened_by`` means the broker never came back (no deadline).
+- A retry the client re-consumes locally because its send-back failed is the *same stored copy* as
+  the ``LATER`` it follows; its ``store_ms`` is old, so it is judged by its delivery ``ts_ms``
+  against ``local_earliest_ms``/``local_latest_ms`` instead.
+- :func:`build_expected_rows` gives the same table as tuples in :data:`EXPECTED_COLUMNS` order
+  (faster, and what ``spark.createDataFrame`` wants).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Iterable, Mapping
+
+from reference.contract import RETRY_PREFIX, ContractError
+from reference.persistence import scheduler_duplicate_allowed
+from reference.plans import CRASH, parse_plan, plan_outcome
+from reference.profile import Profile, profile_from_run
+from reference.timer import rounded_deliver_ms
+from reference.windows import broker_outages, window
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,18 @@ class ExpectedAttempt:
     widened_by: str | None  # the outage that widened latest_ms, human-readable, or None
     final: bool  # the last attempt the plan leads to
     final_state: str  # of the message: "CONSUMED" or "DLQ"
+    # -- added by the model (all optional for the checker) --
+    group: str | None = None  # consumer group of this row (None: no delivery of the topic seen)
+    anchor_ms: int | None = None  # the observation the window is anchored at (send / LATER ts_ms)
+    local_earliest_ms: int | None = None  # retry re-consumed locally (same stored copy): ts_ms >= this
+    local_latest_ms: int | None = None  # ... and ts_ms <= this
+    born_ms: int | None = None
+    deliver_at_ms: int | None = None  # timer messages: the requested deliver time
+    expected_rejection: str | None = None  # the broker must refuse this send (e.g. timer too far ahead)
+
+
+#: Column names of :func:`build_expected_rows` tuples (the fields of :class:`ExpectedAttempt`).
+EXPECTED_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(ExpectedAttempt))
 
 
 @dataclass(frozen=True)
@@ -46,16 +72,167 @@ class DuplicateRuling:
     reason: str  # one sentence: which rule allowed or forbade it, and the fault involved
 
 
+def _first_attempt(send: Mapping, profile: Profile, where: str) -> tuple[int, int, bool, int, int, int, int | None, str | None]:
+    """CommitLog.asyncPutMessage + ScheduleMessageService.computeDeliverTimestamp (4.9.x),
+    HookUtils.transformTimerMessage (5.x): requested level, level, clamped, delay, earliest, due
+    anchor for ON_TIME, deliver_at, rejection of the first attempt."""
+    born = send.get("born_ms")
+    ts = send["ts_ms"]
+    if born is None:
+        born = ts
+    requested = send.get("delay_level") or 0
+    if not isinstance(requested, int):
+        raise ContractError(where, "delay_level", "an int", requested)
+    deliver_at = send.get("deliver_at_ms")
+    table = profile.level_table
+    if requested > 0 or deliver_at is None:
+        level = table.clamp(requested)
+        delay = table.delays_ms[level - 1] if level else 0
+        return requested, level, level != requested and requested > 0, delay, born + delay, ts + delay, deliver_at, None
+    # a timer message (no level): due at the rounded deliver time, or at once when it is past
+    if deliver_at - born > profile.timer_max_delay_sec * 1000:
+        rejection = f"timer deliver_at_ms {deliver_at} is more than timerMaxDelaySec {profile.timer_max_delay_sec} s ahead: MESSAGE_ILLEGAL"
+    else:
+        rejection = None
+    due = rounded_deliver_ms(deliver_at, profile.timer_precision_ms) if deliver_at > born else born
+    delay = max(0, due - born)
+    return 0, 0, False, delay, born + delay, max(due, ts), deliver_at, rejection
+
+
+def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
+    """Expected attempts of every message sent in the run, as tuples in :data:`EXPECTED_COLUMNS`
+    order; see :func:`build_expected`."""
+    profile = profile_from_run(run)
+    run_id = run.get("run_id", "")
+    sends: dict[str, Mapping] = {}
+    faults: list[Mapping] = []
+    anchors: dict[tuple, int] = {}  # (key, group, reconsume_times) -> ts_ms of the first LATER
+    topic_groups: dict[str, list[str]] = {}
+    seen_topic_group: set[tuple[str, str]] = set()
+    for i, e in enumerate(events):
+        t = e.get("type")
+        if t == "deliver":
+            tg = (e["topic"], e["group"])
+            if tg not in seen_topic_group:
+                seen_topic_group.add(tg)
+                topic_groups.setdefault(tg[0], []).append(tg[1])
+            if e["outcome"] == "LATER":
+                ak = (e["key"], tg[1], e["reconsume_times"])
+                ts = e["ts_ms"]
+                prev = anchors.get(ak)
+                if prev is None or ts < prev:
+                    anchors[ak] = ts
+        elif t == "send":
+            key = e.get("key")
+            if key in sends:
+                raise ContractError(f"events: send #{i}", "key", "a key sent once per run", key)
+            sends[key] = e
+        elif t == "fault":
+            faults.append(e)
+    outages = broker_outages(faults)
+    slack = profile.slack_ms
+    first_delay = profile.first_delay_ms
+    max_rt = profile.max_reconsume_times
+    table = profile.level_table
+    max_level = table.max_level
+    retry_delays = [0] + [table.delay_ms(min(3 + k - 1, max_level)) for k in range(1, max_rt + 2)]
+    local_delay = profile.local_retry_delay_ms
+    outcome_cache: dict[tuple, object] = {}
+    rows: list[tuple] = []
+    append = rows.append
+    for key, send in sends.items():
+        where = f"events: send of key {key!r}"
+        raw_plan = send.get("plan")
+        plan_key = tuple(raw_plan) if raw_plan else ()
+        outcome = outcome_cache.get(plan_key)
+        if outcome is None:
+            outcome = plan_outcome(parse_plan(list(plan_key) or None, where), max_rt)
+            outcome_cache[plan_key] = outcome
+        last, final_state = outcome.last_attempt, outcome.final_state
+        status = send["status"]
+        topic = send["topic"]
+        born = send.get("born_ms")
+        requested, level, clamped, delay, earliest, due_on_time, deliver_at, rejection = _first_attempt(send, profile, where)
+        anchor0 = send["ts_ms"]
+        latest = due_on_time + slack
+        widened = None
+        if outages:
+            w = window(born if born is not None else anchor0, earliest, latest, outages, first_delay, slack)
+            latest, widened = w.latest_ms, w.widened_by
+        for group in topic_groups.get(topic) or (None,):
+            append((run_id, key, 0, topic, None, status, requested, level, clamped, delay, earliest, latest,
+                    widened, last == 0, final_state, group, anchor0, None, None, born, deliver_at, rejection))
+            retry_queue = RETRY_PREFIX + (group if group is not None else "*")
+            for k in range(1, last + 1):
+                r_level = min(3 + k - 1, max_level)
+                r_delay = retry_delays[k]
+                anchor = anchors.get((key, group, k - 1))
+                if anchor is None:
+                    append((run_id, key, k, topic, retry_queue, status, 3 + k - 1, r_level, r_level != 3 + k - 1,
+                            r_delay, None, None, None, last == k, final_state, group, None, None, None, born,
+                            deliver_at, None))
+                    continue
+                r_earliest = anchor + r_delay
+                r_latest = r_earliest + slack
+                r_widened = None
+                if outages:
+                    w = window(anchor, r_earliest, r_latest, outages, first_delay, slack)
+                    r_latest, r_widened = w.latest_ms, w.widened_by
+                append((run_id, key, k, topic, retry_queue, status, 3 + k - 1, r_level, r_level != 3 + k - 1,
+                        r_delay, r_earliest, r_latest, r_widened, last == k, final_state, group, anchor,
+                        anchor + local_delay, anchor + local_delay + slack, born, deliver_at, None))
+    return rows
+
+
 def build_expected(run: Mapping, events: Iterable[Mapping]) -> list[ExpectedAttempt]:
     """Expected attempts of every message sent in the run (FAILED sends yield attempt rows with
     ``send_status`` FAILED so the checker can flag deliveries of them).
 
     ``run`` is ``run.json`` as a dict; its ``profile`` is parsed with the model's profile parser
     (a bad field raises ``reference.contract.ContractError`` naming it)."""
-    raise NotImplementedError  # implemented by the reference-model issue
+    new = object.__new__
+    out = []
+    for row in build_expected_rows(run, events):
+        obj = new(ExpectedAttempt)
+        obj.__dict__.update(zip(EXPECTED_COLUMNS, row))
+        out.append(obj)
+    return out
+
+
+def same_stored_copy(first: Mapping, second: Mapping) -> bool:
+    """DESIGN.md "stored copy": the same ``commit_log_offset`` where both have one, else the same
+    (queue_topic, queue_id, queue_offset)."""
+    a, b = first.get("commit_log_offset"), second.get("commit_log_offset")
+    if a is not None and b is not None:
+        return a == b
+    qa = (first.get("queue_topic") or first.get("topic"), first.get("queue_id"), first.get("queue_offset"))
+    qb = (second.get("queue_topic") or second.get("topic"), second.get("queue_id"), second.get("queue_offset"))
+    return qa == qb
 
 
 def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, second: Mapping) -> DuplicateRuling:
     """Rule on a second delivery ``second`` of the same (key, attempt) as ``first`` (both
-    ``deliver`` events), given the run's ``fault`` events: NO_DUPLICATE of DESIGN.md."""
-    raise NotImplementedError  # implemented by the reference-model issue
+    ``deliver`` events), given the run's ``fault`` events: NO_DUPLICATE of DESIGN.md.
+
+    Consumer redelivery (same stored copy): ConsumeMessageConcurrentlyService / RemoteBrokerOffsetStore
+    (4.9.x) — offsets are committed after consumption, so a copy comes again after a CRASH answer or
+    a consumer or broker kill in between. Scheduler duplicate (new stored copy):
+    ScheduleMessageService.persist (4.9.x) — see :func:`reference.persistence.scheduler_duplicate_allowed`."""
+    profile = profile_from_run(run)
+    faults = list(faults)
+    if first["ts_ms"] > second["ts_ms"]:
+        first, second = second, first
+    if same_stored_copy(first, second):
+        if first.get("outcome") == CRASH:
+            return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after a CRASH answer at {first['ts_ms']}")
+        for f in sorted(faults, key=lambda f: f["ts_ms"]):
+            if f.get("action") == "kill" and f.get("target") in ("consumer", "broker") \
+                    and first["ts_ms"] <= f["ts_ms"] <= second["ts_ms"]:
+                return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after the {f['target']} "
+                                       f"kill at {f['ts_ms']} (consume offset not yet committed)")
+        return DuplicateRuling(False, "consumer", f"the same stored copy delivered again at {second['ts_ms']} after an "
+                               f"answer {first.get('outcome')} at {first['ts_ms']}, with no CRASH and no consumer or broker kill in between")
+    allowed, reason = scheduler_duplicate_allowed(faults, first["store_ms"], second["ts_ms"],
+                                                  profile.flush_delay_offset_interval_ms,
+                                                  profile.first_flush_delay_ms, profile.slack_ms)
+    return DuplicateRuling(allowed, "scheduler", reason)

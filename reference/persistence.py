@@ -1,0 +1,93 @@
+"""Schedule-offset persistence (``delayOffset.json``) and the scheduler duplicates it allows.
+
+The schedule service keeps, per level, the offset of the next entry of its schedule queue to
+re-put. It persists that table every ``flushDelayOffsetInterval`` (the first time 10 s after its
+start) and on graceful shutdown. After a kill -9 it restarts from the last persisted offsets: the
+re-puts made since the last flush are made again (new stored copies: scheduler duplicates);
+nothing is lost, because the offset only moves past an entry once its re-put succeeded.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+
+def next_flush_ms(service_start_ms: int, now_ms: int, first_flush_delay_ms: int, interval_ms: int) -> int:
+    """ScheduleMessageService.start (scheduleAtFixedRate(persist, 10000, flushDelayOffsetInterval)):
+    the first periodic persist strictly after ``now_ms``."""
+    first = service_start_ms + first_flush_delay_ms
+    if now_ms < first:
+        return first
+    return first + ((now_ms - first) // interval_ms + 1) * interval_ms
+
+
+def corrected_delay_offset(persisted: int, cq_min_offset: int, cq_max_offset: int) -> int:
+    """ScheduleMessageService.correctDelayOffset (4.9.x): a loaded offset outside the schedule
+    queue's [min, max] is moved to the nearest bound."""
+    if persisted < cq_min_offset:
+        return cq_min_offset
+    if persisted > cq_max_offset:
+        return cq_max_offset
+    return persisted
+
+
+def _broker_faults(faults: Iterable[Mapping]) -> list[tuple[int, str]]:
+    return sorted(((f["ts_ms"], f["action"]) for f in faults if f.get("target") == "broker"),
+                  key=lambda e: e[0])
+
+
+def last_flush_lower_bound_ms(broker_faults: list[tuple[int, str]], kill_ms: int, interval_ms: int,
+                              first_flush_delay_ms: int, jitter_ms: int) -> int | None:
+    """ScheduleMessageService.start/shutdown/persist (4.9.x): a lower bound of the time of the last
+    persist before a kill at ``kill_ms`` (``None``: possibly never, since the run began).
+
+    ``broker_faults`` are the broker's ``(ts_ms, action)`` in time order. The service starts
+    somewhere between a ``start`` and its ``ready``: when a periodic persist surely happened in
+    the killed incarnation the bound is ``max(kill - interval, start + 10 s) - jitter``; when none
+    surely happened it is the previous incarnation's end: its graceful stop (persisted), or, for a
+    kill, that kill's own bound."""
+    start_ms = ready_ms = None
+    prev_end: tuple[int, str] | None = None
+    for ts, action in broker_faults:
+        if ts > kill_ms:
+            break
+        if action == "start":
+            start_ms, ready_ms = ts, None
+        elif action == "ready" and start_ms is not None and ready_ms is None:
+            ready_ms = ts
+        elif action in ("stop", "kill") and ts < kill_ms:
+            prev_end, start_ms, ready_ms = (ts, action), None, None
+    if start_ms is None and prev_end is None:
+        return kill_ms - interval_ms - jitter_ms  # running since before the run: steady state
+    if start_ms is not None:
+        surely_started = ready_ms if ready_ms is not None else kill_ms
+        if kill_ms >= surely_started + first_flush_delay_ms:
+            return max(kill_ms - interval_ms, start_ms + first_flush_delay_ms) - jitter_ms
+        if prev_end is None:
+            return None
+    assert prev_end is not None
+    end_ms, how = prev_end
+    if how == "stop":
+        return end_ms - jitter_ms
+    before = [f for f in broker_faults if f[0] < end_ms]
+    return last_flush_lower_bound_ms(before, end_ms, interval_ms, first_flush_delay_ms, jitter_ms)
+
+
+def scheduler_duplicate_allowed(faults: Iterable[Mapping], first_store_ms: int, second_ts_ms: int,
+                                interval_ms: int, first_flush_delay_ms: int, jitter_ms: int) -> tuple[bool, str]:
+    """ScheduleMessageService.persist vs. a kill -9 (4.9.x): a second stored copy of an attempt is
+    allowed when the first was re-put after the last persist before a broker kill that happened
+    between the first re-put and the second delivery. Returns (allowed, reason)."""
+    broker = _broker_faults(faults)
+    kills = [ts for ts, action in broker if action == "kill" and first_store_ms <= ts <= second_ts_ms]
+    for kill_ms in kills:
+        bound = last_flush_lower_bound_ms(broker, kill_ms, interval_ms, first_flush_delay_ms, jitter_ms)
+        if bound is None or first_store_ms >= bound:
+            since = "the run began" if bound is None else f"{bound}"
+            return True, (f"first copy re-put at {first_store_ms}, after the last persist of schedule "
+                          f"offsets (not before {since}) and before the broker kill -9 at {kill_ms}")
+    if kills:
+        return False, (f"first copy re-put at {first_store_ms}, before the last persist of schedule "
+                       f"offsets preceding the broker kill -9 at {kills[0]}: its offset was already persisted")
+    return False, (f"new stored copy with no broker kill -9 between the first re-put ({first_store_ms}) "
+                   f"and the second delivery ({second_ts_ms}): graceful stops persist the offsets")

@@ -1,0 +1,70 @@
+"""The consumer-plan vocabulary: what the consumer answers on each delivery of a message.
+
+A plan is a sequence of ``OK`` / ``LATER`` / ``CRASH``, one per delivery, in order; a redelivery
+after a ``CRASH`` takes the next entry; after the plan ends the consumer answers ``OK``. An empty
+or absent plan is ``("OK",)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from reference.contract import PLAN_WORDS, ContractError
+
+OK, LATER, CRASH = "OK", "LATER", "CRASH"
+
+
+def parse_plan(plan: Any, where: str = "send", field: str = "plan") -> tuple[str, ...]:
+    """A plan from a list of words (or a comma-separated string, as the ``HG_PLAN`` property
+    carries it); an unknown word raises ContractError naming it and its position."""
+    if plan is None:
+        return (OK,)
+    if isinstance(plan, str):
+        plan = [w for w in plan.split(",")] if plan else []
+    if not isinstance(plan, (list, tuple)):
+        raise ContractError(where, field, "a list of " + "/".join(PLAN_WORDS), plan)
+    for i, word in enumerate(plan):
+        if word not in PLAN_WORDS:
+            raise ContractError(where, f"{field}[{i}]", "one of " + "/".join(PLAN_WORDS), word)
+    return tuple(plan) if plan else (OK,)
+
+
+def format_plan(plan: tuple[str, ...]) -> str:
+    """The ``HG_PLAN`` property value (inverse of :func:`parse_plan` on a string)."""
+    return ",".join(plan)
+
+
+def answer(plan: tuple[str, ...], delivery_index: int) -> str:
+    """The answer to the ``delivery_index``-th delivery (0-based) of a message."""
+    return plan[delivery_index] if delivery_index < len(plan) else OK
+
+
+@dataclass(frozen=True)
+class PlanOutcome:
+    """Where a plan leads under ``max_reconsume_times`` (the broker's DLQ rule applied).
+
+    ``last_attempt``: the reconsume_times of the last attempt delivered; ``final_state``:
+    ``CONSUMED`` or ``DLQ``; ``crashes[k]``: the CRASH answers given on attempt k."""
+
+    last_attempt: int
+    final_state: str
+    crashes: tuple[int, ...]
+
+
+def plan_outcome(plan: tuple[str, ...], max_reconsume_times: int) -> PlanOutcome:
+    """SendMessageProcessor.asyncConsumerSendMsgBack (4.9.x): a LATER on an attempt whose
+    reconsume_times >= maxReconsumeTimes sends the message to the DLQ instead of a retry."""
+    attempt = 0
+    crashes = [0]
+    for word in plan:
+        if word == LATER:
+            if attempt >= max_reconsume_times:
+                return PlanOutcome(attempt, "DLQ", tuple(crashes))
+            attempt += 1
+            crashes.append(0)
+        elif word == CRASH:
+            crashes[attempt] += 1
+        else:
+            break
+    return PlanOutcome(attempt, "CONSUMED", tuple(crashes))

@@ -1,0 +1,108 @@
+"""The broker profile a run was made against: ``run.json``'s ``profile``, parsed and checked.
+
+Required fields are those of :data:`reference.contract.PROFILE_FIELDS`; the optional ones carry
+the broker's and client's constants and default to them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from reference.contract import ContractError
+from reference.levels import DEFAULT_LEVEL_TABLE, LevelTable, parse_level_table
+
+#: DefaultMQPushConsumerImpl.getMaxReconsumeTimes: -1 (the consumer's default) means 16.
+DEFAULT_MAX_RECONSUME_TIMES = 16
+#: ScheduleMessageService.FIRST_DELAY_TIME: the schedule service's first pass after start.
+FIRST_DELAY_MS = 1000
+#: ScheduleMessageService.start: the first periodic persist runs 10 s after start.
+FIRST_FLUSH_DELAY_MS = 10_000
+#: ConsumeMessageConcurrentlyService.submitConsumeRequestLater: local re-consume after 5 s.
+LOCAL_RETRY_DELAY_MS = 5000
+#: MessageStoreConfig.timerPrecisionMs (5.x).
+TIMER_PRECISION_MS = 1000
+#: MessageStoreConfig.timerMaxDelaySec (5.x): 3 days.
+TIMER_MAX_DELAY_SEC = 3 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class Profile:
+    level_table: LevelTable = DEFAULT_LEVEL_TABLE
+    max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES  # effective: -1 already mapped to 16
+    flush_delay_offset_interval_ms: int = 10_000
+    slack_ms: int = 3000
+    first_delay_ms: int = FIRST_DELAY_MS
+    first_flush_delay_ms: int = FIRST_FLUSH_DELAY_MS
+    local_retry_delay_ms: int = LOCAL_RETRY_DELAY_MS
+    timer_precision_ms: int = TIMER_PRECISION_MS
+    timer_max_delay_sec: int = TIMER_MAX_DELAY_SEC
+
+    @property
+    def max_level(self) -> int:
+        return self.level_table.max_level
+
+
+def effective_max_reconsume_times(consumer_value: int | None, group_value: int = DEFAULT_MAX_RECONSUME_TIMES) -> int:
+    """SendMessageProcessor.asyncConsumerSendMsgBack (4.9.x): the consumer's maxReconsumeTimes in
+    the request header wins over the subscription group's retryMaxTimes; the consumer maps -1 to 16
+    (DefaultMQPushConsumerImpl.getMaxReconsumeTimes)."""
+    if consumer_value is None:
+        return group_value
+    return DEFAULT_MAX_RECONSUME_TIMES if consumer_value == -1 else consumer_value
+
+
+def _int(profile: Mapping[str, Any], name: str, default: int | None, minimum: int, where: str, what: str) -> int:
+    value = profile.get(name, default)
+    if value is None:
+        raise ContractError(where, name, f"{what} (required)", "missing")
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ContractError(where, name, what, value)
+    return value
+
+
+def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
+    """Profile from ``run.json``'s ``profile`` object; a bad field raises ContractError naming it."""
+    if not isinstance(profile, Mapping):
+        raise ContractError(where, None, "a JSON object", profile)
+    table = parse_level_table(profile.get("message_delay_level"), where, "message_delay_level")
+    max_rt = _int(profile, "max_reconsume_times", None, -1, where, "-1 (means 16) or an int >= 0")
+    return Profile(
+        level_table=table,
+        max_reconsume_times=effective_max_reconsume_times(max_rt),
+        flush_delay_offset_interval_ms=_int(profile, "flush_delay_offset_interval_ms", None, 1, where,
+                                            "a positive int (milliseconds)"),
+        slack_ms=_int(profile, "slack_ms", None, 0, where, "an int >= 0 (milliseconds)"),
+        first_delay_ms=_int(profile, "first_delay_ms", FIRST_DELAY_MS, 0, where, "an int >= 0 (milliseconds)"),
+        first_flush_delay_ms=_int(profile, "first_flush_delay_ms", FIRST_FLUSH_DELAY_MS, 0, where,
+                                  "an int >= 0 (milliseconds)"),
+        local_retry_delay_ms=_int(profile, "local_retry_delay_ms", LOCAL_RETRY_DELAY_MS, 0, where,
+                                  "an int >= 0 (milliseconds)"),
+        timer_precision_ms=_int(profile, "timer_precision_ms", TIMER_PRECISION_MS, 1, where,
+                                "a positive int (milliseconds)"),
+        timer_max_delay_sec=_int(profile, "timer_max_delay_sec", TIMER_MAX_DELAY_SEC, 0, where,
+                                 "an int >= 0 (seconds)"),
+    )
+
+
+def profile_from_run(run: Any, where: str = "run.json") -> Profile:
+    if not isinstance(run, Mapping):
+        raise ContractError(where, None, "a JSON object", run)
+    if "profile" not in run:
+        raise ContractError(where, "profile", "an object (required)", "missing")
+    return parse_profile(run["profile"], where + " profile")
+
+
+def profile_to_json(profile: Profile) -> dict:
+    """The ``run.json`` profile object for ``profile`` (inverse of :func:`parse_profile`)."""
+    return {
+        "message_delay_level": profile.level_table.format(),
+        "max_reconsume_times": profile.max_reconsume_times,
+        "flush_delay_offset_interval_ms": profile.flush_delay_offset_interval_ms,
+        "slack_ms": profile.slack_ms,
+        "first_delay_ms": profile.first_delay_ms,
+        "first_flush_delay_ms": profile.first_flush_delay_ms,
+        "local_retry_delay_ms": profile.local_retry_delay_ms,
+        "timer_precision_ms": profile.timer_precision_ms,
+        "timer_max_delay_sec": profile.timer_max_delay_sec,
+    }

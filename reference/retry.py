@@ -1,0 +1,69 @@
+"""Consumer retry: the retry topic, the level of each retry, the DLQ, and the send-back failure path.
+
+A consumer answering ``RECONSUME_LATER`` to attempt k-1 (reconsume_times = k-1) makes the client
+send the message back; the broker stores retry k (reconsume_times = k) in ``%RETRY%group`` with
+delay level ``3 + (k - 1)`` (clamped to the table), or in ``%DLQ%group`` when k-1 has reached
+``maxReconsumeTimes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reference.contract import dlq_topic, retry_topic
+
+__all__ = ["retry_topic", "dlq_topic", "requested_retry_level", "retry_level", "goes_to_dlq",
+           "SendBackRoute", "send_back_route", "DLQ_QUEUE_COUNT"]
+
+#: MixAll.DLQ_NUMS_PER_GROUP: the DLQ topic has one queue.
+DLQ_QUEUE_COUNT = 1
+
+
+def requested_retry_level(attempt: int) -> int:
+    """SendMessageProcessor.asyncConsumerSendMsgBack (4.9.x): delayLevel 0 from the client means
+    ``3 + reconsumeTimes`` of the failed attempt, so retry ``attempt`` asks for ``3 + attempt - 1``."""
+    if attempt < 1:
+        raise ValueError(f"retry attempt must be >= 1, found {attempt}")
+    return 3 + attempt - 1
+
+
+def retry_level(attempt: int, max_level: int) -> int:
+    """CommitLog.asyncPutMessage (4.9.x): the requested retry level clamped to the table's maximum."""
+    return min(requested_retry_level(attempt), max_level)
+
+
+def goes_to_dlq(failed_reconsume_times: int, max_reconsume_times: int, delay_level: int = 0) -> bool:
+    """SendMessageProcessor.asyncConsumerSendMsgBack (4.9.x): reconsumeTimes >= maxReconsumeTimes,
+    or a negative delayLevel from the client (send straight to the DLQ), routes to ``%DLQ%group``."""
+    return failed_reconsume_times >= max_reconsume_times or delay_level < 0
+
+
+@dataclass(frozen=True)
+class SendBackRoute:
+    """How a LATER answer is carried out: ``broker`` (consumerSendMsgBack stored the retry),
+    ``producer`` (send-back failed, the client re-sent the retry through its own producer),
+    ``local`` (both failed: the client re-consumes the same stored copy after 5 s with
+    reconsume_times + 1 and the same queue offset), and the topic the retry is stored in."""
+
+    via: str
+    topic: str | None  # %RETRY%group or %DLQ%group; None for a local re-consume
+    reconsume_times: int  # of the new attempt
+    level: int  # the clamped delay level of the new attempt (0 for DLQ and local)
+    delay_ms: int  # the wait before the new attempt is due
+
+
+def send_back_route(group: str, failed_reconsume_times: int, max_reconsume_times: int,
+                    table_delays_ms: tuple[int, ...], send_back_ok: bool, producer_ok: bool,
+                    local_retry_delay_ms: int = 5000, delay_level: int = 0) -> SendBackRoute:
+    """DefaultMQPushConsumerImpl.sendMessageBack + ConsumeMessageConcurrentlyService.processConsumeResult
+    (4.9.x): broker send-back, else a re-send by the client's producer to %RETRY%group with level
+    3 + reconsumeTimes (the broker applies the DLQ rule to it), else a local re-consume in 5 s."""
+    k = failed_reconsume_times + 1
+    if not send_back_ok and not producer_ok:
+        return SendBackRoute("local", None, k, 0, local_retry_delay_ms)
+    via = "broker" if send_back_ok else "producer"
+    if goes_to_dlq(failed_reconsume_times, max_reconsume_times, delay_level):
+        return SendBackRoute(via, dlq_topic(group), k, 0, 0)
+    requested = delay_level if (delay_level > 0 and send_back_ok) else requested_retry_level(k)
+    level = min(requested, len(table_delays_ms))
+    return SendBackRoute(via, retry_topic(group), k, level, table_delays_ms[level - 1] if level else 0)

@@ -1,0 +1,93 @@
+"""Due times and delivery windows: when an attempt may be stored for the consumer at the earliest,
+and when at the latest, given the broker's outages.
+
+An *outage* of the broker runs from ``kill``/``stop``/``pause`` to the ``ready`` that follows the
+next ``start`` (or to ``resume`` after a pause). While the broker is down its schedule service
+does not run: a message due in an outage is re-put after the restart, when the service's first
+pass runs (ScheduleMessageService.FIRST_DELAY_TIME after start).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+_DOWN = {"kill", "stop", "pause"}
+
+
+@dataclass(frozen=True)
+class Outage:
+    """The broker did not serve from ``down_ms`` to ``up_ms`` (``None``: not back by the run's end)."""
+
+    action: str  # kill / stop / pause
+    down_ms: int
+    up_ms: int | None
+
+    def describe(self) -> str:
+        end = "never ready again" if self.up_ms is None else f"ready at {self.up_ms}"
+        return f"broker {self.action} at {self.down_ms}, {end}"
+
+
+@dataclass(frozen=True)
+class DeliveryWindow:
+    earliest_ms: int
+    latest_ms: int | None  # None: the broker never came back, any time is on time
+    widened_by: str | None
+
+
+def broker_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Outage]:
+    """Outages of ``target`` from its ``fault`` events (any order), sorted by ``down_ms``.
+    An outage ends at the first ``ready`` after a ``start`` (kill/stop) or at ``resume`` (pause);
+    a second ``down`` while already down does not open a new outage."""
+    events = sorted(((f["ts_ms"], f["action"]) for f in faults if f.get("target") == target),
+                    key=lambda e: e[0])
+    out: list[Outage] = []
+    down: tuple[str, int] | None = None
+    started = False
+    for ts, action in events:
+        if action in _DOWN:
+            if down is None:
+                down, started = (action, ts), False
+        elif down is None:
+            continue
+        elif action == "start":
+            started = True
+        elif (action == "ready" and (started or down[0] == "pause")) or (action == "resume" and down[0] == "pause"):
+            out.append(Outage(down[0], down[1], ts))
+            down = None
+    if down is not None:
+        out.append(Outage(down[0], down[1], None))
+    return out
+
+
+def window(anchor_ms: int, earliest_ms: int, latest_base_ms: int, outages: list[Outage],
+           first_delay_ms: int, slack_ms: int) -> DeliveryWindow:
+    """ScheduleMessageService.start (FIRST_DELAY_TIME): the window of an attempt due at
+    ``earliest_ms`` whose on-time deadline without faults is ``latest_base_ms`` (due + slack,
+    anchored at ``anchor_ms``, when the wait began). An outage that begins before the deadline and ends after the
+    wait began pushes the deadline to its ready + first delay + slack; outages chain."""
+    latest: int | None = latest_base_ms
+    widened: list[str] = []
+    for outage in outages:
+        if latest is None:
+            break
+        if outage.down_ms > latest:
+            break
+        if outage.up_ms is not None and outage.up_ms < anchor_ms:
+            continue
+        if outage.up_ms is None:
+            latest = None
+            widened.append(outage.describe())
+            break
+        pushed = outage.up_ms + first_delay_ms + slack_ms
+        if pushed > latest:
+            latest = pushed
+            widened.append(outage.describe())
+    return DeliveryWindow(earliest_ms, latest, "; ".join(widened) if widened else None)
+
+
+def corrected_deliver_ms(now_ms: int, deliver_ms: int, level_delay_ms: int) -> int:
+    """ScheduleMessageService.DeliverDelayedMessageTimerTask.correctDeliverTimestamp: a deadline
+    further than one level's delay ahead of now (the clock went back, or a bad tags code) is
+    corrected to now: the message is due at once."""
+    return now_ms if deliver_ms > now_ms + level_delay_ms else deliver_ms
