@@ -1,0 +1,178 @@
+"""Running many scenarios: shared brokers, concurrency, progress, cleanup.
+
+Scenarios that fault no broker share one broker per profile (each with its own topics and groups,
+by prefix) and run at the same time; a scenario that kills, stops or pauses a broker gets its own.
+At most ``max_systems`` real systems run at once (this is a 2-core machine: more brokers would
+make the timing the test judges unfair). Simulated systems run one after the other in virtual
+time. Every system opened is torn down, also on failure and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from adapters.base import System
+from harness.runner import Progress, RunResult, ScenarioRun, capabilities
+from harness.scenario import Scenario
+from harness.systems import SystemSpec, open_system
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    system: SystemSpec
+    out_dir: Path
+    max_systems: int = 2
+    progress: bool = True
+    progress_interval_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class Job:
+    """The scenarios that run together on one system."""
+
+    scenarios: tuple[Scenario, ...]
+    shared: bool
+
+
+def plan_jobs(scenarios: list[Scenario], virtual: bool) -> list[Job]:
+    if virtual:
+        return [Job((s,), False) for s in scenarios]
+    shared: dict[tuple, list[Scenario]] = {}
+    alone: list[Job] = []
+    for s in scenarios:
+        if s.faults_broker:
+            alone.append(Job((s,), False))
+        else:
+            key = (s.profile.message_delay_level, s.profile.flush_delay_offset_interval_ms)
+            shared.setdefault(key, []).append(s)
+    # the faulting jobs are usually the longest: start them first
+    return alone + [Job(tuple(v), True) for v in shared.values()]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")[:60]
+
+
+class Batch:
+    def __init__(self, scenarios: list[Scenario], opts: BatchOptions):
+        names = [s.name for s in scenarios]
+        if len(set(names)) != len(names):
+            raise ValueError(f"scenario names must be unique in a batch: {sorted(n for n in set(names) if names.count(n) > 1)}")
+        self.scenarios = scenarios
+        self.opts = opts
+        self.stamp = time.strftime("%Y%m%dT%H%M%S")
+        self.progress = {s.name: Progress(s.name) for s in scenarios}
+        self._systems: list[System] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.results: dict[str, RunResult] = {}
+        self.errors: dict[str, str] = {}
+        self.started = time.monotonic()
+
+    def run(self) -> list[RunResult]:
+        self.opts.out_dir.mkdir(parents=True, exist_ok=True)
+        jobs = plan_jobs(self.scenarios, self.opts.system.virtual)
+        shower = None
+        if self.opts.progress and not self.opts.system.virtual:
+            shower = threading.Thread(target=self._show_progress, daemon=True)
+            shower.start()
+        try:
+            workers = 1 if self.opts.system.virtual else max(1, self.opts.max_systems)
+            with ThreadPoolExecutor(workers, thread_name_prefix="hg-job") as pool:
+                for f in [pool.submit(self._run_job, i, j) for i, j in enumerate(jobs)]:
+                    f.result()
+        finally:
+            self._stop.set()
+            self.teardown_all()
+        return [self.results[s.name] for s in self.scenarios if s.name in self.results]
+
+    def teardown_all(self) -> None:
+        with self._lock:
+            systems, self._systems = self._systems, []
+        for s in systems:
+            try:
+                s.teardown()
+            except Exception as e:  # noqa: BLE001 - cleanup goes on for the others
+                print(f"[hourglass] teardown of {s.info.version} failed: {e}", file=sys.__stderr__)
+
+    def _run_job(self, index: int, job: Job) -> None:
+        first = job.scenarios[0]
+        workdir = self.opts.out_dir / "_systems" / f"job{index:02d}-{_slug(first.name) if not job.shared else 'shared'}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        for s in job.scenarios:
+            self.progress[s.name].phase = "starting broker"
+        system = open_system(self.opts.system, first.profile, workdir, seed=first.seed)
+        with self._lock:
+            self._systems.append(system)
+        try:
+            system.setup()
+            if job.shared and len(job.scenarios) > 1:
+                threads = [
+                    threading.Thread(target=self._run_one, args=(s.with_prefix(_slug(s.name)[:24] + "_"), system, s.name), name=f"hg-{s.name}")
+                    for s in job.scenarios
+                ]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+            else:
+                for s in job.scenarios:
+                    self._run_one(s, system, s.name)
+        except Exception as e:  # noqa: BLE001 - the scenarios of this job are reported broken
+            for s in job.scenarios:
+                self.errors.setdefault(s.name, f"{type(e).__name__}: {e}")
+                self.progress[s.name].phase = "error"
+        finally:
+            with self._lock:
+                if system in self._systems:
+                    self._systems.remove(system)
+            system.teardown()
+
+    def _run_one(self, scenario: Scenario, system: System, name: str) -> None:
+        run_id = f"{_slug(name)}-{_slug(system.info.version)}-{self.stamp}"
+        missing = set(scenario.requires) - capabilities(system)
+        if missing:
+            self.progress[name].phase = "done"
+            why = f"{system.info.adapter} {system.info.version} has no {', '.join(sorted(missing))}"
+            self.results[name] = RunResult(self.opts.out_dir / run_id, run_id, scenario, True, (), 0, 0, skipped=why)
+            return
+        run = ScenarioRun(scenario, system, self.opts.out_dir / run_id, run_id, self.progress[name])
+        try:
+            self.results[name] = run.execute()
+        except Exception as e:  # noqa: BLE001 - one broken scenario does not stop the others
+            self.errors[name] = f"{type(e).__name__}: {e}"
+            self.progress[name].phase = "error"
+            self.results[name] = RunResult(run.run_dir, run_id, scenario, False, (), 0, 0, self.errors[name])
+
+    def _show_progress(self) -> None:
+        while not self._stop.wait(self.opts.progress_interval_s):
+            print(self.progress_line(), file=sys.__stderr__, flush=True)
+
+    def progress_line(self) -> str:
+        now_ms = int(time.time() * 1000)
+        done = sum(1 for p in self.progress.values() if p.phase in ("done", "error"))
+        waiting = []
+        for p in self.progress.values():
+            if p.phase in ("done", "error", "queued"):
+                continue
+            part = f"{p.scenario}: {p.phase}"
+            if p.phase == "draining":
+                part += f" {p.final}/{p.messages} final"
+                if p.deadline_ms:
+                    part += f", window closes in {max(0, (p.deadline_ms - now_ms) // 1000)}s"
+            waiting.append(part)
+        elapsed = int(time.monotonic() - self.started)
+        head = f"[hourglass {elapsed // 60:02d}:{elapsed % 60:02d}] {done}/{len(self.progress)} scenarios done"
+        return head + ("" if not waiting else " | " + " | ".join(waiting[:4]) + (" | …" if len(waiting) > 4 else ""))
+
+
+def run_batch(scenarios: list[Scenario], opts: BatchOptions) -> tuple[list[RunResult], dict[str, str]]:
+    b = Batch(scenarios, opts)
+    results = b.run()
+    return results, b.errors

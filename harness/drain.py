@@ -1,0 +1,66 @@
+"""When is a run over? The model says.
+
+A message is *final* when the attempt its plan ends with has been delivered with the answer that
+ends it (``OK``: consumed; ``LATER`` on the last allowed attempt: on its way to the DLQ). While
+some message is not final, the run waits until the latest window the model allows for the pending
+attempts (``ExpectedAttempt.latest_ms``, already widened by outages) has closed, plus a margin for
+consumer redelivery; then it stops and leaves the verdict to the checker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reference.expected import ExpectedAttempt, build_expected
+
+#: A consumer that crashed is restarted and must rebalance before it is redelivered a message.
+CONSUMER_REDELIVERY_MS = 25_000
+
+
+@dataclass(frozen=True)
+class DrainState:
+    pending: tuple[str, ...]  # keys not final yet
+    deadline_ms: int | None  # when to give up waiting for them (None: nothing to wait for)
+    messages: int
+    final: int
+
+
+def drain_state(run: dict, events: list[dict], now_ms: int) -> DrainState:
+    expected = build_expected(run, events)
+    by_key: dict[str, list[ExpectedAttempt]] = {}
+    for a in expected:
+        if a.send_status == "FAILED":
+            continue
+        by_key.setdefault(a.key, []).append(a)
+    answered: dict[tuple[str, int], set[str]] = {}
+    crashed_at: dict[str, int] = {}
+    for e in events:
+        if e.get("type") == "deliver":
+            answered.setdefault((e["key"], e["reconsume_times"]), set()).add(e["outcome"])
+            if e["outcome"] == "CRASH":
+                crashed_at[e["key"]] = max(crashed_at.get(e["key"], 0), e["ts_ms"])
+    pending: list[str] = []
+    deadline: int | None = None
+    final = 0
+    for key, attempts in by_key.items():
+        attempts.sort(key=lambda a: a.attempt)
+        last = attempts[-1]
+        ends_with = "OK" if last.final_state == "CONSUMED" else "LATER"
+        if ends_with in answered.get((key, last.attempt), ()):
+            final += 1
+            continue
+        # the first attempt that has not been answered with what moves the message on
+        todo = next(
+            (a for a in attempts if not ({"OK", "LATER"} & answered.get((key, a.attempt), set()))),
+            last,
+        )
+        if todo.send_status == "UNKNOWN" and (key, 0) not in answered and todo.latest_ms is not None and now_ms > todo.latest_ms:
+            final += 1  # an indeterminate send that never arrived: not lost, nothing to wait for
+            continue
+        pending.append(key)
+        d = todo.latest_ms
+        if key in crashed_at:
+            d = max(d or 0, crashed_at[key] + CONSUMER_REDELIVERY_MS)
+        if d is not None:
+            deadline = d if deadline is None else max(deadline, d)
+    return DrainState(tuple(sorted(pending)), deadline, len(by_key), final)

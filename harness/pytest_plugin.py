@@ -1,0 +1,204 @@
+"""The pytest plugin: scenarios as tests, run together, checked together.
+
+A suite test names a scenario and asks for its verdict::
+
+    @pytest.mark.parametrize("scenario", CONFORMANCE, ids=lambda s: s.name)
+    def test_rule(scenario, hg_verdict):
+        assert_conforms(hg_verdict)
+
+At the first ``hg_verdict`` the plugin runs *every* collected scenario of that system as one batch
+(shared brokers, concurrency: ``harness.batch``) and checks all runs in one Spark job
+(``reports.check.check_runs``); each test then asserts on its own verdict. Options pick the system
+(``--hg-system``, comma-separated for a matrix), the runtime, the output directory and a baseline
+of accepted violations. A test may pin its system with ``@pytest.mark.hg_system("simulated[...]")``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+
+DEFAULT_SYSTEM = "rocketmq:latest"
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("hourglass")
+    g.addoption("--hg-system", default=os.environ.get("HOURGLASS_SYSTEM", DEFAULT_SYSTEM),
+                help="system(s) under test, comma-separated: rocketmq:<version>, dist:/path, jars:/path, simulated[defects]")
+    g.addoption("--hg-runtime", default=os.environ.get("HOURGLASS_RUNTIME", "auto"), choices=("auto", "container", "process", "external"))
+    g.addoption("--hg-image", default=os.environ.get("HOURGLASS_IMAGE"), help="an existing broker image (e.g. apache/rocketmq:5.3.3)")
+    g.addoption("--hg-out", default=os.environ.get("HOURGLASS_OUT"), help="where run directories and reports go (default: runs/<timestamp>)")
+    g.addoption("--hg-baseline", default=os.environ.get("HOURGLASS_BASELINE"), help="file of accepted violations")
+    g.addoption("--hg-max-systems", type=int, default=int(os.environ.get("HOURGLASS_MAX_SYSTEMS", "2")),
+                help="real systems running at once (default 2 on a 2-core machine)")
+    g.addoption("--hg-master", default=os.environ.get("HOURGLASS_SPARK_MASTER"), help="Spark master for the checker")
+
+
+def pytest_configure(config):
+    for line in (
+        "conformance: a rule of the model run as a scenario against the system under test",
+        "chaos: a scenario with faults",
+        "slow: takes minutes of broker time",
+        "realbroker: needs a real RocketMQ broker",
+        "container: needs a Docker engine",
+        "hg_system(spec): pin the system a scenario test runs against",
+        "main: part of the main job (conformance suite + short chaos run)",
+    ):
+        config.addinivalue_line("markers", line)
+    out = config.getoption("--hg-out") or f"runs/{time.strftime('%Y%m%dT%H%M%S')}"
+    config._hourglass = HgSession(config, Path(out).resolve())
+
+
+def _systems(config) -> list[str]:
+    return [s.strip() for s in config.getoption("--hg-system").split(",") if s.strip()]
+
+
+def pytest_generate_tests(metafunc):
+    if "hg_system" in metafunc.fixturenames and metafunc.definition.get_closest_marker("hg_system") is None:
+        metafunc.parametrize("hg_system", _systems(metafunc.config))
+
+
+@pytest.fixture
+def hg_system(request):
+    """The system spec a scenario test runs against: its ``hg_system`` marker, else ``--hg-system``."""
+    m = request.node.get_closest_marker("hg_system")
+    return m.args[0] if m else getattr(request, "param", _systems(request.config)[0])
+
+
+def _item_system(item) -> str | None:
+    m = item.get_closest_marker("hg_system")
+    if m:
+        return m.args[0]
+    cs = getattr(item, "callspec", None)
+    return cs.params.get("hg_system") if cs else None
+
+
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection: only selected scenarios run
+def pytest_collection_modifyitems(session, config, items):
+    hs: HgSession = config._hourglass
+    for item in items:
+        if "hg_verdict" not in getattr(item, "fixturenames", ()):
+            continue
+        cs = getattr(item, "callspec", None)
+        scenario = cs.params.get("scenario") if cs else None
+        system = _item_system(item) or _systems(config)[0]
+        if scenario is not None:
+            hs.register(system, scenario)
+            if system.startswith(("rocketmq:", "dist:", "jars:")):
+                item.add_marker(pytest.mark.realbroker)
+
+
+@pytest.fixture
+def hg_verdict(request, scenario, hg_system):
+    """The checker's verdict (a dict, ``verdict.json``) of ``scenario`` run on ``hg_system``."""
+    return request.config._hourglass.verdict(hg_system, scenario)
+
+
+class HgSession:
+    """All scenarios of a pytest session, run and checked in batches per system."""
+
+    def __init__(self, config, out_dir: Path):
+        self.config = config
+        self.out_dir = out_dir
+        self.pending: dict[str, dict[str, object]] = {}  # system -> scenario name -> scenario
+        self.verdicts: dict[tuple[str, str], dict] = {}
+        self.batches: list[dict] = []
+
+    def register(self, system: str, scenario) -> None:
+        self.pending.setdefault(system, {})[scenario.name] = scenario
+
+    def verdict(self, system: str, scenario) -> dict:
+        if (system, scenario.name) not in self.verdicts:
+            self.register(system, scenario)
+            self._run(system)
+        return self.verdicts[(system, scenario.name)]
+
+    def _run(self, system: str) -> None:
+        from harness.batch import BatchOptions, run_batch
+        from harness.systems import SystemSpec
+
+        scenarios = list(self.pending.pop(system, {}).values())
+        if not scenarios:
+            return
+        c = self.config
+        spec = SystemSpec(system, c.getoption("--hg-runtime"), c.getoption("--hg-image"))
+        sys_dir = self.out_dir / _dirname(system)
+        started = time.monotonic()
+        results, errors = run_batch(scenarios, BatchOptions(spec, sys_dir, c.getoption("--hg-max-systems")))
+        wall_s = time.monotonic() - started
+        verdicts = check(results, c.getoption("--hg-baseline"), c.getoption("--hg-master"))
+        skipped = {r.scenario.name: r.skipped for r in results if r.skipped}
+        for sc in scenarios:
+            if sc.name in skipped:
+                self.verdicts[(system, sc.name)] = {"run_id": sc.name, "skipped": skipped[sc.name], "passed": None, "invariants": {}}
+                continue
+            v = verdicts.get(sc.name) or {"run_id": sc.name, "passed": None, "invariants": {}, "error": errors.get(sc.name, "no run")}
+            if sc.name in errors:
+                v["error"] = errors[sc.name]
+            self.verdicts[(system, sc.name)] = v
+        self.batches.append({"system": system, "dir": str(sys_dir), "wall_s": round(wall_s, 1), "scenarios": len(scenarios)})
+        write_summary(sys_dir, system, [self.verdicts[(system, s.name)] for s in scenarios], wall_s, scenarios)
+
+
+def _dirname(system: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in system)
+
+
+def check(results, baseline: str | None, master: str | None) -> dict[str, dict]:
+    """Verdicts by scenario name, from one checker job over all runs of a batch."""
+    from reports.check import check_runs
+
+    runs = [r for r in results if not r.skipped and (r.run_dir / "run.json").exists()]
+    if not runs:
+        return {}
+    verdicts = check_runs([r.run_dir for r in runs], out_dir=None, master=master, baseline=baseline)
+    by_id = {v["run_id"]: v for v in verdicts}
+    out = {}
+    for r in runs:
+        v = by_id.get(r.run_id)
+        if v is None:
+            continue
+        v = dict(v)
+        v["run_dir"] = str(r.run_dir)
+        v["report"] = str(r.run_dir / "report.html")
+        if not r.drained:
+            v.setdefault("pending", list(r.pending[:20]))
+        if r.error:
+            v["error"] = r.error
+        out[r.scenario.name] = v
+    return out
+
+
+def write_summary(sys_dir: Path, system: str, verdicts: list[dict], wall_s: float, scenarios) -> None:
+    from harness.summary import write_index
+
+    longest_wait_s = max((expected_wait_s(s) for s in scenarios), default=0)
+    sys_dir.mkdir(parents=True, exist_ok=True)
+    (sys_dir / "summary.json").write_text(json.dumps({
+        "system": system, "wall_s": round(wall_s, 1), "longest_scenario_wait_s": round(longest_wait_s, 1),
+        "ratio": round(wall_s / longest_wait_s, 2) if longest_wait_s else None,
+        "verdicts": verdicts,
+    }, indent=1, default=str))
+    write_index(sys_dir, system, verdicts, wall_s, longest_wait_s)
+
+
+def expected_wait_s(scenario) -> float:
+    from harness.summary import scenario_wait_ms
+
+    return scenario_wait_ms(scenario) / 1000
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    hs: HgSession = getattr(config, "_hourglass", None)
+    if not hs or not hs.batches:
+        return
+    tr = terminalreporter
+    tr.section("hourglass")
+    for b in hs.batches:
+        tr.write_line(f"{b['system']}: {b['scenarios']} scenarios in {b['wall_s']} s -> {b['dir']}/index.html")

@@ -1,0 +1,213 @@
+"""The runner: executes one scenario against one system and writes its run directory.
+
+``RUN/run.json`` (written at the start, completed at the end), ``RUN/scenario.json`` (for replay),
+``RUN/events/harness.jsonl`` (send, fault, snapshot, dlq — each flushed as it happens) and the
+consumers' own ``RUN/events/consumer-<name>.jsonl``. The timeline (sends and primitive faults) is
+executed in order on the system's clock; then the run drains until the model says every message
+is final (``harness.drain``), heals all faults, reads the DLQ and takes a last snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from adapters.base import ConsumerSpec, Consuming, DlqReading, SendRequest, System
+from harness.drain import DrainState, drain_state
+from harness.eventlog import EventLog, EventTail
+from harness.faults import FaultDriver, expand
+from harness.scenario import Scenario
+
+#: how often the runner looks at consumers (crash restarts) and at progress while it waits
+POLL_MS = 250
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    run_id: str
+    scenario: Scenario
+    drained: bool
+    pending: tuple[str, ...]
+    started_ms: int
+    ended_ms: int
+    error: str | None = None
+    skipped: str | None = None  # why the scenario was not run on this system
+
+
+def capabilities(system: System) -> set[str]:
+    """What the system can do beyond delay levels and retry: ``timer`` (5.x timer messages)."""
+    info = system.info
+    if "capabilities" in info.details:
+        return set(info.details["capabilities"])
+    if info.adapter == "rocketmq" and info.version.split(".")[0].isdigit() and int(info.version.split(".")[0]) < 5:
+        return set()
+    return {"timer"}
+
+
+@dataclass
+class Progress:
+    """What a run is doing now; read by the progress display of a batch."""
+
+    scenario: str
+    phase: str = "queued"
+    messages: int = 0
+    final: int = 0
+    deadline_ms: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def body_for(key: str, size: int, seed: int) -> bytes:
+    rng = random.Random(f"{seed}:{key}")
+    head = key.encode() + b"|"
+    return head + bytes(rng.getrandbits(8) for _ in range(max(0, size - len(head))))
+
+
+def write_run_json(run_dir: Path, run: dict) -> None:
+    tmp = run_dir / "run.json.tmp"
+    tmp.write_text(json.dumps(run, indent=1))
+    tmp.replace(run_dir / "run.json")
+
+
+class ScenarioRun:
+    def __init__(
+        self,
+        scenario: Scenario,
+        system: System,
+        run_dir: Path,
+        run_id: str | None = None,
+        progress: Progress | None = None,
+    ):
+        self.scenario = scenario
+        self.system = system
+        self.run_dir = Path(run_dir)
+        self.run_id = run_id or self.run_dir.name
+        self.progress = progress or Progress(scenario.name)
+        self.events_dir = self.run_dir / "events"
+        self._tail = EventTail(self.events_dir)
+        self._seen: list[dict] = []
+
+    # --- the run ------------------------------------------------------------------------
+    def execute(self) -> RunResult:
+        sc, sysm, clock = self.scenario, self.system, self.system.clock
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.events_dir.mkdir(exist_ok=True)
+        sc.save(self.run_dir / "scenario.json")
+        info = sysm.info
+        run = {
+            "run_id": self.run_id,
+            "scenario": sc.name,
+            "system": {"adapter": info.adapter, "version": info.version, "runtime": info.runtime, **info.details},
+            "profile": sc.profile.to_run_profile(),
+            "started_ms": clock.now_ms(),
+            "ended_ms": 0,
+            "seed": sc.seed,
+            "description": sc.description,
+        }
+        write_run_json(self.run_dir, run)
+        log = EventLog(self.events_dir / "harness.jsonl")
+        faults = FaultDriver(sysm, log)
+        state = DrainState((), None, len(sc.messages), 0)
+        error = None
+        try:
+            self.progress.phase = "setup"
+            for topic in sorted({m.topic for m in sc.messages} | {t for c in sc.consumers for t in c.topics}):
+                sysm.create_topic(topic)
+            for c in sc.consumers:
+                for i in range(c.instances):
+                    mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
+                    sysm.start_consumer(ConsumerSpec(f"{c.group}-{i}", c.group, c.topics, mrt, self.events_dir))
+            faults.snapshot()
+            self.progress.phase = "sending"
+            t0 = clock.now_ms()
+            timeline = [(m.at_ms, 1, m) for m in sc.messages] + [(f.at_ms, 0, f) for f in expand(sc.faults)]
+            timeline.sort(key=lambda x: (x[0], x[1]))
+            for at_ms, kind, item in timeline:
+                self._wait_until(t0 + at_ms)
+                if kind == 0:
+                    self.progress.phase = f"fault {item.action} {item.target}"
+                    faults.apply(item.action, item.target)
+                else:
+                    self._send(item, log, t0)
+            self.progress.phase = "draining"
+            state = self._drain(run)
+        except BaseException as e:  # record, heal, and re-raise below
+            error = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            try:
+                faults.heal()
+                if isinstance(sysm, DlqReading):
+                    now = clock.now_ms()
+                    for group in sorted({c.group for c in sc.consumers}):
+                        for rec in sysm.read_dlq(group):
+                            log.write({"type": "dlq", "ts_ms": now, **rec})
+                faults.snapshot()
+            finally:
+                if isinstance(sysm, Consuming):
+                    sysm.stop_consumers()
+                log.close()
+                run["ended_ms"] = clock.now_ms()
+                run["drained"] = not state.pending
+                run["pending"] = list(state.pending[:50])
+                if error:
+                    run["error"] = error
+                write_run_json(self.run_dir, run)
+        self.progress.phase = "done"
+        return RunResult(self.run_dir, self.run_id, sc, not state.pending, state.pending, run["started_ms"], run["ended_ms"], error)
+
+    def _send(self, m, log: EventLog, t0: int) -> None:
+        sc = self.scenario
+        body = body_for(m.key, m.body_size, sc.seed)
+        deliver_at = None
+        if m.deliver_after_ms is not None:
+            deliver_at = self.system.clock.now_ms() + m.deliver_after_ms
+        res = self.system.send(SendRequest(m.topic, m.key, body, m.delay_level, deliver_at, tuple(m.plan)))
+        ev = {
+            "type": "send",
+            "ts_ms": res.ts_ms,
+            "key": m.key,
+            "topic": m.topic,
+            "delay_level": m.delay_level,
+            "status": res.status,
+            "born_ms": res.born_ms,
+            "body_crc": zlib.crc32(body),
+        }
+        if deliver_at is not None:
+            ev["deliver_at_ms"] = deliver_at
+        if m.plan:
+            ev["plan"] = list(m.plan)
+        if res.msg_id:
+            ev["msg_id"] = res.msg_id
+        if res.error:
+            ev["error"] = res.error[:300]
+        log.write(ev)
+
+    def _wait_until(self, ts_ms: int) -> None:
+        clock = self.system.clock
+        while True:
+            now = clock.now_ms()
+            if now >= ts_ms:
+                return
+            clock.sleep_until(min(ts_ms, now + POLL_MS))
+            self.system.poll_consumers()
+
+    def _drain(self, run: dict) -> DrainState:
+        sc, clock = self.scenario, self.system.clock
+        while True:
+            self._seen.extend(self._tail.new_events())
+            now = clock.now_ms()
+            state = drain_state(run, self._seen, now)
+            self.progress.messages, self.progress.final, self.progress.deadline_ms = state.messages, state.final, state.deadline_ms
+            if not state.pending:
+                self._wait_until(now + sc.drain_margin_ms)  # late duplicates show up here
+                return state
+            if state.deadline_ms is None or now > state.deadline_ms + sc.drain_margin_ms:
+                return state
+            self._wait_until(min(now + 1000, state.deadline_ms + sc.drain_margin_ms + 1))
+
+def new_run_id(scenario: Scenario, system: System) -> str:
+    return f"{scenario.name}-{system.info.version}-{time.strftime('%Y%m%dT%H%M%S')}"

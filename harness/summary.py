@@ -1,0 +1,71 @@
+"""The batch summary: ``index.html`` over all runs of a system, and each scenario's own wait.
+
+A scenario's *own wait* is how long the model says it takes when everything goes right: the last
+send plus, for each message, the delay of its level and of every retry its plan asks for (and the
+outages the scenario schedules). The suite's wall time is reported against the longest of these
+(DESIGN.md target: at most 1.5x).
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from reference.contract import INVARIANTS
+from reference.levels import parse_level_table
+from reference.plans import plan_outcome
+from reference.retry import retry_level
+
+
+def scenario_wait_ms(scenario) -> int:
+    table = parse_level_table(scenario.profile.message_delay_level)
+    longest = 0
+    for m in scenario.messages:
+        mrt = next((c.max_reconsume_times for c in scenario.consumers if m.topic in c.topics and c.max_reconsume_times is not None),
+                   scenario.profile.max_reconsume_times)
+        t = m.at_ms
+        if m.deliver_after_ms is not None and m.delay_level <= 0:
+            t += m.deliver_after_ms
+        elif m.delay_level > 0:
+            t += table.delay_ms(table.clamp(m.delay_level))
+        out = plan_outcome(tuple(m.plan), mrt)
+        for k in range(1, out.last_attempt + 1):
+            t += table.delay_ms(retry_level(k, table.max_level))
+        longest = max(longest, t)
+    for f in scenario.faults:
+        longest = max(longest, f.at_ms + f.duration_ms)
+    return longest + scenario.drain_margin_ms
+
+
+def _cell(inv: dict) -> str:
+    p = inv.get("passed")
+    cls, text = {True: ("pass", "pass"), False: ("fail", "FAIL"), None: ("na", "—")}[p]
+    if p is False:
+        text += f" {inv.get('violations')}/{inv.get('checked')}"
+        if inv.get("accepted"):
+            text += f" ({inv['accepted']} accepted)"
+    return f'<td class="{cls}">{html.escape(text)}</td>'
+
+
+def write_index(out_dir: Path, system: str, verdicts: list[dict], wall_s: float, longest_wait_s: float) -> Path:
+    rows = []
+    for v in verdicts:
+        rep = v.get("report")
+        link = f'<a href="{html.escape(str(Path(rep).relative_to(out_dir)))}">{html.escape(v.get("run_id", "?"))}</a>' if rep and Path(rep).is_relative_to(out_dir) else html.escape(v.get("run_id", "?"))
+        status = {True: "pass", False: "FAIL", None: "undecided"}.get(v.get("passed"), "?")
+        if v.get("error"):
+            status = "broken"
+        cells = "".join(_cell(v.get("invariants", {}).get(n, {})) for n in INVARIANTS)
+        err = f'<div class="err">{html.escape(v["error"])}</div>' if v.get("error") else ""
+        rows.append(f"<tr><td>{link}{err}</td><td>{status}</td><td>{v.get('messages', '')}</td>{cells}</tr>")
+    ratio = f"{wall_s / longest_wait_s:.2f}x" if longest_wait_s else "n/a"
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>Hourglass: {html.escape(system)}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;font-size:13px}}
+.pass{{background:#dfd}}.fail{{background:#fbb}}.na{{color:#999}}.err{{color:#a00;font-size:11px;max-width:40em}}</style></head><body>
+<h1>Hourglass — {html.escape(system)}</h1>
+<p>{len(verdicts)} runs; suite wall time {wall_s:.0f} s; longest scenario's own wait {longest_wait_s:.0f} s (ratio {ratio}).</p>
+<table><tr><th>run</th><th>verdict</th><th>messages</th>{''.join(f'<th>{n}</th>' for n in INVARIANTS)}</tr>
+{''.join(rows)}</table></body></html>"""
+    path = out_dir / "index.html"
+    path.write_text(page)
+    return path

@@ -1,0 +1,56 @@
+"""System specs: one string names the system under test.
+
+- ``rocketmq:<version>`` (``rocketmq:latest`` = the newest 5.x on Maven Central), ``dist:/path``
+  (a local distribution: bin/ conf/ lib/), ``jars:/path`` (a folder of jars): a real broker, in a
+  container or as processes (``runtime``), or ``external`` (an existing cluster).
+- ``simulated`` or ``simulated[defect,defect]``: the model run as a broker in virtual time, with
+  injected defects (``adapters.simulated``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from adapters.base import AdapterError, BrokerProfile, System
+from harness.scenario import Profile
+
+_SIM = re.compile(r"^simulated(?:\[(?P<defects>[^\]]*)\])?$")
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    spec: str
+    runtime: str = "auto"
+    image: str | None = None
+
+    @property
+    def virtual(self) -> bool:
+        return bool(_SIM.match(self.spec))
+
+    @property
+    def defects(self) -> tuple[str, ...]:
+        m = _SIM.match(self.spec)
+        if not m or not m.group("defects"):
+            return ()
+        return tuple(d.strip() for d in m.group("defects").split(",") if d.strip())
+
+
+def broker_profile(p: Profile) -> BrokerProfile:
+    return BrokerProfile(message_delay_level=p.message_delay_level, flush_delay_offset_interval_ms=p.flush_delay_offset_interval_ms)
+
+
+def open_system(spec: SystemSpec, profile: Profile, workdir: Path, seed: int = 0) -> System:
+    """A system for ``spec`` with ``profile`` (not set up yet: call ``setup()``)."""
+    if spec.virtual:
+        from adapters.simulated import open_simulated
+
+        return open_simulated(broker_profile(profile), defects=spec.defects, seed=seed)
+    if spec.spec.startswith(("rocketmq:", "dist:", "jars:")):
+        from adapters.rocketmq import open_system as open_rocketmq
+
+        return open_rocketmq(system=spec.spec, runtime=spec.runtime, workdir=workdir, profile=broker_profile(profile), image=spec.image)
+    raise AdapterError(
+        f"unknown system {spec.spec!r}: expected rocketmq:<version>, dist:/path, jars:/path, simulated or simulated[defects]"
+    )

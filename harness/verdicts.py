@@ -1,0 +1,59 @@
+"""Verdicts as the suites see them: what to assert, and how a failure reads.
+
+A verdict is ``verdict.json`` of ``DESIGN.md`` as a dict. A conformance test passes when every
+invariant the run exercised holds (accepted baseline violations aside) and nothing is undecided; a
+self-test of an injected defect passes when the invariant that names the defect fails.
+"""
+
+from __future__ import annotations
+
+import json
+
+from reference.contract import INVARIANTS
+
+
+class VerdictFailure(AssertionError):
+    pass
+
+
+def _examples(inv: dict, limit: int = 3) -> str:
+    lines = []
+    for ex in inv.get("examples", [])[:limit]:
+        lines.append("      - " + (ex.get("explanation") or ex.get("message") or json.dumps(ex, sort_keys=True)))
+    return "\n".join(lines)
+
+
+def describe(verdict: dict) -> str:
+    out = [f"run {verdict.get('run_id')}: passed={verdict.get('passed')} messages={verdict.get('messages')} "
+           f"attempts={verdict.get('attempts')} recovered={verdict.get('recovered')}"]
+    if verdict.get("run_dir"):
+        out.append(f"  run directory: {verdict['run_dir']}")
+    if verdict.get("report"):
+        out.append(f"  report: {verdict['report']}")
+    if verdict.get("undecided"):
+        out.append(f"  undecided: {verdict['undecided']}")
+    for name in INVARIANTS:
+        inv = verdict.get("invariants", {}).get(name, {})
+        if inv.get("passed") is False:
+            acc = f" ({inv.get('accepted')} accepted by baseline)" if inv.get("accepted") else ""
+            out.append(f"  {name}: {inv.get('violations')} of {inv.get('checked')} violated{acc}")
+            out.append(_examples(inv))
+    return "\n".join(x for x in out if x)
+
+
+def unaccepted(inv: dict) -> int:
+    return int(inv.get("violations") or 0) - int(inv.get("accepted") or 0)
+
+
+def assert_conforms(verdict: dict) -> None:
+    """Every exercised invariant holds (or its violations are all accepted), nothing undecided."""
+    bad = [n for n in INVARIANTS if verdict["invariants"][n].get("passed") is False and unaccepted(verdict["invariants"][n]) > 0]
+    if bad or verdict.get("undecided") or verdict.get("error"):
+        raise VerdictFailure(f"broker broke {', '.join(bad) or 'nothing, but the run is undecided/broken'}\n" + describe(verdict))
+
+
+def assert_caught(verdict: dict, invariant: str) -> None:
+    """The named invariant fails: the harness caught the defect."""
+    inv = verdict["invariants"][invariant]
+    if inv.get("passed") is not False:
+        raise VerdictFailure(f"{invariant} did not catch the defect (passed={inv.get('passed')}, checked={inv.get('checked')})\n" + describe(verdict))
