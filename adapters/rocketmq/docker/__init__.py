@@ -1,0 +1,1 @@
+"""Dockerfile templates of the container runtime (package data; read by ``image.py``)."""
