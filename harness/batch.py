@@ -1,7 +1,8 @@
 """Running many scenarios: shared brokers, concurrency, progress, cleanup.
 
-Scenarios that fault no broker share one broker per profile (each with its own topics and groups,
-by prefix) and run at the same time; a scenario that kills, stops or pauses a broker gets its own.
+Scenarios without faults share one broker per profile (each with its own topics and groups, by
+prefix) and run at the same time; a scenario with faults gets its own system (a consumer fault acts
+on all consumers of a system, a broker fault on everything).
 At most ``max_systems`` real systems run at once (this is a 2-core machine: more brokers would
 make the timing the test judges unfair). Simulated systems run one after the other in virtual
 time. Every system opened is torn down, also on failure and Ctrl-C.
@@ -46,7 +47,7 @@ def plan_jobs(scenarios: list[Scenario], virtual: bool) -> list[Job]:
     shared: dict[tuple, list[Scenario]] = {}
     alone: list[Job] = []
     for s in scenarios:
-        if s.faults_broker:
+        if s.faults:  # a consumer fault acts on every consumer of a system: alone too
             alone.append(Job((s,), False))
         else:
             key = (s.profile.message_delay_level, s.profile.flush_delay_offset_interval_ms)

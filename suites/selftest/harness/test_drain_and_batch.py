@@ -1,0 +1,76 @@
+"""The run drains on the model's word, and batches share brokers only where that is fair."""
+
+from __future__ import annotations
+
+from harness.batch import plan_jobs
+from harness.drain import drain_state
+from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultStep, Message, Profile, Scenario
+
+T0 = 1_700_000_000_000
+RUN = {
+    "run_id": "r", "scenario": "s", "system": {"adapter": "simulated", "version": "model", "runtime": "virtual"},
+    "profile": {"message_delay_level": "1s 2s 3s", "max_reconsume_times": 1, "flush_delay_offset_interval_ms": 10000, "slack_ms": 1000},
+    "started_ms": T0, "ended_ms": 0,
+}
+
+
+def send(key, ts, level=0, plan=None, status="SEND_OK"):
+    e = {"type": "send", "ts_ms": ts, "key": key, "topic": "T", "delay_level": level, "status": status, "born_ms": ts - 1}
+    if plan:
+        e["plan"] = plan
+    return e
+
+
+def deliver(key, ts, k, outcome, store=None):
+    return {"type": "deliver", "ts_ms": ts, "key": key, "group": "g", "topic": "T", "queue_id": 0, "queue_offset": 0,
+            "msg_id": key, "reconsume_times": k, "born_ms": T0, "store_ms": store or ts - 5, "outcome": outcome}
+
+
+def test_nothing_delivered_waits_for_the_latest_window():
+    ev = [send("a", T0, level=3), send("b", T0 + 10, level=1)]
+    st = drain_state(RUN, ev, T0 + 100)
+    assert st.pending == ("a", "b")
+    assert st.deadline_ms == T0 + 3000 + 1000  # level 3 (3 s) + slack, from the send
+
+
+def test_consumed_message_is_final():
+    ev = [send("a", T0, level=1), deliver("a", T0 + 1010, 0, "OK")]
+    st = drain_state(RUN, ev, T0 + 2000)
+    assert st.pending == () and st.final == 1
+
+
+def test_retry_pending_until_the_final_attempt_and_dlq_path_is_final():
+    ev = [send("a", T0, plan=["LATER", "LATER"]), deliver("a", T0 + 5, 0, "LATER")]
+    st = drain_state(RUN, ev, T0 + 10)
+    assert st.pending == ("a",)
+    assert st.deadline_ms == T0 + 5 + 3000 + 1000  # retry 1 at level 3 (table max) from the LATER
+    ev.append(deliver("a", T0 + 3010, 1, "LATER"))  # max_reconsume_times 1: this LATER goes to the DLQ
+    assert drain_state(RUN, ev, T0 + 3020).pending == ()
+
+
+def test_indeterminate_send_that_never_arrives_is_not_waited_for_after_its_window():
+    ev = [send("u", T0, level=1, status="UNKNOWN")]
+    assert drain_state(RUN, ev, T0 + 100).pending == ("u",)
+    assert drain_state(RUN, ev, T0 + 10_000).pending == ()
+
+
+def test_failed_send_is_not_waited_for():
+    assert drain_state(RUN, [send("f", T0, status="FAILED")], T0).messages == 0
+
+
+def _sc(name, faults=(), levels=COMPRESSED_LEVELS):
+    return Scenario(name, (Message("k", "T"),), (ConsumerGroup("g", ("T",)),), faults, Profile(message_delay_level=levels))
+
+
+def test_faulting_scenarios_get_their_own_system_others_share_per_table():
+    a, b, c = _sc("a"), _sc("b"), _sc("c", levels="2s 4s")
+    k = _sc("k", faults=(FaultStep(10, "kill_restart"),))
+    ck = _sc("ck", faults=(FaultStep(10, "kill", "consumer"),))
+    jobs = plan_jobs([a, b, c, k, ck], virtual=False)
+    assert [j.scenarios for j in jobs if not j.shared] == [(k,), (ck,)]
+    assert sorted([tuple(s.name for s in j.scenarios) for j in jobs if j.shared]) == [("a", "b"), ("c",)]
+
+
+def test_virtual_systems_run_each_scenario_alone():
+    jobs = plan_jobs([_sc("a"), _sc("b")], virtual=True)
+    assert [len(j.scenarios) for j in jobs] == [1, 1] and not any(j.shared for j in jobs)

@@ -1,0 +1,98 @@
+"""Scenarios round-trip through JSON and bad ones are refused with the field named; the event log
+is durable line by line and its reader survives a torn last line; faults expand into timed
+primitives and every run can be healed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.eventlog import EventLog, EventTail, read_events
+from harness.faults import TimedFault, expand
+from harness.scenario import ConsumerGroup, FaultStep, Message, Scenario, scenario_from_json
+from reference.contract import ContractError
+from suites.chaos.scenarios import NIGHTLY
+from suites.conformance.scenarios import CONFORMANCE
+
+
+@pytest.mark.parametrize("scenario", CONFORMANCE + NIGHTLY, ids=lambda s: s.name)
+def test_catalogue_round_trips_through_json(scenario, tmp_path):
+    scenario.save(tmp_path / "scenario.json")
+    assert Scenario.load(tmp_path / "scenario.json") == scenario
+
+
+def _raw(**over):
+    raw = {"name": "x", "messages": [{"key": "a", "topic": "T", "plan": ["LATER", "OK"]}], "consumers": [{"group": "g", "topics": ["T"]}]}
+    raw.update(over)
+    return raw
+
+
+@pytest.mark.parametrize(
+    "raw, field, found",
+    [
+        (_raw(messages=[{"key": "a", "topic": "T", "plan": ["LATER", "MAYBE"]}]), "plan", "MAYBE"),
+        (_raw(messages=[{"topic": "T"}]), "key", "missing"),
+        (_raw(faults=[{"at_ms": 10, "action": "explode"}]), "action", "explode"),
+        (_raw(faults=[{"at_ms": 10, "action": "kill", "target": "zookeeper"}]), "target", "zookeeper"),
+        (_raw(messages=[{"key": "a", "topic": "T"}, {"key": "a", "topic": "T"}]), "messages", "a"),
+    ],
+)
+def test_bad_scenario_names_the_field(raw, field, found):
+    with pytest.raises(ContractError) as e:
+        scenario_from_json(raw, "my.json")
+    assert e.value.field == field and e.value.found == found
+    assert "my.json" in str(e.value)
+
+
+def test_unreadable_scenario_file_names_the_file(tmp_path):
+    p = tmp_path / "broken.json"
+    p.write_text("{not json")
+    with pytest.raises(ContractError, match="broken.json"):
+        Scenario.load(p)
+
+
+def test_event_log_refuses_contract_breaking_events(tmp_path):
+    with EventLog(tmp_path / "events" / "h.jsonl") as log:
+        with pytest.raises(ContractError, match="status"):
+            log.write({"type": "send", "ts_ms": 1, "key": "k", "topic": "T", "status": "MAYBE"})
+        log.write({"type": "fault", "ts_ms": 2, "action": "kill", "target": "broker"})
+    assert [e["ts_ms"] for e in read_events(tmp_path / "events")] == [2]
+
+
+def test_tail_reads_only_complete_lines_and_resumes(tmp_path):
+    d = tmp_path / "events"
+    d.mkdir()
+    f = d / "consumer-a.jsonl"
+    f.write_text(json.dumps({"type": "fault", "ts_ms": 1, "action": "kill", "target": "consumer"}) + "\n{\"type\": \"fau")
+    tail = EventTail(d)
+    assert [e["ts_ms"] for e in tail.new_events()] == [1]
+    with open(f, "a") as out:  # the torn line completes later
+        out.write('lt", "ts_ms": 2, "action": "start", "target": "consumer"}\n')
+    assert [e["ts_ms"] for e in tail.new_events()] == [2]
+    assert list(tail.new_events()) == []
+
+
+def test_compound_faults_expand_into_timed_primitives():
+    steps = (
+        FaultStep(1000, "outage", "broker", 5000),
+        FaultStep(500, "restart", "namesrv", 200),
+        FaultStep(9000, "pause", "broker", 1000),
+        FaultStep(12000, "kill", "consumer"),
+    )
+    assert expand(steps) == [
+        TimedFault(500, "stop", "namesrv"),
+        TimedFault(700, "start", "namesrv"),
+        TimedFault(1000, "kill", "broker"),
+        TimedFault(6000, "start", "broker"),
+        TimedFault(9000, "pause", "broker"),
+        TimedFault(10000, "resume", "broker"),
+        TimedFault(12000, "kill", "consumer"),
+    ]
+
+
+def test_prefix_keeps_scenarios_apart_on_a_shared_broker():
+    s = Scenario("s", (Message("k", "T"),), (ConsumerGroup("g", ("T",)),))
+    p = s.with_prefix("s_")
+    assert p.messages[0].topic == "s_T" and p.consumers[0].group == "s_g" and p.consumers[0].topics == ("s_T",)
+    assert p.messages[0].key == "k"
