@@ -31,7 +31,11 @@ SUITES = {
 }
 
 
-def load_suite(name: str):
+def load_suite(name: str, seed: int = 0, count: int = 10):
+    if name == "generated":
+        from suites.chaos.generate import sample
+
+        return sample(seed, count)
     if name not in SUITES:
         raise SystemExit(f"unknown suite {name!r}: expected one of {', '.join(SUITES)}")
     mod, attr = SUITES[name]
@@ -43,7 +47,7 @@ def _scenarios(args) -> list:
 
     out = []
     for s in args.suite or []:
-        out += load_suite(s)
+        out += load_suite(s, args.seed, args.count)
     for f in args.scenario or []:
         out.append(Scenario.load(Path(f)))
     if not out:
@@ -58,6 +62,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", default=os.environ.get("HOURGLASS_BASELINE"), help="file of accepted violations")
     p.add_argument("--max-systems", type=int, default=2, help="real systems running at once")
     p.add_argument("--master", default=None, help="Spark master for the checker (default local[*])")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated suite")
+    p.add_argument("--count", type=int, default=10, help="scenarios in the generated suite")
 
 
 def exit_code(verdicts: list[dict]) -> int:
@@ -173,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=cmd_main)
     p = sub.add_parser("run", help="run suites/scenarios against one system and check them")
     p.add_argument("--system", default=os.environ.get("HOURGLASS_SYSTEM", "rocketmq:latest"))
-    p.add_argument("--suite", action="append", help=f"one of {', '.join(SUITES)} (repeatable)")
+    p.add_argument("--suite", action="append", help=f"one of {', '.join(SUITES)}, generated (repeatable)")
     p.add_argument("--scenario", action="append", help="a scenario JSON file (repeatable)")
     _common(p)
     p.set_defaults(fn=cmd_run)
