@@ -83,13 +83,15 @@ class Batch:
         if self.opts.progress and not self.opts.system.virtual:
             shower = threading.Thread(target=self._show_progress, daemon=True)
             shower.start()
+        workers = 1 if self.opts.system.virtual else max(1, self.opts.max_systems)
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="hg-job")
         try:
-            workers = 1 if self.opts.system.virtual else max(1, self.opts.max_systems)
-            with ThreadPoolExecutor(workers, thread_name_prefix="hg-job") as pool:
-                for f in [pool.submit(self._run_job, i, j) for i, j in enumerate(jobs)]:
-                    f.result()
+            for f in [pool.submit(self._run_job, i, j) for i, j in enumerate(jobs)]:
+                f.result()
         finally:
+            # on Ctrl-C or a failure: runs stop waiting, then every system is torn down
             self._stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
             self.teardown_all()
         return [self.results[s.name] for s in self.scenarios if s.name in self.results]
 
@@ -108,6 +110,8 @@ class Batch:
         workdir.mkdir(parents=True, exist_ok=True)
         for s in job.scenarios:
             self.progress[s.name].phase = "starting broker"
+        if self._stop.is_set():
+            return
         system = open_system(self.opts.system, first.profile, workdir, seed=first.seed)
         with self._lock:
             self._systems.append(system)
@@ -143,7 +147,7 @@ class Batch:
             why = f"{system.info.adapter} {system.info.version} has no {', '.join(sorted(missing))}"
             self.results[name] = RunResult(self.opts.out_dir / run_id, run_id, scenario, True, (), 0, 0, skipped=why)
             return
-        run = ScenarioRun(scenario, system, self.opts.out_dir / run_id, run_id, self.progress[name])
+        run = ScenarioRun(scenario, system, self.opts.out_dir / run_id, run_id, self.progress[name], cancel=self._stop)
         try:
             self.results[name] = run.execute()
         except Exception as e:  # noqa: BLE001 - one broken scenario does not stop the others

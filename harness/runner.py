@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -23,6 +24,10 @@ from harness.scenario import Scenario
 
 #: how often the runner looks at consumers (crash restarts) and at progress while it waits
 POLL_MS = 250
+
+
+class Cancelled(RuntimeError):
+    """The batch was interrupted (Ctrl-C, a failure elsewhere): stop waiting, heal, clean up."""
 
 
 @dataclass
@@ -80,6 +85,7 @@ class ScenarioRun:
         run_dir: Path,
         run_id: str | None = None,
         progress: Progress | None = None,
+        cancel: threading.Event | None = None,
     ):
         self.scenario = scenario
         self.system = system
@@ -89,6 +95,7 @@ class ScenarioRun:
         self.events_dir = self.run_dir / "events"
         self._tail = EventTail(self.events_dir)
         self._seen: list[dict] = []
+        self._cancel = cancel or threading.Event()
 
     # --- the run ------------------------------------------------------------------------
     def execute(self) -> RunResult:
@@ -189,6 +196,8 @@ class ScenarioRun:
     def _wait_until(self, ts_ms: int) -> None:
         clock = self.system.clock
         while True:
+            if self._cancel.is_set():
+                raise Cancelled(f"{self.scenario.name}: the batch was cancelled")
             now = clock.now_ms()
             if now >= ts_ms:
                 return
