@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from reference.contract import dlq_topic, retry_topic
 
 __all__ = ["retry_topic", "dlq_topic", "requested_retry_level", "retry_level", "goes_to_dlq",
-           "SendBackRoute", "send_back_route", "DLQ_QUEUE_COUNT"]
+           "goes_to_dlq_on_resend", "SendBackRoute", "send_back_route", "DLQ_QUEUE_COUNT"]
 
 #: MixAll.DLQ_NUMS_PER_GROUP: the DLQ topic has one queue.
 DLQ_QUEUE_COUNT = 1
@@ -36,6 +36,13 @@ def goes_to_dlq(failed_reconsume_times: int, max_reconsume_times: int, delay_lev
     """SendMessageProcessor.asyncConsumerSendMsgBack (4.9.x): reconsumeTimes >= maxReconsumeTimes,
     or a negative delayLevel from the client (send straight to the DLQ), routes to ``%DLQ%group``."""
     return failed_reconsume_times >= max_reconsume_times or delay_level < 0
+
+
+def goes_to_dlq_on_resend(new_reconsume_times: int, max_reconsume_times: int) -> bool:
+    """SendMessageProcessor.handleRetryAndDLQ (4.9.x): a retry the client re-sends through its own
+    producer carries reconsume_times k = failed + 1 in the header and goes to the DLQ when
+    k >= maxReconsumeTimes: one attempt earlier than the broker's send-back path."""
+    return new_reconsume_times >= max_reconsume_times
 
 
 @dataclass(frozen=True)
@@ -62,7 +69,8 @@ def send_back_route(group: str, failed_reconsume_times: int, max_reconsume_times
     if not send_back_ok and not producer_ok:
         return SendBackRoute("local", None, k, 0, local_retry_delay_ms)
     via = "broker" if send_back_ok else "producer"
-    if goes_to_dlq(failed_reconsume_times, max_reconsume_times, delay_level):
+    if (goes_to_dlq(failed_reconsume_times, max_reconsume_times, delay_level) if send_back_ok
+            else goes_to_dlq_on_resend(k, max_reconsume_times)):
         return SendBackRoute(via, dlq_topic(group), k, 0, 0)
     requested = delay_level if (delay_level > 0 and send_back_ok) else requested_retry_level(k)
     level = min(requested, len(table_delays_ms))

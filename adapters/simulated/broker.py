@@ -1,0 +1,225 @@
+"""The simulated broker: store, schedule service, 5.x timer wheel, consumer retry and DLQ, consumer
+offsets, and its lifecycle (start → ready, graceful stop, kill -9, pause/resume) in virtual time.
+
+While the broker is not serving (down, starting, paused) it stores nothing and re-puts nothing;
+its tasks wait (paused) or are dropped with the incarnation (stop/kill) and start over when it is
+ready again, the schedule service's first pass ``FIRST_DELAY_TIME`` after that.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from dataclasses import replace
+from typing import Callable
+
+from adapters.simulated.clock import VirtualClock
+from adapters.simulated.defects import Defect
+from adapters.simulated.schedule import ScheduleService
+from adapters.simulated.store import MessageStore, StoredMessage
+from reference.contract import SCHEDULE_TOPIC
+from reference.profile import Profile
+from reference.retry import dlq_topic, goes_to_dlq, goes_to_dlq_on_resend, requested_retry_level, retry_topic
+from reference.timer import TIMER_TOPIC
+
+UP, DOWN, STARTING, PAUSED = "up", "down", "starting", "paused"
+#: Virtual time from ``start`` to ``ready``.
+STARTUP_MS = 1500
+#: BrokerConfig.flushConsumerOffsetInterval: consumerOffset.json persisted every 5 s.
+CONSUMER_OFFSET_FLUSH_MS = 5000
+#: SubscriptionGroupConfig.retryQueueNums.
+RETRY_QUEUES = 1
+
+
+class SimBroker:
+    def __init__(self, clock: VirtualClock, profile: Profile, defects: frozenset[Defect], rng: random.Random,
+                 put_failure_rate: float = 0.0, timers: bool = True):
+        self.clock = clock
+        self.profile = profile
+        self.defects = defects
+        self.rng = rng
+        self.timers = timers
+        self.store = MessageStore()
+        self.schedule = ScheduleService(profile.level_table, self.store, defects, rng, put_failure_rate)
+        self.state = DOWN
+        self.incarnation = 0
+        self.ready_at_ms: int | None = None
+        self.deferred: list[Callable[[], None]] = []
+        self.pending_while_paused: list[Callable[[], None]] = []  # sends held in the socket buffer
+        self.timer_heap: list[tuple[int, int, StoredMessage]] = []  # (deliver_ms, commit offset, entry)
+        self.level_wake: dict[int, int] = {}  # level -> when its task runs next
+        self.consumer_offsets: dict[tuple[str, str, int], int] = {}  # (group, topic, qid) -> offset
+        self.consumer_offsets_persisted: dict[tuple[str, str, int], int] = {}
+        self.on_message: Callable[[StoredMessage], None] = lambda m: None  # consumers' notification
+        self.on_ready: Callable[[], None] = lambda: None
+
+    # --- tasks ------------------------------------------------------------------------------
+    def _at(self, ts_ms: int, task: Callable[[], None]) -> None:
+        """A broker task: dropped if the broker restarted since, held while it is paused."""
+        inc = self.incarnation
+
+        def run() -> None:
+            if self.incarnation != inc:
+                return
+            if self.state == PAUSED:
+                self.deferred.append(run)
+                return
+            task()
+
+        self.clock.call_at(ts_ms, run)
+
+    @property
+    def serving(self) -> bool:
+        return self.state == UP
+
+    # --- lifecycle --------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.state in (UP, PAUSED, STARTING):
+            return
+        self.incarnation += 1
+        self.state = STARTING
+        self.ready_at_ms = self.clock.now_ms() + STARTUP_MS
+        self._at(self.ready_at_ms, self._ready)
+
+    def _ready(self) -> None:
+        now = self.clock.now_ms()
+        self.state = UP
+        self.consumer_offsets = dict(self.consumer_offsets_persisted)
+        self.schedule.start()
+        self.level_wake = {}
+        for level in range(1, self.profile.max_level + 1):
+            self._wake_level(level, now + self.profile.first_delay_ms)
+        self._at(now + self.profile.first_flush_delay_ms, self._flush_schedule)
+        self._at(now + CONSUMER_OFFSET_FLUSH_MS, self._flush_consumer_offsets)
+        if self.timer_heap:
+            self._at(max(now + self.profile.first_delay_ms, self.timer_heap[0][0]), self._run_timers)
+        self.on_ready()
+
+    def stop(self, graceful: bool) -> None:
+        if self.state == DOWN:
+            return
+        if graceful and self.state in (UP, PAUSED):
+            self.schedule.shutdown(graceful=True)
+            self.consumer_offsets_persisted = dict(self.consumer_offsets)
+        else:
+            self.schedule.shutdown(graceful=False)
+        self.state = DOWN
+        self.incarnation += 1
+        self.deferred.clear()
+        self.pending_while_paused.clear()  # requests in the socket buffer die with the process
+
+    def pause(self) -> None:
+        if self.state == UP:
+            self.state = PAUSED
+
+    def resume(self) -> None:
+        if self.state != PAUSED:
+            return
+        self.state = UP
+        held, self.deferred = self.deferred, []
+        sends, self.pending_while_paused = self.pending_while_paused, []
+        for send in sends:
+            send()
+        for task in held:
+            task()
+
+    # --- periodic persistence ---------------------------------------------------------------
+    def _flush_schedule(self) -> None:
+        self.schedule.persist()
+        self._at(self.clock.now_ms() + self.profile.flush_delay_offset_interval_ms, self._flush_schedule)
+
+    def _flush_consumer_offsets(self) -> None:
+        self.consumer_offsets_persisted = dict(self.consumer_offsets)
+        self._at(self.clock.now_ms() + CONSUMER_OFFSET_FLUSH_MS, self._flush_consumer_offsets)
+
+    # --- storing ----------------------------------------------------------------------------
+    def put(self, proto: StoredMessage, topic: str, queue_id: int) -> StoredMessage:
+        """CommitLog.asyncPutMessage: store; a delay level > 0 goes to its schedule queue
+        (clamped to the table's maximum), else to ``(topic, queue_id)``."""
+        now = self.clock.now_ms()
+        level = proto.delay_level
+        if level > 0:
+            if level > self.profile.max_level:
+                if Defect.NO_LEVEL_CLAMPING in self.defects:
+                    level = 0  # the broken broker stores it as not delayed
+                else:
+                    level = self.profile.max_level
+        if level > 0:
+            entry = replace(proto, delay_level=level, real_topic=topic, real_queue_id=queue_id,
+                            deliver_ms=now + self.profile.level_table.delay_ms(level))
+            stored = self.store.append(entry, SCHEDULE_TOPIC, level - 1, now)
+            self._wake_level(level, stored.deliver_ms)
+            return stored
+        stored = self.store.append(replace(proto, delay_level=0), topic, queue_id, now)
+        self.on_message(stored)
+        return stored
+
+    def put_timer(self, proto: StoredMessage, topic: str, queue_id: int, deliver_ms: int) -> StoredMessage:
+        """HookUtils.transformTimerMessage (5.x): park in the timer topic until ``deliver_ms``."""
+        entry = replace(proto, real_topic=topic, real_queue_id=queue_id, deliver_ms=deliver_ms)
+        stored = self.store.append(entry, TIMER_TOPIC, 0, self.clock.now_ms())
+        heapq.heappush(self.timer_heap, (deliver_ms, stored.commit_log_offset, stored))
+        self._at(deliver_ms, self._run_timers)
+        return stored
+
+    def _run_timers(self) -> None:
+        now = self.clock.now_ms()
+        while self.timer_heap and self.timer_heap[0][0] <= now:
+            _, _, entry = heapq.heappop(self.timer_heap)
+            self.put(replace(entry, delay_level=0), entry.real_topic, entry.real_queue_id)
+
+    def _wake_level(self, level: int, ts_ms: int) -> None:
+        current = self.level_wake.get(level)
+        if current is not None and current <= ts_ms:
+            return
+        self.level_wake[level] = ts_ms
+        self._at(ts_ms, lambda: self._run_level(level, ts_ms))
+
+    def _run_level(self, level: int, scheduled_ms: int) -> None:
+        if self.level_wake.get(level) != scheduled_ms:
+            return  # superseded by an earlier wake-up
+        del self.level_wake[level]
+        nxt = self.schedule.run_level(level, self.clock.now_ms(), self._reput)
+        if nxt is not None:
+            self._wake_level(level, nxt)
+
+    def _reput(self, entry: StoredMessage) -> StoredMessage:
+        """ScheduleMessageService.messageTimeup: a new copy in the real topic and queue, the delay
+        level cleared, reconsume times kept."""
+        return self.put(replace(entry, delay_level=0, deliver_ms=0), entry.real_topic, entry.real_queue_id)
+
+    # --- consumer retry ---------------------------------------------------------------------
+    def send_back(self, msg: StoredMessage, group: str, max_reconsume_times: int, delay_level: int = 0,
+                  resend: bool = False) -> StoredMessage:
+        """SendMessageProcessor.asyncConsumerSendMsgBack (4.9.x): retry k in %RETRY%group at level
+        3 + (k - 1), or the DLQ when the failed attempt reached maxReconsumeTimes (or level < 0).
+        ``resend``: the client's own producer re-sent it (handleRetryAndDLQ: DLQ when k >= max)."""
+        failed = msg.reconsume_times
+        if resend:
+            to_dlq = goes_to_dlq_on_resend(failed + 1, max_reconsume_times)
+        else:
+            to_dlq = goes_to_dlq(failed, max_reconsume_times, delay_level)
+        if to_dlq and Defect.SKIPPED_DLQ in self.defects:
+            to_dlq, delay_level = False, self.profile.max_level
+        proto = replace(msg, reconsume_times=failed + 1, deliver_ms=0, real_topic="")
+        if to_dlq:
+            self.store.create_topic(dlq_topic(group), 1)
+            return self.put(replace(proto, delay_level=0), dlq_topic(group), 0)
+        if delay_level <= 0:
+            delay_level = requested_retry_level(failed + 1)
+            if Defect.WRONG_RETRY_LEVEL in self.defects:
+                delay_level = failed + 1
+        self.store.create_topic(retry_topic(group), RETRY_QUEUES)
+        return self.put(replace(proto, delay_level=delay_level), retry_topic(group), 0)
+
+    def read_dlq(self, group: str) -> list[StoredMessage]:
+        return list(self.store.queues.get((dlq_topic(group), 0), ()))
+
+    # --- white-box --------------------------------------------------------------------------
+    def snapshot(self) -> list[dict]:
+        out = [{"source": "delayOffset.json",
+                "offsets": {str(k): v for k, v in sorted(self.schedule.persisted.items())}}]
+        if self.serving:
+            out.append({"source": "scheduleMessageOffset (memory)",
+                        "offsets": {str(k): v for k, v in sorted(self.schedule.offsets.items())}})
+        return out

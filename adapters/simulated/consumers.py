@@ -1,0 +1,181 @@
+"""Simulated push consumers (clustering, concurrently): pull, answer by plan, send back, commit.
+
+Follows DefaultMQPushConsumerImpl / ConsumeMessageConcurrentlyService (4.9.x): a consumer of a
+group subscribes its topics and ``%RETRY%group``; the group's queues are shared among its running
+consumers; the consume offset moves locally after each answer and is committed to the broker every
+5 s (persistConsumerOffsetInterval) and on graceful shutdown, so a consumer that dies redelivers
+what it consumed since the last commit (the same stored copies). ``LATER`` sends the message back
+(else re-sends through the client's producer, else re-consumes it locally after 5 s).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from adapters.base import ConsumerSpec
+from adapters.simulated.store import StoredMessage
+from reference.plans import CRASH, LATER, answer
+from reference.profile import effective_max_reconsume_times
+from reference.retry import retry_topic
+
+if TYPE_CHECKING:
+    from adapters.simulated.system import SimulatedSystem
+
+#: DefaultMQPushConsumer.persistConsumerOffsetInterval.
+COMMIT_INTERVAL_MS = 5000
+#: Time from a message being stored to a long-polling consumer receiving it.
+PULL_LATENCY_MS = (1, 15)
+
+
+class SimConsumer:
+    def __init__(self, system: "SimulatedSystem", spec: ConsumerSpec):
+        self.system = system
+        self.spec = spec
+        self.group = spec.group
+        self.subscriptions = tuple(spec.topics) + (retry_topic(spec.group),)
+        self.alive = False
+        self.crashed = False  # died on a CRASH answer: poll_consumers restarts it
+        self.paused = False
+        self.incarnation = 0
+        self.max_reconsume_times = effective_max_reconsume_times(spec.max_reconsume_times)
+        self.next_offsets: dict[tuple[str, int], int] = {}
+        self.local_retries: dict[tuple[str, int], set[int]] = {}  # queue -> offsets re-consumed locally
+        self.pull_at: int | None = None
+        path = Path(spec.events_dir) / f"consumer-{spec.name}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._out = open(path, "a", encoding="utf-8")
+
+    # --- lifecycle --------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.alive:
+            return
+        self.alive, self.crashed, self.paused = True, False, False
+        self.incarnation += 1
+        self.local_retries = {}
+        self.next_offsets = {}  # from the broker's committed offsets on first pull of each queue
+        inc = self.incarnation
+        clock = self.system.clock
+
+        def commit() -> None:
+            if self.incarnation == inc and self.alive:
+                if not self.paused:
+                    self.commit()
+                clock.call_at(clock.now_ms() + COMMIT_INTERVAL_MS, commit)
+
+        clock.call_at(clock.now_ms() + COMMIT_INTERVAL_MS, commit)
+        self.system.rebalance(self.group)
+        self.schedule_pull()
+
+    def die(self, crashed: bool) -> None:
+        self.alive, self.crashed = False, crashed
+        self.incarnation += 1
+        self.next_offsets = {}
+
+    def stop(self) -> None:
+        """Graceful shutdown: commit the consumed offsets, then leave the group."""
+        if self.alive:
+            self.commit()
+            self.die(crashed=False)
+            self.system.rebalance(self.group)
+
+    def close(self) -> None:
+        if not self._out.closed:
+            self._out.close()
+
+    def commit(self) -> None:
+        """RemoteBrokerOffsetStore.persistAll: the local offsets go to the broker (if it answers)."""
+        broker = self.system.broker
+        if not broker.serving:
+            return
+        for queue, offset in self.next_offsets.items():
+            held = self.local_retries.get(queue)
+            if held:  # ProcessQueue.removeMessage: the offset stops at the oldest message in process
+                offset = min(offset, min(held))
+            broker.consumer_offsets[(self.group, queue[0], queue[1])] = offset
+
+    # --- pulling ----------------------------------------------------------------------------
+    def schedule_pull(self) -> None:
+        clock = self.system.clock
+        at = clock.now_ms() + self.system.rng.randint(*PULL_LATENCY_MS)
+        if self.pull_at is not None and self.pull_at <= at:
+            return
+        self.pull_at = at
+        inc = self.incarnation
+        clock.call_at(at, lambda: self._pull(inc, at))
+
+    def _pull(self, inc: int, at: int) -> None:
+        if self.pull_at == at:
+            self.pull_at = None
+        if inc != self.incarnation or not self.alive or self.paused or not self.system.broker.serving:
+            return
+        store = self.system.broker.store
+        for topic, qid in self.system.owned_queues(self):
+            key = (topic, qid)
+            if key not in self.next_offsets:
+                self.next_offsets[key] = self.system.broker.consumer_offsets.get((self.group, topic, qid), 0)
+            q = store.queues.get(key, ())
+            while self.next_offsets[key] < len(q):
+                msg = q[self.next_offsets[key]]
+                self.next_offsets[key] += 1
+                self.consume(msg, msg.reconsume_times)
+                if not self.alive:
+                    return
+
+    # --- consuming --------------------------------------------------------------------------
+    def consume(self, msg: StoredMessage, reconsume_times: int) -> None:
+        """One delivery: record it, answer by the plan, act on the answer."""
+        system = self.system
+        now = system.clock.now_ms()
+        pos_key = (self.group, msg.key)
+        pos = system.plan_positions.get(pos_key, 0)
+        outcome = answer(msg.plan, pos)
+        system.plan_positions[pos_key] = pos + 1
+        event = {
+            "type": "deliver", "ts_ms": now, "key": msg.key, "group": self.group, "topic": msg.topic,
+            "queue_id": msg.queue_id, "queue_offset": msg.queue_offset, "queue_topic": msg.queue_topic,
+            "commit_log_offset": msg.commit_log_offset, "body_crc": msg.body_crc, "msg_id": msg.msg_id,
+            "reconsume_times": reconsume_times, "born_ms": msg.born_ms, "store_ms": msg.store_ms,
+            "outcome": outcome,
+        }
+        self._out.write(json.dumps(event) + "\n")
+        self._out.flush()
+        if outcome == CRASH:
+            self.die(crashed=True)
+        elif outcome == LATER:
+            self.send_back(msg, reconsume_times)
+
+    def send_back(self, msg: StoredMessage, reconsume_times: int) -> None:
+        """ConsumeMessageConcurrentlyService.processConsumeResult + DefaultMQPushConsumerImpl.sendMessageBack."""
+        system, broker = self.system, self.system.broker
+        failing = system.send_back_failure_rate
+        rng: random.Random = system.rng
+        attempt = msg if msg.reconsume_times == reconsume_times else _with_reconsume_times(msg, reconsume_times)
+        if broker.serving and not (failing and rng.random() < failing):
+            broker.send_back(attempt, self.group, self.max_reconsume_times)
+            return
+        if broker.serving and not (failing and rng.random() < failing):
+            broker.send_back(attempt, self.group, self.max_reconsume_times, resend=True)
+            return
+        inc = self.incarnation
+        clock = system.clock
+        held = self.local_retries.setdefault((msg.queue_topic, msg.queue_id), set())
+        held.add(msg.queue_offset)
+
+        def local() -> None:
+            if inc == self.incarnation and self.alive:
+                if self.paused:
+                    clock.call_at(clock.now_ms() + 100, local)
+                    return
+                held.discard(msg.queue_offset)
+                self.consume(msg, reconsume_times + 1)
+
+        clock.call_at(clock.now_ms() + system.profile.local_retry_delay_ms, local)
+
+
+def _with_reconsume_times(msg: StoredMessage, reconsume_times: int) -> StoredMessage:
+    from dataclasses import replace
+
+    return replace(msg, reconsume_times=reconsume_times)

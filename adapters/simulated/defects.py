@@ -1,0 +1,80 @@
+"""The catalogue of injectable defects: bugs a broker fork could ship, as named switches.
+
+Each defect names the invariant of ``reference.contract.INVARIANTS`` that must catch it, and the
+scenario shape that exposes it (``suites/selftest/simulated`` runs one per defect). Pass defect
+names (or members) to :func:`adapters.simulated.open_simulated`; an unknown name raises
+``ValueError`` listing the known ones.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from reference.contract import INVARIANTS
+
+
+@dataclass(frozen=True)
+class DefectInfo:
+    invariant: str  # the invariant id that must catch it
+    what: str  # what the broken broker does
+    exposed_by: str  # the scenario that shows it
+
+
+class Defect(enum.Enum):
+    EARLY_DELIVERY = DefectInfo(
+        "NOT_EARLY", "the schedule service re-puts a delayed message half its delay early",
+        "any delayed message")
+    NO_LEVEL_CLAMPING = DefectInfo(
+        "NOT_EARLY", "a delay level above the table's maximum is not clamped: the message is stored "
+        "as not delayed and delivered at once", "a send with delay_level > max level")
+    WRONG_RETRY_LEVEL = DefectInfo(
+        "NOT_EARLY", "retry k is stored at level k instead of 3 + k - 1 (two levels too short)",
+        "a plan answering LATER with a table whose levels grow")
+    LOST_ON_RESTART = DefectInfo(
+        "NO_LOSS", "on restart the schedule offsets jump to the end of each schedule queue: messages "
+        "still waiting in the queue are never re-put", "delayed messages pending across a restart")
+    DUPLICATE_AFTER_GRACEFUL_RESTART = DefectInfo(
+        "NO_DUPLICATE", "graceful shutdown does not persist the schedule offsets: the re-puts since "
+        "the last periodic flush are repeated after a graceful restart (stale persisted offset)",
+        "re-puts shortly before a graceful stop")
+    SKIPPED_DLQ = DefectInfo(
+        "DLQ_ROUTING", "a message past maxReconsumeTimes is retried again at the maximum level "
+        "instead of going to %DLQ%group", "a plan answering LATER max + 1 times")
+    REORDER_WITHIN_LEVEL = DefectInfo(
+        "LEVEL_ORDER", "the schedule service holds back every message at an even schedule offset "
+        "for 400 ms, so its successor in the same level is re-put first",
+        "several messages of one level sent less than 400 ms apart")
+    LOST_REPUT_ON_WRITE_FAILURE = DefectInfo(
+        "NO_LOSS", "when the re-put of a due message fails to write, the schedule offset still "
+        "moves past it (the broker retries nothing); this defect also makes 20% of re-put writes fail "
+        "unless the system was opened with its own put_failure_rate", "delayed messages")
+    OFFSETS_REWOUND_ON_RESTART = DefectInfo(
+        "NO_DUPLICATE", "on restart the schedule offsets are loaded as 0: every message ever re-put "
+        "is re-put again", "delayed messages re-put before a restart")
+
+    @property
+    def invariant(self) -> str:
+        return self.value.invariant
+
+    @property
+    def slug(self) -> str:
+        return self.name.lower().replace("_", "-")
+
+
+assert all(d.invariant in INVARIANTS for d in Defect)
+
+
+def parse_defects(defects) -> frozenset[Defect]:
+    """Defects from members or names (``EARLY_DELIVERY``, ``early-delivery``, ``early_delivery``)."""
+    out = set()
+    for d in defects or ():
+        if isinstance(d, Defect):
+            out.add(d)
+            continue
+        name = str(d).strip().upper().replace("-", "_")
+        if name not in Defect.__members__:
+            known = ", ".join(x.slug for x in Defect)
+            raise ValueError(f"unknown defect {d!r}: expected one of {known}")
+        out.add(Defect[name])
+    return frozenset(out)

@@ -1,0 +1,238 @@
+"""The simulated system: the broker, its name server and the consumers behind the adapter protocol
+(Lifecycle, Pausable, Producing, Consuming, DlqReading, Snapshotting), in virtual time."""
+
+from __future__ import annotations
+
+import random
+import zlib
+
+from adapters.base import AdapterError, BrokerProfile, ConsumerSpec, NotReady, SendRequest, SendResult, SystemInfo
+from adapters.simulated.broker import PAUSED, STARTING, UP, SimBroker
+from adapters.simulated.clock import VirtualClock
+from adapters.simulated.consumers import SimConsumer
+from adapters.simulated.defects import Defect
+from adapters.simulated.store import StoredMessage
+from reference.contract import FAULT_TARGETS, retry_topic
+from reference.levels import parse_level_table
+from reference.plans import parse_plan
+from reference.profile import Profile
+from reference.timer import timer_ruling
+
+#: DefaultMQProducer.sendMsgTimeout: a send to a paused broker returns UNKNOWN after this.
+SEND_TIMEOUT_MS = 3000
+#: Send round trip to a serving broker.
+SEND_LATENCY_MS = (1, 3)
+
+
+class SimulatedSystem:
+    def __init__(self, profile: BrokerProfile, defects: frozenset[Defect], seed: int, start_ms: int,
+                 put_failure_rate: float | None = None, send_back_failure_rate: float = 0.0,
+                 unknown_stored_rate: float = 0.5, timers: bool = True, version: str = "5.3.3-sim"):
+        table = parse_level_table(profile.message_delay_level, "BrokerProfile", "message_delay_level")
+        if profile.flush_delay_offset_interval_ms < 1:
+            raise ValueError(f"BrokerProfile.flush_delay_offset_interval_ms: expected a positive int, "
+                             f"found {profile.flush_delay_offset_interval_ms!r}")
+        self.profile = Profile(level_table=table, flush_delay_offset_interval_ms=profile.flush_delay_offset_interval_ms)
+        self.defects = defects
+        if put_failure_rate is None:
+            put_failure_rate = 0.2 if Defect.LOST_REPUT_ON_WRITE_FAILURE in defects else 0.0
+        self.rng = random.Random(seed)
+        self.clock = VirtualClock(start_ms)
+        self.broker = SimBroker(self.clock, self.profile, defects, self.rng, put_failure_rate, timers)
+        self.broker.on_message = self._on_message
+        self.broker.on_ready = self._on_broker_ready
+        self.send_back_failure_rate = send_back_failure_rate
+        self.unknown_stored_rate = unknown_stored_rate
+        self.timers = timers
+        self.namesrv_up = False
+        self.consumers: dict[str, SimConsumer] = {}
+        self.plan_positions: dict[tuple[str, str], int] = {}
+        self._queue_cursor: dict[str, int] = {}
+        self._sent = 0
+        self.info = SystemInfo("simulated", version, "virtual", {
+            "defects": sorted(d.slug for d in defects), "seed": seed,
+            "capabilities": ["timer"] if timers else [],
+        })
+
+    # --- Lifecycle --------------------------------------------------------------------------
+    def setup(self) -> None:
+        self.start("namesrv")
+        self.start("broker")
+        self.wait_ready("broker")
+
+    def teardown(self) -> None:
+        self.stop_consumers()
+        for c in self.consumers.values():
+            c.close()
+        self.broker.stop(graceful=True)
+        self.namesrv_up = False
+
+    @staticmethod
+    def _check_target(target: str) -> None:
+        if target not in FAULT_TARGETS:
+            raise AdapterError(f"unknown target {target!r}: expected one of {', '.join(FAULT_TARGETS)}")
+
+    def start(self, target: str) -> None:
+        self._check_target(target)
+        if target == "broker":
+            self.broker.start()
+        elif target == "namesrv":
+            self.namesrv_up = True
+        elif target == "consumer":
+            for c in self.consumers.values():
+                c.start()
+
+    def stop(self, target: str) -> None:
+        self._check_target(target)
+        if target == "broker":
+            self.broker.stop(graceful=True)
+        elif target == "namesrv":
+            self.namesrv_up = False
+        elif target == "consumer":
+            for c in self.consumers.values():
+                c.stop()
+
+    def kill(self, target: str) -> None:
+        self._check_target(target)
+        if target == "broker":
+            self.broker.stop(graceful=False)
+        elif target == "namesrv":
+            self.namesrv_up = False
+        elif target == "consumer":
+            for c in self.consumers.values():
+                c.die(crashed=False)
+
+    def wait_ready(self, target: str, timeout_s: float = 120.0) -> None:
+        self._check_target(target)
+        if target != "broker":
+            return
+        b = self.broker
+        if b.state == STARTING and b.ready_at_ms is not None and b.ready_at_ms - self.clock.now_ms() <= timeout_s * 1000:
+            self.clock.sleep_until(b.ready_at_ms)
+        if b.state != UP:
+            raise NotReady(f"simulated broker is {b.state} (not serving) after waiting {timeout_s} s")
+
+    # --- Pausable ---------------------------------------------------------------------------
+    def pause(self, target: str) -> None:
+        self._check_target(target)
+        if target == "broker":
+            self.broker.pause()
+        elif target == "consumer":
+            for c in self.consumers.values():
+                c.paused = True
+
+    def resume(self, target: str) -> None:
+        self._check_target(target)
+        if target == "broker":
+            self.broker.resume()
+            self._on_broker_ready()
+        elif target == "consumer":
+            for c in self.consumers.values():
+                c.paused = False
+                c.schedule_pull()
+
+    # --- Producing --------------------------------------------------------------------------
+    def create_topic(self, topic: str, queues: int = 4) -> None:
+        self.broker.store.create_topic(topic, queues)
+
+    def send(self, req: SendRequest) -> SendResult:
+        clock, broker = self.clock, self.broker
+        plan = parse_plan(list(req.plan) or None, f"SendRequest of key {req.key!r}")
+        born = clock.now_ms()
+        self._sent += 1
+        msg_id = f"{0x7F000001:08X}{self._sent:024X}"
+        crc = zlib.crc32(req.body)
+        if broker.state not in (UP, PAUSED):
+            clock.advance(self.rng.randint(*SEND_LATENCY_MS))
+            return SendResult("FAILED", clock.now_ms(), born, msg_id, crc, "connection refused: broker not serving")
+        count = broker.store.queue_counts.get(req.topic) or (broker.store.create_topic(req.topic, 4) or 4)
+        queue_id = self._queue_cursor.get(req.topic, 0) % count
+        self._queue_cursor[req.topic] = queue_id + 1
+        proto = StoredMessage(0, "", 0, 0, req.topic, req.key, req.body, crc, msg_id, born, 0, 0, plan,
+                              delay_level=req.delay_level)
+        ruling = None
+        if req.deliver_at_ms is not None and self.timers:
+            ruling = timer_ruling(req.deliver_at_ms, req.delay_level, born, self.profile.timer_precision_ms,
+                                  self.profile.timer_max_delay_sec)
+            if not ruling.accepted:
+                clock.advance(self.rng.randint(*SEND_LATENCY_MS))
+                return SendResult("FAILED", clock.now_ms(), born, msg_id, crc, "MESSAGE_ILLEGAL: " + ruling.reason)
+
+        def store() -> None:
+            if ruling is not None and ruling.timer:
+                broker.put_timer(proto, req.topic, queue_id, ruling.deliver_ms)
+            else:
+                broker.put(proto, req.topic, queue_id)
+
+        if broker.state == PAUSED:  # the request waits in the socket buffer; the client times out
+            if self.rng.random() < self.unknown_stored_rate:
+                broker.pending_while_paused.append(store)
+            clock.advance(SEND_TIMEOUT_MS)
+            return SendResult("UNKNOWN", clock.now_ms(), born, msg_id, crc, "timeout: broker did not answer")
+        store()
+        clock.advance(self.rng.randint(*SEND_LATENCY_MS))
+        return SendResult("SEND_OK", clock.now_ms(), born, msg_id, crc)
+
+    # --- Consuming --------------------------------------------------------------------------
+    def start_consumer(self, spec: ConsumerSpec) -> None:
+        if spec.name in self.consumers:
+            raise AdapterError(f"consumer name {spec.name!r} is already used in this run")
+        for topic in spec.topics:
+            if topic not in self.broker.store.queue_counts:
+                self.broker.store.create_topic(topic, 4)
+        self.broker.store.create_topic(retry_topic(spec.group), 1)
+        c = SimConsumer(self, spec)
+        self.consumers[spec.name] = c
+        c.start()
+
+    def poll_consumers(self) -> list[str]:
+        restarted = []
+        for name, c in sorted(self.consumers.items()):
+            if c.crashed and not c.alive:
+                c.start()
+                restarted.append(name)
+        return restarted
+
+    def stop_consumers(self) -> None:
+        for c in self.consumers.values():
+            c.stop()
+            c._out.flush()
+
+    def rebalance(self, group: str) -> None:
+        """RebalanceImpl.updateProcessQueueTableInRebalance: queues that leave a consumer are
+        committed and dropped; every member pulls again."""
+        for c in self.consumers.values():
+            if c.group == group and c.alive:
+                owned = set(self.owned_queues(c))
+                for q in [q for q in c.next_offsets if q not in owned]:
+                    if self.broker.serving:
+                        self.broker.consumer_offsets[(group, q[0], q[1])] = c.next_offsets[q]
+                    del c.next_offsets[q]
+                c.schedule_pull()
+
+    def owned_queues(self, consumer: SimConsumer) -> list[tuple[str, int]]:
+        """AllocateMessageQueueAveragely (round robin here): the member's share of the group's queues."""
+        members = sorted(n for n, c in self.consumers.items() if c.group == consumer.group and c.alive)
+        if consumer.spec.name not in members:
+            return []
+        counts = self.broker.store.queue_counts
+        queues = sorted((t, q) for t in consumer.subscriptions for q in range(counts.get(t, 0)))
+        return queues[members.index(consumer.spec.name)::len(members)]
+
+    def _on_message(self, msg: StoredMessage) -> None:
+        for c in self.consumers.values():
+            if c.alive and msg.queue_topic in c.subscriptions:
+                c.schedule_pull()
+
+    def _on_broker_ready(self) -> None:
+        for c in self.consumers.values():
+            if c.alive:
+                c.schedule_pull()
+
+    # --- DlqReading, Snapshotting ---------------------------------------------------------------
+    def read_dlq(self, group: str) -> list[dict]:
+        return [{"key": m.key, "group": group, "msg_id": m.msg_id, "reconsume_times": m.reconsume_times,
+                 "store_ms": m.store_ms} for m in self.broker.read_dlq(group)]
+
+    def snapshot(self) -> list[dict]:
+        return self.broker.snapshot()
