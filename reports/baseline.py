@@ -1,0 +1,116 @@
+"""Baselines: violations a team accepts for a range of system versions, so CI gates on regressions.
+
+A baseline file is JSON or TOML with a list ``accept`` of entries::
+
+    [[accept]]
+    invariant = "NO_DUPLICATE"       # required: an id of the catalogue
+    versions = ">=4.9.0,<5.0"        # optional: comparators joined by commas; absent or "*" = any
+    adapter = "rocketmq"             # optional: run.json system.adapter must equal it
+    key = "order-*"                  # optional: fnmatch pattern on the violation's key
+    reason = "scheduler duplicates after kill -9 are known on 4.9.x"   # required
+
+Matching violations are marked ``accepted`` (the report still lists them with the reason); the exit
+code gates only on the others.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from reference.contract import INVARIANTS, ContractError
+
+_COMPARATOR = re.compile(r"^\s*(>=|<=|==|!=|>|<|=)?\s*([0-9A-Za-z.\-+]+)\s*$")
+
+
+def version_key(version: str) -> tuple:
+    """Dotted versions compared part by part, numbers as numbers (``4.9.10`` > ``4.9.8``)."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.\-+]", version) if p)
+
+
+def in_range(version: str, spec: str | None) -> bool:
+    if not spec or spec.strip() in ("*", ""):
+        return True
+    v = version_key(version)
+    for part in spec.split(","):
+        m = _COMPARATOR.match(part)
+        if not m:
+            raise ValueError(f"bad version comparator {part!r}")
+        op, bound = m.group(1) or "==", version_key(m.group(2))
+        ok = {">=": v >= bound, "<=": v <= bound, ">": v > bound, "<": v < bound,
+              "==": v == bound, "=": v == bound, "!=": v != bound}[op]
+        if not ok:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    invariant: str
+    reason: str
+    versions: str | None = None
+    adapter: str | None = None
+    key: str | None = None
+
+    def matches(self, invariant: str, key: str | None, system: dict) -> bool:
+        if invariant != self.invariant:
+            return False
+        if self.adapter and system.get("adapter") != self.adapter:
+            return False
+        if self.versions and not in_range(str(system.get("version", "")), self.versions):
+            return False
+        return not self.key or (key is not None and fnmatch.fnmatchcase(key, self.key))
+
+
+@dataclass(frozen=True)
+class Baseline:
+    entries: tuple[Acceptance, ...]
+
+    def acceptance(self, invariant: str, key: str | None, system: dict) -> Acceptance | None:
+        return next((a for a in self.entries if a.matches(invariant, key, system)), None)
+
+    def mark(self, violations, run: dict):
+        """``violations`` (pandas, VIOLATION_COLUMNS) with ``accepted`` and ``accepted_reason``."""
+        v = violations.copy()
+        system = run.get("system") or {}
+        found = [self.acceptance(i, k, system) for i, k in zip(v["invariant"], v["key"])] if len(v) else []
+        v["accepted"] = [a is not None for a in found]
+        v["accepted_reason"] = [a.reason if a else None for a in found]
+        return v
+
+
+def load(path) -> Baseline:
+    """Read a baseline file (``.toml`` as TOML, anything else as JSON); errors name file and field."""
+    p = Path(path)
+    where = str(p)
+    try:
+        text = p.read_text()
+        data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
+    except OSError as e:
+        raise ContractError(where, None, "a readable baseline file", str(e)) from None
+    except (ValueError, tomllib.TOMLDecodeError) as e:
+        raise ContractError(where, None, "JSON or TOML", str(e)) from None
+    entries = data.get("accept") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ContractError(where, "accept", "a list of accepted violations", entries)
+    out = []
+    for i, e in enumerate(entries):
+        at = f"{where}: accept[{i}]"
+        if not isinstance(e, dict):
+            raise ContractError(at, None, "a table/object", e)
+        if e.get("invariant") not in INVARIANTS:
+            raise ContractError(at, "invariant", "one of " + "/".join(INVARIANTS), e.get("invariant"))
+        if not isinstance(e.get("reason"), str) or not e["reason"].strip():
+            raise ContractError(at, "reason", "a non-empty string", e.get("reason"))
+        versions = e.get("versions")
+        if versions is not None:
+            try:
+                in_range("0", versions)
+            except ValueError as err:
+                raise ContractError(at, "versions", "comparators like '>=4.9.0,<5.0'", versions) from err
+        out.append(Acceptance(e["invariant"], e["reason"], versions, e.get("adapter"), e.get("key")))
+    return Baseline(tuple(out))

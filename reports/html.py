@@ -1,0 +1,112 @@
+"""report.html of one run: self-contained (inline CSS and SVG), opens from disk."""
+
+from __future__ import annotations
+
+import html
+import json
+
+from reference.contract import INVARIANTS
+from reports import plots
+from reports.verdict import explain
+
+VIOLATIONS_LISTED = 200
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
+h1{font-size:1.4em} h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.9em} td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
+.pass{background:#e6f4ea}.fail{background:#fce8e6}.none{background:#f1f3f4}.acc{background:#fef7e0}
+.badge{display:inline-block;padding:.2em .7em;border-radius:1em;font-weight:bold}
+code{font-size:.9em} .plot svg{max-width:100%;height:auto}
+"""
+
+
+def _e(x) -> str:
+    return html.escape("" if x is None else str(x))
+
+
+def _state(passed, accepted_only=False) -> tuple[str, str]:
+    if passed is True:
+        return "pass", "passed"
+    if passed is False:
+        return ("acc", "accepted") if accepted_only else ("fail", "FAILED")
+    return "none", "not judged"
+
+
+def report_html(verdict: dict, violations, plot_data: dict | None, run: dict | None, faults: list[dict]) -> str:
+    run = run or {}
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Hourglass — {_e(verdict['run_id'])}</title>",
+             f"<style>{_CSS}</style></head><body>"]
+    overall = verdict["passed"]
+    cls, word = _state(overall)
+    if overall is None and verdict.get("undecided"):
+        word = "UNDECIDED"
+    if verdict.get("broken"):
+        word = "BROKEN RUN"
+    system = run.get("system") or {}
+    parts.append(f"<h1>Run <code>{_e(verdict['run_id'])}</code> <span class='badge {cls}'>{word}</span></h1>")
+    parts.append(f"<p>{_e(run.get('scenario'))} — {_e(system.get('adapter'))} {_e(system.get('version'))} "
+                 f"({_e(system.get('runtime'))}); {verdict['messages']} messages, {verdict['attempts']} attempts, "
+                 f"{verdict['recovered']} recovered indeterminate sends.</p>")
+    if verdict.get("broken"):
+        parts.append(f"<p class='fail'>The run could not be checked: <code>{_e(verdict['broken'])}</code></p>")
+    for t in verdict.get("torn_lines", []):
+        parts.append(f"<p class='acc'>Torn last line skipped: <code>{_e(t['file'])}:{t['line']}</code></p>")
+    parts.append(_invariant_table(verdict))
+    if verdict.get("undecided"):
+        u = verdict["undecided"]
+        parts.append(f"<h2>Undecided ({u['messages']} messages still open at the run's end)</h2><ul>")
+        parts.extend(f"<li><code>{_e(x['key'])}</code> attempt {_e(x['attempt'])} ({x['invariant']}): {_e(x['reason'])}</li>"
+                     for x in u["examples"])
+        parts.append("</ul>")
+    parts.append(_violation_list(violations, faults))
+    parts.append(_plots(plot_data, faults, run))
+    parts.append(f"<h2>verdict.json</h2><pre>{_e(json.dumps(verdict, indent=1))}</pre></body></html>")
+    return "".join(parts)
+
+
+def _invariant_table(verdict: dict) -> str:
+    rows = ["<h2>Invariants</h2><table><tr><th>invariant</th><th>verdict</th><th>checked</th><th>violations</th><th>first example</th></tr>"]
+    for inv in INVARIANTS:
+        e = verdict["invariants"][inv]
+        accepted_only = e["violations"] > 0 and e.get("accepted", 0) == e["violations"]
+        cls, word = _state(e["passed"], accepted_only)
+        if e.get("undecided"):
+            word += f" ({e['undecided']} undecided)"
+        first = e["examples"][0]["explanation"] if e["examples"] else ""
+        rows.append(f"<tr class='{cls}'><td><b>{inv}</b></td><td>{word}</td><td>{e['checked']}</td>"
+                    f"<td>{e['violations']}{' (' + str(e['accepted']) + ' accepted)' if e.get('accepted') else ''}</td><td>{_e(first)}</td></tr>")
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def _violation_list(violations, faults) -> str:
+    if violations is None or len(violations) == 0:
+        return "<h2>Violations</h2><p>None.</p>"
+    out = [f"<h2>Violations ({len(violations)}; first {min(len(violations), VIOLATIONS_LISTED)} listed)</h2>",
+           "<table><tr><th>invariant</th><th>key</th><th>attempt</th><th>explanation</th></tr>"]
+    for row in violations.head(VIOLATIONS_LISTED).to_dict("records"):
+        ex = explain(row, faults)
+        cls = "acc" if ex.get("accepted") else "fail"
+        note = f" <i>(accepted: {_e(ex['accepted'])})</i>" if ex.get("accepted") else ""
+        out.append(f"<tr class='{cls}'><td>{_e(row['invariant'])}</td><td><code>{_e(ex['key'])}</code></td>"
+                   f"<td>{_e(ex['attempt'])}</td><td>{_e(ex['explanation'])}{note}</td></tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _plots(data: dict | None, faults: list[dict], run: dict) -> str:
+    if not data:
+        return "<h2>Plots</h2><p>No deliveries to plot.</p>"
+    slack = int((run.get("profile") or {}).get("slack_ms") or 0)
+    figures = [
+        ("Lateness per delay level", plots.lateness_svg(data, slack)),
+        ("Deliveries over time", plots.timeline_svg(data, faults, run)),
+        ("Retry gaps", plots.gaps_svg(data, slack)),
+        ("Duplicates by cause", plots.duplicates_svg(data)),
+    ]
+    out = ["<h2>Plots</h2>"]
+    for title, svg in figures:
+        out.append(f"<h3>{title}</h3>")
+        out.append(f"<div class='plot'>{svg}</div>" if svg else "<p>Nothing to plot in this run.</p>")
+    return "".join(out)

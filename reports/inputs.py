@@ -1,0 +1,266 @@
+"""Finding run directories and reading their events into one Spark DataFrame.
+
+A run directory holds ``run.json`` and its events as ``events*.jsonl``, ``events/*.jsonl`` or the
+same as Parquet. Any path Spark reads works (the listing goes through Hadoop's FileSystem); a path
+that is not itself a run directory is searched for run directories below it.
+
+Contract checking is split so that a healthy history costs one scan: Spark flags suspect rows
+(unparseable, wrong type, missing field, unknown choice) while the events are cached, and only the
+files holding suspect rows are read again line by line in Python, which names file, line and field
+(``reference.contract.validate_event``) or recognises a torn last line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from reference.contract import EVENT_FIELDS, EVENT_TYPES, ContractError, validate_event, validate_run
+
+EVENT_GLOBS = ("events*.jsonl", "events/*.jsonl", "events*.parquet", "events/*.parquet", "events*.parquet/*.parquet")
+CORRUPT = "_corrupt_record"
+
+_SPARK_KIND = {
+    "str": T.StringType(),
+    "int": T.LongType(),
+    "bool": T.BooleanType(),
+    "list[str]": T.ArrayType(T.StringType()),
+    "dict": T.MapType(T.StringType(), T.LongType()),
+}
+
+
+def event_schema() -> T.StructType:
+    """All contract fields of all event types, typed as the contract says (explicit: no inference)."""
+    fields = {"type": T.StringType(), "ts_ms": T.LongType()}
+    for specs in EVENT_FIELDS.values():
+        for f in specs:
+            fields.setdefault(f.name, _SPARK_KIND[f.kind])
+    return T.StructType([T.StructField(n, t, True) for n, t in fields.items()])
+
+
+EVENT_COLUMNS = tuple(event_schema().fieldNames())
+
+
+@dataclass
+class RunInput:
+    run_dir: str  # qualified URI of the directory
+    run: dict  # run.json
+    json_files: list[str] = field(default_factory=list)  # qualified URIs
+    parquet_files: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return self.run["run_id"]
+
+
+@dataclass
+class BrokenRun:
+    """A run the checker cannot judge (exit 3): where and why."""
+
+    where: str
+    message: str
+    run_id: str | None = None
+
+
+class _FS:
+    """Hadoop FileSystem through the session's JVM: the same listing for file:, hdfs:, s3a:, ..."""
+
+    def __init__(self, spark: SparkSession):
+        self._jvm = spark._jvm
+        self._conf = spark._jsc.hadoopConfiguration()
+
+    def _path(self, uri: str):
+        return self._jvm.org.apache.hadoop.fs.Path(uri)
+
+    def _fs(self, uri: str):
+        return self._path(uri).getFileSystem(self._conf)
+
+    def qualify(self, uri: str) -> str:
+        p = self._path(uri)
+        return str(self._fs(uri).makeQualified(p).toUri().toString())
+
+    def exists(self, uri: str) -> bool:
+        return bool(self._fs(uri).exists(self._path(uri)))
+
+    def glob(self, pattern: str) -> list[str]:
+        found = self._fs(pattern).globStatus(self._path(pattern))
+        return sorted(str(s.getPath().toUri().toString()) for s in (found or []) if s.isFile())
+
+    def children(self, uri: str) -> list[str]:
+        return sorted(str(s.getPath().toUri().toString()) for s in self._fs(uri).listStatus(self._path(uri)) if s.isDirectory())
+
+    def read_bytes(self, uri: str) -> bytes:
+        stream = self._fs(uri).open(self._path(uri))
+        try:
+            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+        finally:
+            stream.close()
+
+
+def discover_runs(spark: SparkSession, paths: list[str]) -> tuple[list[RunInput], list[BrokenRun]]:
+    """Run directories at or below ``paths``: the readable ones and the broken ones."""
+    fs = _FS(spark)
+    runs: list[RunInput] = []
+    broken: list[BrokenRun] = []
+    for path in paths:
+        if not fs.exists(path):
+            broken.append(BrokenRun(path, f"{path}: expected a run directory (with run.json) or a tree of them, found nothing"))
+            continue
+        found = _run_dirs(fs, fs.qualify(path))
+        if not found:
+            broken.append(BrokenRun(path, f"{path}: expected run.json in it or in a directory below it, found none"))
+        for run_dir in found:
+            item = _load_run(fs, run_dir)
+            (broken if isinstance(item, BrokenRun) else runs).append(item)
+    seen: dict[str, str] = {}
+    unique: list[RunInput] = []
+    for r in runs:
+        if r.run_id in seen:
+            broken.append(BrokenRun(r.run_dir, f"{r.run_dir}/run.json: field 'run_id': expected unique across the runs checked, found {r.run_id!r} also in {seen[r.run_id]}", r.run_id))
+            continue
+        seen[r.run_id] = r.run_dir
+        unique.append(r)
+    return unique, broken
+
+
+def _run_dirs(fs: _FS, uri: str) -> list[str]:
+    if fs.glob(uri + "/run.json"):
+        return [uri]
+    out: list[str] = []
+    for child in fs.children(uri):
+        out.extend(_run_dirs(fs, child))
+    return out
+
+
+def _load_run(fs: _FS, run_dir: str) -> RunInput | BrokenRun:
+    where = run_dir + "/run.json"
+    try:
+        run = json.loads(fs.read_bytes(where))
+        validate_run(run, where)
+    except ContractError as e:
+        return BrokenRun(run_dir, str(e))
+    except (ValueError, UnicodeDecodeError) as e:
+        return BrokenRun(run_dir, f"{where}: expected a JSON object, found unreadable JSON ({e})")
+    files = [f for g in EVENT_GLOBS for f in fs.glob(run_dir + "/" + g)]
+    if not files:
+        return BrokenRun(run_dir, f"{run_dir}: expected events*.jsonl, events/*.jsonl or Parquet events, found none", run["run_id"])
+    return RunInput(
+        run_dir,
+        run,
+        json_files=[f for f in files if f.endswith(".jsonl")],
+        parquet_files=[f for f in files if f.endswith(".parquet")],
+    )
+
+
+def contract_ok_column():
+    """True where Spark's parse of a row satisfies the contract (types, required fields, choices)."""
+    cond = F.col("type").isin(*EVENT_TYPES) & F.col("ts_ms").isNotNull()
+    per_type = None
+    for etype, specs in EVENT_FIELDS.items():
+        ok = F.lit(True)
+        for f in specs:
+            c = F.col(f.name)
+            if f.required:
+                ok = ok & c.isNotNull()
+            if f.choices and f.kind == "list[str]":
+                ok = ok & (c.isNull() | F.forall(c, lambda x: x.isin(*f.choices)))
+            elif f.choices:
+                ok = ok & (c.isNull() | c.isin(*f.choices))
+        per_type = F.when(F.col("type") == etype, ok) if per_type is None else per_type.when(F.col("type") == etype, ok)
+    return F.coalesce(cond & per_type.otherwise(F.lit(False)), F.lit(False))
+
+
+def read_events(spark: SparkSession, runs: list[RunInput]) -> DataFrame:
+    """All events of ``runs`` with ``run_id``, ``source_file``, ``suspect`` and ``contract_ok``."""
+    schema = event_schema()
+    frames = []
+    json_files = [f for r in runs for f in r.json_files]
+    if json_files:
+        with_corrupt = T.StructType(schema.fields + [T.StructField(CORRUPT, T.StringType(), True)])
+        df = spark.read.schema(with_corrupt).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).json(json_files)
+        frames.append(df.select(*EVENT_COLUMNS, F.col("_metadata.file_path").alias("source_file"), F.col(CORRUPT).isNotNull().alias("suspect")))
+    parquet_files = [f for r in runs for f in r.parquet_files]
+    if parquet_files:
+        df = spark.read.parquet(*parquet_files)
+        have = set(df.columns)
+        cols = [F.col(n).cast(schema[n].dataType).alias(n) if n in have else F.lit(None).cast(schema[n].dataType).alias(n) for n in EVENT_COLUMNS]
+        frames.append(df.select(*cols, F.col("_metadata.file_path").alias("source_file"), F.lit(False).alias("suspect")))
+    events = frames[0]
+    for other in frames[1:]:
+        events = events.unionByName(other)
+    file_to_run = spark.createDataFrame(
+        [(f, r.run_id) for r in runs for f in r.json_files + r.parquet_files], "source_file string, run_id string"
+    )
+    events = events.join(F.broadcast(file_to_run), "source_file")
+    return events.withColumn("contract_ok", contract_ok_column())
+
+
+def file_summary(events: DataFrame) -> tuple[dict[str, int], list[str]]:
+    """One pass over the (cached) events: rows per run, and the files holding a row that Spark
+    could not read as a valid contract event."""
+    bad = (F.col("suspect") | ~F.col("contract_ok")).cast("int")
+    rows = events.groupBy("run_id", "source_file").agg(F.count(F.lit(1)).alias("rows"), F.sum(bad).alias("suspects")).collect()
+    sizes: dict[str, int] = {}
+    for r in rows:
+        sizes[r.run_id] = sizes.get(r.run_id, 0) + r.rows
+    return sizes, sorted(r.source_file for r in rows if r.suspects)
+
+
+@dataclass
+class FileFinding:
+    file: str
+    torn_line: int | None = None  # a torn last line, skipped
+    error: str | None = None  # a contract error (the run is broken)
+
+
+def rescan_file(spark: SparkSession, uri: str) -> FileFinding:
+    """Read one suspect file line by line: the first contract error, or a torn last line."""
+    fs = _FS(spark)
+    if uri.endswith(".parquet"):
+        return _rescan_parquet(fs, uri)
+    lines = fs.read_bytes(uri).decode("utf-8", errors="replace").split("\n")
+    ends_clean = lines[-1] == ""
+    if ends_clean:
+        lines.pop()
+    last = len(lines)
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        where = f"{_display(uri)}:{number}"
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            if number == last and not ends_clean:
+                return FileFinding(uri, torn_line=number)
+            return FileFinding(uri, error=f"{where}: expected one JSON object per line, found {text[:80]!r}")
+        try:
+            validate_event(obj, where)
+        except ContractError as e:
+            return FileFinding(uri, error=str(e))
+    return FileFinding(uri)
+
+
+def _rescan_parquet(fs: _FS, uri: str) -> FileFinding:
+    import io
+
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(io.BytesIO(fs.read_bytes(uri)))
+    for number, obj in enumerate(table.to_pylist(), start=1):
+        clean = {k: v for k, v in obj.items() if v is not None}
+        try:
+            validate_event(clean, f"{_display(uri)}: row {number}")
+        except ContractError as e:
+            return FileFinding(uri, error=str(e))
+    return FileFinding(uri)
+
+
+def _display(uri: str) -> str:
+    """A local file's path as people type it; other URIs unchanged."""
+    from urllib.parse import unquote
+
+    return unquote(uri[len("file:"):]) if uri.startswith("file:") else uri

@@ -1,0 +1,30 @@
+"""Writing one run's outputs: verdict.json, violations/ (Parquet), junit.xml, report.html."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reports.html import report_html
+from reports.junit import junit_xml
+
+
+def write_run_outputs(target: Path, verdict: dict, violations, plot_data, run, faults=None) -> None:
+    """``violations``: pandas frame of the run's violation rows (None for a broken run)."""
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "verdict.json").write_text(json.dumps(verdict, indent=1) + "\n")
+    (target / "junit.xml").write_text(junit_xml(verdict))
+    if violations is not None:
+        _write_violations(target / "violations", violations)
+    (target / "report.html").write_text(report_html(verdict, violations, plot_data, run, faults or []))
+
+
+def _write_violations(directory: Path, violations) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for old in directory.glob("*.parquet"):
+        old.unlink()
+    table = pa.Table.from_pandas(violations.reset_index(drop=True), preserve_index=False)
+    pq.write_table(table, directory / "part-00000.parquet")
