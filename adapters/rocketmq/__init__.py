@@ -1,1 +1,74 @@
-"""Hourglass: adapters/rocketmq."""
+"""Real Apache RocketMQ brokers under the harness's control.
+
+Harness-facing API::
+
+    from adapters.rocketmq import open_system
+    system = open_system("rocketmq:latest", runtime="auto", workdir=run_dir / "system", profile=profile)
+    system.setup(); ...; system.teardown()
+
+``system``: ``rocketmq:<version>`` (jars from Maven Central, cached), ``rocketmq:latest``
+(= ``provision.LATEST``), ``dist:/path`` (a distribution dir: bin/ conf/ lib/) or ``jars:/path``.
+``runtime``: ``auto`` (container when a Docker engine answers ``docker info``, else process),
+``process``, ``container`` (``image`` names an existing image instead of building one), or
+``external`` (an existing cluster: pass ``namesrv_addr`` and ``fault_commands``, see
+:mod:`adapters.rocketmq.external`). Module map: ``provision`` (versions → jars, ROCKETMQ_HOME,
+JVM options), ``config`` (broker.conf, ports, delayOffset.json), ``process`` / ``container``
+(runtimes), ``system`` (the :class:`~adapters.base.System`), ``client_proc`` / ``consumer_proc``
+(the JPype client processes), ``bench`` (figures).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from adapters.base import AdapterError, BrokerProfile
+
+RUNTIMES = ("auto", "process", "container", "external")
+
+
+def docker_engine_answers(timeout_s: float = 10.0) -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=timeout_s).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def open_system(system: str = "rocketmq:latest", runtime: str = "auto", workdir: Path | None = None,
+                profile: BrokerProfile | None = None, image: str | None = None, *, base_port: int = 19876,
+                labels: dict | None = None, namesrv_addr: str | None = None,
+                fault_commands: dict[str, str] | None = None):
+    """A :class:`~adapters.rocketmq.system.RocketMQSystem`, not yet started (call ``setup()``)."""
+    from adapters.rocketmq.provision import resolve
+    from adapters.rocketmq.system import RocketMQSystem
+
+    if runtime not in RUNTIMES:
+        raise AdapterError(f"runtime {runtime!r}: expected one of {', '.join(RUNTIMES)}")
+    if workdir is None:
+        raise AdapterError("open_system: workdir is required (the system's store, configs and logs go there)")
+    workdir = Path(workdir)
+    profile = profile or BrokerProfile()
+    dist = resolve(system)
+    if runtime == "auto":
+        runtime = "container" if docker_engine_answers() else "process"
+    if runtime == "process":
+        from adapters.rocketmq.process import ProcessRuntime
+
+        rt = ProcessRuntime()
+    elif runtime == "container":
+        try:
+            from adapters.rocketmq.container import ContainerRuntime
+        except ImportError as e:
+            raise AdapterError(f"runtime 'container' is unavailable here: {e}") from None
+        rt = ContainerRuntime(dist, workdir, image=image, labels=labels or {})
+    else:
+        from adapters.rocketmq.external import ExternalRuntime
+
+        if not namesrv_addr:
+            raise AdapterError("runtime 'external': namesrv_addr (host:port of the cluster's name server) is required")
+        rt = ExternalRuntime(fault_commands or {})
+    return RocketMQSystem(dist, rt, workdir, profile, base_port=base_port,
+                          namesrv_addr=namesrv_addr if runtime == "external" else None)

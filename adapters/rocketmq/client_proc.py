@@ -1,0 +1,236 @@
+"""The client process: producer and admin of the official Java client, driven through JPype.
+
+Run as ``python -m adapters.rocketmq.client_proc --lib LIB --namesrv ADDR --log-dir DIR``; one per
+system (one JVM per OS process). Requests and replies are JSON lines (stdin / original stdout),
+each reply carries the request's ``id``; ``{"ok": false, "error": ...}`` on failure.
+
+Commands:
+
+- ``ping`` -> ``{}``
+- ``route {topic}`` -> ``{"brokers": {name: addr}, "queues": n}`` (name-server route query)
+- ``create_topic {topic, queues}`` -> ``{"brokers": [addr...]}`` on every broker of the cluster
+- ``send {message, timeout_ms}`` -> one result; ``send_batch {messages, threads, timeout_ms}`` ->
+  ``{"results": [...]}`` in request order, sent concurrently by ``threads`` Python threads (JPype
+  releases the GIL while Java runs). A message is ``{topic, key, body (latin-1 text), delay_level,
+  deliver_at_ms, plan}``; a result is ``{status, ts_ms, born_ms, msg_id, body_crc, error}`` with
+  status ``SEND_OK``, ``FAILED`` (certainly not stored) or ``UNKNOWN`` (timed out / not sure).
+  The producer does not retry (``retryTimesWhenSendFailed=0``): a retried send would store a
+  second copy the harness never asked for.
+- ``read_dlq {group}`` -> ``{"messages": [dlq fields]}`` (pulled from ``%DLQ%group`` queue 0; a
+  DLQ created write-only, as before 4.9.2, is made readable first)
+- ``broker_status {}`` -> ``{"brokers": {addr: {key: value}}}`` (admin ``brokerStatus``)
+- ``shutdown``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+
+from adapters.rocketmq.jvm import Channel, describe, exception_chain, now_ms, start_jvm
+
+UNKNOWN_CAUSES = ("RemotingTimeoutException", "RemotingTooMuchRequestException", "RemotingSendRequestException")
+
+
+class Client:
+    def __init__(self, namesrv: str, instance: str):
+        from org.apache.rocketmq.client.producer import DefaultMQProducer
+        from org.apache.rocketmq.tools.admin import DefaultMQAdminExt
+
+        self.producer = DefaultMQProducer("hg_producer_" + instance)
+        self.producer.setNamesrvAddr(namesrv)
+        self.producer.setInstanceName("hg-producer-" + instance)
+        self.producer.setRetryTimesWhenSendFailed(0)
+        self.producer.setRetryTimesWhenSendAsyncFailed(0)
+        self.producer.setPollNameServerInterval(5000)
+        self.producer.setMaxMessageSize(4 * 1024 * 1024)
+        self.producer.start()
+        self.admin = DefaultMQAdminExt()
+        self.admin.setNamesrvAddr(namesrv)
+        self.admin.setInstanceName("hg-admin-" + instance)
+        self.admin.setAdminExtGroup("hg_admin_" + instance)
+        self.admin.start()
+        self._dlq_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+
+    # -- admin ------------------------------------------------------------------------------
+    def brokers(self) -> dict[str, str]:
+        info = self.admin.examineBrokerClusterInfo()
+        out = {}
+        for name, data in info.getBrokerAddrTable().items():
+            addr = data.getBrokerAddrs().get(0)
+            if addr is not None:
+                out[str(name)] = str(addr)
+        return out
+
+    def route(self, topic: str) -> dict:
+        route = self.admin.examineTopicRouteInfo(topic)
+        brokers = {}
+        for bd in route.getBrokerDatas():
+            addr = bd.getBrokerAddrs().get(0)
+            if addr is not None:
+                brokers[str(bd.getBrokerName())] = str(addr)
+        queues = {str(q.getBrokerName()): {"read": int(q.getReadQueueNums()), "write": int(q.getWriteQueueNums()),
+                                           "perm": int(q.getPerm())} for q in route.getQueueDatas()}
+        return {"brokers": brokers, "queues": queues}
+
+    def create_topic(self, topic: str, queues: int = 4, perm: int = 6) -> dict:
+        from org.apache.rocketmq.common import TopicConfig
+
+        addrs = list(self.brokers().values())
+        if not addrs:
+            raise RuntimeError("no broker registered with the name server")
+        for addr in addrs:
+            self.admin.createAndUpdateTopicConfig(addr, TopicConfig(topic, queues, queues, perm))
+        return {"brokers": addrs}
+
+    def broker_status(self) -> dict:
+        out = {}
+        for addr in self.brokers().values():
+            table = self.admin.fetchBrokerRuntimeStats(addr).getTable()
+            out[addr] = {str(k): str(v) for k, v in table.items()}
+        return {"brokers": out}
+
+    # -- producer ---------------------------------------------------------------------------
+    def send(self, m: dict, timeout_ms: int = 3000) -> dict:
+        from org.apache.rocketmq.common.message import Message, MessageAccessor
+
+        body = m.get("body", "").encode("latin-1")
+        crc = zlib.crc32(body)
+        msg = Message(m["topic"], "", m["key"], body)
+        level = int(m.get("delay_level") or 0)
+        if level:
+            msg.setDelayTimeLevel(level)
+        if m.get("deliver_at_ms") is not None:
+            MessageAccessor.putProperty(msg, "TIMER_DELIVER_MS", str(int(m["deliver_at_ms"])))
+        if m.get("plan"):
+            msg.putUserProperty("HG_PLAN", ",".join(m["plan"]))
+        msg.putUserProperty("HG_BODY_CRC", str(crc))
+        born_ms = now_ms()
+        try:
+            result = self.producer.send(msg, int(timeout_ms))
+        except Exception as e:  # JPype maps Java exceptions onto Python exceptions
+            chain = exception_chain(e)
+            unknown = any(c.rsplit(".", 1)[-1] in UNKNOWN_CAUSES for c in chain)
+            return {"status": "UNKNOWN" if unknown else "FAILED", "ts_ms": now_ms(), "born_ms": born_ms,
+                    "body_crc": crc, "error": describe(e)}
+        status = str(result.getSendStatus().name())
+        return {"status": "SEND_OK" if status == "SEND_OK" else "UNKNOWN", "ts_ms": now_ms(), "born_ms": born_ms,
+                "msg_id": str(result.getMsgId()), "body_crc": crc,
+                "error": None if status == "SEND_OK" else f"broker answered {status}"}
+
+    def send_batch(self, messages: list[dict], threads: int = 8, timeout_ms: int = 3000) -> dict:
+        if self._pool is None or self._pool._max_workers != threads:  # noqa: SLF001
+            if self._pool is not None:
+                self._pool.shutdown()
+            self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hg-send")
+        results = list(self._pool.map(lambda m: self.send(m, timeout_ms), messages))
+        return {"results": results}
+
+    # -- DLQ --------------------------------------------------------------------------------
+    def read_dlq(self, group: str) -> dict:
+        from org.apache.rocketmq.client.consumer import DefaultMQPullConsumer, PullStatus
+        from org.apache.rocketmq.common.message import MessageClientIDSetter, MessageQueue
+
+        topic = "%DLQ%" + group
+        try:
+            route = self.route(topic)
+        except Exception as e:
+            if "No topic route info" in describe(e) or "TOPIC_NOT_EXIST" in describe(e):
+                return {"messages": [], "note": f"no {topic} yet"}
+            raise
+        for broker_name, q in route["queues"].items():
+            if not q["perm"] & 4:  # before 4.9.2 the DLQ is created write-only
+                addr = route["brokers"][broker_name]
+                from org.apache.rocketmq.common import TopicConfig
+
+                self.admin.createAndUpdateTopicConfig(addr, TopicConfig(topic, q["read"] or 1, q["write"] or 1, 6))
+        messages = []
+        with self._dlq_lock:
+            puller = DefaultMQPullConsumer("hg_dlq_reader_" + group.replace("%", "_"))
+            puller.setNamesrvAddr(self.producer.getNamesrvAddr())
+            puller.setInstanceName("hg-dlq-" + str(now_ms()))
+            puller.start()
+            try:
+                for broker_name in route["brokers"]:
+                    mq = MessageQueue(topic, broker_name, 0)
+                    offset = 0
+                    while True:
+                        res = puller.pull(mq, "*", offset, 64, 5000)
+                        if res.getPullStatus() != PullStatus.FOUND:
+                            break
+                        for msg in res.getMsgFoundList():
+                            uniq = MessageClientIDSetter.getUniqID(msg)
+                            messages.append({
+                                "key": str(msg.getKeys()), "group": group,
+                                "msg_id": str(uniq if uniq is not None else msg.getMsgId()),
+                                "reconsume_times": int(msg.getReconsumeTimes()),
+                                "store_ms": int(msg.getStoreTimestamp()),
+                                "queue_offset": int(msg.getQueueOffset()),
+                                "commit_log_offset": int(msg.getCommitLogOffset()),
+                            })
+                        offset = int(res.getNextBeginOffset())
+            finally:
+                puller.shutdown()
+        return {"messages": messages}
+
+    def shutdown(self) -> None:
+        for closer in (self.producer.shutdown, self.admin.shutdown):
+            try:
+                closer()
+            except Exception:  # noqa: BLE001 - shutting down anyway
+                pass
+
+
+def serve(client: Client, chan: Channel) -> None:
+    handlers = {
+        "ping": lambda a: {},
+        "route": lambda a: client.route(a["topic"]),
+        "brokers": lambda a: {"brokers": client.brokers()},
+        "create_topic": lambda a: client.create_topic(a["topic"], int(a.get("queues", 4))),
+        "send": lambda a: client.send(a["message"], int(a.get("timeout_ms", 3000))),
+        "send_batch": lambda a: client.send_batch(a["messages"], int(a.get("threads", 8)), int(a.get("timeout_ms", 3000))),
+        "read_dlq": lambda a: client.read_dlq(a["group"]),
+        "broker_status": lambda a: client.broker_status(),
+    }
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        cmd = req.get("cmd")
+        if cmd == "shutdown":
+            chan.write({"id": req.get("id"), "ok": True})
+            break
+        handler = handlers.get(cmd)
+        if handler is None:
+            chan.write({"id": req.get("id"), "ok": False, "error": f"unknown command {cmd!r}"})
+            continue
+        try:
+            chan.write({"id": req.get("id"), "ok": True, **handler(req)})
+        except Exception as e:  # noqa: BLE001 - every failure is reported to the parent
+            chan.write({"id": req.get("id"), "ok": False, "error": describe(e)})
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--namesrv", required=True)
+    ap.add_argument("--log-dir", required=True)
+    ap.add_argument("--instance", default="hg")
+    args = ap.parse_args()
+    chan = Channel()
+    start_jvm(args.lib, args.log_dir, heap=("-Xms64m", "-Xmx384m"))
+    client = Client(args.namesrv, args.instance)
+    chan.write({"id": None, "ok": True, "hello": True})
+    try:
+        serve(client, chan)
+    finally:
+        client.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""The harness side of the client and consumer processes (see ``client_proc`` and ``consumer_proc``).
+
+:class:`ClientProcess` starts ``python -m adapters.rocketmq.client_proc`` and sends it one
+request at a time (:meth:`ClientProcess.request`); a reply that does not come within the timeout,
+or a process that died, raises :class:`AdapterError` with the tail of the process's log.
+:class:`ConsumerProcess` starts one consumer and waits for its ``ready`` line.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from adapters.base import AdapterError, ConsumerSpec
+from adapters.rocketmq.process import tail_file
+
+_REPO_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def _python_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = _REPO_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+class _LineProcess:
+    """A child Python process speaking JSON lines on stdout; stderr goes to ``log_file``."""
+
+    def __init__(self, argv: list[str], log_file: Path, what: str):
+        self.what = what
+        self.log_file = log_file
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(log_file, "ab")
+        self.proc = subprocess.Popen([sys.executable, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._log, env=_python_env(), start_new_session=True, close_fds=True)
+        self._lines: queue.Queue = queue.Queue()
+        self._reader = threading.Thread(target=self._read, name=f"hg-read-{what}", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for raw in self.proc.stdout:
+            try:
+                self._lines.put(json.loads(raw))
+            except json.JSONDecodeError:
+                continue
+        self._lines.put(None)  # EOF: the process ended
+
+    def next_line(self, timeout_s: float) -> dict:
+        try:
+            line = self._lines.get(timeout=timeout_s)
+        except queue.Empty:
+            raise AdapterError(f"{self.what}: no answer within {timeout_s:.0f} s; log {self.log_file} tail:\n"
+                               f"{tail_file(self.log_file, 30)}") from None
+        if line is None:
+            code = self.proc.wait()
+            raise AdapterError(f"{self.what}: process exited with status {code}; log {self.log_file} tail:\n"
+                               f"{tail_file(self.log_file, 30)}")
+        return line
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream:
+                    stream.close()
+            except OSError:
+                pass
+        self._log.close()
+
+    def terminate(self, timeout_s: float = 20.0) -> None:
+        """Close stdin (the graceful stop request); SIGKILL if it does not exit in time."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+
+
+class ClientProcess(_LineProcess):
+    def __init__(self, lib_dir: Path, namesrv_addr: str, log_dir: Path, instance: str, start_timeout_s: float = 60.0):
+        super().__init__(["-m", "adapters.rocketmq.client_proc", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
+                          "--log-dir", str(log_dir), "--instance", instance],
+                         log_dir / "client-process.log", f"client process ({namesrv_addr})")
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        hello = self.next_line(start_timeout_s)
+        if not hello.get("ok"):
+            raise AdapterError(f"{self.what}: did not start: {hello}")
+
+    def request(self, cmd: str, timeout_s: float = 30.0, **args) -> dict:
+        with self._lock:
+            if not self.alive():
+                raise AdapterError(f"{self.what}: not running (status {self.proc.poll()}); log tail:\n"
+                                   f"{tail_file(self.log_file, 30)}")
+            rid = next(self._ids)
+            self.proc.stdin.write((json.dumps({"id": rid, "cmd": cmd, **args}) + "\n").encode())
+            self.proc.stdin.flush()
+            while True:
+                reply = self.next_line(timeout_s)
+                if reply.get("id") == rid:
+                    break
+        if not reply.get("ok"):
+            raise ClientError(cmd, reply.get("error", "?"))
+        return reply
+
+    def close(self) -> None:
+        if self.alive():
+            try:
+                with self._lock:
+                    self.proc.stdin.write(b'{"cmd": "shutdown"}\n')
+                    self.proc.stdin.flush()
+                self.proc.wait(timeout=15)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+
+class ClientError(AdapterError):
+    def __init__(self, cmd: str, error: str):
+        self.cmd, self.error = cmd, error
+        super().__init__(f"client {cmd}: {error}")
+
+
+class ConsumerProcess(_LineProcess):
+    def __init__(self, spec: ConsumerSpec, lib_dir: Path, namesrv_addr: str, log_dir: Path,
+                 start_timeout_s: float = 90.0):
+        self.spec = spec
+        argv = ["-m", "adapters.rocketmq.consumer_proc", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
+                "--group", spec.group, "--max-reconsume-times", str(spec.max_reconsume_times),
+                "--events", str(Path(spec.events_dir) / f"consumer-{spec.name}.jsonl"),
+                "--log-dir", str(log_dir), "--name", spec.name]
+        for topic in spec.topics:
+            argv += ["--topic", topic]
+        super().__init__(argv, log_dir / f"consumer-{spec.name}.log", f"consumer {spec.name} (group {spec.group})")
+        ready = self.next_line(start_timeout_s)
+        if not ready.get("ready"):
+            self.kill()
+            raise AdapterError(f"{self.what}: did not start: {ready}")

@@ -1,0 +1,176 @@
+"""Broker and name-server configuration for one system, and the free ports it listens on.
+
+Harness-facing API::
+
+    ports = pick_ports(base_hint=19876)            # SystemPorts(namesrv, broker) all free now
+    layout = StoreLayout.under(workdir)              # store/, store/commitlog, home/, conf/
+    conf = broker_config(dist, profile, ports, layout)   # dict of broker.conf keys
+    write_properties(layout.conf_dir / "broker.conf", conf)
+    read_delay_offsets(layout.store_dir)             # delayOffset.json -> {level: offset}
+
+The broker listens on ``listenPort``, ``listenPort-2`` (VIP channel, 4.x) and ``listenPort+1``
+(HA); 5.x also opens ``listenPort`` for the remoting proxy-less client. A base is chosen where all
+of them and the name server's port are free.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from adapters.base import AdapterError, BrokerProfile
+from adapters.rocketmq.provision import Distribution
+
+
+@dataclass(frozen=True)
+class SystemPorts:
+    namesrv: int
+    broker: int  # listenPort; the broker also takes broker-2 and broker+1
+
+    def all(self) -> tuple[int, ...]:
+        return (self.namesrv, self.broker - 2, self.broker, self.broker + 1)
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"127.0.0.1:{self.namesrv}"
+
+    @property
+    def broker_addr(self) -> str:
+        return f"127.0.0.1:{self.broker}"
+
+
+@dataclass(frozen=True)
+class StoreLayout:
+    root: Path
+
+    @classmethod
+    def under(cls, workdir: Path) -> "StoreLayout":
+        return cls(Path(workdir).resolve())
+
+    @property
+    def store_dir(self) -> Path:
+        return self.root / "store"
+
+    @property
+    def commitlog_dir(self) -> Path:
+        return self.store_dir / "commitlog"
+
+    @property
+    def home_dir(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.root / "conf"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    def make(self) -> None:
+        for d in (self.store_dir, self.commitlog_dir, self.home_dir, self.conf_dir, self.logs_dir):
+            d.mkdir(parents=True, exist_ok=True)
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_ports(base_hint: int = 19876, span: int = 1000, step: int = 10) -> SystemPorts:
+    """The first base from ``base_hint`` (in ``step``s) where the name server (base) and the
+    broker (base+5, base+3, base+6) ports are all free."""
+    for base in range(base_hint, base_hint + span, step):
+        ports = SystemPorts(namesrv=base, broker=base + 5)
+        if all(_port_free(p) for p in ports.all()):
+            return ports
+    raise AdapterError(f"no free ports for a RocketMQ system in {base_hint}..{base_hint + span}")
+
+
+def broker_config(dist: Distribution, profile: BrokerProfile, ports: SystemPorts, layout: StoreLayout,
+                  cluster: str = "HourglassCluster", broker_name: str = "hg-broker") -> dict[str, str]:
+    conf = {
+        "brokerClusterName": cluster,
+        "brokerName": broker_name,
+        "brokerId": "0",
+        "brokerRole": "ASYNC_MASTER",
+        "flushDiskType": "ASYNC_FLUSH",
+        "namesrvAddr": ports.namesrv_addr,
+        "brokerIP1": "127.0.0.1",
+        "listenPort": str(ports.broker),
+        "storePathRootDir": str(layout.store_dir),
+        "storePathCommitLog": str(layout.commitlog_dir),
+        "messageDelayLevel": profile.message_delay_level,
+        "flushDelayOffsetInterval": str(profile.flush_delay_offset_interval_ms),
+        "autoCreateTopicEnable": "true",
+        "autoCreateSubscriptionGroup": "true",
+        # small files: the store stays a few hundred MB per system
+        "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
+        "mappedFileSizeConsumeQueue": str(60_000 * 20),
+        "deleteWhen": "04",
+        "diskMaxUsedSpaceRatio": "95",
+        # re-register quickly after a name-server restart (default 30 s)
+        "registerNameServerPeriod": "10000",
+        "waitTimeMillsInSendQueue": "1000",
+    }
+    if dist.major >= 5:
+        conf.update({
+            "timerWheelEnable": "true",
+            "timerPrecisionMs": "1000",
+            "mappedFileSizeTimerLog": str(16 * 1024 * 1024),
+            "timerMaxDelaySec": str(3 * 24 * 3600),
+            "enableControllerMode": "false",
+        })
+    for key, value in profile.extra:
+        conf[key] = value
+    return conf
+
+
+def namesrv_config(ports: SystemPorts) -> dict[str, str]:
+    return {"listenPort": str(ports.namesrv)}
+
+
+def write_properties(path: Path, conf: dict[str, str]) -> Path:
+    lines = [f"{k}={v}" for k, v in conf.items()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+_UNQUOTED_INT_KEY = re.compile(r"([{,]\s*)(-?\d+)(\s*:)")
+
+
+def parse_delay_offsets(text: str, where: str) -> dict[int, int]:
+    """``{"offsetTable":{1:3,2:0}}`` (fastjson, unquoted int keys) -> ``{1: 3, 2: 0}``."""
+    try:
+        obj = json.loads(_UNQUOTED_INT_KEY.sub(r'\1"\2"\3', text))
+    except json.JSONDecodeError as e:
+        raise AdapterError(f"{where}: expected fastjson {{\"offsetTable\": {{level: offset}}}}, "
+                           f"found unparsable text ({e}): {text[:200]!r}") from None
+    table = obj.get("offsetTable") if isinstance(obj, dict) else None
+    if not isinstance(table, dict):
+        raise AdapterError(f"{where}: field 'offsetTable': expected an object, found {table!r}")
+    return {int(k): int(v) for k, v in table.items()}
+
+
+def delay_offset_path(layout: StoreLayout) -> Path:
+    return layout.store_dir / "config" / "delayOffset.json"
+
+
+def read_delay_offsets(layout: StoreLayout) -> dict[int, int] | None:
+    """The persisted schedule offsets, or None when the broker has not written the file yet."""
+    path = delay_offset_path(layout)
+    if not path.exists():
+        return None
+    text = path.read_text()
+    if not text.strip():
+        return None
+    return parse_delay_offsets(text, str(path))

@@ -1,0 +1,157 @@
+"""A consumer process: one push consumer (concurrently) of the official Java client, following
+each message's plan, in its own OS process so a fault (or a ``CRASH`` answer) can kill it.
+
+Run as ``python -m adapters.rocketmq.consumer_proc --lib LIB --namesrv ADDR --group G --topic T
+[--topic T2] --max-reconsume-times N --events FILE --log-dir DIR``. It prints one JSON line
+``{"ready": true}`` on its original stdout once the consumer has started.
+
+For every delivery it appends a contract ``deliver`` event to ``--events`` (one line, flushed,
+*before* answering the broker), then answers with the plan's entry for that delivery: entry i of
+the message's ``HG_PLAN`` property answers the i-th delivery of that key to this consumer, ``OK``
+after the list ends. ``CRASH`` records the event and ends the process with ``os._exit(CRASH_EXIT)``
+without answering. On start the counts are rebuilt from the events file, so plan positions survive
+a restart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import threading
+import zlib
+from collections import Counter
+from pathlib import Path
+
+from adapters.rocketmq.jvm import Channel, now_ms, start_jvm
+
+CRASH_EXIT = 17
+
+
+def answered_deliveries(events_file: Path, group: str) -> Counter:
+    """Deliveries per key already recorded in ``events_file`` (a torn last line is skipped)."""
+    counts: Counter = Counter()
+    if not events_file.exists():
+        return counts
+    with open(events_file, encoding="utf-8") as f:
+        for line in f:
+            try:
+                ev = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # torn last line of a crash
+            if ev.get("type") == "deliver" and ev.get("group") == group:
+                counts[ev["key"]] += 1
+    return counts
+
+
+def plan_answer(plan_property: str | None, delivery_index: int) -> str:
+    plan = [p.strip() for p in plan_property.split(",")] if plan_property else []
+    return plan[delivery_index] if delivery_index < len(plan) else "OK"
+
+
+class PlanFollower:
+    def __init__(self, group: str, events_file: Path):
+        self.group = group
+        self.events_file = events_file
+        self.counts = answered_deliveries(events_file, group)
+        events_file.parent.mkdir(parents=True, exist_ok=True)
+        self._out = open(events_file, "a", encoding="utf-8")
+        # a torn last line (crash mid-write) must not swallow our first event
+        if events_file.stat().st_size and not events_file.read_bytes().endswith(b"\n"):
+            self._out.write("\n")
+        self._lock = threading.Lock()
+
+    def on_message(self, msg, queue) -> str:
+        from org.apache.rocketmq.common.message import MessageClientIDSetter
+
+        key = str(msg.getKeys()) if msg.getKeys() is not None else ""
+        body = bytes(msg.getBody()) if msg.getBody() is not None else b""
+        uniq = MessageClientIDSetter.getUniqID(msg)
+        event = {
+            "type": "deliver", "ts_ms": now_ms(), "key": key, "group": self.group,
+            "topic": str(msg.getTopic()), "queue_id": int(queue.getQueueId()),
+            "queue_offset": int(msg.getQueueOffset()), "queue_topic": str(queue.getTopic()),
+            "commit_log_offset": int(msg.getCommitLogOffset()), "body_crc": zlib.crc32(body),
+            "msg_id": str(uniq if uniq is not None else msg.getMsgId()),
+            "reconsume_times": int(msg.getReconsumeTimes()), "born_ms": int(msg.getBornTimestamp()),
+            "store_ms": int(msg.getStoreTimestamp()),
+        }
+        sent_crc = msg.getUserProperty("HG_BODY_CRC")
+        if sent_crc is not None and str(sent_crc) != str(event["body_crc"]):
+            event["sent_body_crc"] = int(str(sent_crc))
+        with self._lock:
+            index = self.counts[key]
+            outcome = plan_answer(msg.getUserProperty("HG_PLAN") and str(msg.getUserProperty("HG_PLAN")), index)
+            event["outcome"] = outcome if outcome in ("OK", "LATER", "CRASH") else "OK"
+            self.counts[key] = index + 1
+            self._out.write(json.dumps(event, separators=(",", ":")) + "\n")
+            self._out.flush()
+            if event["outcome"] == "CRASH":
+                os.fsync(self._out.fileno())
+                os._exit(CRASH_EXIT)
+        return event["outcome"]
+
+
+def make_listener(follower: PlanFollower):
+    from jpype import JImplements, JOverride
+    from org.apache.rocketmq.client.consumer.listener import ConsumeConcurrentlyStatus
+
+    @JImplements("org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently")
+    class Listener:
+        @JOverride
+        def consumeMessage(self, msgs, context):
+            queue = context.getMessageQueue()
+            answer = "OK"
+            for msg in msgs:  # batch size 1: one message per call
+                if follower.on_message(msg, queue) == "LATER":
+                    answer = "LATER"
+            if answer == "LATER":
+                return ConsumeConcurrentlyStatus.RECONSUME_LATER
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    return Listener()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--namesrv", required=True)
+    ap.add_argument("--group", required=True)
+    ap.add_argument("--topic", action="append", required=True)
+    ap.add_argument("--max-reconsume-times", type=int, default=16)
+    ap.add_argument("--events", required=True)
+    ap.add_argument("--log-dir", required=True)
+    ap.add_argument("--name", default="c")
+    args = ap.parse_args()
+    chan = Channel()
+    follower = PlanFollower(args.group, Path(args.events))
+    start_jvm(args.lib, args.log_dir, heap=("-Xms32m", "-Xmx256m"))
+    from org.apache.rocketmq.client.consumer import DefaultMQPushConsumer
+    from org.apache.rocketmq.common.consumer import ConsumeFromWhere
+
+    consumer = DefaultMQPushConsumer(args.group)
+    consumer.setNamesrvAddr(args.namesrv)
+    consumer.setInstanceName(f"hg-{args.name}-{os.getpid()}")
+    consumer.setMaxReconsumeTimes(args.max_reconsume_times)
+    consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.setConsumeMessageBatchMaxSize(1)
+    consumer.setPollNameServerInterval(5000)
+    consumer.setHeartbeatBrokerInterval(5000)
+    for topic in args.topic:
+        consumer.subscribe(topic, "*")
+    consumer.registerMessageListener(make_listener(follower))
+    consumer.start()
+    chan.write({"ready": True, "pid": os.getpid()})
+    stop = threading.Event()
+    try:
+        # the parent closes stdin to ask for a graceful stop
+        import sys
+
+        sys.stdin.read()
+    finally:
+        stop.set()
+        consumer.shutdown()
+
+
+if __name__ == "__main__":
+    main()

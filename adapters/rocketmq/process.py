@@ -1,0 +1,185 @@
+"""The process runtime: each RocketMQ component is a JVM process on the host.
+
+Harness-facing API: :class:`ProcessRuntime` implements :class:`adapters.rocketmq.runtime.Runtime`.
+Each JVM runs in its own process group (so a fault reaches the JVM and nothing else), its stdout
+and stderr go to ``spec.log_file`` (appended across restarts). Every runtime is registered for
+cleanup: :meth:`ProcessRuntime.close` kills what it started, and it runs at interpreter exit and
+when the harness gets SIGINT/SIGTERM (then the previous handler runs).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import threading
+import weakref
+from collections import deque
+from pathlib import Path
+
+from adapters.base import AdapterError
+from adapters.rocketmq.runtime import LaunchSpec
+
+_LIVE: "weakref.WeakSet[ProcessRuntime]" = weakref.WeakSet()
+_HANDLERS_INSTALLED = False
+_HANDLER_LOCK = threading.Lock()
+
+
+def _close_all() -> None:
+    for rt in list(_LIVE):
+        rt.close()
+
+
+def _on_signal(signum, frame):  # pragma: no cover - exercised by Ctrl-C
+    _close_all()
+    previous = _PREVIOUS.get(signum)
+    if callable(previous):
+        previous(signum, frame)
+    elif previous == signal.SIG_DFL or previous is None:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+_PREVIOUS: dict[int, object] = {}
+
+
+def install_cleanup_handlers() -> None:
+    """atexit + SIGINT/SIGTERM handlers that close every live runtime (main thread only)."""
+    global _HANDLERS_INSTALLED
+    with _HANDLER_LOCK:
+        if _HANDLERS_INSTALLED:
+            return
+        atexit.register(_close_all)
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                _PREVIOUS[sig] = signal.getsignal(sig)
+                signal.signal(sig, _on_signal)
+        _HANDLERS_INSTALLED = True
+
+
+def java_command(spec: LaunchSpec, java: str = "java") -> list[str]:
+    return [java, *spec.jvm_opts, "-cp", os.pathsep.join(spec.classpath), spec.main_class, *spec.args]
+
+
+def tail_file(path: Path, lines: int = 60) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            data = f.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return f"(no log file {path})"
+    return "\n".join(deque(data.splitlines(), maxlen=lines))
+
+
+class ProcessRuntime:
+    name = "process"
+
+    def __init__(self, java: str = "java"):
+        self.java = java
+        self._specs: dict[str, LaunchSpec] = {}
+        self._procs: dict[str, subprocess.Popen] = {}
+        self._closed = False
+        _LIVE.add(self)
+        install_cleanup_handlers()
+
+    def _spawn(self, spec: LaunchSpec) -> None:
+        spec.log_file.parent.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env.update(dict(spec.env))
+        with open(spec.log_file, "ab") as log:
+            log.write(f"\n==== hourglass: starting {spec.component}: {' '.join(java_command(spec, self.java))}\n".encode())
+            log.flush()
+            self._procs[spec.component] = subprocess.Popen(
+                java_command(spec, self.java), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=env, start_new_session=True, close_fds=True)
+
+    def _proc(self, component: str) -> subprocess.Popen:
+        if component not in self._procs:
+            raise AdapterError(f"process runtime: no component {component!r} launched "
+                               f"(launched: {sorted(self._procs) or 'none'})")
+        return self._procs[component]
+
+    def launch(self, spec: LaunchSpec) -> None:
+        if self._closed:
+            raise AdapterError("process runtime: closed")
+        if spec.component in self._procs and self._procs[spec.component].poll() is None:
+            raise AdapterError(f"process runtime: {spec.component} is already running (pid {self._procs[spec.component].pid})")
+        self._specs[spec.component] = spec
+        self._spawn(spec)
+
+    def start(self, component: str) -> None:
+        proc = self._proc(component)
+        if proc.poll() is None:
+            return  # already running: start is idempotent
+        self._spawn(self._specs[component])
+
+    def _signal(self, component: str, sig: int) -> None:
+        proc = self._proc(component)
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def stop(self, component: str, timeout_s: float = 60.0) -> None:
+        proc = self._proc(component)
+        if proc.poll() is not None:
+            return
+        self._signal(component, signal.SIGCONT)  # a paused JVM cannot run its shutdown hooks
+        self._signal(component, signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill(component)
+            raise AdapterError(f"{component} did not exit within {timeout_s:.0f} s of SIGTERM; killed it. "
+                               f"Log tail:\n{self.log_tail(component)}") from None
+
+    def kill(self, component: str) -> None:
+        proc = self._proc(component)
+        self._signal(component, signal.SIGKILL)
+        proc.wait()
+
+    def pause(self, component: str) -> None:
+        self._signal(component, signal.SIGSTOP)
+
+    def resume(self, component: str) -> None:
+        self._signal(component, signal.SIGCONT)
+
+    def running(self, component: str) -> bool:
+        return component in self._procs and self._procs[component].poll() is None
+
+    def exit_code(self, component: str) -> int | None:
+        if component not in self._procs:
+            return None
+        code = self._procs[component].poll()
+        if code is None:
+            return None
+        return code if code >= 0 else 128 - code  # -9 -> 137, as a shell reports it
+
+    def pid(self, component: str) -> int | None:
+        return self._procs[component].pid if component in self._procs else None
+
+    def log_tail(self, component: str, lines: int = 60) -> str:
+        spec = self._specs.get(component)
+        if spec is None:
+            return f"(no component {component!r})"
+        return tail_file(spec.log_file, lines)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for component, proc in list(self._procs.items()):
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+        _LIVE.discard(self)

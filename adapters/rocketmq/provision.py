@@ -1,0 +1,319 @@
+"""Provisioning of RocketMQ versions: from a system name to runnable jars and a ``ROCKETMQ_HOME``.
+
+Harness-facing API::
+
+    dist = resolve("rocketmq:5.5.0")      # or "rocketmq:latest", "dist:/path", "jars:/path"
+    dist.version, dist.major, dist.lib_dir
+    home = dist.make_home(workdir / "home")  # conf/logback_*.xml the 4.9.x jars lack
+    dist.jvm_opts("broker")                  # heap sized for 2 cores + the --add-opens JDK 17 needs
+
+System names:
+
+- ``rocketmq:<version>``: the broker, name server, tools and client jars of that version with
+  their full transitive set, resolved from Maven Central through a generated pom and
+  ``mvn -q dependency:copy-dependencies`` into ``~/.cache/hourglass/rocketmq/<version>/lib``
+  (``HOURGLASS_CACHE`` moves the cache). Fetched once; concurrent resolutions of one version wait
+  on a lock file. ``rocketmq-example`` (RocketMQ's benchmark producer) goes to ``example/`` when
+  Maven Central has it for that version (only some versions: 4.7.0, 5.5.0 here).
+- ``rocketmq:latest`` is :data:`LATEST`, the newest 5.x whose broker, name server, tools and
+  client are all on Maven Central when this was written (5.5.1 has a broker but no name server).
+  ``python -m adapters.rocketmq.provision --list`` shows what Maven Central offers now.
+- ``dist:/path``: a distribution directory as RocketMQ's build produces it (``bin/ conf/ lib/``).
+- ``jars:/path``: a directory of jars (the full set).
+
+The version of a local distribution is read from the broker jar (``pom.properties``, else its
+file name).
+
+JDK 17 (checked by running each version here): the 4.9.x broker unmaps mapped files through
+``sun.nio.ch.DirectBuffer`` / ``java.nio.DirectByteBuffer.cleaner()`` by reflection, which needs
+``--add-opens java.base/java.nio=ALL-UNNAMED``, ``--add-opens java.base/sun.nio.ch=ALL-UNNAMED``
+and ``--add-exports java.base/sun.nio.ch=ALL-UNNAMED``; 5.x needs the same for its store plus
+``java.lang`` (fastjson2/netty reflection). The flags are harmless where not needed, so every
+component gets :data:`JDK17_FLAGS`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from adapters.base import AdapterError
+
+#: The newest 5.x with broker, namesrv, tools and client on Maven Central (checked 2026-11).
+LATEST = "5.5.0"
+
+GROUP_ID = "org.apache.rocketmq"
+SERVER_ARTIFACTS = ("rocketmq-broker", "rocketmq-namesrv", "rocketmq-tools", "rocketmq-client")
+EXAMPLE_ARTIFACT = "rocketmq-example"
+
+JDK17_FLAGS: tuple[str, ...] = (
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/java.util=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+)
+
+#: Heap and direct memory per component, sized for a 2-core, shared machine.
+HEAP_BY_COMPONENT: dict[str, tuple[str, ...]] = {
+    "broker": ("-Xms256m", "-Xmx768m", "-XX:MaxDirectMemorySize=512m"),
+    "namesrv": ("-Xms64m", "-Xmx256m"),
+    "proxy": ("-Xms128m", "-Xmx512m"),
+    "client": ("-Xms64m", "-Xmx384m"),
+    "tools": ("-Xms32m", "-Xmx256m"),
+}
+
+MAIN_CLASS = {
+    "namesrv": "org.apache.rocketmq.namesrv.NamesrvStartup",
+    "broker": "org.apache.rocketmq.broker.BrokerStartup",
+    "proxy": "org.apache.rocketmq.proxy.ProxyStartup",
+    "tools": "org.apache.rocketmq.tools.command.MQAdminStartup",
+    "bench_producer": "org.apache.rocketmq.example.benchmark.Producer",
+}
+
+_VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([.-][A-Za-z0-9.-]+)?$")
+
+
+class ProvisionError(AdapterError):
+    """A system name that cannot be turned into runnable jars; says what was tried and what to do."""
+
+
+@dataclass(frozen=True)
+class Distribution:
+    system: str  # as the user wrote it
+    version: str
+    lib_dir: Path
+    example_dir: Path | None = None  # rocketmq-example jar(s), where Maven Central has them
+    source: str = "maven"  # maven | dist | jars
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".", 1)[0])
+
+    def classpath(self) -> tuple[str, ...]:
+        return (str(self.lib_dir / "*"),)
+
+    def example_classpath(self) -> tuple[str, ...] | None:
+        if self.example_dir is None:
+            return None
+        return (str(self.example_dir / "*"), str(self.lib_dir / "*"))
+
+    def jvm_opts(self, component: str) -> tuple[str, ...]:
+        heap = HEAP_BY_COMPONENT.get(component, HEAP_BY_COMPONENT["tools"])
+        common = ("-XX:+UseG1GC", "-XX:-OmitStackTraceInFastThrow", "-Djava.net.preferIPv4Stack=true",
+                  "-Drocketmq.broker.diskSpaceWarningLevelRatio=0.98", "-Dtls.enable=false")
+        return heap + common + JDK17_FLAGS
+
+    def make_home(self, home: Path) -> Path:
+        """Write a ``ROCKETMQ_HOME`` with the conf files the jars lack (our own logback configs,
+        logging to ``$ROCKETMQ_HOME/logs``). Idempotent."""
+        conf = home / "conf"
+        conf.mkdir(parents=True, exist_ok=True)
+        (home / "logs").mkdir(exist_ok=True)
+        for component in ("broker", "namesrv", "tools", "proxy"):
+            path = conf / f"logback_{component}.xml"
+            if not path.exists():
+                path.write_text(_logback_config(home / "logs" / f"{component}.log"))
+        return home
+
+
+def _logback_config(log_file: Path) -> str:
+    # A small config of our own: one rolling-free file per component, INFO and up.
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>{log_file}</file>
+    <append>true</append>
+    <encoder><pattern>%d{{yyyy-MM-dd HH:mm:ss,SSS}} %-5level %logger{{32}} - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+"""
+
+
+def cache_root() -> Path:
+    base = os.environ.get("HOURGLASS_CACHE")
+    return Path(base) if base else Path.home() / ".cache" / "hourglass"
+
+
+def resolve(system: str) -> Distribution:
+    """Turn ``rocketmq:<version>`` / ``rocketmq:latest`` / ``dist:/path`` / ``jars:/path`` into a
+    :class:`Distribution`, fetching jars once where needed."""
+    kind, sep, rest = system.partition(":")
+    if not sep or not rest:
+        raise ProvisionError(f"system {system!r}: expected 'rocketmq:<version>', 'dist:/path' or 'jars:/path'")
+    if kind == "rocketmq":
+        version = LATEST if rest == "latest" else rest
+        if not _VERSION_RE.match(version):
+            raise ProvisionError(f"system {system!r}: expected a version like 4.9.4 or 5.3.3, found {version!r}")
+        return _from_maven(system, version)
+    if kind == "dist":
+        root = Path(rest)
+        lib = root / "lib"
+        if not lib.is_dir():
+            raise ProvisionError(f"system {system!r}: expected a distribution directory with lib/ (bin/ conf/ lib/), "
+                                 f"found no directory {lib}")
+        return Distribution(system, _version_of_jars(lib, system), lib, None, "dist", {"root": str(root)})
+    if kind == "jars":
+        lib = Path(rest)
+        if not lib.is_dir():
+            raise ProvisionError(f"system {system!r}: expected a directory of jars, found no directory {lib}")
+        return Distribution(system, _version_of_jars(lib, system), lib, None, "jars")
+    raise ProvisionError(f"system {system!r}: unknown kind {kind!r}; expected rocketmq:, dist: or jars:")
+
+
+def _version_of_jars(lib: Path, system: str) -> str:
+    brokers = sorted(lib.glob("rocketmq-broker-*.jar"))
+    if not brokers:
+        raise ProvisionError(f"system {system!r}: expected a rocketmq-broker-<version>.jar in {lib}, found none")
+    jar = brokers[0]
+    try:
+        with zipfile.ZipFile(jar) as zf:
+            props = zf.read(f"META-INF/maven/{GROUP_ID}/rocketmq-broker/pom.properties").decode()
+        for line in props.splitlines():
+            if line.startswith("version="):
+                return line.split("=", 1)[1].strip()
+    except (KeyError, zipfile.BadZipFile):
+        pass
+    m = re.match(r"rocketmq-broker-(.+)\.jar$", jar.name)
+    assert m
+    return m.group(1)
+
+
+def _pom(version: str, artifacts: tuple[str, ...]) -> str:
+    deps = "\n".join(
+        f"    <dependency><groupId>{GROUP_ID}</groupId><artifactId>{a}</artifactId><version>{version}</version></dependency>"
+        for a in artifacts
+    )
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>hourglass.provision</groupId>
+  <artifactId>rocketmq-{version}</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+{deps}
+  </dependencies>
+</project>
+"""
+
+
+def _mvn(pom_dir: Path, *goals: str) -> subprocess.CompletedProcess:
+    cmd = ["mvn", "-B", "-q", "-f", str(pom_dir / "pom.xml"), *goals]
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    except FileNotFoundError:
+        raise ProvisionError("provisioning rocketmq jars needs Maven ('mvn' on PATH): run .ci/bootstrap "
+                             "or apt-get install maven") from None
+
+
+def _missing_artifacts(output: str, version: str) -> list[str]:
+    found = set(re.findall(rf"{re.escape(GROUP_ID)}:(rocketmq-[a-z-]+):jar:{re.escape(version)}", output))
+    found |= set(re.findall(rf"{re.escape(GROUP_ID)}:(rocketmq-[a-z-]+):(?:pom|jar)?:?{re.escape(version)}", output))
+    return sorted(found)
+
+
+def _from_maven(system: str, version: str) -> Distribution:
+    vdir = cache_root() / "rocketmq" / version
+    vdir.mkdir(parents=True, exist_ok=True)
+    marker = vdir / "resolved.json"
+    with open(vdir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            _fetch(system, version, vdir)
+        info = json.loads(marker.read_text())
+    example = vdir / "example" if info.get("example") else None
+    return Distribution(system, version, vdir / "lib", example, "maven", info)
+
+
+def _fetch(system: str, version: str, vdir: Path) -> None:
+    build = vdir / "pom"
+    build.mkdir(exist_ok=True)
+    (build / "pom.xml").write_text(_pom(version, SERVER_ARTIFACTS))
+    tmp_lib = vdir / "lib.partial"
+    proc = _mvn(build, "dependency:copy-dependencies", f"-DoutputDirectory={tmp_lib}", "-DincludeScope=runtime")
+    if proc.returncode != 0:
+        out = proc.stdout + proc.stderr
+        missing = _missing_artifacts(out, version)
+        what = f"Maven Central has no {', '.join(missing)} {version}" if missing else "Maven could not resolve it"
+        tail = "\n".join(out.strip().splitlines()[-6:])
+        raise ProvisionError(
+            f"system {system!r}: {what}. Versions on Maven Central: "
+            f"'python -m adapters.rocketmq.provision --list'; a fork's own build works as "
+            f"'dist:/path/to/distribution' or 'jars:/path/to/lib'.\nmvn said:\n{tail}"
+        )
+    # the example jar only (its dependencies are client/common, already in lib)
+    ex_build = vdir / "pom-example"
+    ex_build.mkdir(exist_ok=True)
+    (ex_build / "pom.xml").write_text(_pom(version, (EXAMPLE_ARTIFACT,)))
+    ex = _mvn(ex_build, "dependency:copy-dependencies", f"-DoutputDirectory={vdir / 'example'}",
+              f"-DincludeArtifactIds={EXAMPLE_ARTIFACT}")
+    lib = vdir / "lib"
+    if lib.exists():
+        _rmtree(lib)
+    tmp_lib.rename(lib)
+    jars = sorted(p.name for p in lib.glob("*.jar"))
+    (vdir / "resolved.json").write_text(json.dumps(
+        {"version": version, "jars": len(jars), "example": ex.returncode == 0 and any((vdir / "example").glob("*.jar"))},
+        indent=1))
+
+
+def _rmtree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def central_versions() -> dict[str, list[str]]:
+    """Versions Maven Central lists for each server artifact (its maven-metadata.xml, fetched by
+    Maven itself through a version range)."""
+    out: dict[str, list[str]] = {}
+    work = cache_root() / "rocketmq" / "_list"
+    work.mkdir(parents=True, exist_ok=True)
+    for artifact in SERVER_ARTIFACTS:
+        (work / "pom.xml").write_text(_pom("[4.0.0,)", (artifact,)).replace("rocketmq-[4.0.0,)", "list"))
+        _mvn(work, "-U", "dependency:resolve", "-DexcludeTransitive=true")
+        repo = Path.home() / ".m2" / "repository" / GROUP_ID.replace(".", "/") / artifact
+        versions: list[str] = []
+        for meta in repo.glob("maven-metadata-*.xml"):
+            versions += re.findall(r"<version>([^<]+)</version>", meta.read_text())
+        out[artifact] = sorted(set(versions), key=_version_key)
+    return out
+
+
+def _version_key(v: str) -> tuple:
+    return tuple(int(x) if x.isdigit() else -1 for x in re.split(r"[.-]", v))
+
+
+def newest_complete(versions: dict[str, list[str]], major: int = 5) -> str | None:
+    common = set.intersection(*(set(v) for v in versions.values())) if versions else set()
+    release = [v for v in common if re.fullmatch(rf"{major}\.\d+\.\d+", v)]
+    return max(release, key=_version_key) if release else None
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--list"]:
+        versions = central_versions()
+        for artifact, vs in versions.items():
+            print(f"{artifact}: {' '.join(vs)}")
+        print(f"newest 5.x with all of {', '.join(SERVER_ARTIFACTS)}: {newest_complete(versions)} "
+              f"(rocketmq:latest = {LATEST})")
+        return 0
+    for system in argv or [f"rocketmq:{LATEST}"]:
+        d = resolve(system)
+        print(f"{system}: version {d.version}, lib {d.lib_dir}, example {d.example_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,355 @@
+"""A RocketMQ system under test: name server + broker on a runtime, the client process, consumers.
+
+Harness-facing API (the protocols of ``adapters.base``)::
+
+    system = open_system("rocketmq:4.9.7", runtime="process", workdir=run_dir / "system",
+                         profile=BrokerProfile(message_delay_level="1s 2s 3s 4s 5s"))
+    system.setup()                                  # start namesrv + broker, wait until ready
+    system.create_topic("T", queues=4)
+    result = system.send(SendRequest("T", "k-1", b"x", delay_level=2, plan=("LATER", "OK")))
+    results = system.send_batch([...], threads=8)   # concurrent sends (benchmarks, large loads)
+    system.start_consumer(ConsumerSpec("c1", "G", ("T",), max_reconsume_times=2, events_dir=...))
+    system.kill("broker"); system.start("broker"); system.wait_ready("broker")
+    system.pause("broker"); system.resume("broker")   # Pausable
+    system.read_dlq("G"); system.snapshot()           # DlqReading, Snapshotting
+    system.teardown()
+
+Targets: ``namesrv``, ``broker``, ``consumer`` (every consumer of the system). Readiness after a
+start is an application round trip: the name server's route for the broker's own topic (the
+broker is registered) and a real send to the readiness topic ``HG_READY``. While waiting, a
+component that exits is reported at once with its exit status and log tail (e.g. 253 for a
+``messageDelayLevel`` the broker cannot parse).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from adapters.base import (AdapterError, BrokerProfile, ConsumerSpec, NotReady, SendRequest, SendResult,
+                           SystemInfo)
+from adapters.rocketmq import config as cfg
+from reference.contract import RETRY_PREFIX
+from adapters.rocketmq.clientlink import ClientError, ClientProcess, ConsumerProcess
+from adapters.rocketmq.process import tail_file
+from adapters.rocketmq.provision import MAIN_CLASS, Distribution
+from adapters.rocketmq.runtime import LaunchSpec, Runtime
+
+READY_TOPIC = "HG_READY"
+SERVER_COMPONENTS = ("namesrv", "broker")
+TARGETS = SERVER_COMPONENTS + ("consumer",)
+_PORTS_LOCK = threading.Lock()
+_RESERVED_BASES: set[int] = set()
+
+
+class WallClock:
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    def sleep_until(self, ts_ms: int) -> None:
+        delay_s = (ts_ms - self.now_ms()) / 1000
+        if delay_s > 0:
+            time.sleep(delay_s)
+
+
+def _reserve_ports(base_hint: int) -> cfg.SystemPorts:
+    with _PORTS_LOCK:
+        hint = base_hint
+        while True:
+            ports = cfg.pick_ports(hint)
+            if ports.namesrv not in _RESERVED_BASES:
+                _RESERVED_BASES.add(ports.namesrv)
+                return ports
+            hint = ports.namesrv + 10
+
+
+class RocketMQSystem:
+    def __init__(self, dist: Distribution, runtime: Runtime, workdir: Path, profile: BrokerProfile,
+                 base_port: int = 19876, namesrv_addr: str | None = None):
+        self.dist = dist
+        self.runtime = runtime
+        self.profile = profile
+        self.layout = cfg.StoreLayout.under(workdir)
+        self.clock = WallClock()
+        self.external = namesrv_addr is not None
+        self._base_port = base_port
+        self.ports: cfg.SystemPorts | None = None
+        self._namesrv_addr = namesrv_addr
+        self.broker_name = "hg-broker"
+        self.client: ClientProcess | None = None
+        self.consumers: dict[str, ConsumerProcess] = {}
+        self._consumer_specs: dict[str, ConsumerSpec] = {}
+        self._stopped_consumers: set[str] = set()
+        self._launched: set[str] = set()
+        self._is_setup = False
+        self.info = SystemInfo("rocketmq", dist.version, runtime.name,
+                               {"system": dist.system, "source": dist.source, "workdir": str(self.layout.root)})
+
+    # -- lifecycle --------------------------------------------------------------------------
+    @property
+    def namesrv_addr(self) -> str:
+        if self._namesrv_addr:
+            return self._namesrv_addr
+        if self.ports is None:
+            raise AdapterError("system not set up: no name-server address yet")
+        return self.ports.namesrv_addr
+
+    def _spec(self, component: str) -> LaunchSpec:
+        home = self.layout.home_dir
+        props = ("-Duser.home=" + str(home), "-Drocketmq.home.dir=" + str(home))
+        conf = self.layout.conf_dir / f"{component}.conf"
+        return LaunchSpec(
+            component=component, main_class=MAIN_CLASS[component], classpath=self.dist.classpath(),
+            jvm_opts=self.dist.jvm_opts(component) + props, args=("-c", str(conf)),
+            env=(("ROCKETMQ_HOME", str(home)),), log_file=self.layout.logs_dir / f"{component}.out",
+            mounts=(self.layout.root, self.dist.lib_dir),
+            ports=(self.ports.namesrv,) if component == "namesrv" else self.ports.all()[1:],
+            labels={"hourglass.component": component, "hourglass.version": self.dist.version})
+
+    def setup(self) -> None:
+        if self._is_setup:
+            return
+        try:
+            if not self.external:
+                self.layout.make()
+                self.dist.make_home(self.layout.home_dir)
+                self.ports = _reserve_ports(self._base_port)
+                self.info.details["ports"] = {"namesrv": self.ports.namesrv, "broker": self.ports.broker}
+                conf = cfg.broker_config(self.dist, self.profile, self.ports, self.layout, broker_name=self.broker_name)
+                cfg.write_properties(self.layout.conf_dir / "broker.conf", conf)
+                cfg.write_properties(self.layout.conf_dir / "namesrv.conf", cfg.namesrv_config(self.ports))
+                self._launch("namesrv")
+            self.layout.logs_dir.mkdir(parents=True, exist_ok=True)
+            self.client = ClientProcess(self.dist.lib_dir, self.namesrv_addr, self.layout.logs_dir,
+                                        instance=f"hg{id(self) % 100000}")
+            if not self.external:
+                self.wait_ready("namesrv")
+                self._launch("broker")
+            else:
+                names = self._request("brokers", timeout_s=30)["brokers"]
+                if not names:
+                    raise NotReady(f"external cluster at {self.namesrv_addr}: no broker registered")
+                self.broker_name = sorted(names)[0]
+            self.wait_ready("broker")
+            self._is_setup = True
+        except BaseException:
+            self.teardown()
+            raise
+
+    def _launch(self, component: str) -> None:
+        self.runtime.launch(self._spec(component))
+        self._launched.add(component)
+
+    def teardown(self) -> None:
+        self.stop_consumers()
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        self.runtime.close()
+        self._is_setup = False
+        if self.ports is not None:
+            with _PORTS_LOCK:
+                _RESERVED_BASES.discard(self.ports.namesrv)
+
+    def _check(self, target: str) -> None:
+        if target not in TARGETS:
+            raise AdapterError(f"target {target!r}: expected one of {', '.join(TARGETS)}")
+
+    def start(self, target: str) -> None:
+        self._check(target)
+        if target == "consumer":
+            self._stopped_consumers.clear()
+            self.poll_consumers()
+        else:
+            self.runtime.start(target)
+
+    def stop(self, target: str) -> None:
+        self._check(target)
+        if target == "consumer":
+            for name, proc in self.consumers.items():
+                proc.terminate()
+                self._stopped_consumers.add(name)
+        else:
+            self.runtime.stop(target)
+
+    def kill(self, target: str) -> None:
+        self._check(target)
+        if target == "consumer":
+            for proc in self.consumers.values():
+                proc.kill()
+        else:
+            self.runtime.kill(target)
+
+    def pause(self, target: str) -> None:
+        self._check(target)
+        if target == "consumer":
+            for proc in self.consumers.values():
+                _signal_group(proc, "SIGSTOP")
+        else:
+            self.runtime.pause(target)
+
+    def resume(self, target: str) -> None:
+        self._check(target)
+        if target == "consumer":
+            for proc in self.consumers.values():
+                _signal_group(proc, "SIGCONT")
+        else:
+            self.runtime.resume(target)
+
+    def log_tail(self, component: str, lines: int = 40) -> str:
+        parts = [f"--- {component} JVM output ---", self.runtime.log_tail(component, lines)]
+        internal = {"broker": ("broker.log", "rocketmqlogs/broker.log"),
+                    "namesrv": ("namesrv.log", "rocketmqlogs/namesrv.log")}.get(component, ())
+        for rel in internal:
+            path = self.layout.home_dir / "logs" / rel
+            if path.exists():
+                parts += [f"--- {path} ---", tail_file(path, lines)]
+        return "\n".join(parts)
+
+    def _exited(self, component: str) -> None:
+        if self.external or component not in self._launched:
+            return
+        code = self.runtime.exit_code(component)
+        if code is not None:
+            raise AdapterError(f"{component} of {self.dist.system} exited with status {code} "
+                               f"(config {self.layout.conf_dir / (component + '.conf')}).\n{self.log_tail(component)}")
+
+    def wait_ready(self, target: str, timeout_s: float = 120.0) -> None:
+        self._check(target)
+        deadline = time.monotonic() + timeout_s
+        if target == "consumer":
+            dead = [n for n, p in self.consumers.items() if not p.alive() and n not in self._stopped_consumers]
+            if dead:
+                raise NotReady(f"consumers not running: {dead}")
+            return
+        last = "no attempt yet"
+        while True:
+            self._exited(target)
+            try:
+                if self._round_trip(target):
+                    return
+                last = f"broker {self.broker_name} not registered with the name server yet"
+            except ClientError as e:
+                last = str(e)
+            if time.monotonic() > deadline:
+                raise NotReady(f"{target} of {self.dist.system} did not answer a round trip within {timeout_s:.0f} s "
+                               f"(last: {last}).\n{self.log_tail(target)}")
+            time.sleep(0.25)  # poll interval between round trips, not a wait for readiness
+
+    def _round_trip(self, target: str) -> bool:
+        if target == "namesrv":
+            brokers = self._request("brokers", timeout_s=10)["brokers"]
+            return "broker" not in self._launched or self.broker_name in brokers
+        route = self._request("route", timeout_s=10, topic=self.broker_name)
+        if self.broker_name not in route["brokers"]:
+            return False
+        if self.ports is not None and route["brokers"][self.broker_name] != self.ports.broker_addr:
+            return False
+        if "ready_topic" not in self.info.details:
+            self._request("create_topic", timeout_s=15, topic=READY_TOPIC, queues=1)
+            self.info.details["ready_topic"] = READY_TOPIC
+        res = self._request("send", timeout_s=15, timeout_ms=3000,
+                            message={"topic": READY_TOPIC, "key": f"ready-{self.clock.now_ms()}", "body": "ready"})
+        return res["status"] == "SEND_OK"
+
+    def _request(self, cmd: str, timeout_s: float = 30.0, **args) -> dict:
+        if self.client is None:
+            raise AdapterError(f"{cmd}: system not set up (no client process)")
+        return self.client.request(cmd, timeout_s=timeout_s, **args)
+
+    # -- producing ----------------------------------------------------------------------------
+    def create_topic(self, topic: str, queues: int = 4) -> None:
+        self._request("create_topic", timeout_s=30, topic=topic, queues=queues)
+
+    def send(self, req: SendRequest, timeout_ms: int = 3000) -> SendResult:
+        res = self._request("send", timeout_s=timeout_ms / 1000 + 30, message=_message(req), timeout_ms=timeout_ms)
+        return _result(res)
+
+    def send_batch(self, reqs: list[SendRequest], threads: int = 8, timeout_ms: int = 3000) -> list[SendResult]:
+        """Send concurrently from ``threads`` client threads; results in request order."""
+        if not reqs:
+            return []
+        res = self._request("send_batch", timeout_s=timeout_ms / 1000 * len(reqs) / threads + 60,
+                            messages=[_message(r) for r in reqs], threads=threads, timeout_ms=timeout_ms)
+        return [_result(r) for r in res["results"]]
+
+    # -- consuming ----------------------------------------------------------------------------
+    def start_consumer(self, spec: ConsumerSpec) -> None:
+        if spec.name in self.consumers and self.consumers[spec.name].alive():
+            raise AdapterError(f"consumer {spec.name!r} is already running")
+        self._consumer_specs[spec.name] = spec
+        # the retry topic exists before the first LATER, so the consumer's route has it from the start
+        self._request("create_topic", timeout_s=30, topic=RETRY_PREFIX + spec.group, queues=1)
+        self._stopped_consumers.discard(spec.name)
+        self.consumers[spec.name] = ConsumerProcess(spec, self.dist.lib_dir, self.namesrv_addr, self.layout.logs_dir)
+
+    def poll_consumers(self) -> list[str]:
+        restarted = []
+        for name, proc in list(self.consumers.items()):
+            if not proc.alive() and name not in self._stopped_consumers:
+                proc.kill()  # reap, close pipes
+                self.consumers[name] = ConsumerProcess(self._consumer_specs[name], self.dist.lib_dir,
+                                                       self.namesrv_addr, self.layout.logs_dir)
+                restarted.append(name)
+        return restarted
+
+    def stop_consumers(self) -> None:
+        for name, proc in self.consumers.items():
+            proc.terminate()
+            self._stopped_consumers.add(name)
+
+    # -- white box ----------------------------------------------------------------------------
+    def read_dlq(self, group: str) -> list[dict]:
+        return self._request("read_dlq", timeout_s=60, group=group)["messages"]
+
+    def snapshot(self) -> list[dict]:
+        out = []
+        if not self.external:
+            persisted = cfg.read_delay_offsets(self.layout)
+            if persisted is not None:
+                out.append({"source": "delayOffset.json", "offsets": {str(k): v for k, v in sorted(persisted.items())}})
+        if self.external or self.runtime.running("broker"):
+            try:
+                status = self._request("broker_status", timeout_s=15)["brokers"]
+            except (ClientError, AdapterError):
+                return out
+            for addr, table in status.items():
+                offsets, max_offsets = schedule_offsets(table)
+                out.append({"source": "brokerStatus", "broker": addr, "offsets": offsets, "max_offsets": max_offsets})
+        return out
+
+
+def schedule_offsets(table: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:
+    """``scheduleMessageOffset_<level> = <offset>,<max>`` entries of ``brokerStatus``."""
+    offsets, max_offsets = {}, {}
+    prefix = "scheduleMessageOffset_"
+    for key, value in table.items():
+        if key.startswith(prefix):
+            level = key[len(prefix):]
+            off, _, mx = value.partition(",")
+            offsets[level] = int(off)
+            if mx:
+                max_offsets[level] = int(mx)
+    return dict(sorted(offsets.items(), key=lambda kv: int(kv[0]))), dict(sorted(max_offsets.items(), key=lambda kv: int(kv[0])))
+
+
+def _signal_group(proc, name: str) -> None:
+    import os
+    import signal
+
+    if proc.alive():
+        try:
+            os.killpg(proc.proc.pid, getattr(signal, name))
+        except ProcessLookupError:
+            pass
+
+
+def _message(req: SendRequest) -> dict:
+    return {"topic": req.topic, "key": req.key, "body": req.body.decode("latin-1"), "delay_level": req.delay_level,
+            "deliver_at_ms": req.deliver_at_ms, "plan": list(req.plan)}
+
+
+def _result(res: dict) -> SendResult:
+    return SendResult(status=res["status"], ts_ms=res["ts_ms"], born_ms=res["born_ms"], msg_id=res.get("msg_id"),
+                      body_crc=res.get("body_crc"), error=res.get("error"))
