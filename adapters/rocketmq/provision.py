@@ -60,6 +60,10 @@ JDK17_FLAGS: tuple[str, ...] = (
     "--add-opens=java.base/java.lang=ALL-UNNAMED",
     "--add-opens=java.base/java.util=ALL-UNNAMED",
     "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+    # 4.9.x MappedFile.clean() calls jdk.internal.ref.Cleaner.clean() by reflection: without this
+    # the broker cannot unmap files, so recovery after a kill -9 (truncateDirtyFiles) fails and
+    # the JVM hangs, and a graceful stop's shutdown hook dies before removing the abort file.
+    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
 )
 
 #: Heap and direct memory per component, sized for a 2-core, shared machine.
@@ -111,6 +115,9 @@ class Distribution:
         heap = HEAP_BY_COMPONENT.get(component, HEAP_BY_COMPONENT["tools"])
         common = ("-XX:+UseG1GC", "-XX:-OmitStackTraceInFastThrow", "-Djava.net.preferIPv4Stack=true",
                   "-Drocketmq.broker.diskSpaceWarningLevelRatio=0.98", "-Dtls.enable=false")
+        if self.major >= 5:  # the shaded logback of 5.x prints its whole configuration on stdout
+            common += ("-Dlogback.statusListenerClass="
+                       "org.apache.rocketmq.logging.ch.qos.logback.core.status.NopStatusListener",)
         return heap + common + JDK17_FLAGS
 
     def make_home(self, home: Path) -> Path:

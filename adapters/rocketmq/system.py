@@ -23,6 +23,7 @@ component that exits is reported at once with its exit status and log tail (e.g.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -199,12 +200,15 @@ class RocketMQSystem:
 
     def log_tail(self, component: str, lines: int = 40) -> str:
         parts = [f"--- {component} JVM output ---", self.runtime.log_tail(component, lines)]
-        internal = {"broker": ("broker.log", "rocketmqlogs/broker.log"),
+        internal = {"broker": ("broker.log", "rocketmqlogs/broker.log", "rocketmqlogs/store.log"),
                     "namesrv": ("namesrv.log", "rocketmqlogs/namesrv.log")}.get(component, ())
         for rel in internal:
             path = self.layout.home_dir / "logs" / rel
             if path.exists():
-                parts += [f"--- {path} ---", tail_file(path, lines)]
+                errors = first_errors(path)
+                if errors:
+                    parts += [f"--- first errors in {path} ---", errors]
+                parts += [f"--- {path} (tail) ---", tail_file(path, lines // 2)]
         return "\n".join(parts)
 
     def _exited(self, component: str) -> None:
@@ -318,6 +322,26 @@ class RocketMQSystem:
                 offsets, max_offsets = schedule_offsets(table)
                 out.append({"source": "brokerStatus", "broker": addr, "offsets": offsets, "max_offsets": max_offsets})
         return out
+
+
+_ERROR_LINE = re.compile(r"\bERROR\b|Exception\b")
+
+
+def first_errors(path: Path, limit: int = 8, context: int = 2) -> str:
+    """The first ``limit`` ERROR/exception lines of a log with ``context`` lines after each."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    picked: list[str] = []
+    found = 0
+    for i, line in enumerate(lines):
+        if _ERROR_LINE.search(line) and not line.lstrip().startswith("at "):
+            picked += lines[i:i + 1 + context]
+            found += 1
+            if found >= limit:
+                break
+    return "\n".join(picked)
 
 
 def schedule_offsets(table: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:

@@ -1,0 +1,81 @@
+"""The external runtime: an existing cluster (e.g. staging before an upgrade), reached through its
+name server, with faults the user supplies as shell commands.
+
+Harness-facing API::
+
+    open_system("rocketmq:5.3.3", runtime="external", workdir=run_dir / "system",
+                namesrv_addr="10.0.0.5:9876",
+                fault_commands={"kill:broker": "ssh b1 'pkill -9 -f BrokerStartup'",
+                                "start:broker": "ssh b1 'systemctl start rocketmq-broker'"})
+
+Keys are ``<action>:<component>`` with action ``start``/``stop``/``kill``/``pause``/``resume`` and
+component ``broker``/``namesrv``. A fault without a command raises :class:`AdapterError` naming the
+key it looked for. The harness starts nothing here, so ``close()`` stops nothing; the client and
+consumer processes are still the harness's own and are cleaned up by the system.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+from adapters.base import AdapterError
+from adapters.rocketmq.runtime import LaunchSpec
+
+ACTIONS = ("start", "stop", "kill", "pause", "resume")
+
+
+class ExternalRuntime:
+    name = "external"
+
+    def __init__(self, fault_commands: dict[str, str], timeout_s: float = 120.0):
+        for key in fault_commands:
+            action, _, component = key.partition(":")
+            if action not in ACTIONS or not component:
+                raise AdapterError(f"fault_commands: key {key!r}: expected '<action>:<component>' with action "
+                                   f"one of {', '.join(ACTIONS)}")
+        self.commands = dict(fault_commands)
+        self.timeout_s = timeout_s
+        self._last_output: dict[str, str] = {}
+
+    def _run(self, action: str, component: str) -> None:
+        key = f"{action}:{component}"
+        cmd = self.commands.get(key)
+        if cmd is None:
+            raise AdapterError(f"external runtime: no fault command for {key!r} "
+                               f"(given: {', '.join(sorted(self.commands)) or 'none'})")
+        proc = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=self.timeout_s)
+        self._last_output[component] = (proc.stdout + proc.stderr)[-4000:]
+        if proc.returncode != 0:
+            raise AdapterError(f"external runtime: {key} command exited {proc.returncode}: {cmd}\n"
+                               f"{self._last_output[component]}")
+
+    def launch(self, spec: LaunchSpec) -> None:
+        raise AdapterError(f"external runtime: the cluster is not started by the harness (asked to launch {spec.component})")
+
+    def start(self, component: str) -> None:
+        self._run("start", component)
+
+    def stop(self, component: str, timeout_s: float = 60.0) -> None:
+        self._run("stop", component)
+
+    def kill(self, component: str) -> None:
+        self._run("kill", component)
+
+    def pause(self, component: str) -> None:
+        self._run("pause", component)
+
+    def resume(self, component: str) -> None:
+        self._run("resume", component)
+
+    def running(self, component: str) -> bool:
+        return True  # the harness cannot tell; readiness round trips can
+
+    def exit_code(self, component: str) -> int | None:
+        return None
+
+    def log_tail(self, component: str, lines: int = 60) -> str:
+        out = self._last_output.get(component)
+        return f"(external {component}: last fault command output)\n{out}" if out else f"(external {component}: no log)"
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,140 @@
+"""Shared fixtures for the adapter integration tests against real RocketMQ brokers.
+
+Which brokers: ``HOURGLASS_ROCKETMQ_SYSTEMS`` (comma separated, default :data:`DEFAULT_SYSTEMS`:
+the newest 4.9.x whose broker is on Maven Central and ``rocketmq:latest``) run always;
+:data:`SLOW_SYSTEMS` (4.9.3, 4.9.4) run marked ``slow``. Which runtimes: ``HOURGLASS_ADAPTER_RUNTIMES``
+(comma separated, default ``process``); the container runtime joins the matrix by adding
+``container``.
+
+``shared_system`` is one broker per (system, runtime) per module for tests that do not fault it;
+each test takes its own topic and group (``names``). ``own_system`` opens a fresh system for a
+test that kills or stops the broker, and tears it down afterwards, also on failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from adapters.base import BrokerProfile
+
+#: 4.9.8's broker and name-server jars are not on Maven Central: 4.9.7 is the newest 4.9.x there.
+DEFAULT_SYSTEMS = ("rocketmq:4.9.7", "rocketmq:latest")
+SLOW_SYSTEMS = ("rocketmq:4.9.3", "rocketmq:4.9.4")
+
+#: A compressed level table keeps the tests short; retry k waits level min(3 + k, 5).
+LEVELS_S = (1, 2, 3, 4, 5)
+PROFILE = BrokerProfile(message_delay_level=" ".join(f"{s}s" for s in LEVELS_S), flush_delay_offset_interval_ms=1000)
+READY_TIMEOUT_S = 180.0
+#: How late a delivery may come after it is due and still count as "soon after" (CPU contention
+#: from other JVMs on a 2-core machine included). Not a speed target: a missing delivery fails.
+LATE_ALLOWANCE_MS = 12_000
+
+
+def _csv_env(name: str, default: tuple[str, ...]) -> list[str]:
+    raw = os.environ.get(name)
+    return [x.strip() for x in raw.split(",") if x.strip()] if raw else list(default)
+
+
+def system_params() -> list:
+    params = [pytest.param(s, id=s.split(":", 1)[1]) for s in _csv_env("HOURGLASS_ROCKETMQ_SYSTEMS", DEFAULT_SYSTEMS)]
+    if "HOURGLASS_ROCKETMQ_SYSTEMS" not in os.environ:
+        params += [pytest.param(s, id=s.split(":", 1)[1], marks=pytest.mark.slow) for s in SLOW_SYSTEMS]
+    return params
+
+
+def runtime_params() -> list[str]:
+    return _csv_env("HOURGLASS_ADAPTER_RUNTIMES", ("process",))
+
+
+@pytest.fixture(scope="module", params=system_params())
+def system_name(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="module", params=runtime_params())
+def runtime_name(request) -> str:
+    return request.param
+
+
+def _open(system_name: str, runtime_name: str, workdir: Path, profile: BrokerProfile = PROFILE):
+    from adapters.rocketmq import open_system
+
+    return open_system(system_name, runtime=runtime_name, workdir=workdir, profile=profile)
+
+
+@pytest.fixture(scope="module")
+def shared_system(system_name, runtime_name, tmp_path_factory) -> Iterator:
+    system = _open(system_name, runtime_name, tmp_path_factory.mktemp("shared-system"))
+    try:
+        system.setup()
+        yield system
+    finally:
+        system.teardown()
+
+
+@pytest.fixture
+def own_system(system_name, runtime_name, tmp_path) -> Iterator[Callable]:
+    """``own_system(profile=PROFILE)`` -> a started system of its own, torn down after the test."""
+    opened = []
+
+    def make(profile: BrokerProfile = PROFILE, setup: bool = True):
+        system = _open(system_name, runtime_name, tmp_path / f"system-{len(opened)}", profile)
+        opened.append(system)
+        if setup:
+            system.setup()
+        return system
+
+    try:
+        yield make
+    finally:
+        for system in opened:
+            system.teardown()
+
+
+@pytest.fixture
+def names() -> dict:
+    tag = uuid.uuid4().hex[:8]
+    return {"topic": f"T_{tag}", "group": f"G_{tag}", "consumer": f"c-{tag}", "key": f"k-{tag}"}
+
+
+def read_events(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a torn last line
+    return out
+
+
+def wait_for_events(path: Path, done: Callable[[list[dict]], bool], timeout_s: float, system=None,
+                    what: str = "events") -> list[dict]:
+    """Poll the consumer's events file until ``done(events)``; restart crashed consumers of
+    ``system`` while waiting. Fails with what was seen when the deadline passes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        events = read_events(path)
+        if done(events):
+            return events
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: not seen within {timeout_s:.0f} s in {path}; events so far:\n"
+                        + "\n".join(json.dumps(e) for e in events[-20:]))
+        if system is not None:
+            system.poll_consumers()
+        time.sleep(0.2)  # poll interval of the file, not a wait for the broker
+
+
+def delay_ms(level: int) -> int:
+    """The delay of ``level`` in :data:`PROFILE`, clamped to the table's maximum; 0 below 1."""
+    if level <= 0:
+        return 0
+    return LEVELS_S[min(level, len(LEVELS_S)) - 1] * 1000

@@ -1,0 +1,147 @@
+"""The RocketMQ adapter's pure parts, without a broker: config, ports, delayOffset.json, plans,
+brokerStatus parsing, the process runtime's signals, the external runtime's fault commands."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from adapters.base import AdapterError, BrokerProfile
+from adapters.rocketmq import config as cfg
+from adapters.rocketmq.consumer_proc import answered_deliveries, plan_answer
+from adapters.rocketmq.external import ExternalRuntime
+from adapters.rocketmq.process import ProcessRuntime
+from adapters.rocketmq.provision import Distribution, newest_complete
+from adapters.rocketmq.runtime import LaunchSpec
+from adapters.rocketmq.system import first_errors, schedule_offsets
+
+
+def test_delay_offset_json_with_unquoted_int_keys():
+    assert cfg.parse_delay_offsets('{"offsetTable":{1:3,2:0,18:12}}', "x") == {1: 3, 2: 0, 18: 12}
+    assert cfg.parse_delay_offsets('{\n\t"offsetTable":{\n\t\t1:3\n\t}\n}', "x") == {1: 3}
+    with pytest.raises(AdapterError, match="delayOffset.json: expected fastjson"):
+        cfg.parse_delay_offsets("{offsetTable:", "store/config/delayOffset.json")
+    with pytest.raises(AdapterError, match="field 'offsetTable'"):
+        cfg.parse_delay_offsets('{"other": 1}', "x")
+
+
+def test_read_delay_offsets_absent_or_empty_is_none(tmp_path):
+    layout = cfg.StoreLayout.under(tmp_path)
+    assert cfg.read_delay_offsets(layout) is None
+    path = cfg.delay_offset_path(layout)
+    path.parent.mkdir(parents=True)
+    path.write_text("")
+    assert cfg.read_delay_offsets(layout) is None
+    path.write_text('{"offsetTable":{3:7}}')
+    assert cfg.read_delay_offsets(layout) == {3: 7}
+
+
+def test_broker_config_has_the_profile_paths_and_version_keys(tmp_path):
+    layout = cfg.StoreLayout.under(tmp_path)
+    ports = cfg.SystemPorts(19876, 19881)
+    profile = BrokerProfile("1s 2s", 500, (("maxMessageSize", "1024"),))
+    four = cfg.broker_config(Distribution("rocketmq:4.9.7", "4.9.7", tmp_path), profile, ports, layout)
+    five = cfg.broker_config(Distribution("rocketmq:5.5.0", "5.5.0", tmp_path), profile, ports, layout)
+    assert four["messageDelayLevel"] == "1s 2s" and four["flushDelayOffsetInterval"] == "500"
+    assert four["storePathCommitLog"] == str(layout.commitlog_dir) and four["listenPort"] == "19881"
+    assert four["namesrvAddr"] == "127.0.0.1:19876" and four["brokerIP1"] == "127.0.0.1"
+    assert four["maxMessageSize"] == "1024" and "timerWheelEnable" not in four
+    assert five["timerWheelEnable"] == "true" and five["timerPrecisionMs"] == "1000"
+    written = cfg.write_properties(tmp_path / "broker.conf", four).read_text()
+    assert "messageDelayLevel=1s 2s\n" in written
+
+
+def test_pick_ports_skips_a_base_with_a_busy_broker_port():
+    first = cfg.pick_ports(20500)
+    with socket.socket() as busy:
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        busy.bind(("127.0.0.1", first.broker + 1))  # the HA port of the first choice
+        busy.listen()
+        second = cfg.pick_ports(20500)
+    assert second.namesrv != first.namesrv and first.broker + 1 not in second.all()
+
+
+def test_plan_answers_by_delivery_index():
+    assert [plan_answer("LATER,CRASH", i) for i in range(4)] == ["LATER", "CRASH", "OK", "OK"]
+    assert plan_answer(None, 0) == "OK" and plan_answer("", 3) == "OK"
+
+
+def test_plan_position_is_rebuilt_from_the_events_file_and_skips_a_torn_line(tmp_path):
+    events = tmp_path / "consumer-c.jsonl"
+    events.write_text('{"type":"deliver","key":"a","group":"G"}\n{"type":"deliver","key":"a","group":"G"}\n'
+                      '{"type":"deliver","key":"b","group":"H"}\n{"type":"deliv')
+    counts = answered_deliveries(events, "G")
+    assert counts == {"a": 2}
+
+
+def test_schedule_offsets_from_broker_status():
+    table = {"scheduleMessageOffset_2": "5,7", "scheduleMessageOffset_10": "1,1", "putTps": "0.0"}
+    assert schedule_offsets(table) == ({"2": 5, "10": 1}, {"2": 7, "10": 1})
+
+
+def test_first_errors_picks_error_lines_with_context(tmp_path):
+    log = tmp_path / "broker.log"
+    log.write_text("INFO a\nERROR x - parse failed\njava.lang.Boom\n\tat y\nINFO b\n")
+    assert first_errors(log).splitlines()[:2] == ["ERROR x - parse failed", "java.lang.Boom"]
+
+
+def test_newest_complete_needs_every_artifact():
+    versions = {"rocketmq-broker": ["5.5.0", "5.5.1", "4.9.7"], "rocketmq-namesrv": ["5.5.0", "4.9.7"]}
+    assert newest_complete(versions) == "5.5.0" and newest_complete(versions, 4) == "4.9.7"
+
+
+def _sleeper_spec(tmp_path: Path, name: str = "sleeper") -> LaunchSpec:
+    # a tiny "JVM": the runtime only needs a command line; python stands in for java here
+    return LaunchSpec(name, "-c", (), (), ("import time, signal; time.sleep(600)",), (), tmp_path / f"{name}.out")
+
+
+def test_process_runtime_signals_and_exit_codes(tmp_path):
+    rt = ProcessRuntime(java=sys.executable)
+    try:
+        spec = _sleeper_spec(tmp_path)
+        rt.launch(LaunchSpec(spec.component, "-c", (), (), spec.args, (), spec.log_file))
+        assert rt.running("sleeper") and rt.exit_code("sleeper") is None
+        rt.pause("sleeper")
+        rt.resume("sleeper")
+        rt.kill("sleeper")
+        assert not rt.running("sleeper") and rt.exit_code("sleeper") == 137
+        rt.start("sleeper")
+        assert rt.running("sleeper")
+        rt.stop("sleeper", timeout_s=10)
+        assert rt.exit_code("sleeper") == 128 + 15
+        assert "starting sleeper" in rt.log_tail("sleeper")
+        with pytest.raises(AdapterError, match="no component 'broker'"):
+            rt.kill("broker")
+    finally:
+        rt.close()
+    assert not rt.running("sleeper")
+
+
+def test_process_runtime_close_kills_everything(tmp_path):
+    rt = ProcessRuntime(java=sys.executable)
+    for name in ("a", "b"):
+        spec = _sleeper_spec(tmp_path, name)
+        rt.launch(spec)
+    pids = [rt.pid("a"), rt.pid("b")]
+    rt.close()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            import os
+
+            os.kill(pid, 0)
+
+
+def test_external_runtime_runs_the_given_commands_and_refuses_missing_ones(tmp_path):
+    marker = tmp_path / "killed"
+    rt = ExternalRuntime({"kill:broker": f"touch {marker}", "stop:broker": "exit 3"})
+    rt.kill("broker")
+    assert marker.exists()
+    with pytest.raises(AdapterError, match="stop:broker command exited 3"):
+        rt.stop("broker")
+    with pytest.raises(AdapterError, match="no fault command for 'pause:broker'"):
+        rt.pause("broker")
+    with pytest.raises(AdapterError, match="expected '<action>:<component>'"):
+        ExternalRuntime({"reboot": "true"})
