@@ -71,6 +71,13 @@ def body_for(key: str, size: int, seed: int) -> bytes:
     return head + bytes(rng.getrandbits(8) for _ in range(max(0, size - len(head))))
 
 
+def _group_max_reconsume_times(sc: Scenario) -> dict:
+    """Groups whose consumers set their own maxReconsumeTimes (it wins over the profile's): the
+    model reads them from run.json's profile (added by the reference-model issue)."""
+    by_group = {c.group: c.max_reconsume_times for c in sc.consumers if c.max_reconsume_times is not None}
+    return {"max_reconsume_times_by_group": by_group} if by_group else {}
+
+
 def write_run_json(run_dir: Path, run: dict) -> None:
     tmp = run_dir / "run.json.tmp"
     tmp.write_text(json.dumps(run, indent=1))
@@ -108,7 +115,7 @@ class ScenarioRun:
             "run_id": self.run_id,
             "scenario": sc.name,
             "system": {"adapter": info.adapter, "version": info.version, "runtime": info.runtime, **info.details},
-            "profile": sc.profile.to_run_profile(),
+            "profile": {**sc.profile.to_run_profile(), **_group_max_reconsume_times(sc)},
             "started_ms": clock.now_ms(),
             "ended_ms": 0,
             "seed": sc.seed,

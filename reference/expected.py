@@ -99,6 +99,21 @@ def _first_attempt(send: Mapping, profile: Profile, where: str) -> tuple[int, in
     return 0, 0, False, delay, born + delay, max(due, ts), deliver_at, rejection
 
 
+def _unknown_send_latest(born: int, ts: int, delay: int, latest: int, widened: str | None,
+                         outages: list, slack: int, first_delay: int) -> tuple[int | None, str | None]:
+    """NettyRemotingServer (4.9.x): a send that timed out against a paused broker waits in the socket
+    and is stored when the broker resumes, so its delay runs from there."""
+    for o in outages:
+        if o.down_ms <= ts and (o.up_ms is None or o.up_ms >= born):
+            if o.up_ms is None:
+                return None, o.describe()
+            pushed = o.up_ms + delay + first_delay + slack
+            if pushed > latest:
+                latest = pushed
+                widened = (widened + "; " if widened else "") + f"UNKNOWN send stored after {o.describe()}"
+    return latest, widened
+
+
 def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     """Expected attempts of every message sent in the run, as tuples in :data:`EXPECTED_COLUMNS`
     order; see :func:`build_expected`."""
@@ -132,11 +147,12 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     outages = broker_outages(faults)
     slack = profile.slack_ms
     first_delay = profile.first_delay_ms
-    max_rt = profile.max_reconsume_times
     table = profile.level_table
     max_level = table.max_level
-    retry_delays = [0] + [table.delay_ms(min(3 + k - 1, max_level)) for k in range(1, max_rt + 2)]
+    top_rt = max([profile.max_reconsume_times] + [v for _, v in profile.max_reconsume_times_by_group])
+    retry_delays = [0] + [table.delay_ms(min(3 + k - 1, max_level)) for k in range(1, top_rt + 2)]
     local_delay = profile.local_retry_delay_ms
+    group_rt = dict(profile.max_reconsume_times_by_group)
     outcome_cache: dict[tuple, object] = {}
     rows: list[tuple] = []
     append = rows.append
@@ -144,11 +160,6 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
         where = f"events: send of key {key!r}"
         raw_plan = send.get("plan")
         plan_key = tuple(raw_plan) if raw_plan else ()
-        outcome = outcome_cache.get(plan_key)
-        if outcome is None:
-            outcome = plan_outcome(parse_plan(list(plan_key) or None, where), max_rt)
-            outcome_cache[plan_key] = outcome
-        last, final_state = outcome.last_attempt, outcome.final_state
         status = send["status"]
         topic = send["topic"]
         born = send.get("born_ms")
@@ -159,7 +170,16 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
         if outages:
             w = window(born if born is not None else anchor0, earliest, latest, outages, first_delay, slack)
             latest, widened = w.latest_ms, w.widened_by
+            if status == "UNKNOWN" and latest is not None:
+                latest, widened = _unknown_send_latest(born if born is not None else anchor0, anchor0, delay,
+                                                       latest, widened, outages, slack, first_delay)
         for group in topic_groups.get(topic) or (None,):
+            max_rt = group_rt.get(group, profile.max_reconsume_times)
+            outcome = outcome_cache.get((plan_key, max_rt))
+            if outcome is None:
+                outcome = plan_outcome(parse_plan(list(plan_key) or None, where), max_rt)
+                outcome_cache[(plan_key, max_rt)] = outcome
+            last, final_state = outcome.last_attempt, outcome.final_state
             append((run_id, key, 0, topic, None, status, requested, level, clamped, delay, earliest, latest,
                     widened, last == 0, final_state, group, anchor0, None, None, born, deliver_at, rejection))
             retry_queue = RETRY_PREFIX + (group if group is not None else "*")

@@ -37,10 +37,19 @@ class Profile:
     local_retry_delay_ms: int = LOCAL_RETRY_DELAY_MS
     timer_precision_ms: int = TIMER_PRECISION_MS
     timer_max_delay_sec: int = TIMER_MAX_DELAY_SEC
+    #: consumer groups whose consumers set their own maxReconsumeTimes (effective values)
+    max_reconsume_times_by_group: tuple[tuple[str, int], ...] = ()
 
     @property
     def max_level(self) -> int:
         return self.level_table.max_level
+
+    def max_reconsume_times_for(self, group: str | None) -> int:
+        """The consumer's maxReconsumeTimes wins (see :func:`effective_max_reconsume_times`)."""
+        for name, value in self.max_reconsume_times_by_group:
+            if name == group:
+                return value
+        return self.max_reconsume_times
 
 
 def effective_max_reconsume_times(consumer_value: int | None, group_value: int = DEFAULT_MAX_RECONSUME_TIMES) -> int:
@@ -67,7 +76,15 @@ def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
         raise ContractError(where, None, "a JSON object", profile)
     table = parse_level_table(profile.get("message_delay_level"), where, "message_delay_level")
     max_rt = _int(profile, "max_reconsume_times", None, -1, where, "-1 (means 16) or an int >= 0")
+    by_group = profile.get("max_reconsume_times_by_group") or {}
+    if not isinstance(by_group, Mapping):
+        raise ContractError(where, "max_reconsume_times_by_group", "an object group -> int", by_group)
+    groups = []
+    for group, value in sorted(by_group.items()):
+        value = _int(by_group, group, None, -1, f"{where} max_reconsume_times_by_group", "-1 (means 16) or an int >= 0")
+        groups.append((group, effective_max_reconsume_times(value)))
     return Profile(
+        max_reconsume_times_by_group=tuple(groups),
         level_table=table,
         max_reconsume_times=effective_max_reconsume_times(max_rt),
         flush_delay_offset_interval_ms=_int(profile, "flush_delay_offset_interval_ms", None, 1, where,
@@ -105,4 +122,5 @@ def profile_to_json(profile: Profile) -> dict:
         "local_retry_delay_ms": profile.local_retry_delay_ms,
         "timer_precision_ms": profile.timer_precision_ms,
         "timer_max_delay_sec": profile.timer_max_delay_sec,
+        "max_reconsume_times_by_group": dict(profile.max_reconsume_times_by_group),
     }
