@@ -184,7 +184,10 @@ class ContainerRuntime:
         command = ["sh", "-c", WRAPPER, str(spec.log_file), "java",
                    *jvm_opts_for(spec.jvm_opts, image.java_major, self.workdir),
                    "-cp", ":".join(classpath), spec.main_class, *spec.args]
-        writable = outermost([self.workdir, spec.log_file.parent, *spec.mounts])
+        host_lib = lib_dir_of(self.distribution).resolve()
+        # the image has the jars: the host lib dir needs no mount (classpath is mapped above)
+        mounts = [m for m in spec.mounts if Path(m).resolve() != host_lib]
+        writable = outermost([self.workdir, spec.log_file.parent, *mounts])
         for d in writable:
             d.mkdir(parents=True, exist_ok=True)  # else docker creates it, owned by root
         readonly = [d for d in outermost(extra_dirs)
