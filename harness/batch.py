@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.base import System
-from harness.runner import Progress, RunResult, ScenarioRun, capabilities
+from harness.runner import ConsumerWatch, Progress, RunResult, ScenarioRun, capabilities
 from harness.scenario import Scenario
 from harness.systems import SystemSpec, open_system
 
@@ -117,9 +117,11 @@ class Batch:
             self._systems.append(system)
         try:
             system.setup()
+            watch = ConsumerWatch(system)
             if job.shared and len(job.scenarios) > 1:
                 threads = [
-                    threading.Thread(target=self._run_one, args=(s.with_prefix(_slug(s.name)[:24] + "_"), system, s.name), name=f"hg-{s.name}")
+                    threading.Thread(target=self._run_one, args=(s.with_prefix(_slug(s.name)[:24] + "_"), system, s.name, watch, False),
+                                     name=f"hg-{s.name}")
                     for s in job.scenarios
                 ]
                 for t in threads:
@@ -128,7 +130,7 @@ class Batch:
                     t.join()
             else:
                 for s in job.scenarios:
-                    self._run_one(s, system, s.name)
+                    self._run_one(s, system, s.name, watch, True)
         except Exception as e:  # noqa: BLE001 - the scenarios of this job are reported broken
             for s in job.scenarios:
                 self.errors.setdefault(s.name, f"{type(e).__name__}: {e}")
@@ -139,7 +141,7 @@ class Batch:
                     self._systems.remove(system)
             system.teardown()
 
-    def _run_one(self, scenario: Scenario, system: System, name: str) -> None:
+    def _run_one(self, scenario: Scenario, system: System, name: str, watch: ConsumerWatch, owns_consumers: bool) -> None:
         run_id = f"{_slug(name)}-{_slug(system.info.version)}-{self.stamp}"
         missing = set(scenario.requires) - capabilities(system)
         if missing:
@@ -147,7 +149,8 @@ class Batch:
             why = f"{system.info.adapter} {system.info.version} has no {', '.join(sorted(missing))}"
             self.results[name] = RunResult(self.opts.out_dir / run_id, run_id, scenario, True, (), 0, 0, skipped=why)
             return
-        run = ScenarioRun(scenario, system, self.opts.out_dir / run_id, run_id, self.progress[name], cancel=self._stop)
+        run = ScenarioRun(scenario, system, self.opts.out_dir / run_id, run_id, self.progress[name], cancel=self._stop,
+                          watch=watch, owns_consumers=owns_consumers)
         try:
             self.results[name] = run.execute()
         except Exception as e:  # noqa: BLE001 - one broken scenario does not stop the others

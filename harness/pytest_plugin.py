@@ -119,7 +119,21 @@ class HgSession:
             self._run(system)
         return self.verdicts[(system, scenario.name)]
 
-    def _run(self, system: str) -> None:
+    def verdict_now(self, system: str, scenario) -> dict:
+        """Run one scenario now, alone, under a fresh name (hypothesis examples, generated on the fly)."""
+        from dataclasses import replace
+
+        self._n = getattr(self, "_n", 0) + 1
+        named = replace(scenario, name=f"{scenario.name}-{self._n:04d}")
+        self.pending.setdefault(system, {})
+        saved, self.pending[system] = self.pending[system], {named.name: named}
+        try:
+            self._run(system, record=False)
+        finally:
+            self.pending[system] = saved
+        return self.verdicts.pop((system, named.name))
+
+    def _run(self, system: str, record: bool = True) -> None:
         from harness.batch import BatchOptions, run_batch
         from harness.systems import SystemSpec
 
@@ -142,6 +156,8 @@ class HgSession:
             if sc.name in errors:
                 v["error"] = errors[sc.name]
             self.verdicts[(system, sc.name)] = v
+        if not record:
+            return
         self.batches.append({"system": system, "dir": str(sys_dir), "wall_s": round(wall_s, 1), "scenarios": len(scenarios)})
         write_summary(sys_dir, system, [self.verdicts[(system, s.name)] for s in scenarios], wall_s, scenarios)
 

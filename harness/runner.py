@@ -26,6 +26,23 @@ from harness.scenario import Scenario
 POLL_MS = 250
 
 
+class ConsumerWatch:
+    """Shares one system's ``poll_consumers`` among the runs on it: each run learns of the
+    restarts of its own consumers (a consumer that died on a CRASH answer, restarted)."""
+
+    def __init__(self, system: System):
+        self.system = system
+        self._lock = threading.Lock()
+        self._restarted: set[str] = set()
+
+    def restarted(self, names: set[str]) -> list[str]:
+        with self._lock:
+            self._restarted |= set(self.system.poll_consumers())
+            mine = self._restarted & names
+            self._restarted -= mine
+        return sorted(mine)
+
+
 class Cancelled(RuntimeError):
     """The batch was interrupted (Ctrl-C, a failure elsewhere): stop waiting, heal, clean up."""
 
@@ -93,6 +110,8 @@ class ScenarioRun:
         run_id: str | None = None,
         progress: Progress | None = None,
         cancel: threading.Event | None = None,
+        watch: ConsumerWatch | None = None,
+        owns_consumers: bool = True,
     ):
         self.scenario = scenario
         self.system = system
@@ -103,6 +122,10 @@ class ScenarioRun:
         self._tail = EventTail(self.events_dir)
         self._seen: list[dict] = []
         self._cancel = cancel or threading.Event()
+        self._watch = watch or ConsumerWatch(system)
+        self._owns_consumers = owns_consumers  # False on a shared system: stopped at teardown
+        self._consumer_names: set[str] = set()
+        self._log: EventLog | None = None
 
     # --- the run ------------------------------------------------------------------------
     def execute(self) -> RunResult:
@@ -122,7 +145,7 @@ class ScenarioRun:
             "description": sc.description,
         }
         write_run_json(self.run_dir, run)
-        log = EventLog(self.events_dir / "harness.jsonl")
+        log = self._log = EventLog(self.events_dir / "harness.jsonl")
         faults = FaultDriver(sysm, log)
         state = DrainState((), None, len(sc.messages), 0)
         error = None
@@ -133,7 +156,9 @@ class ScenarioRun:
             for c in sc.consumers:
                 for i in range(c.instances):
                     mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
-                    sysm.start_consumer(ConsumerSpec(f"{c.group}-{i}", c.group, c.topics, mrt, self.events_dir))
+                    name = f"{c.group}-{i}"
+                    self._consumer_names.add(name)
+                    sysm.start_consumer(ConsumerSpec(name, c.group, c.topics, mrt, self.events_dir))
             faults.snapshot()
             self.progress.phase = "sending"
             t0 = clock.now_ms()
@@ -161,7 +186,7 @@ class ScenarioRun:
                             log.write({"type": "dlq", "ts_ms": now, **rec})
                 faults.snapshot()
             finally:
-                if isinstance(sysm, Consuming):
+                if isinstance(sysm, Consuming) and self._owns_consumers:
                     sysm.stop_consumers()
                 log.close()
                 run["ended_ms"] = clock.now_ms()
@@ -209,7 +234,15 @@ class ScenarioRun:
             if now >= ts_ms:
                 return
             clock.sleep_until(min(ts_ms, now + POLL_MS))
-            self.system.poll_consumers()
+            self._note_restarts()
+
+    def _note_restarts(self) -> None:
+        """A consumer that died (CRASH answer) and was restarted is a consumer kill and start:
+        recorded, because it allows redeliveries of what that consumer had not committed."""
+        for name in self._watch.restarted(self._consumer_names):
+            now = self.system.clock.now_ms()
+            for action in ("kill", "start", "ready"):
+                self._log.write({"type": "fault", "ts_ms": now, "action": action, "target": "consumer", "name": name, "cause": "died"})
 
     def _drain(self, run: dict) -> DrainState:
         sc, clock = self.scenario, self.system.clock
