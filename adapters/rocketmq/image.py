@@ -232,6 +232,9 @@ def _debootstrap_base(client, progress: Progress) -> None:
 def lib_dir_of(distribution) -> Path:
     """The host directory holding a distribution's jars: an object with ``lib_dir`` (or ``home``
     / ``root`` holding ``lib/``), or a path to the lib dir or to a directory holding ``lib/``."""
+    if isinstance(distribution, (str, os.PathLike)):  # first: a Path has a `root` attribute too
+        path = Path(distribution)
+        return path / "lib" if (path / "lib").is_dir() else path
     for attr in ("lib_dir", "lib"):
         value = getattr(distribution, attr, None)
         if isinstance(value, (str, os.PathLike)):
@@ -240,9 +243,6 @@ def lib_dir_of(distribution) -> Path:
         value = getattr(distribution, attr, None)
         if isinstance(value, (str, os.PathLike)) and (Path(value) / "lib").is_dir():
             return Path(value) / "lib"
-    if isinstance(distribution, (str, os.PathLike)):
-        path = Path(distribution)
-        return path / "lib" if (path / "lib").is_dir() else path
     raise AdapterError(
         f"cannot tell where the jars of {distribution!r} are: expected a lib dir path or an object "
         "with a lib_dir attribute"

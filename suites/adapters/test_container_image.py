@@ -1,0 +1,90 @@
+"""Broker images are built locally, once per content, and can be named instead.
+
+Each test builds from a small distribution of its own (one jar with unique bytes), so the build
+path runs every time; the JRE base image is built with debootstrap when missing (about a minute,
+once per machine). Built images are removed at the end.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+import zipfile
+
+import pytest
+
+from adapters.rocketmq import image as img
+from adapters.rocketmq.container import ContainerRuntime
+from suites.adapters.test_container_runtime import engine_or_skip
+
+pytestmark = [pytest.mark.container]
+
+
+@pytest.fixture
+def client():
+    return engine_or_skip()
+
+
+@pytest.fixture
+def unique_lib(tmp_path, client):
+    """A lib dir whose content hash no image has yet; its images are removed afterwards."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    with zipfile.ZipFile(lib / "hourglass-marker.jar", "w") as jar:
+        jar.writestr("marker.txt", uuid.uuid4().hex)
+    tags: list[str] = []
+    yield lib, tags
+    for tag in set(tags):
+        client.images.remove(tag, force=True)
+
+
+def test_distribution_image_is_built_once_then_reused(unique_lib, client):
+    lib, tags = unique_lib
+    first_progress: list[str] = []
+    first = img.ensure_image(lib, client, first_progress.append)
+    tags.append(first.tag)
+    assert first.source == "built" and any(line.startswith("built ") for line in first_progress)
+
+    second_progress: list[str] = []
+    second = img.ensure_image(lib, client, second_progress.append)
+    assert (second.tag, second.source, second.java_major) == (first.tag, "cached", 17)
+    assert second_progress == []  # nothing built, nothing to say
+    labels = client.images.get(first.tag).attrs["Config"]["Labels"]
+    assert labels[img.LABEL_LIB_DIR] == img.IMAGE_LIB_DIR and labels[img.LABEL_JAVA_MAJOR] == "17"
+
+
+def test_concurrent_builds_of_one_distribution_build_once(unique_lib, client):
+    lib, tags = unique_lib
+    progress: list[str] = []
+    refs: list[img.ImageRef] = []
+    errors: list[BaseException] = []
+
+    def build():
+        try:
+            refs.append(img.ensure_image(lib, img.engine(), progress.append))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=build) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    tags.extend(ref.tag for ref in refs)
+    assert len({ref.tag for ref in refs}) == 1
+    assert sorted(ref.source for ref in refs) == ["built", "cached"]
+    assert sum(line.startswith("built ") for line in progress) == 1
+
+
+def test_an_image_given_by_name_is_used_as_it_is(unique_lib, client, tmp_path):
+    lib, tags = unique_lib
+    built = img.ensure_image(lib, client, lambda line: None)
+    tags.append(built.tag)
+    named = img.named_image(built.tag, client)
+    assert (named.tag, named.lib_dir, named.java_major, named.source) == (built.tag, img.IMAGE_LIB_DIR, 17, "named")
+    rt = ContainerRuntime(lib, tmp_path, image=built.tag)
+    try:
+        assert rt.ensure_image() == named
+    finally:
+        rt.close()
