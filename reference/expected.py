@@ -234,25 +234,42 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
     """Rule on a second delivery ``second`` of the same (key, attempt) as ``first`` (both
     ``deliver`` events), given the run's ``fault`` events: NO_DUPLICATE of DESIGN.md.
 
-    Consumer redelivery (same stored copy): ConsumeMessageConcurrentlyService / RemoteBrokerOffsetStore
-    (4.9.x) — offsets are committed after consumption, so a copy comes again after a CRASH answer or
-    a consumer or broker kill in between. Scheduler duplicate (new stored copy):
+    Consumer redelivery (same stored copy): RemoteBrokerOffsetStore.persistAll /
+    ConsumeMessageConcurrentlyService (4.9.x) — consume offsets reach the broker every 5 s, so a
+    consumer that dies redelivers what it consumed since: allowed after a CRASH answer to ``first``,
+    after any CRASH answer in the same group in between (pass those ``deliver`` events among
+    ``faults``: a crash is a consumer fault the plan injected), or after a consumer kill or restart
+    (``start``) or a broker kill in between. Scheduler duplicate (new stored copy):
     ScheduleMessageService.persist (4.9.x) — see :func:`reference.persistence.scheduler_duplicate_allowed`."""
     profile = profile_from_run(run)
     faults = list(faults)
     if first["ts_ms"] > second["ts_ms"]:
         first, second = second, first
     if same_stored_copy(first, second):
-        if first.get("outcome") == CRASH:
-            return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after a CRASH answer at {first['ts_ms']}")
-        for f in sorted(faults, key=lambda f: f["ts_ms"]):
-            if f.get("action") == "kill" and f.get("target") in ("consumer", "broker") \
-                    and first["ts_ms"] <= f["ts_ms"] <= second["ts_ms"]:
-                return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after the {f['target']} "
-                                       f"kill at {f['ts_ms']} (consume offset not yet committed)")
-        return DuplicateRuling(False, "consumer", f"the same stored copy delivered again at {second['ts_ms']} after an "
-                               f"answer {first.get('outcome')} at {first['ts_ms']}, with no CRASH and no consumer or broker kill in between")
-    allowed, reason = scheduler_duplicate_allowed(faults, first["store_ms"], second["ts_ms"],
+        return _consumer_redelivery(faults, first, second)
+    allowed, reason = scheduler_duplicate_allowed([f for f in faults if f.get("type", "fault") == "fault"],
+                                                  first["store_ms"], second["ts_ms"],
                                                   profile.flush_delay_offset_interval_ms,
                                                   profile.first_flush_delay_ms, profile.slack_ms)
     return DuplicateRuling(allowed, "scheduler", reason)
+
+
+def _consumer_redelivery(faults: list[Mapping], first: Mapping, second: Mapping) -> DuplicateRuling:
+    if first.get("outcome") == CRASH:
+        return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after a CRASH answer at {first['ts_ms']}")
+    lo, hi = first["ts_ms"], second["ts_ms"]
+    for f in sorted(faults, key=lambda f: f["ts_ms"]):
+        if not lo <= f["ts_ms"] <= hi:
+            continue
+        if f.get("type") == "deliver":
+            if f.get("outcome") == CRASH and f.get("group") == first.get("group"):
+                return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after a consumer of group "
+                                       f"{first.get('group')!r} crashed at {f['ts_ms']} (key {f.get('key')!r}): "
+                                       "its consume offset was not yet committed")
+            continue
+        action, target = f.get("action"), f.get("target")
+        if (target == "consumer" and action in ("kill", "start")) or (target == "broker" and action == "kill"):
+            return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after the {target} "
+                                   f"{action} at {f['ts_ms']} (consume offset not yet committed)")
+    return DuplicateRuling(False, "consumer", f"the same stored copy delivered again at {hi} after an answer "
+                           f"{first.get('outcome')} at {lo}, with no CRASH and no consumer or broker kill in between")

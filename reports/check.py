@@ -133,7 +133,10 @@ def _contract_pass(spark, suspects, by_id, broken) -> dict[str, list[dict]]:
 def _small_facts(good):
     """Per run: fault and snapshot events (as dicts) and the (topic, group) pairs delivered."""
     unkeyed: dict[str, list[dict]] = defaultdict(list)
-    rows = good.filter(F.col("type").isin(*model.UNKEYED_TYPES)).collect()
+    # CRASH answers ride along with the faults: the model's NO_DUPLICATE rule needs them (a consumer
+    # that crashed redelivers what it consumed since its last offset commit)
+    rows = good.filter(F.col("type").isin(*model.UNKEYED_TYPES)
+                       | ((F.col("type") == "deliver") & (F.col("outcome") == "CRASH"))).collect()
     for r in rows:
         unkeyed[r.run_id].extend(model.unkeyed_to_dicts([r]))
     topic_groups: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -155,7 +158,7 @@ def _collect_violations(j, runs_json, unkeyed):
         by_attempt[(r.run_id, r.key, r.group, r.attempt)].append(r.asDict())
     rulings = defaultdict(list)
     for (rid, key, group, attempt), ds in by_attempt.items():
-        faults = [e for e in unkeyed.get(rid, []) if e["type"] == "fault"]
+        faults = [e for e in unkeyed.get(rid, []) if e["type"] == "fault" or e.get("outcome") == "CRASH"]
         first = _as_event(ds[0])
         for second in ds[1:]:
             ruling = model.rule_duplicates(runs_json[rid], faults, [(first, _as_event(second))])[0]
