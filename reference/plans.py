@@ -41,6 +41,39 @@ def answer(plan: tuple[str, ...], delivery_index: int) -> str:
 
 
 @dataclass(frozen=True)
+class PlanCursor:
+    """A consumer group's progress through one message's plan: ``used`` entries answered from
+    the plan, and the attempts already ``settled`` (answered OK or LATER)."""
+
+    used: int = 0
+    settled: frozenset[int] = frozenset()
+
+
+def next_answer(plan: tuple[str, ...], cursor: PlanCursor, reconsume_times: int) -> tuple[str, PlanCursor, bool]:
+    """The answer to a delivery of attempt ``reconsume_times``: (answer, new cursor, from_plan).
+
+    ConsumeMessageConcurrentlyService (4.9.x) redelivers, after a consumer dies, every message
+    consumed since the last offset commit, including attempts already answered. The harness's
+    consumer is idempotent: a redelivery of a settled attempt is acknowledged ``OK`` without taking
+    a plan entry (answering LATER again would fork a second retry chain); every other delivery —
+    the first of an attempt, or one after this attempt's own CRASH — takes the next entry."""
+    if reconsume_times in cursor.settled:
+        return OK, cursor, False
+    word = answer(plan, cursor.used)
+    settled = cursor.settled | {reconsume_times} if word != CRASH else cursor.settled
+    return word, PlanCursor(cursor.used + 1, settled), True
+
+
+def replay_cursor(plan: tuple[str, ...], delivered_reconsume_times) -> PlanCursor:
+    """The cursor after the given deliveries (their reconsume_times, in order): how a restarted
+    consumer rebuilds its plan positions from its own events file."""
+    cursor = PlanCursor()
+    for rt in delivered_reconsume_times:
+        _, cursor, _ = next_answer(plan, cursor, rt)
+    return cursor
+
+
+@dataclass(frozen=True)
 class PlanOutcome:
     """Where a plan leads under ``max_reconsume_times`` (the broker's DLQ rule applied).
 

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING
 
 from adapters.base import ConsumerSpec
 from adapters.simulated.store import StoredMessage
-from reference.plans import CRASH, LATER, answer
+from reference.plans import CRASH, LATER, PlanCursor, next_answer
 from reference.profile import effective_max_reconsume_times
 from reference.retry import retry_topic
 
 if TYPE_CHECKING:
     from adapters.simulated.system import SimulatedSystem
 
+NO_PROGRESS = PlanCursor()
 #: DefaultMQPushConsumer.persistConsumerOffsetInterval.
 COMMIT_INTERVAL_MS = 5000
 #: Time from a message being stored to a long-polling consumer receiving it.
@@ -130,9 +131,8 @@ class SimConsumer:
         system = self.system
         now = system.clock.now_ms()
         pos_key = (self.group, msg.key)
-        pos = system.plan_positions.get(pos_key, 0)
-        outcome = answer(msg.plan, pos)
-        system.plan_positions[pos_key] = pos + 1
+        outcome, cursor, _ = next_answer(msg.plan, system.plan_positions.get(pos_key, NO_PROGRESS), reconsume_times)
+        system.plan_positions[pos_key] = cursor
         event = {
             "type": "deliver", "ts_ms": now, "key": msg.key, "group": self.group, "topic": msg.topic,
             "queue_id": msg.queue_id, "queue_offset": msg.queue_offset, "queue_topic": msg.queue_topic,

@@ -14,7 +14,7 @@ from adapters.simulated.defects import Defect
 from adapters.simulated.store import StoredMessage
 from reference.contract import FAULT_TARGETS, retry_topic
 from reference.levels import parse_level_table
-from reference.plans import parse_plan
+from reference.plans import PlanCursor, parse_plan
 from reference.profile import Profile
 from reference.timer import timer_ruling
 
@@ -46,7 +46,7 @@ class SimulatedSystem:
         self.timers = timers
         self.namesrv_up = False
         self.consumers: dict[str, SimConsumer] = {}
-        self.plan_positions: dict[tuple[str, str], int] = {}
+        self.plan_positions: dict[tuple[str, str], PlanCursor] = {}
         self._queue_cursor: dict[str, int] = {}
         self._sent = 0
         self.info = SystemInfo("simulated", version, "virtual", {

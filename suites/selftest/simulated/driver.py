@@ -1,0 +1,126 @@
+"""A small driver for the simulated broker: run a timeline of sends and faults in virtual time and
+return the run as ``run.json`` + contract events (what the runner would write), without the runner.
+
+Tests drive the simulator directly with it, so they depend on the model and the simulator only.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from adapters.base import BrokerProfile, ConsumerSpec, SendRequest
+from adapters.simulated import open_simulated
+from reference.contract import validate_event
+
+DRAIN_STEP_MS = 250
+
+
+@dataclass(frozen=True)
+class Send:
+    at_ms: int
+    key: str
+    topic: str = "T"
+    delay_level: int = 0
+    plan: tuple[str, ...] = ()
+    deliver_after_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Fault:
+    at_ms: int
+    action: str  # kill / stop / start / pause / resume
+    target: str = "broker"
+
+
+@dataclass
+class Run:
+    run: dict
+    events: list[dict]
+    system: object = None
+    extra: dict = field(default_factory=dict)
+
+    def of_type(self, t: str) -> list[dict]:
+        return [e for e in self.events if e["type"] == t]
+
+
+def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, levels: str = "1s 2s 3s 4s 5s",
+                 max_reconsume_times: int = 16, flush_ms: int = 10_000, slack_ms: int = 3000, seed: int = 0,
+                 defects=(), groups: tuple[str, ...] = ("g",), consumers_per_group: int = 1,
+                 drain_ms: int = 120_000, **options) -> Run:
+    """Execute the timeline (offsets after setup) and drain ``drain_ms`` of virtual time after the
+    last step, restarting crashed consumers every 250 ms as the runner does."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    system = open_simulated(BrokerProfile(levels, flush_ms), defects=defects, seed=seed, **options)
+    events: list[dict] = []
+    clock = system.clock
+
+    def fault_event(action: str, target: str) -> None:
+        events.append({"type": "fault", "ts_ms": clock.now_ms(), "action": action, "target": target})
+
+    fault_event("start", "broker")
+    system.setup()
+    fault_event("ready", "broker")
+    started = clock.now_ms()
+    topics = sorted({s.topic for s in sends} | {"T"})
+    for t in topics:
+        system.create_topic(t)
+    for g in groups:
+        for i in range(consumers_per_group):
+            system.start_consumer(ConsumerSpec(f"{g}-{i}", g, tuple(topics), max_reconsume_times, tmp))
+    timeline = sorted([(f.at_ms, 0, i, f) for i, f in enumerate(faults)] + [(s.at_ms, 1, i, s) for i, s in enumerate(sends)])
+    rng = random.Random(seed)
+    for at, kind, _, item in timeline:
+        _advance(system, started + at)
+        if kind == 0:
+            if item.action in ("kill", "stop"):
+                fault_event(item.action, item.target)
+                getattr(system, item.action)(item.target)
+            elif item.action == "start":
+                fault_event("start", item.target)
+                system.start(item.target)
+                system.wait_ready(item.target)
+                fault_event("ready", item.target)
+            else:
+                fault_event(item.action, item.target)
+                getattr(system, item.action)(item.target)
+        else:
+            body = f"{item.key}|{rng.getrandbits(32)}".encode()
+            deliver_at = None if item.deliver_after_ms is None else clock.now_ms() + item.deliver_after_ms
+            res = system.send(SendRequest(item.topic, item.key, body, item.delay_level, deliver_at, item.plan))
+            ev = {"type": "send", "ts_ms": res.ts_ms, "key": item.key, "topic": item.topic,
+                  "delay_level": item.delay_level, "status": res.status, "born_ms": res.born_ms,
+                  "body_crc": zlib.crc32(body), "msg_id": res.msg_id}
+            if item.plan:
+                ev["plan"] = list(item.plan)
+            if deliver_at is not None:
+                ev["deliver_at_ms"] = deliver_at
+            events.append(ev)
+    _advance(system, clock.now_ms() + drain_ms)
+    system.stop_consumers()
+    now = clock.now_ms()
+    for g in groups:
+        for rec in system.read_dlq(g):
+            events.append({"type": "dlq", "ts_ms": now, **rec})
+    for snap in system.snapshot():
+        events.append({"type": "snapshot", "ts_ms": now, **snap})
+    system.teardown()
+    for path in sorted(tmp.glob("consumer-*.jsonl")):
+        events.extend(json.loads(line) for line in path.read_text().splitlines())
+    for i, e in enumerate(events):
+        validate_event(e, f"simulated run event #{i}")
+    run = {"run_id": f"sim-{seed}", "scenario": "selftest", "system": {"adapter": "simulated", "version": system.info.version, "runtime": "virtual"},
+           "profile": {"message_delay_level": levels, "max_reconsume_times": max_reconsume_times,
+                       "flush_delay_offset_interval_ms": flush_ms, "slack_ms": slack_ms},
+           "started_ms": started, "ended_ms": now}
+    return Run(run, events, system)
+
+
+def _advance(system, ts_ms: int) -> None:
+    clock = system.clock
+    while clock.now_ms() < ts_ms:
+        clock.sleep_until(min(ts_ms, clock.now_ms() + DRAIN_STEP_MS))
+        system.poll_consumers()
