@@ -1,0 +1,61 @@
+"""Scenario shapes for the simulator's selftests: one that exposes each defect, and random ones with
+faults (seeded) for the clean simulator."""
+
+from __future__ import annotations
+
+import random
+
+from adapters.simulated.defects import Defect
+from suites.selftest.simulated.driver import Fault, Send
+
+LEVELS = "1s 2s 3s 4s 5s"
+
+
+def exposing(defect: Defect) -> tuple[list[Send], list[Fault], dict]:
+    """A scenario (sends, faults, run options) on which ``defect`` must break its invariant."""
+    steady = [Send(i * 50, f"d{i}", delay_level=1 + i % 5) for i in range(40)]
+    if defect is Defect.NO_LEVEL_CLAMPING:
+        return [Send(0, "above-max", delay_level=9), Send(10, "far-above", delay_level=99)], [], {}
+    if defect is Defect.WRONG_RETRY_LEVEL:
+        return [Send(0, "retry", plan=("LATER", "LATER", "OK"))], [], {}
+    if defect is Defect.SKIPPED_DLQ:
+        return [Send(0, "to-dlq", plan=("LATER",) * 3)], [], {"max_reconsume_times": 2}
+    if defect is Defect.REORDER_WITHIN_LEVEL:
+        return [Send(i * 20, f"burst{i}", delay_level=2) for i in range(10)], [], {}
+    if defect in (Defect.LOST_ON_RESTART, Defect.OFFSETS_REWOUND_ON_RESTART):
+        # re-puts before a graceful restart (rewound: repeated), messages waiting across it (lost)
+        late = [Send(2600 + i * 10, f"w{i}", delay_level=5) for i in range(5)]
+        return steady + late, [Fault(3000, "stop"), Fault(4000, "start")], {}
+    if defect is Defect.DUPLICATE_AFTER_GRACEFUL_RESTART:
+        # re-puts between the first periodic flush (10 s after start) and a graceful stop
+        sends = [Send(9000 + i * 50, f"g{i}", delay_level=1) for i in range(20)]
+        return sends, [Fault(12_000, "stop"), Fault(13_000, "start")], {}
+    return steady, [], {}
+
+
+def random_scenario(seed: int, messages: int = 40) -> tuple[list[Send], list[Fault], dict]:
+    """Sends with levels (some above the maximum), plans with LATER and CRASH, and broker/consumer
+    faults (kill -9, graceful restart, pause) at random offsets; deterministic in ``seed``."""
+    rng = random.Random(seed)
+    sends = []
+    for i in range(messages):
+        plan = tuple(rng.choice(("OK", "LATER", "LATER", "CRASH")) for _ in range(rng.randint(0, 4)))
+        sends.append(Send(rng.randint(0, 20_000), f"m{i}", topic=rng.choice(("A", "B")),
+                          delay_level=rng.choice((0, 1, 2, 3, 4, 5, 7)), plan=plan))
+    faults: list[Fault] = []
+    t = rng.randint(1000, 5000)
+    for _ in range(rng.randint(0, 3)):
+        kind = rng.choice(("kill", "stop", "pause", "consumer-kill", "consumer-pause"))
+        down = rng.randint(500, 6000)
+        if kind in ("kill", "stop"):
+            faults += [Fault(t, kind), Fault(t + down, "start")]
+        elif kind == "pause":
+            faults += [Fault(t, "pause"), Fault(t + down, "resume")]
+        elif kind == "consumer-kill":
+            faults += [Fault(t, "kill", "consumer"), Fault(t + down, "start", "consumer")]
+        else:
+            faults += [Fault(t, "pause", "consumer"), Fault(t + down, "resume", "consumer")]
+        t += down + rng.randint(500, 8000)
+    options = {"max_reconsume_times": rng.choice((1, 2, 16)), "flush_ms": rng.choice((1000, 10_000)),
+               "consumers_per_group": rng.choice((1, 2)), "seed": seed}
+    return sends, faults, options
