@@ -142,7 +142,8 @@ class Batch:
             system.teardown()
 
     def _run_one(self, scenario: Scenario, system: System, name: str, watch: ConsumerWatch, owns_consumers: bool) -> None:
-        run_id = f"{_slug(name)}-{_slug(system.info.version)}-{self.stamp}"
+        tag = system.info.version + "".join("+" + d for d in self.opts.system.defects)
+        run_id = f"{_slug(name)}-{_slug(tag)}-{self.stamp}"
         missing = set(scenario.requires) - capabilities(system)
         if missing:
             self.progress[name].phase = "done"
