@@ -1,0 +1,90 @@
+"""Consumer retry laws: the retry level sequence, the DLQ after max + 1 failures, the send-back
+failure paths (SendMessageProcessor / DefaultMQPushConsumerImpl / ConsumeMessageConcurrentlyService)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reference.contract import ContractError
+from reference.plans import CRASH, LATER, OK, PlanCursor, next_answer, parse_plan, plan_outcome, replay_cursor
+from reference.profile import effective_max_reconsume_times
+from reference.retry import goes_to_dlq, requested_retry_level, retry_level, send_back_route
+
+plans = st.lists(st.sampled_from([OK, LATER, CRASH]), max_size=40).map(tuple)
+
+
+@given(st.integers(1, 40), st.integers(1, 40))
+def test_retry_levels_start_at_3_and_never_decrease(max_level, k):
+    assert requested_retry_level(1) == 3
+    assert retry_level(k, max_level) <= retry_level(k + 1, max_level) <= max_level
+    assert retry_level(k, max_level) == min(3 + k - 1, max_level)
+
+
+@given(st.integers(0, 40), st.integers(0, 20))
+def test_n_failures_end_in_the_dlq_exactly_when_n_exceeds_max(n, max_rt):
+    out = plan_outcome((LATER,) * n, max_rt)
+    assert out.final_state == ("DLQ" if n >= max_rt + 1 else "CONSUMED")
+    assert out.last_attempt == min(n, max_rt)
+
+
+@given(plans, st.integers(0, 20))
+def test_outcome_attempts_count_laters_and_crashes_stay_in_their_attempt(plan, max_rt):
+    out = plan_outcome(plan, max_rt)
+    assert len(out.crashes) == out.last_attempt + 1
+    assert sum(out.crashes) <= plan.count(CRASH)
+
+
+def test_max_reconsume_times_minus_one_means_16_and_the_consumer_wins():
+    assert effective_max_reconsume_times(-1) == 16
+    assert effective_max_reconsume_times(3, group_value=16) == 3
+    assert effective_max_reconsume_times(None, group_value=5) == 5
+
+
+def test_level_minus_one_sends_straight_to_the_dlq():
+    assert goes_to_dlq(0, 16, delay_level=-1)
+    r = send_back_route("g", 0, 16, (1000,) * 18, send_back_ok=True, producer_ok=True, delay_level=-1)
+    assert r.topic == "%DLQ%g" and r.via == "broker"
+
+
+def test_send_back_failure_takes_the_producer_then_the_local_path():
+    table = tuple(range(1000, 19_000, 1000))
+    assert send_back_route("g", 0, 16, table, True, True).topic == "%RETRY%g"
+    prod = send_back_route("g", 0, 16, table, False, True)
+    assert (prod.via, prod.topic, prod.level, prod.reconsume_times) == ("producer", "%RETRY%g", 3, 1)
+    local = send_back_route("g", 4, 16, table, False, False)
+    assert (local.via, local.topic, local.reconsume_times, local.delay_ms) == ("local", None, 5, 5000)
+
+
+def test_the_producer_path_goes_to_the_dlq_one_attempt_earlier():
+    table = (1000,) * 18
+    assert send_back_route("g", 15, 16, table, True, True).topic == "%RETRY%g"  # broker: 15 < 16
+    assert send_back_route("g", 15, 16, table, False, True).topic == "%DLQ%g"  # header says 16 >= 16
+
+
+def test_unknown_plan_word_is_named():
+    with pytest.raises(ContractError) as e:
+        parse_plan(["OK", "RETRY"])
+    assert "plan[1]" in str(e.value) and "'RETRY'" in str(e.value)
+
+
+@given(plans)
+def test_redeliveries_of_settled_attempts_do_not_fork_the_plan(plan):
+    """Delivering every settled attempt a second time yields the same answers as delivering once."""
+    once, twice = [], []
+    for words, repeat in ((once, False), (twice, True)):
+        cursor, attempt, history = PlanCursor(), 0, []
+        for _ in range(len(plan) + 1):
+            word, cursor, _ = next_answer(plan, cursor, attempt)
+            history.append(attempt)
+            words.append(word)
+            if repeat and word != CRASH:
+                dup, cursor, from_plan = next_answer(plan, cursor, attempt)
+                history.append(attempt)
+                assert (dup, from_plan) == (OK, False)
+            if word == OK:
+                break
+            attempt += word == LATER
+        assert replay_cursor(plan, history) == cursor
+    assert once == twice
