@@ -56,6 +56,9 @@ class Client:
         self.admin.start()
         self._dlq_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        from org.apache.rocketmq.common.message import Message, MessageAccessor
+
+        self._Message, self._MessageAccessor = Message, MessageAccessor
 
     # -- admin ------------------------------------------------------------------------------
     def brokers(self) -> dict[str, str]:
@@ -97,16 +100,14 @@ class Client:
 
     # -- producer ---------------------------------------------------------------------------
     def send(self, m: dict, timeout_ms: int = 3000) -> dict:
-        from org.apache.rocketmq.common.message import Message, MessageAccessor
-
         body = m.get("body", "").encode("latin-1")
         crc = zlib.crc32(body)
-        msg = Message(m["topic"], "", m["key"], body)
+        msg = self._Message(m["topic"], "", m["key"], body)
         level = int(m.get("delay_level") or 0)
         if level:
             msg.setDelayTimeLevel(level)
         if m.get("deliver_at_ms") is not None:
-            MessageAccessor.putProperty(msg, "TIMER_DELIVER_MS", str(int(m["deliver_at_ms"])))
+            self._MessageAccessor.putProperty(msg, "TIMER_DELIVER_MS", str(int(m["deliver_at_ms"])))
         if m.get("plan"):
             msg.putUserProperty("HG_PLAN", ",".join(m["plan"]))
         msg.putUserProperty("HG_BODY_CRC", str(crc))

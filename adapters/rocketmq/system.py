@@ -314,14 +314,27 @@ class RocketMQSystem:
             if persisted is not None:
                 out.append({"source": "delayOffset.json", "offsets": {str(k): v for k, v in sorted(persisted.items())}})
         if self.external or self.runtime.running("broker"):
-            try:
-                status = self._request("broker_status", timeout_s=15)["brokers"]
-            except (ClientError, AdapterError):
+            status = self._broker_status()
+            if status is None:
                 return out
             for addr, table in status.items():
                 offsets, max_offsets = schedule_offsets(table)
                 out.append({"source": "brokerStatus", "broker": addr, "offsets": offsets, "max_offsets": max_offsets})
         return out
+
+    def _broker_status(self, timeout_s: float = 10.0) -> dict | None:
+        """Admin ``brokerStatus`` of every broker. Right after a start the broker answers with an
+        error until its runtime statistics have a first sample: retry until ``timeout_s``; then
+        None, and the reason goes to ``info.details['snapshot_errors']``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return self._request("broker_status", timeout_s=15)["brokers"]
+            except AdapterError as e:
+                if time.monotonic() > deadline:
+                    self.info.details.setdefault("snapshot_errors", []).append(str(e)[:500])
+                    return None
+            time.sleep(0.5)  # poll interval while the broker's statistics warm up
 
 
 _ERROR_LINE = re.compile(r"\bERROR\b|Exception\b")
