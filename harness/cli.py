@@ -123,8 +123,11 @@ def cmd_matrix(args) -> int:
         by_system[system] = run_system(system, scenarios, args, sub)
     from reports.matrix import write_matrix
 
-    paths = write_matrix(by_system, out)
-    print(f"\nmatrix of {', '.join(systems)}: {paths}")
+    checked = [v["run_dir"] for vs in by_system.values() for v in vs if v.get("run_dir")]
+    m = write_matrix(checked, str(out))
+    print(f"\nmatrix of {', '.join(m['versions'])}: {out / 'matrix.html'}")
+    for d in m["differences"]:
+        print(f"  differs: {d['scenario']} {d['invariant']}: " + ", ".join(f"{v}={(c or {}).get('passed')}" for v, c in d["by_version"].items()))
     return max(exit_code(v) for v in by_system.values())
 
 
