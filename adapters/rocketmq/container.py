@@ -41,10 +41,12 @@ LABEL_PID = "hourglass.harness-pid"
 LABEL_PID_START = "hourglass.harness-start"
 LABEL_HOST = "hourglass.harness-host"
 
-# The command of every container: append a marker and then the JVM's output to the log file ($0).
+# The entrypoint of every container: append a marker and then the JVM's output to the log file
+# ($0); run the image's own Java ($JAVA_HOME/bin/java where the image sets it, else `java`).
 WRAPPER = (
-    'echo "==== hourglass: container start $(date -u +%Y-%m-%dT%H:%M:%SZ): $*" >>"$0"; '
-    'exec "$@" >>"$0" 2>&1'
+    'echo "==== hourglass: container start $(date -u +%Y-%m-%dT%H:%M:%SZ): java $*" >>"$0"; '
+    'if [ -n "$JAVA_HOME" ] && [ -x "$JAVA_HOME/bin/java" ]; then exec "$JAVA_HOME/bin/java" "$@" >>"$0" 2>&1; fi; '
+    'exec java "$@" >>"$0" 2>&1'
 )
 # JVM options the JDK 8 of older official images rejects outright.
 JDK9_ONLY_PREFIXES = ("--add-opens", "--add-exports", "--add-modules", "--illegal-access", "-Xlog:")
@@ -181,8 +183,7 @@ class ContainerRuntime:
             self._remove(spec.component)
         image = self.ensure_image()
         classpath, extra_dirs = map_classpath(spec.classpath, lib_dir_of(self.distribution), image.lib_dir)
-        command = ["sh", "-c", WRAPPER, str(spec.log_file), "java",
-                   *jvm_opts_for(spec.jvm_opts, image.java_major, self.workdir),
+        command = [str(spec.log_file), *jvm_opts_for(spec.jvm_opts, image.java_major, self.workdir),
                    "-cp", ":".join(classpath), spec.main_class, *spec.args]
         host_lib = lib_dir_of(self.distribution).resolve()
         # the image has the jars: the host lib dir needs no mount (classpath is mapped above)
@@ -201,7 +202,7 @@ class ContainerRuntime:
             container.with_volume_mapping(str(d), str(d), "rw")
         for d in readonly:
             container.with_volume_mapping(str(d), str(d), "ro")
-        container.with_kwargs(network_mode="host", init=True, labels=labels,
+        container.with_kwargs(network_mode="host", init=True, labels=labels, entrypoint=["sh", "-c", WRAPPER],
                               user=f"{os.getuid()}:{os.getgid()}", working_dir=str(self.workdir))
         self._specs[spec.component] = spec
         try:
@@ -216,7 +217,7 @@ class ContainerRuntime:
             raise AdapterError(f"container runtime: no component {component!r} launched "
                                f"(launched: {sorted(self._containers) or 'none'})")
         container = self._containers[component]
-        container.reload()
+        self._docker(component, "inspect", container.reload)
         return container
 
     def _state(self, component: str) -> dict:
@@ -224,11 +225,15 @@ class ContainerRuntime:
 
     def _docker(self, component: str, verb: str, call) -> None:
         import docker
+        import requests
 
         try:
             call()
         except docker.errors.APIError as e:
             raise AdapterError(f"container runtime: {verb} {component}: {e.explanation or e}") from None
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
+            raise AdapterError(f"container runtime: {verb} {component}: the Docker engine did not answer "
+                               f"({type(e).__name__}: {e})") from None
 
     def start(self, component: str) -> None:
         container = self._container(component)
@@ -259,7 +264,7 @@ class ContainerRuntime:
             return
         container = self._containers[component]
         self._docker(component, "kill", lambda: container.kill(signal="SIGKILL"))
-        container.wait(timeout=60)
+        self._docker(component, "wait for the exit of", lambda: container.wait(timeout=60))
 
     def pause(self, component: str) -> None:
         self._docker(component, "pause", self._container(component).pause)
@@ -336,6 +341,6 @@ class ContainerRuntime:
                 container.remove(force=True, v=True)
             except docker.errors.NotFound:
                 pass
-            except docker.errors.APIError as e:
+            except Exception as e:  # noqa: BLE001 - the next runtime removes what is left
                 self.say(f"hourglass container: could not remove {container.name}: {e}")
         _process._LIVE.discard(self)

@@ -371,3 +371,26 @@ def probe_java_major(client, image: str) -> int:
     major = parse_java_major(output.decode(errors="replace"))
     cached.write_text(json.dumps({"image": image, "java_major": major}))
     return major
+
+
+def main(argv: list[str]) -> int:
+    """``python -m adapters.rocketmq.image [SYSTEM ...]``: build (or find) the images of the given
+    systems (default ``rocketmq:latest``) ahead of a run, and print how long that took."""
+    from adapters.rocketmq.provision import resolve
+
+    client = engine()
+    for system in argv or ["rocketmq:latest"]:
+        started = time.monotonic()
+        ref = ensure_image(resolve(system), client)
+        size_mb = client.images.get(ref.tag).attrs.get("Size", 0) / 1e6
+        print(f"{system}: {ref.tag} ({ref.source}, Java {ref.java_major}, {size_mb:.0f} MB) "
+              f"in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except AdapterError as e:
+        print(f"hourglass image: {e}", file=sys.stderr)
+        sys.exit(2)
