@@ -120,7 +120,7 @@ def map_classpath(classpath: tuple[str, ...], host_lib: Path, image_lib: str) ->
 
 def outermost(dirs: list[Path]) -> list[Path]:
     """The given directories without those nested in another one of them."""
-    unique = sorted({d.resolve() for d in dirs}, key=lambda p: len(p.parts))
+    unique = sorted({d.resolve() for d in dirs}, key=lambda p: (len(p.parts), str(p)))
     kept: list[Path] = []
     for d in unique:
         if not any(d == k or k in d.parents for k in kept):
@@ -154,6 +154,7 @@ class ContainerRuntime:
         self._specs: dict[str, LaunchSpec] = {}
         self._containers: dict[str, object] = {}  # component -> docker Container
         self._closed = False
+        self._owner_pid = os.getpid()
         remove_leftovers(self.client, say)
         _process._LIVE.add(self)  # closed at exit and on SIGINT/SIGTERM with the process runtimes
         _process.install_cleanup_handlers()
@@ -327,8 +328,8 @@ class ContainerRuntime:
         creation was interrupted). Idempotent."""
         import docker
 
-        if self._closed:
-            return
+        if self._closed or os.getpid() != self._owner_pid:
+            return  # a forked child (its atexit) must not remove its parent's containers
         self._closed = True
         self._containers.clear()
         try:
