@@ -7,6 +7,7 @@ model), the violations found, and plot aggregates.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections import defaultdict
@@ -17,9 +18,11 @@ from pyspark.sql import functions as F
 
 from reports import baseline as baseline_mod
 from reports import model, plots
-from reports.inputs import BrokenRun, _display, discover_runs, file_summary, read_events, rescan_file
-from reports.invariants import VIOLATION_COLUMNS, judge
+from reports.inputs import BrokenRun, _display, discover_runs, read_events, rescan_file
+from reports.judge import VIOLATION_COLUMNS
+from reports.level_order import level_order
 from reports.outputs import write_run_outputs
+from reference.contract import EVENT_FIELDS
 from reports.spark import get_spark, stop_spark
 from reports.verdict import broken_verdict, build_verdict
 
@@ -65,49 +68,82 @@ def _target_dir(out_dir, run_dir: str, run_id: str) -> Path | None:
 def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     by_id = {r.run_id: r for r in runs}
     events = read_events(spark, runs).persist(StorageLevel.MEMORY_AND_DISK)
+    judged = None
     try:
-        sizes, suspects = file_summary(events)
+        sizes, suspects, unkeyed, topic_groups = _first_pass(events)
         torn = _contract_pass(spark, suspects, by_id, broken)
         good_ids = [rid for rid in by_id if rid not in {b.run_id for b in broken}]
         good = events.filter(F.col("contract_ok") & F.col("run_id").isin(good_ids))
-        unkeyed, topic_groups = _small_facts(good)
         runs_json = {rid: by_id[rid].run for rid in good_ids}
-        expected = model.expected_table(good, runs_json, unkeyed, {rid: sizes.get(rid, 0) for rid in good_ids}, topic_groups)
-        expected = expected.persist(StorageLevel.MEMORY_AND_DISK)
-        for row in expected.filter(F.col("topic") == model.CONTRACT_ERROR_TOPIC).select("run_id", "widened_by").collect():
-            broken.append(BrokenRun(by_id[row.run_id].run_dir, row.widened_by, row.run_id))
-        bad_ids = {b.run_id for b in broken}
-        good_ids = [rid for rid in good_ids if rid not in bad_ids]
-        expected = expected.filter(F.col("topic") != model.CONTRACT_ERROR_TOPIC)
-        good = good.filter(F.col("run_id").isin(good_ids))
-        run_ends = spark.createDataFrame(
-            [(rid, _ended_ms(by_id[rid].run)) for rid in good_ids], "run_id string, ended_ms bigint")
-        j = judge(good, expected, run_ends)
-        violations, rulings = _collect_violations(j, runs_json, unkeyed)
-        checked = defaultdict(dict)
-        for r in j.checked.collect():
-            checked[r.run_id][r.invariant] = r.checked
-        pending = defaultdict(list)
-        for r in j.pending.collect():
-            pending[r.run_id].append(r.asDict())
-        stats = {r.run_id: r.asDict() for r in j.stats.collect()}
-        plot_data = plots.collect(j, {rid: by_id[rid].run for rid in good_ids}, rulings)
+        ended = {rid: _ended_ms(run) for rid, run in runs_json.items()}
+        bins = {rid: plots.timeline_bin_ms(run) for rid, run in runs_json.items()}
+        judged = model.judged_table(good, runs_json, unkeyed, {rid: sizes.get(rid, 0) for rid in good_ids},
+                                    topic_groups, ended, bins).persist(StorageLevel.MEMORY_AND_DISK)
+        rows = judged.filter(F.col("kind") != "lo").select("run_id", "kind", "payload").collect()
+        lo_bad, lo_checked = level_order(judged.filter(F.col("kind") == "lo"))
+        lo_bad, lo_checked = lo_bad.collect(), lo_checked.collect()
     finally:
         events.unpersist()
+        if judged is not None:
+            judged.unpersist()
+    for r in rows:
+        if r.kind == "e":
+            broken.append(BrokenRun(by_id[r.run_id].run_dir, json.loads(r.payload), r.run_id))
+    bad_ids = {b.run_id for b in broken}
+    good_ids = [rid for rid in good_ids if rid not in bad_ids]
+    per_run = _gather(rows, lo_bad, lo_checked)
     verdicts = []
     for rid in good_ids:
         run = by_id[rid].run
         faults = [e for e in unkeyed.get(rid, []) if e["type"] == "fault"]
-        vdf = violations[violations["run_id"] == rid] if len(violations) else violations
+        got = per_run[rid]
+        vdf = _violation_frame(got["violations"])
         if accepted is not None:
             vdf = accepted.mark(vdf, run)
-        verdict = build_verdict(rid, stats.get(rid, {}), checked.get(rid, {}), vdf.to_dict("records"),
-                                pending.get(rid, []), faults, torn.get(rid, []))
+        verdict = build_verdict(rid, got["stats"], got["checked"], vdf.to_dict("records"), got["pending"], faults, torn.get(rid, []))
         target = _target_dir(out_dir, by_id[rid].run_dir, rid)
         if target is not None:
-            write_run_outputs(target, verdict, vdf, plot_data.get(rid), run, faults)
+            write_run_outputs(target, verdict, vdf, plots.merge(got["plots"], run), run, faults)
         verdicts.append(verdict)
     return verdicts
+
+
+def _gather(rows, lo_bad, lo_checked) -> dict[str, dict]:
+    """The judged rows of all runs, merged per run (counts summed over buckets)."""
+    per_run: dict[str, dict] = defaultdict(lambda: {"violations": [], "checked": defaultdict(int), "pending": [],
+                                                    "stats": defaultdict(int), "plots": []})
+    for r in rows:
+        got = per_run[r.run_id]
+        payload = json.loads(r.payload)
+        if r.kind == "v":
+            payload["run_id"] = r.run_id
+            got["violations"].append(payload)
+        elif r.kind == "c":
+            for inv, n in payload.items():
+                got["checked"][inv] += n
+        elif r.kind == "s":
+            for name, n in payload.items():
+                got["stats"][name] += n
+        elif r.kind == "p":
+            got["pending"].append(payload)
+        elif r.kind == "plot":
+            got["plots"].append(payload)
+    for r in lo_checked:
+        per_run[r.run_id]["checked"]["LEVEL_ORDER"] += r.checked
+    for r in lo_bad:
+        per_run[r.run_id]["violations"].append({
+            "run_id": r.run_id, "invariant": "LEVEL_ORDER", "key": r.key, "attempt": 0, "level": r.level,
+            "anchor_ms": r.born_ms, "observed_ms": r.store_ms, "other_key": r.other_key,
+            "detail": (f"born at {r.born_ms}, after {r.other_key}'s send returned at {r.other_send_ts_ms}, "
+                       f"yet stored at {r.store_ms}, before {r.other_key} (stored at {r.other_store_ms})")})
+    return per_run
+
+
+def _violation_frame(violations: list[dict]):
+    import pandas as pd
+
+    frame = pd.DataFrame(violations, columns=[n for n, _ in VIOLATION_COLUMNS])
+    return frame.astype({n: ("Int64" if t == "bigint" else "boolean" if t == "boolean" else "object") for n, t in VIOLATION_COLUMNS})
 
 
 def _ended_ms(run: dict) -> int:
@@ -130,52 +166,33 @@ def _contract_pass(spark, suspects, by_id, broken) -> dict[str, list[dict]]:
     return torn
 
 
-def _small_facts(good):
-    """Per run: fault and snapshot events (as dicts) and the (topic, group) pairs delivered."""
+def _first_pass(events):
+    """One action over the cached events: rows and suspect rows per file, the faults and snapshots
+    of each run (as dicts), and the (topic, group) pairs delivered in each run."""
+    bad = (F.col("suspect") | ~F.col("contract_ok")).cast("long")
+    summary = events.groupBy("run_id", "source_file").agg(F.count(F.lit(1)).alias("n"), F.sum(bad).alias("m")).select(
+        F.lit("f").alias("kind"), "run_id", F.col("source_file").alias("a"), F.lit(None).cast("string").alias("b"), "n", "m")
+    ok = events.filter("contract_ok")
+    unkeyed_cols = sorted({"type", "ts_ms"} | {f.name for t in model.UNKEYED_TYPES for f in EVENT_FIELDS[t]})
+    facts = ok.filter(F.col("type").isin(*model.UNKEYED_TYPES)).select(
+        F.lit("u").alias("kind"), "run_id", F.to_json(F.struct(*unkeyed_cols)).alias("a"), F.lit(None).cast("string").alias("b"),
+        F.lit(None).cast("long").alias("n"), F.lit(None).cast("long").alias("m"))
+    pairs = ok.filter(F.col("type") == "deliver").select("run_id", "topic", "group").distinct().select(
+        F.lit("tg").alias("kind"), "run_id", F.col("topic").alias("a"), F.col("group").alias("b"),
+        F.lit(None).cast("long").alias("n"), F.lit(None).cast("long").alias("m"))
+    sizes: dict[str, int] = defaultdict(int)
+    suspects: list[str] = []
     unkeyed: dict[str, list[dict]] = defaultdict(list)
-    # CRASH answers ride along with the faults: the model's NO_DUPLICATE rule needs them (a consumer
-    # that crashed redelivers what it consumed since its last offset commit)
-    rows = good.filter(F.col("type").isin(*model.UNKEYED_TYPES)
-                       | ((F.col("type") == "deliver") & (F.col("outcome") == "CRASH"))).collect()
-    for r in rows:
-        unkeyed[r.run_id].extend(model.unkeyed_to_dicts([r]))
     topic_groups: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for r in good.filter(F.col("type") == "deliver").select("run_id", "topic", "group").distinct().collect():
-        topic_groups[r.run_id].append((r.topic, r.group))
-    return dict(unkeyed), dict(topic_groups)
-
-
-def _collect_violations(j, runs_json, unkeyed):
-    """All violations as one pandas frame, the model's duplicate rulings included."""
-    import pandas as pd
-
-    v = j.violations.toPandas()
-    v["cause"] = None
-    dup_rows = []
-    candidates = j.duplicate_candidates.orderBy("run_id", "key", "group", "attempt", "ts_ms").collect()
-    by_attempt = defaultdict(list)
-    for r in candidates:
-        by_attempt[(r.run_id, r.key, r.group, r.attempt)].append(r.asDict())
-    rulings = defaultdict(list)
-    for (rid, key, group, attempt), ds in by_attempt.items():
-        faults = [e for e in unkeyed.get(rid, []) if e["type"] == "fault" or e.get("outcome") == "CRASH"]
-        first = _as_event(ds[0])
-        for second in ds[1:]:
-            ruling = model.rule_duplicates(runs_json[rid], faults, [(first, _as_event(second))])[0]
-            rulings[rid].append({"key": key, "attempt": attempt, "cause": ruling.cause, "allowed": ruling.allowed})
-            if not ruling.allowed:
-                dup_rows.append({"run_id": rid, "invariant": "NO_DUPLICATE", "key": key, "group": group, "attempt": attempt,
-                                 "anchor_ms": first["ts_ms"], "observed_ms": second["ts_ms"], "cause": ruling.cause,
-                                 "other_key": None, "detail": f"{ruling.cause} duplicate not allowed: {ruling.reason}"})
-    if dup_rows:
-        v = pd.concat([v, pd.DataFrame(dup_rows)], ignore_index=True)
-    v = v.astype({name: ("Int64" if t == "bigint" else "boolean" if t == "boolean" else "object")
-                  for name, t in VIOLATION_COLUMNS})
-    return v, dict(rulings)
-
-
-def _as_event(d: dict) -> dict:
-    out = {k: v for k, v in d.items() if v is not None and k not in ("copy", "run_id")}
-    out["type"] = "deliver"
-    out["reconsume_times"] = out.pop("attempt")
-    return out
+    for r in summary.unionByName(facts).unionByName(pairs).collect():
+        if r.kind == "f":
+            sizes[r.run_id] += r.n
+            if r.m:
+                suspects.append(r.a)
+        elif r.kind == "u":
+            unkeyed[r.run_id].append(json.loads(r.a))
+        else:
+            topic_groups[r.run_id].append((r.a, r.b))
+    for evs in unkeyed.values():
+        evs.sort(key=lambda e: e["ts_ms"])
+    return dict(sizes), sorted(suspects), dict(unkeyed), dict(topic_groups)

@@ -28,17 +28,19 @@ def main(argv: list[str] | None = None) -> int:
 
         write_matrix(args.verdicts, args.out)
         return 0
+    from reports import spark as spark_mod
     from reports.check import check_runs
-    from reports.spark import stop_spark
     from reports.verdict import exit_code
 
+    owns_session = spark_mod._session is None  # in-process callers (tests) keep their session
     try:
         verdicts = check_runs(args.runs, out_dir=args.out, master=args.master, baseline=args.baseline)
     except ContractError as e:
         print(f"hourglass check: {e}", file=sys.stderr)
         return 3
     finally:
-        stop_spark()
+        if owns_session:
+            spark_mod.stop_spark()
     for v in verdicts:
         state = "BROKEN" if v.get("broken") else {True: "passed", False: "FAILED", None: "undecided"}[v["passed"]]
         failed = [i for i, e in v["invariants"].items() if e["passed"] is False]

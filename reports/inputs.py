@@ -199,17 +199,6 @@ def read_events(spark: SparkSession, runs: list[RunInput]) -> DataFrame:
     return events.withColumn("contract_ok", contract_ok_column())
 
 
-def file_summary(events: DataFrame) -> tuple[dict[str, int], list[str]]:
-    """One pass over the (cached) events: rows per run, and the files holding a row that Spark
-    could not read as a valid contract event."""
-    bad = (F.col("suspect") | ~F.col("contract_ok")).cast("int")
-    rows = events.groupBy("run_id", "source_file").agg(F.count(F.lit(1)).alias("rows"), F.sum(bad).alias("suspects")).collect()
-    sizes: dict[str, int] = {}
-    for r in rows:
-        sizes[r.run_id] = sizes.get(r.run_id, 0) + r.rows
-    return sizes, sorted(r.source_file for r in rows if r.suspects)
-
-
 @dataclass
 class FileFinding:
     file: str

@@ -17,6 +17,8 @@ def write_run_outputs(target: Path, verdict: dict, violations, plot_data, run, f
     if violations is not None:
         _write_violations(target / "violations", violations)
     (target / "report.html").write_text(report_html(verdict, violations, plot_data, run, faults or []))
+    if run is not None and not (target / "run.json").exists():  # the matrix reads scenario and system from it
+        (target / "run.json").write_text(json.dumps(run, indent=1) + "\n")
 
 
 def _write_violations(directory: Path, violations) -> None:

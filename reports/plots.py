@@ -1,4 +1,4 @@
-"""Plot data (small Spark aggregates, one job each for all runs) and the plots themselves (inline SVG).
+"""Plot data (partial aggregates from each judged bucket, merged per run) and the plots (inline SVG).
 
 - lateness per delay level: how long after its due time each attempt arrived (histogram);
 - timeline: deliveries per time bin by outcome, broker/name-server/consumer outages as bands;
@@ -11,46 +11,58 @@ from __future__ import annotations
 import io
 from collections import defaultdict
 
-from pyspark.sql import functions as F
-
 from reference.windows import broker_outages
 
-LATENESS_BIN_MS = 250
-LATENESS_RANGE_MS = (-30_000, 120_000)
 TIMELINE_BINS = 300
 
 
-def collect(j, runs: dict[str, dict], rulings: dict[str, list[dict]]) -> dict[str, dict]:
-    """run_id -> plot data, from a :class:`reports.invariants.Judgement`."""
-    spark = j.timing.sparkSession
-    out: dict[str, dict] = defaultdict(lambda: {"lateness": defaultdict(dict), "gaps": [], "timeline": [], "duplicates": {}})
-    lo, hi = LATENESS_RANGE_MS
-    late = F.least(F.greatest(F.col("observed_ms") - F.col("lo_ms"), F.lit(lo)), F.lit(hi))
-    rows = (j.timing.filter(F.col("lo_ms").isNotNull() & F.col("level").isNotNull())
-            .groupBy("run_id", "level", F.floor(late / LATENESS_BIN_MS).alias("bin")).count().collect())
-    for r in rows:
-        out[r.run_id]["lateness"][int(r.level)][int(r.bin) * LATENESS_BIN_MS] = r["count"]
-    gap = F.col("observed_ms") - F.col("anchor_ms")
-    rows = (j.timing.filter((F.col("attempt") >= 1) & F.col("anchor_ms").isNotNull())
-            .groupBy("run_id", "attempt").agg(F.min(gap).alias("min"), F.percentile_approx(gap, 0.5).alias("median"),
-                                              F.max(gap).alias("max"), F.first("delay_ms").alias("expected_delay_ms"),
-                                              F.count(F.lit(1)).alias("n")).collect())
-    for r in rows:
-        out[r.run_id]["gaps"].append(r.asDict())
-    spans = spark.createDataFrame(
-        [(rid, int(run.get("started_ms") or 0), max(1000, _span(run) // TIMELINE_BINS)) for rid, run in runs.items()],
-        "run_id string, started_ms bigint, bin_ms bigint")
-    d = j.deliveries.join(F.broadcast(spans), "run_id")
-    rows = (d.groupBy("run_id", F.floor((F.col("ts_ms") - F.col("started_ms")) / F.col("bin_ms")).alias("bin"), "outcome")
-            .agg(F.count(F.lit(1)).alias("n"), F.first("bin_ms").alias("bin_ms"), F.first("started_ms").alias("started_ms")).collect())
-    for r in rows:
-        out[r.run_id]["timeline"].append((r.started_ms + int(r.bin) * r.bin_ms, r.outcome, r.n))
-    for rid, rs in rulings.items():
-        counts: dict[str, int] = defaultdict(int)
-        for x in rs:
-            counts[f"{x['cause']} {'allowed' if x['allowed'] else 'not allowed'}"] += 1
-        out[rid]["duplicates"] = dict(counts)
-    return {k: v for k, v in out.items()}
+def timeline_bin_ms(run: dict) -> int:
+    """The width of one timeline bin of ``run``: about :data:`TIMELINE_BINS` bins, at least 1 s."""
+    return max(1000, _span(run) // TIMELINE_BINS)
+
+
+def merge(partials: list[dict], run: dict) -> dict:
+    """Plot data of one run from the partial aggregates of its buckets (``reports.judge``)."""
+    lateness: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    gaps: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    gap_expected: dict[int, int] = {}
+    timeline: dict[tuple, int] = defaultdict(int)
+    duplicates: dict[str, int] = defaultdict(int)
+    for p in partials:
+        for level, bins in p["lateness"].items():
+            for b, n in bins.items():
+                lateness[int(level)][int(b)] += n
+        for attempt, bins in p["gaps"].items():
+            for b, n in bins.items():
+                gaps[int(attempt)][int(b)] += n
+        gap_expected.update({int(a): d for a, d in p["gap_expected"].items()})
+        for b, outcome, n in p["timeline"]:
+            timeline[(b, outcome)] += n
+        for cause, n in p["duplicates"].items():
+            duplicates[cause] += n
+    started, width = int(run.get("started_ms") or 0), timeline_bin_ms(run)
+    return {
+        "lateness": {lv: dict(bins) for lv, bins in lateness.items()},
+        "gaps": [_gap_summary(a, bins, gap_expected.get(a)) for a, bins in sorted(gaps.items())],
+        "timeline": [(started + b * width, o, n) for (b, o), n in sorted(timeline.items())],
+        "duplicates": dict(duplicates),
+    }
+
+
+def _gap_summary(attempt: int, bins: dict[int, int], expected_delay_ms: int | None) -> dict:
+    """min / median / max of one attempt's gaps from its histogram of offsets from the expected
+    delay (bin resolution)."""
+    ordered = sorted(bins.items())
+    total = sum(n for _, n in ordered)
+    seen, median = 0, ordered[0][0]
+    for b, n in ordered:
+        seen += n
+        if seen * 2 >= total:
+            median = b
+            break
+    base = expected_delay_ms or 0
+    return {"attempt": attempt, "min": base + ordered[0][0], "median": base + median, "max": base + ordered[-1][0],
+            "expected_delay_ms": base, "n": total}
 
 
 def _span(run: dict) -> int:

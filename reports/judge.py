@@ -1,0 +1,231 @@
+"""Judging one bucket of messages: observed events against the model's expected attempts.
+
+Runs on the executors, once per (run, bucket of keys): the events of those keys are grouped with
+the run's faults, :func:`reference.expected.build_expected_rows` says what must happen, and each
+invariant compares. Nothing here decides what is due: windows, levels, topics and final states come
+from the model, duplicate rulings from :func:`reference.expected.rule_duplicate`. LEVEL_ORDER spans
+keys, so this module only emits each delayed message's first attempt for the Spark window in
+:mod:`reports.level_order`.
+
+Output rows (:data:`OUTPUT_SCHEMA`): ``kind`` = ``v`` (a violation, JSON), ``c`` (checked counts,
+JSON), ``p`` (pending message, JSON), ``s`` (stats, JSON), ``plot`` (partial plot aggregates, JSON),
+``lo`` (a first attempt for LEVEL_ORDER, typed columns).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+
+from reference import expected as model
+
+OUTPUT_SCHEMA = ("run_id string, kind string, key string, level bigint, store_ms bigint, send_ts_ms bigint, "
+                 "born_ms bigint, payload string")
+#: (name, Spark SQL type) of every violation row (the ``violations`` Parquet), in order.
+VIOLATION_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run_id", "string"), ("invariant", "string"), ("key", "string"), ("group", "string"), ("attempt", "bigint"),
+    ("requested_level", "bigint"), ("level", "bigint"), ("clamped", "boolean"), ("anchor_ms", "bigint"),
+    ("earliest_ms", "bigint"), ("latest_ms", "bigint"), ("observed_ms", "bigint"), ("widened_by", "string"),
+    ("other_key", "string"), ("cause", "string"), ("detail", "string"),
+)
+LATENESS_BIN_MS = 250
+LATENESS_RANGE_MS = (-30_000, 120_000)
+_COL = {name: i for i, name in enumerate(model.EXPECTED_COLUMNS)}
+
+
+def _x(row, name):
+    return None if row is None else row[_COL[name]]
+
+
+def _clip_bin(value_ms: int) -> int:
+    lo, hi = LATENESS_RANGE_MS
+    return (min(max(value_ms, lo), hi) // LATENESS_BIN_MS) * LATENESS_BIN_MS
+
+
+class _Out:
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+        self.rows: list[tuple] = []
+        self.checked: Counter = Counter()
+        self.plot = {"lateness": defaultdict(Counter), "gaps": defaultdict(Counter), "gap_expected": {},
+                     "timeline": Counter(), "duplicates": Counter()}
+
+    def violation(self, invariant: str, key, **fields) -> None:
+        fields.update(invariant=invariant, key=key)
+        self.rows.append((self.run_id, "v", key, None, None, None, None, json.dumps(fields)))
+
+    def emit(self, kind: str, payload) -> None:
+        self.rows.append((self.run_id, kind, None, None, None, None, None, json.dumps(payload)))
+
+
+def judge_bucket(run: dict, events: list[dict], ended_ms: int, timeline_bin_ms: int) -> list[tuple]:
+    """All judgements of the keys in ``events`` (plus the run's faults and snapshots)."""
+    out = _Out(run["run_id"])
+    rows = model.build_expected_rows(run, events)
+    exp = {(r[_COL["key"]], r[_COL["group"]] or "", r[_COL["attempt"]]): r for r in rows}
+    sends: dict[str, dict] = {}
+    delivered: dict[tuple, list[dict]] = defaultdict(list)
+    dlqs: dict[tuple, list[dict]] = defaultdict(list)
+    faults = []
+    for e in events:
+        t = e["type"]
+        if t == "send":
+            sends[e["key"]] = e
+        elif t == "deliver" and e["key"] != TOPIC_GROUP_KEY:
+            delivered[(e["key"], e["group"], e["reconsume_times"])].append(e)
+        elif t == "dlq":
+            dlqs[(e["key"], e["group"])].append(e)
+        elif t == "fault":
+            faults.append(e)
+    started_ms = int(run.get("started_ms") or 0)
+    attempts = {}
+    for k, ds in delivered.items():
+        ds.sort(key=lambda d: d["ts_ms"])
+        later = next((d for d in ds if d["outcome"] == "LATER"), None)
+        attempts[k] = (ds, later)
+    firsts: dict[str, tuple] = {}
+    for (key, group, attempt), (ds, later) in attempts.items():
+        x = exp.get((key, group, attempt))
+        prev = attempts.get((key, group, attempt - 1))
+        _attempt(out, run, faults, key, group, attempt, ds, prev, x, sends.get(key))
+        for d in ds:
+            out.plot["timeline"][((d["ts_ms"] - started_ms) // timeline_bin_ms, d["outcome"])] += 1
+        if attempt == 0 and x is not None and (x[_COL["level"]] or 0) > 0:
+            store = ds[0]["store_ms"]
+            if key not in firsts or store < firsts[key][1]:
+                firsts[key] = (x[_COL["level"]], store)
+    for key, (level, store) in firsts.items():
+        s = sends[key]
+        out.rows.append((out.run_id, "lo", key, level, store, s["ts_ms"], s.get("born_ms", s["ts_ms"]), None))
+    _messages(out, exp, attempts, dlqs, ended_ms)
+    recovered = sum(1 for k, s in sends.items() if s["status"] == "UNKNOWN" and any(a[0] == k for a in attempts))
+    out.emit("s", {"messages": len(sends), "attempts": len(attempts), "recovered": recovered})
+    out.emit("c", dict(out.checked))
+    plot = out.plot
+    out.emit("plot", {
+        "lateness": {str(lv): dict(c) for lv, c in plot["lateness"].items()},
+        "gaps": {str(a): dict(c) for a, c in plot["gaps"].items()},
+        "gap_expected": {str(a): v for a, v in plot["gap_expected"].items()},
+        "timeline": [[b, o, n] for (b, o), n in plot["timeline"].items()],
+        "duplicates": dict(plot["duplicates"]),
+    })
+    return out.rows
+
+
+TOPIC_GROUP_KEY = "\u0000topic-group"
+
+
+def _attempt(out: _Out, run, faults, key, group, attempt, ds, prev, x, send) -> None:
+    first = ds[0]
+    local = attempt >= 1 and prev is not None and prev[1] is not None and model.same_stored_copy(prev[1], first)
+    observed = first["ts_ms"] if local else first["store_ms"]
+    lo = _x(x, "local_earliest_ms" if local else "earliest_ms")
+    hi = _x(x, "local_latest_ms" if local else "latest_ms")
+    how = " (a local re-consume of the same stored copy: judged by delivery time)" if local else ""
+    common = dict(group=group, attempt=attempt, requested_level=_x(x, "requested_level"), level=_x(x, "level"),
+                  clamped=_x(x, "clamped"), anchor_ms=_x(x, "anchor_ms"), earliest_ms=lo, latest_ms=hi,
+                  observed_ms=observed, widened_by=_x(x, "widened_by"))
+    if lo is not None:
+        out.checked["NOT_EARLY"] += 1
+        out.plot["lateness"][x[_COL["level"]]][_clip_bin(observed - lo)] += 1
+        if observed < lo:
+            out.violation("NOT_EARLY", key, detail="arrived before its window opened" + how, **common)
+    if hi is not None:
+        out.checked["ON_TIME"] += 1
+        if observed > hi:
+            out.violation("ON_TIME", key, detail="arrived after its window closed" + how, **common)
+    anchor = _x(x, "anchor_ms")
+    if attempt >= 1 and anchor is not None:
+        out.plot["gaps"][attempt][_clip_bin(observed - anchor - x[_COL["delay_ms"]])] += 1  # offset from the schedule
+        out.plot["gap_expected"][attempt] = x[_COL["delay_ms"]]
+    if attempt >= 1:
+        out.checked["RETRY_SCHEDULE"] += 1
+        detail = None
+        if prev is None:
+            detail = f"attempt {attempt - 1} was never delivered: a gap in reconsume_times"
+        elif prev[1] is None:
+            detail = f"attempt {attempt - 1} was never answered LATER"
+        elif prev[1]["ts_ms"] > first["ts_ms"]:
+            detail = "delivered before the LATER it should follow"
+        elif x is None:
+            detail = "the plan does not lead to this attempt"
+        if detail:
+            out.violation("RETRY_SCHEDULE", key, group=group, attempt=attempt, observed_ms=first["ts_ms"],
+                          anchor_ms=prev[1]["ts_ms"] if prev and prev[1] else None, detail=detail)
+    out.checked["NO_DUPLICATE"] += 1
+    for second in ds[1:]:
+        ruling = model.rule_duplicate(run, faults, first, second)
+        out.plot["duplicates"][f"{ruling.cause} {'allowed' if ruling.allowed else 'not allowed'}"] += 1
+        if not ruling.allowed:
+            out.violation("NO_DUPLICATE", key, group=group, attempt=attempt, anchor_ms=first["ts_ms"],
+                          observed_ms=second["ts_ms"], cause=ruling.cause,
+                          detail=f"{ruling.cause} duplicate not allowed: {ruling.reason}")
+    want_topic = _x(x, "topic") or (send["topic"] if send else None)
+    for d in ds:
+        out.checked["INTEGRITY"] += 1
+        detail = None
+        if send is None:
+            detail = "delivered a key that was never sent"
+        elif send["status"] == "FAILED":
+            detail = "delivered a message whose send FAILED (certainly not stored)"
+        elif d["topic"] != want_topic:
+            detail = f"topic {d['topic']}, expected {want_topic}"
+        elif d.get("body_crc") is not None and send.get("body_crc") is not None and d["body_crc"] != send["body_crc"]:
+            detail = f"body_crc {d['body_crc']}, sent {send['body_crc']}"
+        if detail:
+            out.violation("INTEGRITY", key, group=group, attempt=attempt, observed_ms=d["ts_ms"], detail=detail)
+
+
+def _messages(out: _Out, exp, attempts, dlqs, ended_ms: int) -> None:
+    """NO_LOSS and DLQ_ROUTING per (message, group), and the messages still pending at the end."""
+    plans: dict[tuple, list] = defaultdict(list)
+    for (key, group, attempt), row in exp.items():
+        plans[(key, group)].append(row)
+    seen: dict[tuple, list[int]] = defaultdict(list)
+    consumed: set[tuple] = set()
+    for (key, group, attempt), (ds, _) in attempts.items():
+        seen[(key, group)].append(attempt)
+        if any(d["outcome"] == "OK" for d in ds):
+            consumed.add((key, group))
+    for mg in set(plans) | set(dlqs):
+        key, group = mg
+        rows = sorted(plans.get(mg, ()), key=lambda r: r[_COL["attempt"]])
+        status = rows[0][_COL["send_status"]] if rows else None
+        final_state = rows[0][_COL["final_state"]] if rows else None
+        final_attempt = max((r[_COL["attempt"]] for r in rows if r[_COL["final"]]), default=None)
+        got = set(seen.get(mg, ()))
+        missing = next((r for r in rows if r[_COL["attempt"]] not in got), None)
+        n_dlq = len(dlqs.get(mg, ()))
+        reached = mg in consumed or n_dlq > 0
+        m_latest = _x(missing, "latest_ms")
+        pending = not reached and missing is not None and (m_latest is None or m_latest > ended_ms)
+        if pending and status in ("SEND_OK", "UNKNOWN"):
+            reason = ("its window has no end: the broker was not ready again" if m_latest is None
+                      else f"its window closes at {m_latest}, after the run ended at {ended_ms}")
+            out.emit("p", {"invariant": "DLQ_ROUTING" if final_state == "DLQ" else "NO_LOSS", "key": key,
+                           "attempt": _x(missing, "attempt"), "detail": reason})
+        if status == "SEND_OK":
+            out.checked["NO_LOSS"] += 1
+            if not reached and not pending:
+                out.violation("NO_LOSS", key, group=group or None,
+                              attempt=_x(missing, "attempt") if missing is not None else max(got, default=None),
+                              earliest_ms=_x(missing, "earliest_ms"), latest_ms=m_latest, observed_ms=ended_ms,
+                              detail=f"expected {final_state} by the run's end, found neither an OK delivery nor a DLQ entry")
+        stored = status == "SEND_OK" or (status == "UNKNOWN" and got)
+        if not ((final_state == "DLQ" and stored) or n_dlq):
+            continue
+        out.checked["DLQ_ROUTING"] += 1
+        detail = None
+        if final_state is None:
+            detail = "in the DLQ, but the key was never sent"
+        elif final_state != "DLQ" and n_dlq:
+            detail = "in the DLQ, but its plan ends in CONSUMED"
+        elif pending:
+            detail = None
+        elif n_dlq != 1:
+            detail = f"expected exactly one DLQ entry, found {n_dlq}"
+        elif got and final_attempt is not None and max(got) > final_attempt:
+            detail = f"delivered again after its last attempt {final_attempt}: attempt {max(got)}"
+        if detail:
+            first_dlq = min((d["ts_ms"] for d in dlqs.get(mg, ())), default=None)
+            out.violation("DLQ_ROUTING", key, group=group or None, attempt=final_attempt, observed_ms=first_dlq, detail=detail)
