@@ -1,0 +1,129 @@
+"""The hand-made runs: for each invariant, runs that keep it and runs that break it.
+
+Each function returns a :class:`RunBuilder`; its name is the run_id. Windows worked by hand with
+the table ``1s 5s 10s`` and slack 3 s: a level-2 message born at 0 (send returned at 5) is due at
+5000 and late after 8005.
+"""
+
+from __future__ import annotations
+
+from suites.selftest.checker.runs import RunBuilder
+
+
+def clean_mix() -> RunBuilder:
+    """Every exercised invariant holds: delayed, undelayed, one retry, two levels in order."""
+    return (RunBuilder("clean-mix")
+            .send("a", 0, level=2).deliver("a", 5100)
+            .send("b", 100, level=2).deliver("b", 5200)
+            .send("c", 200, level=0).deliver("c", 210)
+            .send("d", 300, level=1, plan=["LATER", "OK"]).deliver("d", 1400, outcome="LATER")
+            .deliver("d", 1410 + 10_000 + 50, attempt=1))
+
+
+def lost() -> RunBuilder:
+    return RunBuilder("lost").send("gone", 0, level=1).send("kept", 10).deliver("kept", 20)
+
+
+def pending_at_end() -> RunBuilder:
+    """Sent 1 s before the run ended at level 3: its window is still open."""
+    return RunBuilder("pending-at-end", ended=60_000).send("late-sent", 59_000, level=3).send("x", 0).deliver("x", 10)
+
+
+def unknown_sends() -> RunBuilder:
+    """UNKNOWN sends: one delivered (recovered), one never (not lost)."""
+    return (RunBuilder("unknown-sends").send("u1", 0, status="UNKNOWN").deliver("u1", 10)
+            .send("u2", 100, status="UNKNOWN").send("ok", 200).deliver("ok", 210))
+
+
+def early() -> RunBuilder:
+    return RunBuilder("early").send("hasty", 0, level=2).deliver("hasty", 2000)
+
+
+def early_clamped() -> RunBuilder:
+    """Level 5 on a 3-level table behaves as level 3 (10 s): stored at 6 s is early."""
+    return RunBuilder("early-clamped").send("clamp", 0, level=5).deliver("clamp", 6000)
+
+
+def late_with_kill() -> RunBuilder:
+    """Level 1, broker killed and ready again at 2 s: the deadline moves to 2000 + 1000 + 3000;
+    stored at 9000 is late, and the kill is the fault that overlaps."""
+    return (RunBuilder("late-with-kill").fault(500, "kill").fault(1000, "start").fault(2000, "ready")
+            .send("slow", 0, level=1).deliver("slow", 9000))
+
+
+def late_plain() -> RunBuilder:
+    return RunBuilder("late-plain").send("slow", 0, level=1).deliver("slow", 5000)
+
+
+def level_order_broken() -> RunBuilder:
+    """first's send returned at 5, second was born at 100: second must not be stored before first."""
+    return (RunBuilder("level-order-broken").send("first", 0, level=2).send("second", 100, level=2)
+            .deliver("first", 5300).deliver("second", 5200))
+
+
+def level_order_kept() -> RunBuilder:
+    return (RunBuilder("level-order-kept").send("first", 0, level=2).send("second", 100, level=2)
+            .deliver("first", 5050).deliver("second", 5150))
+
+
+def retry_gap() -> RunBuilder:
+    """Attempt 0 answered LATER, then attempt 2 arrives: attempt 1 is missing."""
+    return (RunBuilder("retry-gap").send("r", 0, plan=["LATER", "LATER", "OK"]).deliver("r", 10, outcome="LATER")
+            .deliver("r", 10 + 10 + 10_000 + 50, attempt=2))
+
+
+def retry_after_ok() -> RunBuilder:
+    """Attempt 0 answered OK, yet attempt 1 came."""
+    return RunBuilder("retry-after-ok").send("r", 0).deliver("r", 10).deliver("r", 10 + 10 + 10_000 + 50, attempt=1)
+
+
+def dlq_kept() -> RunBuilder:
+    """max_reconsume_times 1: LATER on attempts 0 and 1 sends it to the DLQ."""
+    return (RunBuilder("dlq-kept", max_reconsume_times=1).send("d", 0, plan=["LATER", "LATER"])
+            .deliver("d", 10, outcome="LATER").deliver("d", 10 + 10 + 10_000 + 50, attempt=1, outcome="LATER")
+            .dlq("d", 30_000, attempt=1))
+
+
+def dlq_wrong_message() -> RunBuilder:
+    return RunBuilder("dlq-wrong-message", max_reconsume_times=1).send("fine", 0).deliver("fine", 10).dlq("fine", 30_000, attempt=0)
+
+
+def dlq_twice() -> RunBuilder:
+    return (RunBuilder("dlq-twice", max_reconsume_times=0).send("d", 0, plan=["LATER"]).deliver("d", 10, outcome="LATER")
+            .dlq("d", 30_000, attempt=0).dlq("d", 30_100, attempt=0))
+
+
+def consumer_duplicate() -> RunBuilder:
+    """The same stored copy delivered again after an OK answer, with no crash and no kill."""
+    return RunBuilder("consumer-duplicate").send("dup", 0).deliver("dup", 10, copy=7000).deliver("dup", 10, copy=7000, at=500)
+
+
+def consumer_redelivery_after_crash() -> RunBuilder:
+    return (RunBuilder("consumer-redelivery-after-crash").send("c", 0, plan=["CRASH", "OK"])
+            .deliver("c", 10, copy=7000, outcome="CRASH").deliver("c", 10, copy=7000, at=2000))
+
+
+def scheduler_duplicate() -> RunBuilder:
+    """A second stored copy of a delayed message's first attempt, with no kill of the broker."""
+    return (RunBuilder("scheduler-duplicate").send("s", 0, level=1).deliver("s", 1050, copy=7000)
+            .deliver("s", 1060, copy=7100, at=1200))
+
+
+def integrity_topic() -> RunBuilder:
+    """A retry delivered with the retry topic not restored."""
+    return (RunBuilder("integrity-topic").send("t", 0, plan=["LATER", "OK"]).deliver("t", 10, outcome="LATER")
+            .deliver("t", 10 + 10 + 10_000 + 50, attempt=1, topic="%RETRY%g"))
+
+
+def integrity_body() -> RunBuilder:
+    return RunBuilder("integrity-body").send("b", 0, body_crc=1234).deliver("b", 10, body_crc=999)
+
+
+def integrity_unknown_key() -> RunBuilder:
+    return RunBuilder("integrity-unknown-key").send("a", 0).deliver("a", 10).deliver("stranger", 50)
+
+
+ALL = [clean_mix, lost, pending_at_end, unknown_sends, early, early_clamped, late_with_kill, late_plain,
+       level_order_broken, level_order_kept, retry_gap, retry_after_ok, dlq_kept, dlq_wrong_message, dlq_twice,
+       consumer_duplicate, consumer_redelivery_after_crash, scheduler_duplicate, integrity_topic, integrity_body,
+       integrity_unknown_key]

@@ -1,0 +1,47 @@
+"""One SparkSession for the checker's tests, and all hand-made runs checked in one call (one job)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from suites.selftest.checker import cases
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from reports.spark import get_spark, stop_spark
+
+    session = get_spark("local[2]")
+    yield session
+    stop_spark()
+
+
+@pytest.fixture(scope="session")
+def case_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("checker-runs")
+    for make in cases.ALL:
+        make().write(root)
+    shutil.copytree(DATA / "run-small", root / "run-small")
+    torn = cases.RunBuilder("torn-line").send("a", 0).deliver("a", 10)
+    torn.write(root, lines=['{"type": "deliver", "ts_ms": 17638000'])
+    return root
+
+
+@pytest.fixture(scope="session")
+def checked(spark, case_root, tmp_path_factory) -> tuple[dict[str, dict], Path]:
+    """run_id -> verdict of every hand-made run, and the output directory."""
+    from reports.check import check_runs
+
+    out = tmp_path_factory.mktemp("checker-out")
+    verdicts = check_runs([case_root], out_dir=out)
+    return {v["run_id"]: v for v in verdicts}, out
+
+
+@pytest.fixture
+def verdicts(checked) -> dict[str, dict]:
+    return checked[0]

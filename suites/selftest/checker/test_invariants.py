@@ -1,0 +1,163 @@
+"""Each invariant on hand-made runs that keep it and runs that break it: the verdict and the
+example's explanation (what users read first when CI goes red)."""
+
+from __future__ import annotations
+
+import json
+
+from reference.contract import INVARIANTS
+from suites.selftest.checker.conftest import DATA
+from suites.selftest.checker.runs import T0
+
+
+def only_failure(verdict: dict) -> str:
+    failed = [i for i, e in verdict["invariants"].items() if e["passed"] is False]
+    assert len(failed) == 1, (failed, json.dumps(verdict, indent=1))
+    return failed[0]
+
+
+def example(verdict: dict, invariant: str) -> dict:
+    entry = verdict["invariants"][invariant]
+    assert entry["examples"], entry
+    return entry["examples"][0]
+
+
+def test_the_shared_example_gets_exactly_its_expected_verdict(verdicts):
+    expected = json.loads((DATA / "run-small" / "expected-verdict.json").read_text())
+    assert verdicts["example-small"] == expected
+
+
+def test_every_invariant_appears_in_every_verdict(verdicts):
+    for v in verdicts.values():
+        assert list(v["invariants"]) == list(INVARIANTS)
+        for entry in v["invariants"].values():
+            assert entry["passed"] in (True, False, None)
+            assert (entry["passed"] is None) or entry["checked"] > 0
+
+
+def test_a_clean_run_passes_everything_it_exercises(verdicts):
+    v = verdicts["clean-mix"]
+    assert v["passed"] is True
+    assert v["invariants"]["LEVEL_ORDER"]["checked"] == 1
+    assert v["invariants"]["RETRY_SCHEDULE"]["checked"] == 1
+    assert v["invariants"]["DLQ_ROUTING"]["passed"] is None
+    assert (v["messages"], v["attempts"]) == (4, 5)
+
+
+def test_a_message_never_delivered_is_lost(verdicts):
+    v = verdicts["lost"]
+    assert only_failure(v) == "NO_LOSS"
+    e = example(v, "NO_LOSS")
+    assert e["key"] == "gone" and e["attempt"] == 0
+    assert e["expected_window"] == {"earliest_ms": T0 + 1000, "latest_ms": T0 + 5 + 1000 + 3000}
+    assert "expected CONSUMED" in e["explanation"] and "neither an OK delivery nor a DLQ entry" in e["explanation"]
+
+
+def test_a_window_still_open_at_the_end_is_undecided_not_lost(verdicts):
+    v = verdicts["pending-at-end"]
+    assert v["passed"] is None
+    assert v["invariants"]["NO_LOSS"]["violations"] == 0
+    assert v["invariants"]["NO_LOSS"]["undecided"] == 1
+    assert v["undecided"]["examples"][0]["key"] == "late-sent"
+    assert "after the run ended" in v["undecided"]["examples"][0]["reason"]
+
+
+def test_indeterminate_sends_count_as_recovered_never_as_lost(verdicts):
+    v = verdicts["unknown-sends"]
+    assert v["passed"] is True
+    assert v["recovered"] == 1
+    assert v["invariants"]["NO_LOSS"]["checked"] == 1  # only the SEND_OK message
+
+
+def test_an_early_attempt_names_its_window_and_how_early(verdicts):
+    v = verdicts["early"]
+    assert only_failure(v) == "NOT_EARLY"
+    e = example(v, "NOT_EARLY")
+    assert e["key"] == "hasty" and e["observed_ms"] == T0 + 2000
+    assert e["expected_window"]["earliest_ms"] == T0 + 5000
+    assert "3000 ms early" in e["explanation"] and "no fault overlaps" in e["explanation"]
+
+
+def test_a_clamped_level_is_said_in_the_violation(verdicts):
+    v = verdicts["early-clamped"]
+    assert only_failure(v) == "NOT_EARLY"
+    e = example(v, "NOT_EARLY")
+    assert e["level"] == 3 and e["clamped_from"] == 5
+    assert "requested 5, clamped" in e["explanation"]
+    assert e["expected_window"]["earliest_ms"] == T0 + 10_000
+
+
+def test_a_late_attempt_names_the_fault_that_overlaps(verdicts):
+    v = verdicts["late-with-kill"]
+    assert only_failure(v) == "ON_TIME"
+    e = example(v, "ON_TIME")
+    assert e["expected_window"]["latest_ms"] == T0 + 2000 + 1000 + 3000
+    assert "broker kill at" in e["fault"] and "broker ready at" in e["fault"]
+    assert "3000 ms late" in e["explanation"]
+
+
+def test_a_late_attempt_without_faults(verdicts):
+    v = verdicts["late-plain"]
+    assert only_failure(v) == "ON_TIME"
+    e = example(v, "ON_TIME")
+    assert e["observed_ms"] == T0 + 5000 and e["fault"] is None
+
+
+def test_level_order(verdicts):
+    assert verdicts["level-order-kept"]["invariants"]["LEVEL_ORDER"] == {"checked": 1, "violations": 0, "examples": [], "passed": True}
+    v = verdicts["level-order-broken"]
+    assert only_failure(v) == "LEVEL_ORDER"
+    e = example(v, "LEVEL_ORDER")
+    assert e["key"] == "second" and e["other_key"] == "first"
+    assert "before first" in e["explanation"]
+
+
+def test_retry_schedule_gap_and_retry_after_ok(verdicts):
+    v = verdicts["retry-gap"]
+    assert "RETRY_SCHEDULE" in [i for i, e in v["invariants"].items() if e["passed"] is False]
+    assert "attempt 1 was never delivered" in example(v, "RETRY_SCHEDULE")["explanation"]
+    v = verdicts["retry-after-ok"]
+    assert v["invariants"]["RETRY_SCHEDULE"]["passed"] is False
+    assert "attempt 0 was never answered LATER" in example(v, "RETRY_SCHEDULE")["explanation"]
+
+
+def test_dlq_routing(verdicts):
+    kept = verdicts["dlq-kept"]
+    assert kept["passed"] is True and kept["invariants"]["DLQ_ROUTING"]["checked"] == 1
+    v = verdicts["dlq-wrong-message"]
+    assert only_failure(v) == "DLQ_ROUTING"
+    assert "plan ends in CONSUMED" in example(v, "DLQ_ROUTING")["explanation"]
+    v = verdicts["dlq-twice"]
+    assert only_failure(v) == "DLQ_ROUTING"
+    assert "exactly one DLQ entry, found 2" in example(v, "DLQ_ROUTING")["explanation"]
+
+
+def test_duplicates_are_told_apart_by_stored_copy(verdicts):
+    v = verdicts["consumer-duplicate"]
+    assert only_failure(v) == "NO_DUPLICATE"
+    e = example(v, "NO_DUPLICATE")
+    assert e["cause"] == "consumer" and "no CRASH" in e["explanation"]
+    assert verdicts["consumer-redelivery-after-crash"]["passed"] is True
+    v = verdicts["scheduler-duplicate"]
+    assert only_failure(v) == "NO_DUPLICATE"
+    assert example(v, "NO_DUPLICATE")["cause"] == "scheduler"
+
+
+def test_integrity(verdicts):
+    v = verdicts["integrity-topic"]
+    assert only_failure(v) == "INTEGRITY"
+    assert "topic %RETRY%g, expected T" in example(v, "INTEGRITY")["explanation"]
+    v = verdicts["integrity-body"]
+    assert only_failure(v) == "INTEGRITY"
+    assert "body_crc 999, sent 1234" in example(v, "INTEGRITY")["explanation"]
+    v = verdicts["integrity-unknown-key"]
+    assert only_failure(v) == "INTEGRITY"
+    e = example(v, "INTEGRITY")
+    assert e["key"] == "stranger" and "never sent" in e["explanation"]
+
+
+def test_a_torn_last_line_is_skipped_and_reported(verdicts):
+    v = verdicts["torn-line"]
+    assert v["passed"] is True
+    assert len(v["torn_lines"]) == 1 and v["torn_lines"][0]["line"] == 3
+    assert v["torn_lines"][0]["file"].endswith("torn-line/events.jsonl")
