@@ -10,10 +10,11 @@ Commands:
 - ``route {topic}`` -> ``{"brokers": {name: addr}, "queues": n}`` (name-server route query)
 - ``create_topic {topic, queues}`` -> ``{"brokers": [addr...]}`` on every broker of the cluster
 - ``send {message, timeout_ms}`` -> one result; ``send_batch {messages, threads, timeout_ms}`` ->
-  ``{"results": [...]}`` in request order, sent concurrently by ``threads`` Python threads (JPype
-  releases the GIL while Java runs). A message is ``{topic, key, body (latin-1 text), delay_level,
+  ``{"results": [...]}`` in request order, sent concurrently by ``threads`` Java threads. A message is ``{topic, key, body (latin-1 text), delay_level,
   deliver_at_ms, plan}``; a result is ``{status, ts_ms, born_ms, msg_id, body_crc, error}`` with
   status ``SEND_OK``, ``FAILED`` (certainly not stored) or ``UNKNOWN`` (timed out / not sure).
+  The send loop itself is Java (``java/HgBatchSender.java``, compiled on first use by
+  ``helpers``): a batch is one JPype call, so Python's GIL does not cap the send rate.
   The producer does not retry (``retryTimesWhenSendFailed=0``): a retried send would store a
   second copy the harness never asked for.
 - ``read_dlq {group}`` -> ``{"messages": [dlq fields]}`` (pulled from ``%DLQ%group`` queue 0; a
@@ -28,12 +29,10 @@ import argparse
 import json
 import sys
 import threading
-import zlib
-from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
-from adapters.rocketmq.jvm import Channel, describe, exception_chain, now_ms, start_jvm
-
-UNKNOWN_CAUSES = ("RemotingTimeoutException", "RemotingTooMuchRequestException", "RemotingSendRequestException")
+from adapters.rocketmq.helpers import helper_classes
+from adapters.rocketmq.jvm import Channel, describe, now_ms, start_jvm
 
 
 class Client:
@@ -55,10 +54,7 @@ class Client:
         self.admin.setAdminExtGroup("hg_admin_" + instance)
         self.admin.start()
         self._dlq_lock = threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
-        from org.apache.rocketmq.common.message import Message, MessageAccessor
-
-        self._Message, self._MessageAccessor = Message, MessageAccessor
+        self._senders: dict = {}
 
     # -- admin ------------------------------------------------------------------------------
     def brokers(self) -> dict[str, str]:
@@ -99,38 +95,30 @@ class Client:
         return {"brokers": out}
 
     # -- producer ---------------------------------------------------------------------------
-    def send(self, m: dict, timeout_ms: int = 3000) -> dict:
-        body = m.get("body", "").encode("latin-1")
-        crc = zlib.crc32(body)
-        msg = self._Message(m["topic"], "", m["key"], body)
-        level = int(m.get("delay_level") or 0)
-        if level:
-            msg.setDelayTimeLevel(level)
-        if m.get("deliver_at_ms") is not None:
-            self._MessageAccessor.putProperty(msg, "TIMER_DELIVER_MS", str(int(m["deliver_at_ms"])))
-        if m.get("plan"):
-            msg.putUserProperty("HG_PLAN", ",".join(m["plan"]))
-        msg.putUserProperty("HG_BODY_CRC", str(crc))
-        born_ms = now_ms()
-        try:
-            result = self.producer.send(msg, int(timeout_ms))
-        except Exception as e:  # JPype maps Java exceptions onto Python exceptions
-            chain = exception_chain(e)
-            unknown = any(c.rsplit(".", 1)[-1] in UNKNOWN_CAUSES for c in chain)
-            return {"status": "UNKNOWN" if unknown else "FAILED", "ts_ms": now_ms(), "born_ms": born_ms,
-                    "body_crc": crc, "error": describe(e)}
-        status = str(result.getSendStatus().name())
-        return {"status": "SEND_OK" if status == "SEND_OK" else "UNKNOWN", "ts_ms": now_ms(), "born_ms": born_ms,
-                "msg_id": str(result.getMsgId()), "body_crc": crc,
-                "error": None if status == "SEND_OK" else f"broker answered {status}"}
+    def _sender(self, threads: int):
+        sender = self._senders.get(threads)
+        if sender is None:
+            from hourglass import HgBatchSender
+
+            sender = self._senders[threads] = HgBatchSender(self.producer, threads)
+        return sender
 
     def send_batch(self, messages: list[dict], threads: int = 8, timeout_ms: int = 3000) -> dict:
-        if self._pool is None or self._pool._max_workers != threads:  # noqa: SLF001
-            if self._pool is not None:
-                self._pool.shutdown()
-            self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="hg-send")
-        results = list(self._pool.map(lambda m: self.send(m, timeout_ms), messages))
-        return {"results": results}
+        """One call into Java for the whole batch (``java/HgBatchSender.java``): the per-message
+        work stays out of Python, which would otherwise cap the rate through the GIL."""
+        from jpype import JArray, JInt, JLong, JString
+
+        bodies = [m.get("body", "").encode("latin-1") for m in messages]
+        lines = self._sender(max(1, threads)).sendBatch(
+            JArray(JString)([m["topic"] for m in messages]), JArray(JString)([m["key"] for m in messages]),
+            b"".join(bodies), JArray(JInt)([len(b) for b in bodies]),
+            JArray(JInt)([int(m.get("delay_level") or 0) for m in messages]),
+            JArray(JLong)([-1 if m.get("deliver_at_ms") is None else int(m["deliver_at_ms"]) for m in messages]),
+            JArray(JString)([",".join(m.get("plan") or ()) for m in messages]), int(timeout_ms))
+        return {"results": [_parse_result(str(line)) for line in lines]}
+
+    def send(self, m: dict, timeout_ms: int = 3000) -> dict:
+        return self.send_batch([m], 1, timeout_ms)["results"][0]
 
     # -- DLQ --------------------------------------------------------------------------------
     def read_dlq(self, group: str) -> dict:
@@ -180,11 +168,19 @@ class Client:
         return {"messages": messages}
 
     def shutdown(self) -> None:
+        for sender in self._senders.values():
+            sender.shutdown()
         for closer in (self.producer.shutdown, self.admin.shutdown):
             try:
                 closer()
             except Exception:  # noqa: BLE001 - shutting down anyway
                 pass
+
+
+def _parse_result(line: str) -> dict:
+    status, ts_ms, born_ms, msg_id, crc, error = line.split("\t", 5)
+    return {"status": status, "ts_ms": int(ts_ms), "born_ms": int(born_ms), "msg_id": msg_id or None,
+            "body_crc": int(crc), "error": error or None}
 
 
 def serve(client: Client, chan: Channel) -> None:
@@ -224,7 +220,8 @@ def main() -> None:
     ap.add_argument("--instance", default="hg")
     args = ap.parse_args()
     chan = Channel()
-    start_jvm(args.lib, args.log_dir, heap=("-Xms64m", "-Xmx384m"))
+    helpers = helper_classes(Path(args.lib))
+    start_jvm(args.lib, args.log_dir, heap=("-Xms64m", "-Xmx512m"), extra_classpath=(str(helpers),))
     client = Client(args.namesrv, args.instance)
     chan.write({"id": None, "ok": True, "hello": True})
     try:

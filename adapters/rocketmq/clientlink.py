@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 
 from adapters.base import AdapterError, ConsumerSpec
+from adapters.rocketmq import process as _process
 from adapters.rocketmq.process import tail_file
 
 _REPO_ROOT = str(Path(__file__).resolve().parents[2])
@@ -44,6 +45,10 @@ class _LineProcess:
         self._lines: queue.Queue = queue.Queue()
         self._reader = threading.Thread(target=self._read, name=f"hg-read-{what}", daemon=True)
         self._reader.start()
+        # killed with the runtimes at exit and on SIGINT/SIGTERM; a child whose parent died anyway
+        # sees EOF on stdin and shuts down by itself
+        _process._LIVE.add(self)
+        _process.install_cleanup_handlers()
 
     def _read(self) -> None:
         for raw in self.proc.stdout:
@@ -76,6 +81,7 @@ class _LineProcess:
                 pass
         self.proc.wait()
         self._close_pipes()
+        _process._LIVE.discard(self)
 
     def _close_pipes(self) -> None:
         for stream in (self.proc.stdin, self.proc.stdout):
@@ -85,6 +91,9 @@ class _LineProcess:
             except OSError:
                 pass
         self._log.close()
+
+    def close(self) -> None:
+        self.kill()
 
     def terminate(self, timeout_s: float = 20.0) -> None:
         """Close stdin (the graceful stop request); SIGKILL if it does not exit in time."""

@@ -37,7 +37,8 @@ class Channel:
             self._out.flush()
 
 
-def start_jvm(lib_dir: str, log_dir: str, heap: tuple[str, ...] = ("-Xms64m", "-Xmx384m")) -> None:
+def start_jvm(lib_dir: str, log_dir: str, heap: tuple[str, ...] = ("-Xms64m", "-Xmx384m"),
+              extra_classpath: tuple[str, ...] = ()) -> None:
     import jpype
 
     Path(log_dir).mkdir(parents=True, exist_ok=True)
@@ -46,25 +47,11 @@ def start_jvm(lib_dir: str, log_dir: str, heap: tuple[str, ...] = ("-Xms64m", "-
             f"-Duser.home={log_dir}", "-Drocketmq.client.logUseSlf4j=false",
             # rebalance every 2 s, not 20 s: a consumer picks up a new retry queue without delay
             "-Drocketmq.client.rebalance.waitInterval=2000",
+            # binary request headers, as RocketMQ's own benchmark producer uses (the broker speaks both)
+            "-Drocketmq.serialize.type=ROCKETMQ",
             "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/java.lang=ALL-UNNAMED"]
-    jpype.startJVM(*opts, classpath=[str(Path(lib_dir) / "*")], convertStrings=True)
+    jpype.startJVM(*opts, classpath=[*extra_classpath, str(Path(lib_dir) / "*")], convertStrings=True)
     import jpype.imports  # noqa: F401 - makes Java packages importable (from org.apache... import X)
-
-
-def exception_chain(exc: BaseException) -> list[str]:
-    """Java class names of a JPype exception and its causes, outermost first."""
-    names = []
-    cur = exc
-    seen = 0
-    while cur is not None and seen < 10:
-        seen += 1
-        try:
-            names.append(str(cur.getClass().getName()))
-            cur = cur.getCause()
-        except AttributeError:
-            names.append(type(cur).__name__)
-            break
-    return names
 
 
 def describe(exc: BaseException) -> str:
