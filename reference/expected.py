@@ -31,7 +31,7 @@ from reference.persistence import scheduler_duplicate_allowed
 from reference.plans import CRASH, parse_plan, plan_outcome
 from reference.profile import Profile, profile_from_run
 from reference.timer import rounded_deliver_ms
-from reference.windows import broker_outages, window
+from reference.windows import OutageIndex, broker_outages
 
 
 @dataclass(frozen=True)
@@ -147,6 +147,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     outages = broker_outages(faults)
     slack = profile.slack_ms
     first_delay = profile.first_delay_ms
+    widen = OutageIndex(outages, first_delay, slack).widen
     table = profile.level_table
     max_level = table.max_level
     top_rt = max([profile.max_reconsume_times] + [v for _, v in profile.max_reconsume_times_by_group])
@@ -168,8 +169,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
         latest = due_on_time + slack
         widened = None
         if outages:
-            w = window(born if born is not None else anchor0, earliest, latest, outages, first_delay, slack)
-            latest, widened = w.latest_ms, w.widened_by
+            latest, widened = widen(born if born is not None else anchor0, earliest, latest)
             if status == "UNKNOWN" and latest is not None:
                 latest, widened = _unknown_send_latest(born if born is not None else anchor0, anchor0, delay,
                                                        latest, widened, outages, slack, first_delay)
@@ -196,8 +196,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                 r_latest = r_earliest + slack
                 r_widened = None
                 if outages:
-                    w = window(anchor, r_earliest, r_latest, outages, first_delay, slack)
-                    r_latest, r_widened = w.latest_ms, w.widened_by
+                    r_latest, r_widened = widen(anchor, r_earliest, r_latest)
                 append((run_id, key, k, topic, retry_queue, status, 3 + k - 1, r_level, r_level != 3 + k - 1,
                         r_delay, r_earliest, r_latest, r_widened, last == k, final_state, group, anchor,
                         anchor + local_delay, anchor + local_delay + slack, born, deliver_at, None))

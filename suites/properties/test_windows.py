@@ -104,3 +104,12 @@ def test_a_kill_before_the_first_flush_allows_everything_since_the_last_graceful
                      (35_000, "kill"), (36_000, "start"), (37_000, "ready"))
     assert scheduler_duplicate_allowed(faults, 32_500, 38_000, 10_000, 10_000, 0)[0]
     assert not scheduler_duplicate_allowed(faults, 29_000, 38_000, 10_000, 10_000, 0)[0]
+
+
+@given(ms, ms, ms, outages(), st.integers(0, 5000))
+def test_the_indexed_widening_equals_the_rule(anchor_off, delay, extra, outs, slack):
+    from reference.windows import OutageIndex
+
+    anchor = T0 + anchor_off
+    w = window(anchor, anchor + delay, anchor + delay + extra + slack, outs, 1000, slack)
+    assert OutageIndex(outs, 1000, slack).widen(anchor, anchor + delay, anchor + delay + extra + slack) == (w.latest_ms, w.widened_by)
