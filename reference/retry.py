@@ -15,7 +15,7 @@ from reference.contract import dlq_topic, retry_topic
 __all__ = ["retry_topic", "dlq_topic", "requested_retry_level", "retry_level", "goes_to_dlq",
            "goes_to_dlq_on_resend", "SendBackRoute", "send_back_route", "DLQ_QUEUE_COUNT"]
 
-#: MixAll.DLQ_NUMS_PER_GROUP: the DLQ topic has one queue.
+#: AbstractSendMessageProcessor.DLQ_NUMS_PER_GROUP (4.9.x): the DLQ topic has one queue.
 DLQ_QUEUE_COUNT = 1
 
 
