@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import io
+import re
 from collections import defaultdict
 
 from reference.windows import broker_outages
@@ -73,9 +74,10 @@ def _svg(fig) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     text = buf.getvalue()
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
     return text[text.index("<svg"):]
 
 
