@@ -185,8 +185,9 @@ def check(results, baseline: str | None, master: str | None) -> dict[str, dict]:
         v["report"] = str(r.run_dir / "report.html")
         if not r.drained:
             v.setdefault("pending", list(r.pending[:20]))
-        if r.error:
+        if r.error:  # the run could not be carried out: no verdict on the broker, a broken run
             v["error"] = r.error
+            v["passed"] = None
         out[r.scenario.name] = v
     return out
 

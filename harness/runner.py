@@ -159,6 +159,9 @@ class ScenarioRun:
                     name = f"{c.group}-{i}"
                     self._consumer_names.add(name)
                     sysm.start_consumer(ConsumerSpec(name, c.group, c.topics, mrt, self.events_dir))
+                    # a group's membership changes (rebalance): recorded like any consumer start
+                    log.write({"type": "fault", "ts_ms": clock.now_ms(), "action": "start", "target": "consumer",
+                               "name": name, "group": c.group, "cause": "scenario"})
             faults.snapshot()
             self.progress.phase = "sending"
             t0 = clock.now_ms()
@@ -241,8 +244,10 @@ class ScenarioRun:
         recorded, because it allows redeliveries of what that consumer had not committed."""
         for name in self._watch.restarted(self._consumer_names):
             now = self.system.clock.now_ms()
-            for action in ("kill", "start", "ready"):
-                self._log.write({"type": "fault", "ts_ms": now, "action": action, "target": "consumer", "name": name, "cause": "died"})
+            group = name.rsplit("-", 1)[0]
+            for action in ("kill", "start"):
+                self._log.write({"type": "fault", "ts_ms": now, "action": action, "target": "consumer", "name": name,
+                                 "group": group, "cause": "died"})
 
     def _drain(self, run: dict) -> DrainState:
         sc, clock = self.scenario, self.system.clock

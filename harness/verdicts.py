@@ -30,6 +30,8 @@ def describe(verdict: dict) -> str:
         out.append(f"  run directory: {verdict['run_dir']}")
     if verdict.get("report"):
         out.append(f"  report: {verdict['report']}")
+    if verdict.get("error"):
+        out.append(f"  broken: {verdict['error'][:2000]}")
     if verdict.get("undecided"):
         out.append(f"  undecided: {verdict['undecided']}")
     for name in INVARIANTS:

@@ -37,7 +37,7 @@ def above_max() -> Scenario:
 def level_order_burst() -> Scenario:
     """A burst into one level is re-put in send order (one schedule queue per level)."""
     msgs = tuple(Message(f"B{i:03d}", "Burst", at_ms=i * 5, delay_level=3 if i % 3 else 2) for i in range(120))
-    return Scenario("level-order-burst", msgs, _one_group("burst", "Burst", instances=2), description=level_order_burst.__doc__)
+    return Scenario("level-order-burst", msgs, _one_group("burst", "Burst"), description=level_order_burst.__doc__)
 
 
 def retry_then_ok() -> Scenario:
