@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
+from contextlib import contextmanager
 from collections import defaultdict
 from pathlib import Path
 
@@ -31,6 +33,21 @@ __all__ = ["check_runs", "get_spark", "stop_spark"]
 
 def _log(msg: str) -> None:
     print(f"hourglass check: {msg}", file=sys.stderr)
+
+
+#: Wall time of each phase of the last check (seconds), for the benchmark.
+PHASES: dict[str, float] = {}
+
+
+@contextmanager
+def _phase(name: str):
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        PHASES[name] = round(time.perf_counter() - start, 2)
+        if os.environ.get("HOURGLASS_CHECK_TIMINGS"):
+            _log(f"{name}: {PHASES[name]} s")
 
 
 def check_runs(run_dirs, out_dir=None, master=None, baseline=None) -> list[dict]:
@@ -69,9 +86,12 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     by_id = {r.run_id: r for r in runs}
     events = read_events(spark, runs).persist(StorageLevel.MEMORY_AND_DISK)
     judged = None
+    PHASES.clear()
     try:
-        sizes, suspects, unkeyed, topic_groups = _first_pass(events)
-        torn = _contract_pass(spark, suspects, by_id, broken)
+        with _phase("read, cache and first pass"):
+            sizes, suspects, unkeyed, topic_groups = _first_pass(events)
+        with _phase("contract rescan"):
+            torn = _contract_pass(spark, suspects, by_id, broken)
         good_ids = [rid for rid in by_id if rid not in {b.run_id for b in broken}]
         good = events.filter(F.col("contract_ok") & F.col("run_id").isin(good_ids))
         runs_json = {rid: by_id[rid].run for rid in good_ids}
@@ -79,9 +99,11 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
         bins = {rid: plots.timeline_bin_ms(run) for rid, run in runs_json.items()}
         judged = model.judged_table(good, runs_json, unkeyed, {rid: sizes.get(rid, 0) for rid in good_ids},
                                     topic_groups, ended, bins).persist(StorageLevel.MEMORY_AND_DISK)
-        rows = judged.filter(F.col("kind") != "lo").select("run_id", "kind", "payload").collect()
-        lo_bad, lo_checked = level_order(judged.filter(F.col("kind") == "lo"))
-        lo_bad, lo_checked = lo_bad.collect(), lo_checked.collect()
+        with _phase("model and judging"):
+            rows = judged.filter(F.col("kind") != "lo").select("run_id", "kind", "payload").collect()
+        with _phase("level order"):
+            lo_bad, lo_checked = level_order(judged.filter(F.col("kind") == "lo"))
+            lo_bad, lo_checked = lo_bad.collect(), lo_checked.collect()
     finally:
         events.unpersist()
         if judged is not None:
@@ -93,6 +115,12 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     good_ids = [rid for rid in good_ids if rid not in bad_ids]
     per_run = _gather(rows, lo_bad, lo_checked)
     verdicts = []
+    with _phase("outputs"):
+        _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdicts)
+    return verdicts
+
+
+def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdicts) -> None:
     for rid in good_ids:
         run = by_id[rid].run
         faults = [e for e in unkeyed.get(rid, []) if e["type"] == "fault"]
@@ -105,7 +133,6 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
         if target is not None:
             write_run_outputs(target, verdict, vdf, plots.merge(got["plots"], run), run, faults)
         verdicts.append(verdict)
-    return verdicts
 
 
 def _gather(rows, lo_bad, lo_checked) -> dict[str, dict]:

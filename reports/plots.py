@@ -95,11 +95,15 @@ def lateness_svg(data: dict, slack_ms: int) -> str | None:
     if not data["lateness"]:
         return None
     fig, ax = _figure()
+    from reports.judge import LATENESS_BIN_MS
+
     for level in sorted(data["lateness"]):
-        bins = sorted(data["lateness"][level].items())
-        xs = [b / 1000 for b, _ in bins]
-        ys = [n for _, n in bins]
-        ax.step(xs, ys, where="post", label=f"level {level}" if level else "not delayed")
+        bins = data["lateness"][level]
+        first, last = min(bins), max(bins)
+        edges = list(range(first, last + 2 * LATENESS_BIN_MS, LATENESS_BIN_MS))
+        counts = [bins.get(b, 0) for b in edges[:-1]]
+        ax.stairs(counts, [e / 1000 for e in edges], label=f"level {level}" if level else "not delayed", lw=1.5)
+    ax.set_ylim(bottom=0)
     ax.axvline(0, color="black", lw=0.8)
     ax.axvline(slack_ms / 1000, color="red", lw=0.8, ls="--", label=f"due + slack ({slack_ms} ms)")
     ax.set_xlabel("arrival − due time (s); clipped to [-30 s, 120 s]")
@@ -146,7 +150,10 @@ def gaps_svg(data: dict, slack_ms: int) -> str | None:
     ax.plot(xs, [r["median"] / 1000 for r in g], "o", color="tab:blue", label="observed median")
     ax.plot(xs, [r["expected_delay_ms"] / 1000 for r in g], "_", color="black", ms=18, mew=2, label="expected delay")
     ax.plot(xs, [(r["expected_delay_ms"] + slack_ms) / 1000 for r in g], "_", color="red", ms=18, mew=1, label="+ slack")
-    ax.set_yscale("symlog")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("attempt (reconsume_times)")
     ax.set_ylabel("LATER → next attempt (s)")
     ax.set_title("Retry gaps against the expected schedule")

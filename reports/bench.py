@@ -1,0 +1,142 @@
+"""``python -m reports.bench``: the checker's cost against a plain Spark scan of the same files.
+
+For each size (default 1, 2.5, 5 and 10 million events) a history of generated runs
+(:mod:`reports.gen`, 250 000 events per run) is checked on ``local[2]``; the baseline is a Spark job
+that reads the same JSONL files with the same explicit schema and aggregates every column the
+checker reads. Printed per size: wall times, their ratio (target <= 3), the checker's phases, and
+the peak resident memory of the whole process tree (driver JVM, Python driver, Python workers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+DEFAULT_SIZES = (1_000_000, 2_500_000, 5_000_000, 10_000_000)
+
+
+class PeakMemory:
+    """Samples the resident memory of this process and all its descendants every 0.2 s."""
+
+    def __init__(self):
+        self.peak_bytes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak_bytes = max(self.peak_bytes, _tree_rss(os.getpid()))
+            self._stop.wait(0.2)
+
+
+def _tree_rss(root: int) -> int:
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(entry), int(fields[1])
+        children.setdefault(ppid, []).append(pid)
+        rss[pid] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, ()))
+    return total
+
+
+def baseline_scan(spark, files: list[str]) -> None:
+    """Read the files as the checker does and aggregate the columns it uses."""
+    from pyspark.sql import functions as F
+
+    from reports.inputs import EVENT_COLUMNS, event_schema
+
+    df = spark.read.schema(event_schema()).json(files)
+    aggs = []
+    for c in EVENT_COLUMNS:
+        if c in ("plan", "offsets"):
+            aggs.append(F.max(F.size(c)))
+        elif c in ("key", "type", "topic", "group", "status", "outcome", "msg_id", "queue_topic", "action", "target", "source"):
+            aggs.append(F.approx_count_distinct(c))
+        else:
+            aggs.append(F.max(c))
+    df.agg(*aggs).collect()
+
+
+def measure(spark, root: Path, n_events: int, out: Path) -> dict:
+    from reports import check, gen
+
+    history = root / f"history-{n_events}"
+    if not (history / ".complete").exists():
+        shutil.rmtree(history, ignore_errors=True)
+        t = time.perf_counter()
+        gen.write_history(history, n_events)
+        (history / ".complete").write_text("")
+        print(f"  generated {n_events:,} events in {time.perf_counter() - t:.1f} s", flush=True)
+    files = sorted(str(p) for p in history.glob("*/events*.jsonl"))
+    size_bytes = sum(os.path.getsize(f) for f in files)
+    t = time.perf_counter()
+    baseline_scan(spark, files)
+    scan_s = time.perf_counter() - t
+    shutil.rmtree(out, ignore_errors=True)
+    with PeakMemory() as mem:
+        t = time.perf_counter()
+        verdicts = check.check_runs([history], out_dir=out)
+        check_s = time.perf_counter() - t
+    failed = sum(1 for v in verdicts if v["passed"] is not True)
+    return {"events": n_events, "runs": len(files), "json_bytes": size_bytes, "scan_s": scan_s, "check_s": check_s,
+            "ratio": check_s / scan_s, "peak_rss_bytes": mem.peak_bytes, "phases": dict(check.PHASES),
+            "runs_not_passed": failed}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES), help="comma-separated event counts")
+    parser.add_argument("--dir", default="/tmp/hourglass-bench", help="where histories are generated (reused)")
+    parser.add_argument("--master", default="local[2]")
+    args = parser.parse_args(argv)
+    from reports.spark import get_spark, stop_spark
+
+    root = Path(args.dir)
+    root.mkdir(parents=True, exist_ok=True)
+    spark = get_spark(args.master)
+    print(f"checker benchmark on {args.master}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}", flush=True)
+    from reports import check, gen
+
+    warm = root / "warm-up"
+    if not warm.exists():
+        gen.write_history(warm, 20_000)
+    check.check_runs([warm], out_dir=root / "out-warm-up")  # JIT and Python workers warm for both sides
+    rows = []
+    for n in (int(float(s)) for s in args.sizes.split(",")):
+        r = measure(spark, root, n, root / f"out-{n}")
+        rows.append(r)
+        print(f"{r['events']:>11,} events {r['runs']:>3} runs {r['json_bytes'] / 2**30:5.2f} GiB | scan {r['scan_s']:7.1f} s | "
+              f"check {r['check_s']:7.1f} s | ratio {r['ratio']:4.2f} | peak RSS {r['peak_rss_bytes'] / 2**30:5.2f} GiB | "
+              f"{r['events'] / r['check_s']:,.0f} events/s | load {os.getloadavg()[0]:.1f} | runs not passed {r['runs_not_passed']}",
+              flush=True)
+        print(f"{'':>11} phases: " + ", ".join(f"{k} {v} s" for k, v in r["phases"].items()), flush=True)
+    stop_spark()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
