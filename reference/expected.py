@@ -237,7 +237,8 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
     ConsumeMessageConcurrentlyService (4.9.x) — consume offsets reach the broker every 5 s, so a
     consumer that dies redelivers what it consumed since: allowed after a CRASH answer to ``first``,
     after any CRASH answer in the same group in between (pass those ``deliver`` events among
-    ``faults``: a crash is a consumer fault the plan injected), or after a consumer kill or restart
+    ``faults``, or as ``{"type": "fault", "action": "crash", "target": "consumer", "group": g,
+    "ts_ms": t}``: a crash is a consumer fault the plan injected), or after a consumer kill or restart
     (``start``) or a broker kill in between. Scheduler duplicate (new stored copy):
     ScheduleMessageService.persist (4.9.x) — see :func:`reference.persistence.scheduler_duplicate_allowed`."""
     profile = profile_from_run(run)
@@ -260,8 +261,10 @@ def _consumer_redelivery(faults: list[Mapping], first: Mapping, second: Mapping)
     for f in sorted(faults, key=lambda f: f["ts_ms"]):
         if not lo <= f["ts_ms"] <= hi:
             continue
-        if f.get("type") == "deliver":
-            if f.get("outcome") == CRASH and f.get("group") == first.get("group"):
+        crash = (f.get("type") == "deliver" and f.get("outcome") == CRASH) or \
+            (f.get("action") == "crash" and f.get("target") == "consumer")
+        if crash or f.get("type") == "deliver":
+            if crash and f.get("group", first.get("group")) == first.get("group"):
                 return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after a consumer of group "
                                        f"{first.get('group')!r} crashed at {f['ts_ms']} (key {f.get('key')!r}): "
                                        "its consume offset was not yet committed")

@@ -204,6 +204,13 @@ def _first_pass(events):
     facts = ok.filter(F.col("type").isin(*model.UNKEYED_TYPES)).select(
         F.lit("u").alias("kind"), "run_id", F.to_json(F.struct(*unkeyed_cols)).alias("a"), F.lit(None).cast("string").alias("b"),
         F.lit(None).cast("long").alias("n"), F.lit(None).cast("long").alias("m"))
+    # a CRASH answer is a consumer fault the plan injected: the model's NO_DUPLICATE rule needs every
+    # crash of the run (other consumers redeliver what the crashed one had not committed)
+    crashes = ok.filter((F.col("type") == "deliver") & (F.col("outcome") == "CRASH")).select(
+        F.lit("u").alias("kind"), "run_id",
+        F.to_json(F.struct(F.lit("fault").alias("type"), "ts_ms", F.lit("crash").alias("action"),
+                           F.lit("consumer").alias("target"), "group", "key")).alias("a"),
+        F.lit(None).cast("string").alias("b"), F.lit(None).cast("long").alias("n"), F.lit(None).cast("long").alias("m"))
     pairs = ok.filter(F.col("type") == "deliver").select("run_id", "topic", "group").distinct().select(
         F.lit("tg").alias("kind"), "run_id", F.col("topic").alias("a"), F.col("group").alias("b"),
         F.lit(None).cast("long").alias("n"), F.lit(None).cast("long").alias("m"))
@@ -211,7 +218,7 @@ def _first_pass(events):
     suspects: list[str] = []
     unkeyed: dict[str, list[dict]] = defaultdict(list)
     topic_groups: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for r in summary.unionByName(facts).unionByName(pairs).collect():
+    for r in summary.unionByName(facts).unionByName(crashes).unionByName(pairs).collect():
         if r.kind == "f":
             sizes[r.run_id] += r.n
             if r.m:

@@ -135,6 +135,9 @@ def test_duplicate_rulings():
     assert rule_duplicate(run(), [], crash, again).allowed
     other_crash = deliver("x", T0 + 2000, 0, CRASH, clo=99)
     assert rule_duplicate(run(), [other_crash], first, again).allowed
+    crash_fault = {"type": "fault", "ts_ms": T0 + 2000, "action": "crash", "target": "consumer", "group": "g"}
+    assert rule_duplicate(run(), [crash_fault], first, again).allowed
+    assert not rule_duplicate(run(), [dict(crash_fault, group="other")], first, again).allowed
     kill = {"type": "fault", "ts_ms": T0 + 5000, "action": "kill", "target": "consumer"}
     assert rule_duplicate(run(), [kill], first, again).allowed
     copy = deliver("k", T0 + 9000, 0, OK, clo=500)

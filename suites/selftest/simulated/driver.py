@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import random
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.base import BrokerProfile, ConsumerSpec, SendRequest
@@ -41,7 +41,7 @@ class Run:
     run: dict
     events: list[dict]
     system: object = None
-    extra: dict = field(default_factory=dict)
+    run_dir: Path | None = None  # RUN/run.json + RUN/events/*.jsonl, as the runner writes them
 
     def of_type(self, t: str) -> list[dict]:
         return [e for e in self.events if e["type"] == t]
@@ -50,10 +50,12 @@ class Run:
 def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, levels: str = "1s 2s 3s 4s 5s",
                  max_reconsume_times: int = 16, flush_ms: int = 10_000, slack_ms: int = 3000, seed: int = 0,
                  defects=(), groups: tuple[str, ...] = ("g",), consumers_per_group: int = 1,
-                 drain_ms: int = 120_000, **options) -> Run:
+                 drain_ms: int = 120_000, run_id: str | None = None, **options) -> Run:
     """Execute the timeline (offsets after setup) and drain ``drain_ms`` of virtual time after the
-    last step, restarting crashed consumers every 250 ms as the runner does."""
-    tmp.mkdir(parents=True, exist_ok=True)
+    last step, restarting crashed consumers every 250 ms as the runner does. ``tmp`` becomes a run
+    directory of the contract (run.json, events/harness.jsonl, events/consumer-*.jsonl)."""
+    events_dir = tmp / "events"
+    events_dir.mkdir(parents=True, exist_ok=True)
     system = open_simulated(BrokerProfile(levels, flush_ms), defects=defects, seed=seed, **options)
     events: list[dict] = []
     clock = system.clock
@@ -70,7 +72,7 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
         system.create_topic(t)
     for g in groups:
         for i in range(consumers_per_group):
-            system.start_consumer(ConsumerSpec(f"{g}-{i}", g, tuple(topics), max_reconsume_times, tmp))
+            system.start_consumer(ConsumerSpec(f"{g}-{i}", g, tuple(topics), max_reconsume_times, events_dir))
     timeline = sorted([(f.at_ms, 0, i, f) for i, f in enumerate(faults)] + [(s.at_ms, 1, i, s) for i, s in enumerate(sends)])
     rng = random.Random(seed)
     for at, kind, _, item in timeline:
@@ -108,15 +110,18 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
     for snap in system.snapshot():
         events.append({"type": "snapshot", "ts_ms": now, **snap})
     system.teardown()
-    for path in sorted(tmp.glob("consumer-*.jsonl")):
+    with open(events_dir / "harness.jsonl", "w", encoding="utf-8") as out:
+        out.writelines(json.dumps(e) + "\n" for e in events)
+    for path in sorted(events_dir.glob("consumer-*.jsonl")):
         events.extend(json.loads(line) for line in path.read_text().splitlines())
     for i, e in enumerate(events):
         validate_event(e, f"simulated run event #{i}")
-    run = {"run_id": f"sim-{seed}", "scenario": "selftest", "system": {"adapter": "simulated", "version": system.info.version, "runtime": "virtual"},
+    run = {"run_id": run_id or f"sim-{seed}", "scenario": "selftest", "system": {"adapter": "simulated", "version": system.info.version, "runtime": "virtual"},
            "profile": {"message_delay_level": levels, "max_reconsume_times": max_reconsume_times,
                        "flush_delay_offset_interval_ms": flush_ms, "slack_ms": slack_ms},
            "started_ms": started, "ended_ms": now}
-    return Run(run, events, system)
+    (tmp / "run.json").write_text(json.dumps(run, indent=1))
+    return Run(run, events, system, tmp)
 
 
 def _advance(system, ts_ms: int) -> None:
