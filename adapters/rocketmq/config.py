@@ -3,6 +3,7 @@
 Harness-facing API::
 
     ports = pick_ports(base_hint=19876)            # SystemPorts(namesrv, broker) all free now
+    lease = lease_ports(19876); lease.ports; lease.release()   # the same, held across processes
     layout = StoreLayout.under(workdir)              # store/, store/commitlog, home/, conf/
     conf = broker_config(dist, profile, ports, layout)   # dict of broker.conf keys
     write_properties(layout.conf_dir / "broker.conf", conf)
@@ -15,9 +16,11 @@ of them and the name server's port are free.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import re
 import socket
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,6 +95,38 @@ def pick_ports(base_hint: int = 19876, span: int = 1000, step: int = 10) -> Syst
         ports = SystemPorts(namesrv=base, broker=base + 5)
         if all(_port_free(p) for p in ports.all()):
             return ports
+    raise AdapterError(f"no free ports for a RocketMQ system in {base_hint}..{base_hint + span}")
+
+
+class PortLease:
+    """Ports held for one system across processes: an flock on ``<tmp>/hourglass-ports/<base>``
+    for as long as the system lives (released on :meth:`release` or when the process dies).
+    Without it two harness processes could both find a base free before either JVM binds it, and
+    one would then talk to the other's broker."""
+
+    def __init__(self, ports: SystemPorts, handle):
+        self.ports, self._handle = ports, handle
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def lease_ports(base_hint: int = 19876, span: int = 1000, step: int = 10) -> PortLease:
+    lock_dir = Path(tempfile.gettempdir()) / "hourglass-ports"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    for base in range(base_hint, base_hint + span, step):
+        handle = open(lock_dir / str(base), "w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        ports = SystemPorts(namesrv=base, broker=base + 5)
+        if all(_port_free(p) for p in ports.all()):
+            return PortLease(ports, handle)
+        handle.close()
     raise AdapterError(f"no free ports for a RocketMQ system in {base_hint}..{base_hint + span}")
 
 

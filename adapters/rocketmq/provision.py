@@ -24,12 +24,13 @@ System names:
 The version of a local distribution is read from the broker jar (``pom.properties``, else its
 file name).
 
-JDK 17 (checked by running each version here): the 4.9.x broker unmaps mapped files through
-``sun.nio.ch.DirectBuffer`` / ``java.nio.DirectByteBuffer.cleaner()`` by reflection, which needs
-``--add-opens java.base/java.nio=ALL-UNNAMED``, ``--add-opens java.base/sun.nio.ch=ALL-UNNAMED``
-and ``--add-exports java.base/sun.nio.ch=ALL-UNNAMED``; 5.x needs the same for its store plus
-``java.lang`` (fastjson2/netty reflection). The flags are harmless where not needed, so every
-component gets :data:`JDK17_FLAGS`.
+JDK 17: the 4.9.x store unmaps files by reflection on ``java.nio.DirectByteBuffer`` /
+``sun.nio.ch.DirectBuffer`` and, in the recovery after a kill -9 (index files), calls
+``jdk.internal.ref.Cleaner.clean()``: without ``--add-opens java.base/jdk.internal.ref`` that
+recovery fails with ``InaccessibleObjectException`` and the broker exits 253 on restart (found by
+the kill -9 test). Every component gets :data:`JDK17_FLAGS` (harmless where not needed; 5.x
+starts and recovers with them too). Versions not on Maven Central here: 4.9.8's broker and name
+server (4.9.7 is the newest complete 4.9.x), 5.5.1's name server, tools and client.
 """
 
 from __future__ import annotations

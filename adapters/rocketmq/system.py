@@ -24,7 +24,6 @@ component that exits is reported at once with its exit status and log tail (e.g.
 from __future__ import annotations
 
 import re
-import threading
 import time
 from pathlib import Path
 
@@ -40,8 +39,6 @@ from adapters.rocketmq.runtime import LaunchSpec, Runtime
 READY_TOPIC = "HG_READY"
 SERVER_COMPONENTS = ("namesrv", "broker")
 TARGETS = SERVER_COMPONENTS + ("consumer",)
-_PORTS_LOCK = threading.Lock()
-_RESERVED_BASES: set[int] = set()
 
 
 class WallClock:
@@ -52,17 +49,6 @@ class WallClock:
         delay_s = (ts_ms - self.now_ms()) / 1000
         if delay_s > 0:
             time.sleep(delay_s)
-
-
-def _reserve_ports(base_hint: int) -> cfg.SystemPorts:
-    with _PORTS_LOCK:
-        hint = base_hint
-        while True:
-            ports = cfg.pick_ports(hint)
-            if ports.namesrv not in _RESERVED_BASES:
-                _RESERVED_BASES.add(ports.namesrv)
-                return ports
-            hint = ports.namesrv + 10
 
 
 class RocketMQSystem:
@@ -76,6 +62,7 @@ class RocketMQSystem:
         self.external = namesrv_addr is not None
         self._base_port = base_port
         self.ports: cfg.SystemPorts | None = None
+        self._lease: cfg.PortLease | None = None
         self._namesrv_addr = namesrv_addr
         self.broker_name = "hg-broker"
         self.client: ClientProcess | None = None
@@ -115,7 +102,8 @@ class RocketMQSystem:
             if not self.external:
                 self.layout.make()
                 self.dist.make_home(self.layout.home_dir)
-                self.ports = _reserve_ports(self._base_port)
+                self._lease = cfg.lease_ports(self._base_port)
+                self.ports = self._lease.ports
                 self.info.details["ports"] = {"namesrv": self.ports.namesrv, "broker": self.ports.broker}
                 conf = cfg.broker_config(self.dist, self.profile, self.ports, self.layout, broker_name=self.broker_name)
                 cfg.write_properties(self.layout.conf_dir / "broker.conf", conf)
@@ -149,9 +137,9 @@ class RocketMQSystem:
             self.client = None
         self.runtime.close()
         self._is_setup = False
-        if self.ports is not None:
-            with _PORTS_LOCK:
-                _RESERVED_BASES.discard(self.ports.namesrv)
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
 
     def _check(self, target: str) -> None:
         if target not in TARGETS:

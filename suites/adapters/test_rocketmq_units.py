@@ -64,6 +64,20 @@ def test_pick_ports_skips_a_base_with_a_busy_broker_port():
     assert second.namesrv != first.namesrv and first.broker + 1 not in second.all()
 
 
+def test_leased_ports_are_not_handed_out_twice_until_released():
+    first = cfg.lease_ports(20600)
+    second = cfg.lease_ports(20600)
+    try:
+        assert second.ports.namesrv != first.ports.namesrv
+        first.release()
+        third = cfg.lease_ports(20600)
+        assert third.ports == first.ports
+        third.release()
+    finally:
+        first.release()
+        second.release()
+
+
 def test_plan_answers_by_delivery_index():
     assert [plan_answer("LATER,CRASH", i) for i in range(4)] == ["LATER", "CRASH", "OK", "OK"]
     assert plan_answer(None, 0) == "OK" and plan_answer("", 3) == "OK"
