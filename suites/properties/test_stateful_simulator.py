@@ -157,7 +157,7 @@ TestSimulatedBroker = SimulatedBrokerMachine.TestCase
 
 
 @pytest.mark.parametrize("defect,invariant", [("early-delivery", "NOT_EARLY"), ("wrong-retry-level", "NOT_EARLY"),
-                                               ("offsets-rewound-on-restart", "NO_DUPLICATE")])
+                                               ("lost-reput-on-write-failure", "NO_LOSS")])
 def test_the_machine_finds_an_injected_defect(defect, invariant):
     """Generation only (shrinking a stateful failure takes minutes): the defect must be found."""
     machine = type("Broken", (SimulatedBrokerMachine,), {"DEFECTS": (defect,)})
