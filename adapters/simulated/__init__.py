@@ -4,6 +4,23 @@ injectable defects (:mod:`adapters.simulated.defects`).
     system = open_simulated(BrokerProfile(), defects=("early-delivery",), seed=7)
     system.setup()
     ...  # the harness runner drives it like any other system; system.clock is virtual
+
+Modelled (module, RocketMQ counterpart): the commit log and consume queues (``store``); one
+schedule queue per level, re-put when due with correctDeliverTimestamp, the offset advanced only
+after a successful re-put, persisted 10 s after start and every flushDelayOffsetInterval and on
+graceful shutdown, loaded and corrected on start (``schedule``: ScheduleMessageService); the 5.x
+timer wheel with precision rounding and the maximum delay (``broker.put_timer``: HookUtils /
+TimerMessageStore); send-back to ``%RETRY%group`` or the DLQ, and the client's re-send through
+its producer (``broker.send_back``: SendMessageProcessor); broker lifecycle: start → ready after
+1.5 s, graceful stop, kill -9, pause (tasks held, sends time out as UNKNOWN and may be stored at
+resume); consumer offsets committed every 5 s and persisted by the broker every 5 s; push
+consumers that share a group's queues, answer by plan, crash, and re-consume locally when a
+send-back fails (``consumers``: ConsumeMessageConcurrentlyService).
+
+Not modelled: several brokers or masters/slaves, message filtering, orderly consumers, batch
+sends, the async deliver mode of the schedule service, disk-full or flush failures other than the
+``put_failure_rate`` knob, changing the level table between restarts, timer-wheel duplicates
+after a kill -9.
 """
 
 from __future__ import annotations
