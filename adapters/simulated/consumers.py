@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -152,7 +153,7 @@ class SimConsumer:
         system, broker = self.system, self.system.broker
         failing = system.send_back_failure_rate
         rng: random.Random = system.rng
-        attempt = msg if msg.reconsume_times == reconsume_times else _with_reconsume_times(msg, reconsume_times)
+        attempt = msg if msg.reconsume_times == reconsume_times else replace(msg, reconsume_times=reconsume_times)
         if broker.serving and not (failing and rng.random() < failing):
             broker.send_back(attempt, self.group, self.max_reconsume_times)
             return
@@ -173,9 +174,3 @@ class SimConsumer:
                 self.consume(msg, reconsume_times + 1)
 
         clock.call_at(clock.now_ms() + system.profile.local_retry_delay_ms, local)
-
-
-def _with_reconsume_times(msg: StoredMessage, reconsume_times: int) -> StoredMessage:
-    from dataclasses import replace
-
-    return replace(msg, reconsume_times=reconsume_times)
