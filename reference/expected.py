@@ -148,6 +148,8 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     slack = profile.slack_ms
     first_delay = profile.first_delay_ms
     widen = OutageIndex(outages, first_delay, slack).widen
+    consumer_outages = broker_outages(faults, target="consumer")
+    widen_local = OutageIndex(consumer_outages, 0, slack).widen  # a paused/killed consumer re-consumes later
     table = profile.level_table
     max_level = table.max_level
     top_rt = max([profile.max_reconsume_times] + [v for _, v in profile.max_reconsume_times_by_group])
@@ -197,9 +199,13 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                 r_widened = None
                 if outages:
                     r_latest, r_widened = widen(anchor, r_earliest, r_latest)
+                l_earliest = anchor + local_delay
+                l_latest = l_earliest + slack
+                if consumer_outages:
+                    l_latest = widen_local(anchor, l_earliest, l_latest)[0]
                 append((run_id, key, k, topic, retry_queue, status, 3 + k - 1, r_level, r_level != 3 + k - 1,
                         r_delay, r_earliest, r_latest, r_widened, last == k, final_state, group, anchor,
-                        anchor + local_delay, anchor + local_delay + slack, born, deliver_at, None))
+                        l_earliest, l_latest, born, deliver_at, None))
     return rows
 
 

@@ -143,3 +143,12 @@ def test_duplicate_rulings():
     copy = deliver("k", T0 + 9000, 0, OK, clo=500)
     ruling = rule_duplicate(run(), [kill], first, copy)
     assert ruling.cause == "scheduler" and not ruling.allowed
+
+
+def test_a_local_retry_window_widens_over_a_consumer_pause():
+    events = [send("k", T0, 0, (LATER, OK)), deliver("k", T0 + 100, 0, LATER),
+              {"type": "fault", "ts_ms": T0 + 200, "action": "pause", "target": "consumer"},
+              {"type": "fault", "ts_ms": T0 + 20_000, "action": "resume", "target": "consumer"}]
+    retry = build_expected(run(), events)[1]
+    assert retry.local_earliest_ms == T0 + 5100 and retry.local_latest_ms == T0 + 20_000 + 3000
+    assert retry.latest_ms == T0 + 100 + 3000 + 3000  # the broker's window does not move for a consumer
