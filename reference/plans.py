@@ -43,10 +43,13 @@ def answer(plan: tuple[str, ...], delivery_index: int) -> str:
 @dataclass(frozen=True)
 class PlanCursor:
     """A consumer group's progress through one message's plan: ``used`` entries answered from
-    the plan, and the attempts already ``settled`` (answered OK or LATER)."""
+    the plan, the attempts already ``settled`` (answered OK, or LATER with the retry stored), and
+    the attempts whose LATER must be ``repeat``-ed (the send-back failed: the retry lives only in
+    the consumer's memory as a local re-consume)."""
 
     used: int = 0
     settled: frozenset[int] = frozenset()
+    repeat: frozenset[int] = frozenset()
 
 
 def next_answer(plan: tuple[str, ...], cursor: PlanCursor, reconsume_times: int) -> tuple[str, PlanCursor, bool]:
@@ -55,13 +58,27 @@ def next_answer(plan: tuple[str, ...], cursor: PlanCursor, reconsume_times: int)
     ConsumeMessageConcurrentlyService (4.9.x) redelivers, after a consumer dies, every message
     consumed since the last offset commit, including attempts already answered. The harness's
     consumer is idempotent: a redelivery of a settled attempt is acknowledged ``OK`` without taking
-    a plan entry (answering LATER again would fork a second retry chain); every other delivery —
-    the first of an attempt, or one after this attempt's own CRASH — takes the next entry."""
+    a plan entry (answering LATER again would fork a second retry chain); a redelivery of an
+    attempt whose retry was never stored (:func:`later_not_stored`) answers LATER again; every other
+    delivery — the first of an attempt, or one after this attempt's own CRASH — takes the next entry."""
     if reconsume_times in cursor.settled:
         return OK, cursor, False
+    if reconsume_times in cursor.repeat:
+        return LATER, cursor, False
     word = answer(plan, cursor.used)
-    settled = cursor.settled | {reconsume_times} if word != CRASH else cursor.settled
-    return word, PlanCursor(cursor.used + 1, settled), True
+    settled, repeat = cursor.settled, cursor.repeat
+    if word != CRASH:
+        settled = settled | {reconsume_times}
+    if reconsume_times - 1 in repeat:  # the local re-consume came: the failed attempt is settled now
+        repeat, settled = repeat - {reconsume_times - 1}, settled | {reconsume_times - 1}
+    return word, PlanCursor(cursor.used + 1, settled, repeat), True
+
+
+def later_not_stored(cursor: PlanCursor, reconsume_times: int) -> PlanCursor:
+    """DefaultMQPushConsumerImpl.sendMessageBack failed and so did the client's re-send: the retry
+    exists only as the consumer's local re-consume, lost if the consumer dies, so a redelivery of
+    this attempt must answer LATER again."""
+    return PlanCursor(cursor.used, cursor.settled - {reconsume_times}, cursor.repeat | {reconsume_times})
 
 
 def replay_cursor(plan: tuple[str, ...], delivered_reconsume_times) -> PlanCursor:

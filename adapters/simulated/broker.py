@@ -48,6 +48,7 @@ class SimBroker:
         self.pending_while_paused: list[Callable[[], None]] = []  # sends held in the socket buffer
         self.timer_heap: list[tuple[int, int, StoredMessage]] = []  # (deliver_ms, commit offset, entry)
         self.level_wake: dict[int, int] = {}  # level -> when its task runs next
+        self.timer_wake: int | None = None  # when the timer wheel runs next
         self.consumer_offsets: dict[tuple[str, str, int], int] = {}  # (group, topic, qid) -> offset
         self.consumer_offsets_persisted: dict[tuple[str, str, int], int] = {}
         self.on_message: Callable[[StoredMessage], None] = lambda m: None  # consumers' notification
@@ -91,8 +92,9 @@ class SimBroker:
             self._wake_level(level, now + self.profile.first_delay_ms)
         self._at(now + self.profile.first_flush_delay_ms, self._flush_schedule)
         self._at(now + CONSUMER_OFFSET_FLUSH_MS, self._flush_consumer_offsets)
+        self.timer_wake = None
         if self.timer_heap:
-            self._at(max(now + self.profile.first_delay_ms, self.timer_heap[0][0]), self._run_timers)
+            self._wake_timers(max(now + self.profile.first_delay_ms, self.timer_heap[0][0]))
         self.on_ready()
 
     def stop(self, graceful: bool) -> None:
@@ -159,14 +161,25 @@ class SimBroker:
         entry = replace(proto, real_topic=topic, real_queue_id=queue_id, deliver_ms=deliver_ms)
         stored = self.store.append(entry, TIMER_TOPIC, 0, self.clock.now_ms())
         heapq.heappush(self.timer_heap, (deliver_ms, stored.commit_log_offset, stored))
-        self._at(deliver_ms, self._run_timers)
+        self._wake_timers(deliver_ms)
         return stored
 
-    def _run_timers(self) -> None:
+    def _wake_timers(self, ts_ms: int) -> None:
+        if self.timer_wake is not None and self.timer_wake <= ts_ms:
+            return
+        self.timer_wake = ts_ms
+        self._at(ts_ms, lambda: self._run_timers(ts_ms))
+
+    def _run_timers(self, scheduled_ms: int) -> None:
+        if self.timer_wake != scheduled_ms:
+            return  # superseded by an earlier wake-up
+        self.timer_wake = None
         now = self.clock.now_ms()
         while self.timer_heap and self.timer_heap[0][0] <= now:
             _, _, entry = heapq.heappop(self.timer_heap)
             self.put(replace(entry, delay_level=0), entry.real_topic, entry.real_queue_id)
+        if self.timer_heap:  # the wheel keeps turning
+            self._wake_timers(self.timer_heap[0][0])
 
     def _wake_level(self, level: int, ts_ms: int) -> None:
         current = self.level_wake.get(level)

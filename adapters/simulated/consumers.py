@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from adapters.base import ConsumerSpec
 from adapters.simulated.store import StoredMessage
-from reference.plans import CRASH, LATER, PlanCursor, next_answer
+from reference.plans import CRASH, LATER, PlanCursor, later_not_stored, next_answer
 from reference.profile import effective_max_reconsume_times
 from reference.retry import retry_topic
 
@@ -162,6 +162,8 @@ class SimConsumer:
             return
         inc = self.incarnation
         clock = system.clock
+        pos_key = (self.group, msg.key)
+        system.plan_positions[pos_key] = later_not_stored(system.plan_positions.get(pos_key, NO_PROGRESS), reconsume_times)
         held = self.local_retries.setdefault((msg.queue_topic, msg.queue_id), set())
         held.add(msg.queue_offset)
 

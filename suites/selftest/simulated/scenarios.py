@@ -34,14 +34,17 @@ def exposing(defect: Defect) -> tuple[list[Send], list[Fault], dict]:
 
 
 def random_scenario(seed: int, messages: int = 40) -> tuple[list[Send], list[Fault], dict]:
-    """Sends with levels (some above the maximum), plans with LATER and CRASH, and broker/consumer
-    faults (kill -9, graceful restart, pause) at random offsets; deterministic in ``seed``."""
+    """Sends with levels (some above the maximum) or timers, plans with LATER and CRASH, broker and
+    consumer faults (kill -9, graceful restart, pause) at random offsets, failing re-put writes and
+    send-backs; deterministic in ``seed``."""
     rng = random.Random(seed)
     sends = []
     for i in range(messages):
         plan = tuple(rng.choice(("OK", "LATER", "LATER", "CRASH")) for _ in range(rng.randint(0, 4)))
+        timer = rng.choice((None,) * 5 + (rng.randint(-500, 9000),))
         sends.append(Send(rng.randint(0, 20_000), f"m{i}", topic=rng.choice(("A", "B")),
-                          delay_level=rng.choice((0, 1, 2, 3, 4, 5, 7)), plan=plan))
+                          delay_level=rng.choice((0, 1, 2, 3, 4, 5, 7)) if timer is None else 0, plan=plan,
+                          deliver_after_ms=timer))
     faults: list[Fault] = []
     t = rng.randint(1000, 5000)
     for _ in range(rng.randint(0, 3)):
@@ -56,6 +59,9 @@ def random_scenario(seed: int, messages: int = 40) -> tuple[list[Send], list[Fau
         else:
             faults += [Fault(t, "pause", "consumer"), Fault(t + down, "resume", "consumer")]
         t += down + rng.randint(500, 8000)
-    options = {"max_reconsume_times": rng.choice((1, 2, 16)), "flush_ms": rng.choice((1000, 10_000)),
-               "consumers_per_group": rng.choice((1, 2)), "seed": seed}
+    max_rt = rng.choice((1, 2, 16))
+    options = {"max_reconsume_times": max_rt, "flush_ms": rng.choice((1000, 10_000)),
+               "consumers_per_group": rng.choice((1, 2)), "seed": seed,
+               "put_failure_rate": rng.choice((0.0, 0.1)),
+               }
     return sends, faults, options
