@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import uuid
 from pathlib import Path
 
@@ -70,7 +71,11 @@ def harness_alive(labels: dict) -> bool:
     return started is not None and started == labels.get(LABEL_PID_START, started)
 
 
-def remove_leftovers(client, say=print) -> list[str]:
+def say_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def remove_leftovers(client, say=say_stderr) -> list[str]:
     """Remove the hourglass containers on this engine whose harness (on this host) is gone."""
     import docker
 
@@ -132,7 +137,7 @@ class ContainerRuntime:
     name = "container"
 
     def __init__(self, distribution, workdir: Path, image: str | None = None, labels: dict | None = None,
-                 say=print):
+                 say=say_stderr):
         self.distribution = distribution
         self.workdir = Path(workdir).resolve()
         self.image_name = image

@@ -15,6 +15,7 @@ under ``$ROCKETMQ_HOME/lib``, JDK 8): :func:`named_image` finds its lib dir and 
 the container runtime maps the launch classpath and JVM options onto it.
 
 Builds hold a file lock (``<cache>/images/build.lock``), so concurrent harnesses build once.
+``python -m adapters.rocketmq.image rocketmq:4.9.7 rocketmq:latest`` builds ahead of a run.
 """
 
 from __future__ import annotations
