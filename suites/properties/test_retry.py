@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reference.contract import ContractError
-from reference.plans import CRASH, LATER, OK, PlanCursor, next_answer, parse_plan, plan_outcome, replay_cursor
+from reference.plans import CRASH, LATER, OK, PlanCursor, later_not_stored, next_answer, parse_plan, plan_outcome, replay_cursor
 from reference.profile import effective_max_reconsume_times
 from reference.retry import goes_to_dlq, requested_retry_level, retry_level, send_back_route
 
@@ -88,3 +88,14 @@ def test_redeliveries_of_settled_attempts_do_not_fork_the_plan(plan):
             attempt += word == LATER
         assert replay_cursor(plan, history) == cursor
     assert once == twice
+
+
+def test_a_later_whose_send_back_failed_is_repeated_on_redelivery_until_its_local_retry_comes():
+    plan = (LATER, LATER, OK)
+    word, cursor, _ = next_answer(plan, PlanCursor(), 0)
+    assert word == LATER
+    cursor = later_not_stored(cursor, 0)  # send-back and re-send failed: only a local re-consume
+    assert next_answer(plan, cursor, 0)[:1] == (LATER,)  # the consumer died: the copy comes again
+    word, cursor, from_plan = next_answer(plan, cursor, 1)  # the local re-consume (attempt 1)
+    assert (word, from_plan) == (LATER, True)
+    assert next_answer(plan, cursor, 0)[0] == OK  # attempt 0 is settled now
