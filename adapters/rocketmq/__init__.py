@@ -13,8 +13,10 @@ Harness-facing API::
 ``external`` (an existing cluster: pass ``namesrv_addr`` and ``fault_commands``, see
 :mod:`adapters.rocketmq.external`). Module map: ``provision`` (versions → jars, ROCKETMQ_HOME,
 JVM options), ``config`` (broker.conf, ports, delayOffset.json), ``process`` / ``container``
-(runtimes), ``system`` (the :class:`~adapters.base.System`), ``client_proc`` / ``consumer_proc``
-(the JPype client processes), ``bench`` (figures).
+(runtimes), ``external`` (an existing cluster), ``system`` (the :class:`~adapters.base.System`),
+``client_proc`` / ``consumer_proc`` / ``clientlink`` (the JPype client processes and their harness
+side), ``helpers`` + ``java/`` (the send loop in Java), ``bench`` (figures:
+``python -m adapters.rocketmq.bench``).
 """
 
 from __future__ import annotations

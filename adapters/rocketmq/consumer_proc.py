@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import threading
 import zlib
 from collections import Counter
@@ -142,14 +143,9 @@ def main() -> None:
     consumer.registerMessageListener(make_listener(follower))
     consumer.start()
     chan.write({"ready": True, "pid": os.getpid()})
-    stop = threading.Event()
     try:
-        # the parent closes stdin to ask for a graceful stop
-        import sys
-
-        sys.stdin.read()
+        sys.stdin.read()  # the parent closes stdin (or dies) to ask for a graceful stop
     finally:
-        stop.set()
         consumer.shutdown()
 
 

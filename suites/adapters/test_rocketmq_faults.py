@@ -40,8 +40,18 @@ def test_kill_9_with_delayed_messages_in_flight_loses_none(own_system, names, tm
     assert sent <= _ok_keys(events)
 
 
-def test_graceful_stop_writes_delay_offset_json(own_system, names, tmp_path):
+#: Known defects of released versions that these tests catch (strict xfail: a fix shows up).
+PERSISTS_LAGGING_SCHEDULE_OFFSET = {
+    "4.9.3": "4.9.3's ScheduleMessageService hands the delivered message's own consume-queue offset, not "
+             "the next one, to syncDeliver/asyncDeliver, so delayOffset.json lags and a restart re-puts "
+             "the last delayed messages (fixed in 4.9.4: offset -> nextOffset)",
+}
+
+
+def test_graceful_stop_writes_delay_offset_json(own_system, names, tmp_path, request):
     system = own_system()
+    if system.info.version in PERSISTS_LAGGING_SCHEDULE_OFFSET:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=PERSISTS_LAGGING_SCHEDULE_OFFSET[system.info.version]))
     system.create_topic(names["topic"])
     per_level = {1: 3, 2: 2}
     for level, count in per_level.items():
