@@ -102,8 +102,7 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
         with _phase("model and judging"):
             rows = judged.filter(F.col("kind") != "lo").select("run_id", "kind", "payload").collect()
         with _phase("level order"):
-            lo_bad, lo_checked = level_order(judged.filter(F.col("kind") == "lo"))
-            lo_bad, lo_checked = lo_bad.collect(), lo_checked.collect()
+            lo = level_order(judged.filter(F.col("kind") == "lo")).collect()
     finally:
         events.unpersist()
         if judged is not None:
@@ -113,7 +112,7 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
             broken.append(BrokenRun(by_id[r.run_id].run_dir, json.loads(r.payload), r.run_id))
     bad_ids = {b.run_id for b in broken}
     good_ids = [rid for rid in good_ids if rid not in bad_ids]
-    per_run = _gather(rows, lo_bad, lo_checked)
+    per_run = _gather(rows, lo)
     verdicts = []
     with _phase("outputs"):
         _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdicts)
@@ -135,7 +134,7 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdi
         verdicts.append(verdict)
 
 
-def _gather(rows, lo_bad, lo_checked) -> dict[str, dict]:
+def _gather(rows, lo) -> dict[str, dict]:
     """The judged rows of all runs, merged per run (counts summed over buckets)."""
     per_run: dict[str, dict] = defaultdict(lambda: {"violations": [], "checked": defaultdict(int), "pending": [],
                                                     "stats": defaultdict(int), "plots": []})
@@ -155,9 +154,10 @@ def _gather(rows, lo_bad, lo_checked) -> dict[str, dict]:
             got["pending"].append(payload)
         elif r.kind == "plot":
             got["plots"].append(payload)
-    for r in lo_checked:
-        per_run[r.run_id]["checked"]["LEVEL_ORDER"] += r.checked
-    for r in lo_bad:
+    for r in lo:
+        if r.kind == "c":
+            per_run[r.run_id]["checked"]["LEVEL_ORDER"] += r.checked
+            continue
         per_run[r.run_id]["violations"].append({
             "run_id": r.run_id, "invariant": "LEVEL_ORDER", "key": r.key, "attempt": 0, "level": r.level,
             "anchor_ms": r.born_ms, "observed_ms": r.store_ms, "other_key": r.other_key,
