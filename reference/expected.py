@@ -8,6 +8,9 @@ job can turn them into rows (``dataclasses.asdict``) and join deliveries on
 group that consumed the topic).
 
 - attempt k of a message is the set of deliveries with ``reconsume_times`` = k.
+- A LATER can be repeated (a redelivery of an attempt whose send-back failed, see
+  ``reference.plans.later_not_stored``): ``earliest_ms`` then follows the first LATER,
+  ``latest_ms`` the last one.
 - Attempt 0 is anchored at the send (``born_ms`` for NOT_EARLY, the send's ``ts_ms`` for ON_TIME);
   attempt k >= 1 is anchored at the ``ts_ms`` of the first ``LATER`` delivery of attempt k-1 (an
   observation: when it is missing, ``earliest_ms``/``latest_ms`` are ``None``, the attempt cannot
@@ -122,6 +125,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     sends: dict[str, Mapping] = {}
     faults: list[Mapping] = []
     anchors: dict[tuple, int] = {}  # (key, group, reconsume_times) -> ts_ms of the first LATER
+    last_laters: dict[tuple, int] = {}  # ... of the last LATER, where a LATER was repeated
     topic_groups: dict[str, list[str]] = {}
     seen_topic_group: set[tuple[str, str]] = set()
     for i, e in enumerate(events):
@@ -135,8 +139,12 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                 ak = (e["key"], tg[1], e["reconsume_times"])
                 ts = e["ts_ms"]
                 prev = anchors.get(ak)
-                if prev is None or ts < prev:
+                if prev is None:
                     anchors[ak] = ts
+                elif ts < prev:
+                    anchors[ak], last_laters[ak] = ts, max(prev, last_laters.get(ak, prev))
+                elif ts > last_laters.get(ak, prev):
+                    last_laters[ak] = ts
         elif t == "send":
             key = e.get("key")
             if key in sends:
@@ -194,13 +202,14 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                             r_delay, None, None, None, last == k, final_state, group, None, None, None, born,
                             deliver_at, None))
                     continue
+                last_anchor = last_laters.get((key, group, k - 1), anchor)
                 r_earliest = anchor + r_delay
-                r_latest = r_earliest + slack
+                r_latest = last_anchor + r_delay + slack
                 r_widened = None
                 if outages:
                     r_latest, r_widened = widen(anchor, r_earliest, r_latest)
                 l_earliest = anchor + local_delay
-                l_latest = l_earliest + slack
+                l_latest = last_anchor + local_delay + slack
                 if consumer_outages:
                     l_latest = widen_local(anchor, l_earliest, l_latest)[0]
                 append((run_id, key, k, topic, retry_queue, status, 3 + k - 1, r_level, r_level != 3 + k - 1,
@@ -253,6 +262,10 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
         first, second = second, first
     if same_stored_copy(first, second):
         return _consumer_redelivery(faults, first, second)
+    if first.get("outcome") == CRASH and first.get("reconsume_times", 0) > 0:
+        return DuplicateRuling(True, "consumer", f"the first delivery (at {first['ts_ms']}) was a local re-consume "
+                               "answered CRASH: that retry lived only in the crashed consumer, whose redelivered "
+                               "previous attempt sent it back again as a new stored copy")
     allowed, reason = scheduler_duplicate_allowed([f for f in faults if f.get("type", "fault") == "fault"],
                                                   first["store_ms"], second["ts_ms"],
                                                   profile.flush_delay_offset_interval_ms,

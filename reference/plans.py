@@ -69,7 +69,7 @@ def next_answer(plan: tuple[str, ...], cursor: PlanCursor, reconsume_times: int)
     settled, repeat = cursor.settled, cursor.repeat
     if word != CRASH:
         settled = settled | {reconsume_times}
-    if reconsume_times - 1 in repeat:  # the local re-consume came: the failed attempt is settled now
+    if reconsume_times - 1 in repeat and word != CRASH:  # the local re-consume was answered: settled now
         repeat, settled = repeat - {reconsume_times - 1}, settled | {reconsume_times - 1}
     return word, PlanCursor(cursor.used + 1, settled, repeat), True
 

@@ -152,3 +152,10 @@ def test_a_local_retry_window_widens_over_a_consumer_pause():
     retry = build_expected(run(), events)[1]
     assert retry.local_earliest_ms == T0 + 5100 and retry.local_latest_ms == T0 + 20_000 + 3000
     assert retry.latest_ms == T0 + 100 + 3000 + 3000  # the broker's window does not move for a consumer
+
+
+def test_a_repeated_later_anchors_the_earliest_at_the_first_and_the_latest_at_the_last():
+    events = [send("k", T0, 0, (LATER, OK)), deliver("k", T0 + 100, 0, LATER), deliver("k", T0 + 4000, 0, LATER)]
+    retry = build_expected(run(), events)[1]
+    assert retry.earliest_ms == T0 + 100 + 3000 and retry.latest_ms == T0 + 4000 + 3000 + 3000
+    assert retry.local_earliest_ms == T0 + 5100 and retry.local_latest_ms == T0 + 4000 + 5000 + 3000
