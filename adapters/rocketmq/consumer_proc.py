@@ -6,9 +6,10 @@ Run as ``python -m adapters.rocketmq.consumer_proc --lib LIB --namesrv ADDR --gr
 ``{"ready": true}`` on its original stdout once the consumer has started.
 
 For every delivery it appends a contract ``deliver`` event to ``--events`` (one line, flushed,
-*before* answering the broker), then answers with the plan's entry for that delivery: entry i of
-the message's ``HG_PLAN`` property answers the i-th delivery of that key to this consumer, ``OK``
-after the list ends. ``CRASH`` records the event and ends the process with ``os._exit(CRASH_EXIT)``
+*before* answering the broker), then answers with the plan's entry for that delivery as
+:func:`reference.plans.next_answer` rules it: each first delivery of an attempt (and each one after
+its own CRASH) takes the next entry of the message's ``HG_PLAN`` property, ``OK`` after the list
+ends; a redelivery of an attempt already answered OK/LATER is acknowledged OK. ``CRASH`` records the event and ends the process with ``os._exit(CRASH_EXIT)``
 without answering. On start the counts are rebuilt from the events file, so plan positions survive
 a restart.
 """
@@ -25,8 +26,26 @@ from collections import Counter
 from pathlib import Path
 
 from adapters.rocketmq.jvm import Channel, now_ms, start_jvm
+from reference.plans import next_answer, replay_cursor
 
 CRASH_EXIT = 17
+
+
+def delivered_attempts(events_file: Path, group: str) -> dict[str, list[int]]:
+    """The reconsume_times of the deliveries per key already recorded in ``events_file``, in order
+    (to rebuild each key's plan cursor after a restart; a torn last line is skipped)."""
+    history: dict[str, list[int]] = {}
+    if not events_file.exists():
+        return history
+    with open(events_file, encoding="utf-8") as f:
+        for line in f:
+            try:
+                ev = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if ev.get("type") == "deliver" and ev.get("group") == group:
+                history.setdefault(ev["key"], []).append(int(ev.get("reconsume_times", 0)))
+    return history
 
 
 def answered_deliveries(events_file: Path, group: str) -> Counter:
@@ -55,6 +74,10 @@ class PlanFollower:
         self.group = group
         self.events_file = events_file
         self.counts = answered_deliveries(events_file, group)
+        # plan positions follow reference.plans.next_answer: a redelivery of an attempt already
+        # answered OK/LATER (after another message's CRASH) is acknowledged without taking an entry
+        self.history = delivered_attempts(events_file, group)
+        self.cursors: dict = {}
         events_file.parent.mkdir(parents=True, exist_ok=True)
         self._out = open(events_file, "a", encoding="utf-8")
         # a torn last line (crash mid-write) must not swallow our first event
@@ -82,7 +105,12 @@ class PlanFollower:
             event["sent_body_crc"] = int(str(sent_crc))
         with self._lock:
             index = self.counts[key]
-            outcome = plan_answer(msg.getUserProperty("HG_PLAN") and str(msg.getUserProperty("HG_PLAN")), index)
+            prop = msg.getUserProperty("HG_PLAN")
+            plan = tuple(p.strip() for p in str(prop).split(",")) if prop is not None and str(prop) else ()
+            cursor = self.cursors.get(key)
+            if cursor is None:
+                cursor = replay_cursor(plan, self.history.pop(key, ()))
+            outcome, self.cursors[key], _ = next_answer(plan, cursor, event["reconsume_times"])
             event["outcome"] = outcome if outcome in ("OK", "LATER", "CRASH") else "OK"
             self.counts[key] = index + 1
             self._out.write(json.dumps(event, separators=(",", ":")) + "\n")
