@@ -70,6 +70,7 @@ class RocketMQSystem:
         self._consumer_specs: dict[str, ConsumerSpec] = {}
         self._stopped_consumers: set[str] = set()
         self._launched: set[str] = set()
+        self._paused: set[str] = set()  # SIGSTOPped components: white-box reads skip them
         self._is_setup = False
         self.info = SystemInfo("rocketmq", dist.version, runtime.name,
                                {"system": dist.system, "source": dist.source, "workdir": str(self.layout.root)})
@@ -161,6 +162,7 @@ class RocketMQSystem:
                 self._stopped_consumers.add(name)
         else:
             self.runtime.stop(target)
+            self._paused.discard(target)
 
     def kill(self, target: str) -> None:
         self._check(target)
@@ -169,6 +171,7 @@ class RocketMQSystem:
                 proc.kill()
         else:
             self.runtime.kill(target)
+            self._paused.discard(target)
 
     def pause(self, target: str) -> None:
         self._check(target)
@@ -177,6 +180,7 @@ class RocketMQSystem:
                 _signal_group(proc, "SIGSTOP")
         else:
             self.runtime.pause(target)
+            self._paused.add(target)
 
     def resume(self, target: str) -> None:
         self._check(target)
@@ -185,6 +189,7 @@ class RocketMQSystem:
                 _signal_group(proc, "SIGCONT")
         else:
             self.runtime.resume(target)
+            self._paused.discard(target)
 
     def log_tail(self, component: str, lines: int = 40) -> str:
         parts = [f"--- {component} JVM output ---", self.runtime.log_tail(component, lines)]
@@ -301,7 +306,7 @@ class RocketMQSystem:
             persisted = cfg.read_delay_offsets(self.layout)
             if persisted is not None:
                 out.append({"source": "delayOffset.json", "offsets": {str(k): v for k, v in sorted(persisted.items())}})
-        if self.external or self.runtime.running("broker"):
+        if (self.external or self.runtime.running("broker")) and not self._paused & {"broker", "namesrv"}:
             status = self._broker_status()
             if status is None:
                 return out
