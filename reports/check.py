@@ -131,6 +131,8 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdi
         target = _target_dir(out_dir, by_id[rid].run_dir, rid)
         if target is not None:
             write_run_outputs(target, verdict, vdf, plots.merge(got["plots"], run), run, faults)
+        else:
+            _log(f"{by_id[rid].run_dir}: not a local directory, outputs not written (give --out)")
         verdicts.append(verdict)
 
 

@@ -202,6 +202,13 @@ def _messages(out: _Out, exp, attempts, dlqs, ended_ms: int) -> None:
         if mg in consumed and not n_dlq and status == "SEND_OK" and final_state == "CONSUMED":
             out.checked["NO_LOSS"] += 1  # the common case: consumed as planned, nowhere near the DLQ
             continue
+        rejection = _x(rows[0], "expected_rejection") if rows else None
+        if rejection is not None:  # the broker must refuse this send: nothing to lose or route
+            if status == "SEND_OK":
+                out.checked["INTEGRITY"] += 1
+                out.violation("INTEGRITY", key, group=group or None, attempt=0,
+                              detail=f"the send returned SEND_OK, but the broker must refuse it: {rejection}")
+            continue
         if len(rows) > 1:
             rows = sorted(rows, key=lambda r: r[i_attempt])
         final_attempt = max((r[i_attempt] for r in rows if r[i_final]), default=None)

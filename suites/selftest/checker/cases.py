@@ -7,7 +7,7 @@ the table ``1s 5s 10s`` and slack 3 s: a level-2 message born at 0 (send returne
 
 from __future__ import annotations
 
-from suites.selftest.checker.runs import RunBuilder
+from suites.selftest.checker.runs import T0, RunBuilder
 
 
 def clean_mix() -> RunBuilder:
@@ -123,7 +123,17 @@ def integrity_unknown_key() -> RunBuilder:
     return RunBuilder("integrity-unknown-key").send("a", 0).deliver("a", 10).deliver("stranger", 50)
 
 
+def timer_kept() -> RunBuilder:
+    """A 5.x timer message due 3.5 s after birth (rounded down to the 1 s precision: 3 s)."""
+    return RunBuilder("timer-kept").send("tm", 0, deliver_at_ms=T0 + 3500).deliver("tm", 3200)
+
+
+def timer_too_far() -> RunBuilder:
+    """A deliver time four days ahead must be refused (timerMaxDelaySec is three days)."""
+    return RunBuilder("timer-too-far").send("far", 0, deliver_at_ms=T0 + 4 * 86_400_000).send("x", 10).deliver("x", 20)
+
+
 ALL = [clean_mix, lost, pending_at_end, unknown_sends, early, early_clamped, late_with_kill, late_plain,
        level_order_broken, level_order_kept, retry_gap, retry_after_ok, dlq_kept, dlq_wrong_message, dlq_twice,
        consumer_duplicate, consumer_redelivery_after_crash, scheduler_duplicate, integrity_topic, integrity_body,
-       integrity_unknown_key]
+       integrity_unknown_key, timer_kept, timer_too_far]

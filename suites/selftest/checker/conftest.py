@@ -29,7 +29,21 @@ def case_root(tmp_path_factory) -> Path:
     shutil.copytree(DATA / "run-small", root / "run-small")
     torn = cases.RunBuilder("torn-line").send("a", 0).deliver("a", 10)
     torn.write(root, lines=['{"type": "deliver", "ts_ms": 17638000'])
+    _as_parquet(cases.clean_mix(), "parquet-clean-mix", root)
     return root
+
+
+def _as_parquet(builder, run_id: str, root: Path) -> None:
+    """The same run with its events as Parquet (events/part-0.parquet) instead of JSONL."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    builder.run_id = run_id
+    d = builder.write(root)
+    (d / "events.jsonl").unlink()
+    (d / "events").mkdir()
+    names = sorted({k for e in builder.events for k in e})
+    pq.write_table(pa.Table.from_pylist([{n: e.get(n) for n in names} for e in builder.events]), d / "events" / "part-0.parquet")
 
 
 @pytest.fixture(scope="session")

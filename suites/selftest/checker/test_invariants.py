@@ -161,3 +161,18 @@ def test_a_torn_last_line_is_skipped_and_reported(verdicts):
     assert v["passed"] is True
     assert len(v["torn_lines"]) == 1 and v["torn_lines"][0]["line"] == 3
     assert v["torn_lines"][0]["file"].endswith("torn-line/events.jsonl")
+
+
+def test_parquet_events_give_the_same_verdict(verdicts):
+    parquet = dict(verdicts["parquet-clean-mix"], run_id="clean-mix")
+    assert parquet == verdicts["clean-mix"]
+
+
+def test_timer_messages(verdicts):
+    v = verdicts["timer-kept"]
+    assert v["passed"] is True and v["invariants"]["NOT_EARLY"]["checked"] == 1
+    v = verdicts["timer-too-far"]
+    assert only_failure(v) == "INTEGRITY"
+    e = example(v, "INTEGRITY")
+    assert e["key"] == "far" and "must refuse" in e["explanation"]
+    assert v["invariants"]["NO_LOSS"]["checked"] == 1  # the refused send is not expected anywhere
