@@ -274,6 +274,10 @@ class ContainerRuntime:
 
     def pause(self, component: str) -> None:
         self._docker(component, "pause", self._container(component).pause)
+        state = self._state(component)
+        if not state.get("Paused"):  # the engine said yes: check the freezer did freeze it
+            raise AdapterError(f"container runtime: pause {component}: the engine reports it "
+                               f"{state.get('Status')!r} after a successful pause, expected 'paused'")
 
     def resume(self, component: str) -> None:
         container = self._container(component)
