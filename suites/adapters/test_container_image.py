@@ -88,3 +88,17 @@ def test_an_image_given_by_name_is_used_as_it_is(unique_lib, client, tmp_path):
         assert rt.ensure_image() == named
     finally:
         rt.close()
+
+
+def test_a_base_image_by_name_is_probed_for_its_java(unique_lib, client, monkeypatch):
+    # as HOURGLASS_BASE_IMAGE=eclipse-temurin:17-jre where a registry answers; here a local re-tag
+    base, _ = img.ensure_base_image(client)
+    named_base = f"hourglass-test/jre:{uuid.uuid4().hex[:8]}"
+    client.images.get(base).tag(named_base)
+    lib, tags = unique_lib
+    tags.append(named_base)
+    monkeypatch.setenv("HOURGLASS_BASE_IMAGE", named_base)
+    ref = img.ensure_image(lib, client, lambda line: None)
+    tags.append(ref.tag)
+    assert (ref.source, ref.java_major) == ("built", 17)  # `java -version` in it (once per image id)
+    assert client.images.get(ref.tag).attrs["Config"]["Labels"][img.LABEL_JAVA_MAJOR] == "17"
