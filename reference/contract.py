@@ -100,6 +100,8 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
     "fault": (
         _f("action", "str", True, FAULT_ACTIONS),
         _f("target", "str", True, FAULT_TARGETS),
+        _f("name", "str", False),  # which consumer (target consumer)
+        _f("group", "str", False),  # its group: a start changes the group's membership
     ),
     "snapshot": (
         _f("source", "str"),

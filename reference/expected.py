@@ -273,6 +273,29 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
     return DuplicateRuling(allowed, "scheduler", reason)
 
 
+#: RebalanceService.waitInterval (20 s: a member rebalances at the latest this long after the group
+#: changed) + ClientConfig.persistConsumerOffsetInterval (5 s: offsets it had not committed).
+REBALANCE_WINDOW_MS = 25_000
+
+
+def _membership_change(faults: list[Mapping], group: str | None, second_ts_ms: int) -> Mapping | None:
+    """RebalancePushImpl / RebalanceImpl.rebalanceByTopic (4.9.x): when a consumer joins a group that
+    has another member, queues move between members and the new owner starts from the last
+    committed offset, so what the old owner consumed since is delivered again (at-least-once).
+    The start of a consumer of ``group`` (not its first member) up to ``REBALANCE_WINDOW_MS`` before
+    ``second_ts_ms``, or ``None``."""
+    starts = 0
+    for f in sorted(faults, key=lambda f: f["ts_ms"]):
+        if f.get("target") != "consumer" or f.get("action") != "start" or f.get("group") != group or group is None:
+            continue
+        if f["ts_ms"] > second_ts_ms:
+            break
+        if starts and second_ts_ms - f["ts_ms"] <= REBALANCE_WINDOW_MS:
+            return f
+        starts += 1
+    return None
+
+
 def _consumer_redelivery(faults: list[Mapping], first: Mapping, second: Mapping) -> DuplicateRuling:
     if first.get("outcome") == CRASH:
         return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after a CRASH answer at {first['ts_ms']}")
@@ -292,5 +315,10 @@ def _consumer_redelivery(faults: list[Mapping], first: Mapping, second: Mapping)
         if (target == "consumer" and action in ("kill", "start")) or (target == "broker" and action == "kill"):
             return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after the {target} "
                                    f"{action} at {f['ts_ms']} (consume offset not yet committed)")
+    joined = _membership_change(faults, first.get("group"), hi)
+    if joined is not None:
+        return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after consumer {joined.get('name')!r} "
+                               f"joined group {first.get('group')!r} at {joined['ts_ms']}: the rebalance moved the queue "
+                               "before its consume offset was committed")
     return DuplicateRuling(False, "consumer", f"the same stored copy delivered again at {hi} after an answer "
                            f"{first.get('outcome')} at {lo}, with no CRASH and no consumer or broker kill in between")
