@@ -112,7 +112,13 @@ class Batch:
             self.progress[s.name].phase = "starting broker"
         if self._stop.is_set():
             return
-        system = open_system(self.opts.system, first.profile, workdir, seed=first.seed)
+        try:
+            system = open_system(self.opts.system, first.profile, workdir, seed=first.seed)
+        except Exception as e:  # noqa: BLE001 - e.g. an unknown system or version: every scenario is broken
+            for s in job.scenarios:
+                self.errors.setdefault(s.name, f"{type(e).__name__}: {e}")
+                self.progress[s.name].phase = "error"
+            return
         with self._lock:
             self._systems.append(system)
         try:

@@ -19,7 +19,10 @@ from reference.contract import INVARIANTS, ContractError
 
 def _version(run: dict) -> str:
     system = run.get("system") or {}
-    return f"{system.get('adapter', '?')} {system.get('version', '?')}"
+    label = f"{system.get('adapter', '?')} {system.get('version', '?')}"
+    if system.get("defects"):  # a simulated broker with injected defects is a system of its own
+        label += " [" + ",".join(system["defects"]) + "]"
+    return label
 
 
 def _cell(entry: dict | None) -> dict | None:
