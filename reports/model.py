@@ -55,30 +55,38 @@ def judged_table(events: DataFrame, runs: dict[str, dict], unkeyed: dict[str, li
         .drop("buckets")
     )
 
-    def build(table):
+    def judge_partition(batches):
+        """All (run, bucket) groups of one shuffle partition: gathered, then judged one by one."""
         import json
+        from collections import defaultdict
 
         import pyarrow as pa
 
         from reference.contract import ContractError
         from reports.judge import judge_bucket
 
-        data = table.to_pydict()
-        run_id = data["run_id"][0]
-        names = [n for n in data if n not in ("run_id", "bucket")]
-        columns = [data[n] for n in names]
-        evs = [{n: v for n, v in zip(names, row) if v is not None} for row in zip(*columns)]
-        evs.extend(unkeyed.get(run_id, ()))
-        evs.extend(_topic_group_markers(topic_groups.get(run_id, ())))
-        try:
-            rows = judge_bucket(runs[run_id], evs, ended_ms[run_id], timeline_bin_ms[run_id])
-        except ContractError as e:
-            rows = [(run_id, "e", None, None, None, None, None, json.dumps(str(e)))]
-        cols = list(zip(*rows))
-        return pa.Table.from_arrays([pa.array(c, type=t) for c, t in zip(cols, _OUT_TYPES)], names=_OUT_NAMES)
+        groups: dict[tuple, list[dict]] = defaultdict(list)
+        for batch in batches:
+            data = batch.to_pydict()
+            names = [n for n in data if n not in ("run_id", "bucket")]
+            columns = [data[n] for n in names]
+            for run_id, bucket, *row in zip(data["run_id"], data["bucket"], *columns):
+                groups[(run_id, bucket)].append({n: v for n, v in zip(names, row) if v is not None})
+        for (run_id, _), evs in groups.items():
+            evs.extend(unkeyed.get(run_id, ()))
+            evs.extend(_topic_group_markers(topic_groups.get(run_id, ())))
+            try:
+                rows = judge_bucket(runs[run_id], evs, ended_ms[run_id], timeline_bin_ms[run_id])
+            except ContractError as e:
+                rows = [(run_id, "e", None, None, None, None, None, json.dumps(str(e)))]
+            cols = list(zip(*rows))
+            yield pa.RecordBatch.from_arrays([pa.array(c, type=t) for c, t in zip(cols, _OUT_TYPES)], names=_OUT_NAMES)
 
-    cols = ["run_id", *[c for c in events.columns if c in _contract_columns()]]
-    return keyed.select(*cols, "bucket").groupBy("run_id", "bucket").applyInArrow(build, OUTPUT_SCHEMA)
+    # a hash repartition (no sort, unlike groupBy().applyInArrow), about one bucket per partition;
+    # only the columns the model and the judging read (no msg_id, no fault/snapshot fields)
+    cols = ["run_id", *[c for c in events.columns if c in _KEYED_COLUMNS]]
+    partitions = max(events.sparkSession.sparkContext.defaultParallelism, sum(n // EVENTS_PER_BUCKET + 1 for n in events_per_run.values()))
+    return keyed.select(*cols, "bucket").repartition(partitions, "run_id", "bucket").mapInArrow(judge_partition, OUTPUT_SCHEMA)
 
 
 def _out_layout():
@@ -105,10 +113,15 @@ def _topic_group_markers(pairs) -> list[dict]:
             for t, g in pairs]
 
 
-def _contract_columns() -> set[str]:
+def _keyed_columns() -> set[str]:
+    """Contract fields of send/deliver/dlq events, except ``msg_id`` (neither the model nor the
+    judging reads it, and it is the widest column)."""
     from reference.contract import EVENT_FIELDS
 
-    return {"type", "ts_ms"} | {f.name for specs in EVENT_FIELDS.values() for f in specs}
+    return ({"type", "ts_ms"} | {f.name for t in KEYED_TYPES for f in EVENT_FIELDS[t]}) - {"msg_id"}
+
+
+_KEYED_COLUMNS = _keyed_columns()
 
 
 def unkeyed_to_dicts(rows) -> list[dict]:
