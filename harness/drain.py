@@ -15,6 +15,11 @@ from reference.expected import ExpectedAttempt, build_expected
 
 #: A consumer that crashed is restarted and must rebalance before it is redelivered a message.
 CONSUMER_REDELIVERY_MS = 25_000
+#: After the broker (or name server) is ready again, consumers must heartbeat, rebalance and pull
+#: again before they receive what the broker re-put (4.9.x: up to a heartbeat interval, then the
+#: pull back-off after an exception). This only makes the run *wait*: the timing invariants judge
+#: the broker's store time, not when the consumer got round to it.
+CONSUMER_RECOVERY_MS = 30_000
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,8 @@ def drain_state(run: dict, events: list[dict], now_ms: int) -> DrainState:
         by_key.setdefault(a.key, []).append(a)
     answered: dict[tuple[str, int], set[str]] = {}
     crashed_at: dict[str, int] = {}
+    recovered_ms = max((e["ts_ms"] for e in events if e.get("type") == "fault" and e.get("action") in ("ready", "resume")
+                        and e.get("target") in ("broker", "namesrv", "proxy")), default=None)
     for e in events:
         if e.get("type") == "deliver":
             answered.setdefault((e["key"], e["reconsume_times"]), set()).add(e["outcome"])
@@ -61,6 +68,8 @@ def drain_state(run: dict, events: list[dict], now_ms: int) -> DrainState:
         d = todo.latest_ms
         if key in crashed_at:
             d = max(d or 0, crashed_at[key] + CONSUMER_REDELIVERY_MS)
+        if recovered_ms is not None and d is not None:
+            d = max(d, recovered_ms + CONSUMER_RECOVERY_MS)
         if d is not None:
             deadline = d if deadline is None else max(deadline, d)
     return DrainState(tuple(sorted(pending)), deadline, len(by_key), final)

@@ -279,15 +279,28 @@ class RocketMQSystem:
         # the retry topic exists before the first LATER, so the consumer's route has it from the start
         self._request("create_topic", timeout_s=30, topic=RETRY_PREFIX + spec.group, queues=1)
         self._stopped_consumers.discard(spec.name)
-        self.consumers[spec.name] = ConsumerProcess(spec, self.dist.lib_dir, self.namesrv_addr, self.layout.logs_dir)
+        self.consumers[spec.name] = self._spawn_consumer(spec)
+
+    #: a consumer's start asks the name server and every broker; when many start at once on a busy
+    #: machine one of those requests can fail ("send request ... failed"): start it again, a few times
+    CONSUMER_START_ATTEMPTS = 4
+
+    def _spawn_consumer(self, spec: ConsumerSpec) -> ConsumerProcess:
+        for attempt in range(1, self.CONSUMER_START_ATTEMPTS + 1):
+            try:
+                return ConsumerProcess(spec, self.dist.lib_dir, self.namesrv_addr, self.layout.logs_dir)
+            except AdapterError:
+                if attempt == self.CONSUMER_START_ATTEMPTS:
+                    raise
+                time.sleep(attempt)  # back off before the next start
+        raise AssertionError("unreachable")
 
     def poll_consumers(self) -> list[str]:
         restarted = []
         for name, proc in list(self.consumers.items()):
             if not proc.alive() and name not in self._stopped_consumers:
                 proc.kill()  # reap, close pipes
-                self.consumers[name] = ConsumerProcess(self._consumer_specs[name], self.dist.lib_dir,
-                                                       self.namesrv_addr, self.layout.logs_dir)
+                self.consumers[name] = self._spawn_consumer(self._consumer_specs[name])
                 restarted.append(name)
         return restarted
 

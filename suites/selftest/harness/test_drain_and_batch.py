@@ -74,3 +74,11 @@ def test_faulting_scenarios_get_their_own_system_others_share_per_table():
 def test_virtual_systems_run_each_scenario_alone():
     jobs = plan_jobs([_sc("a"), _sc("b")], virtual=True)
     assert [len(j.scenarios) for j in jobs] == [1, 1] and not any(j.shared for j in jobs)
+
+
+def test_after_a_broker_restart_the_run_waits_for_consumers_to_recover():
+    from harness.drain import CONSUMER_RECOVERY_MS
+
+    ready = {"type": "fault", "ts_ms": T0 + 500, "action": "ready", "target": "broker"}
+    st = drain_state(RUN, [send("a", T0, level=1), ready], T0 + 600)
+    assert st.pending == ("a",) and st.deadline_ms >= T0 + 500 + CONSUMER_RECOVERY_MS
