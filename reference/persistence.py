@@ -79,7 +79,9 @@ def scheduler_duplicate_allowed(faults: Iterable[Mapping], first_store_ms: int, 
     allowed when the first was re-put after the last persist before a broker kill that happened
     between the first re-put and the second delivery. Returns (allowed, reason)."""
     broker = _broker_faults(faults)
-    kills = [ts for ts, action in broker if action == "kill" and first_store_ms <= ts <= second_ts_ms]
+    # the harness records a kill before it signals: the broker may still re-put for a moment after
+    # the event (container kill latency), so a re-put up to ``jitter_ms`` after it precedes the kill
+    kills = [ts for ts, action in broker if action == "kill" and first_store_ms - jitter_ms <= ts <= second_ts_ms]
     for kill_ms in kills:
         bound = last_flush_lower_bound_ms(broker, kill_ms, interval_ms, first_flush_delay_ms, jitter_ms)
         if bound is None or first_store_ms >= bound:
