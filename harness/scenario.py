@@ -77,10 +77,6 @@ class Scenario:
     drain_margin_ms: int = 3_000  # waited after the model says all is final (late duplicates)
     requires: tuple[str, ...] = ()  # e.g. ("timer",): capabilities the system must have
 
-    @property
-    def faults_broker(self) -> bool:
-        return any(f.target in ("broker", "namesrv", "proxy") for f in self.faults)
-
     def with_prefix(self, prefix: str) -> "Scenario":
         """Rename topics and groups so scenarios can share one broker without meeting."""
         msgs = tuple(replace(m, topic=prefix + m.topic, key=m.key) for m in self.messages)

@@ -50,9 +50,7 @@ def delivered_attempts(events_file: Path, group: str) -> dict[str, list[int]]:
 
 def answered_deliveries(events_file: Path, group: str) -> Counter:
     """Deliveries per key already recorded in ``events_file`` (a torn last line is skipped)."""
-    counts: Counter = Counter()
-    if not events_file.exists():
-        return counts
+    return Counter({key: len(attempts) for key, attempts in delivered_attempts(events_file, group).items()})
     with open(events_file, encoding="utf-8") as f:
         for line in f:
             try:
@@ -73,10 +71,10 @@ class PlanFollower:
     def __init__(self, group: str, events_file: Path):
         self.group = group
         self.events_file = events_file
-        self.counts = answered_deliveries(events_file, group)
         # plan positions follow reference.plans.next_answer: a redelivery of an attempt already
         # answered OK/LATER (after another message's CRASH) is acknowledged without taking an entry
         self.history = delivered_attempts(events_file, group)
+        self.counts = Counter({key: len(attempts) for key, attempts in self.history.items()})
         self.cursors: dict = {}
         events_file.parent.mkdir(parents=True, exist_ok=True)
         self._out = open(events_file, "a", encoding="utf-8")
