@@ -1,8 +1,9 @@
 """Checking runs: read, validate, join with the model's expectations, judge, write the outputs.
 
-All runs of one call go through the same Spark jobs (one scan of the events, cached), never a loop
-of jobs per run. The driver only handles what is small: faults, duplicate pairs (ruled by the
-model), the violations found, and plot aggregates.
+All runs of one call go through the same Spark job (one scan of the events, no cache: they are
+shuffled by bucket of keys straight into the judging), never a loop of jobs per run. The driver
+only handles what is small: faults, the violations found, counts and plot aggregates; it re-reads
+only the files that hold a row breaking the contract.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from reports.inputs import BrokenRun, _display, discover_runs, read_events, resc
 from reports.judge import VIOLATION_COLUMNS
 from reports.level_order import level_order
 from reports.outputs import write_run_outputs
-from reference.contract import EVENT_FIELDS
 from reports.spark import get_spark, stop_spark
 from reports.verdict import broken_verdict, build_verdict
 
@@ -84,39 +84,61 @@ def _target_dir(out_dir, run_dir: str, run_id: str) -> Path | None:
 
 def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     by_id = {r.run_id: r for r in runs}
-    events = read_events(spark, runs).persist(StorageLevel.MEMORY_AND_DISK)
-    judged = None
+    runs_json = {rid: r.run for rid, r in by_id.items()}
+    ended = {rid: _ended_ms(run) for rid, run in runs_json.items()}
+    bins = {rid: plots.timeline_bin_ms(run) for rid, run in runs_json.items()}
+    buckets = model.bucket_counts({rid: r.estimated_events for rid, r in by_id.items()})
+    events = read_events(spark, runs)
     PHASES.clear()
+    judged = model.judged_table(events, runs_json, buckets, ended, bins).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        with _phase("read, cache and first pass"):
-            sizes, suspects, unkeyed, topic_groups = _first_pass(events)
-        with _phase("contract rescan"):
-            torn = _contract_pass(spark, suspects, by_id, broken)
-        good_ids = [rid for rid in by_id if rid not in {b.run_id for b in broken}]
-        good = events.filter(F.col("contract_ok") & F.col("run_id").isin(good_ids))
-        runs_json = {rid: by_id[rid].run for rid in good_ids}
-        ended = {rid: _ended_ms(run) for rid, run in runs_json.items()}
-        bins = {rid: plots.timeline_bin_ms(run) for rid, run in runs_json.items()}
-        judged = model.judged_table(good, runs_json, unkeyed, {rid: sizes.get(rid, 0) for rid in good_ids},
-                                    topic_groups, ended, bins).persist(StorageLevel.MEMORY_AND_DISK)
-        with _phase("model and judging"):
-            rows = judged.filter(F.col("kind") != "lo").select("run_id", "kind", "payload").collect()
+        with _phase("read, model and judging"):
+            rows = judged.filter(F.col("kind") != "lo").select("run_id", "bucket", "kind", "payload").collect()
         with _phase("level order"):
             lo = level_order(judged.filter(F.col("kind") == "lo")).collect()
     finally:
-        events.unpersist()
-        if judged is not None:
-            judged.unpersist()
+        judged.unpersist()
+    with _phase("contract rescan"):
+        torn = _contract_pass(spark, sorted({json.loads(r.payload) for r in rows if r.kind == "f"}), by_id, broken)
+    redo, markers = _blind_buckets(rows)
+    if redo:
+        with _phase("second pass"):
+            _log(f"{len(redo)} bucket(s) held no delivery of a group that consumes a topic they sent to: judged again")
+            again = model.judged_table(events, runs_json, buckets, ended, bins, markers, only=redo)
+            again_rows = again.filter(~F.col("kind").isin("lo", "u", "f")).select("run_id", "bucket", "kind", "payload").collect()
+        rows = [r for r in rows if (r.run_id, r.bucket) not in redo or r.kind in ("u", "f")] + again_rows
     for r in rows:
         if r.kind == "e":
             broken.append(BrokenRun(by_id[r.run_id].run_dir, json.loads(r.payload), r.run_id))
     bad_ids = {b.run_id for b in broken}
-    good_ids = [rid for rid in good_ids if rid not in bad_ids]
+    good_ids = [rid for rid in by_id if rid not in bad_ids]
+    unkeyed = {r.run_id: json.loads(r.payload) for r in rows if r.kind == "u" and r.bucket == 0}
     per_run = _gather(rows, lo)
     verdicts = []
     with _phase("outputs"):
         _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdicts)
     return verdicts
+
+
+def _blind_buckets(rows) -> tuple[set[tuple[str, int]], dict[str, list[tuple[str, str]]]]:
+    """The buckets that must be judged again, and each such run's (topic, group) pairs: a bucket
+    learns which groups consume a topic from its own deliveries, so one that holds none of some
+    group's deliveries of a topic it sent to (a group that lost nearly everything, a topic with a
+    handful of messages) would not expect that group to consume them."""
+    seen: dict[str, dict[int, tuple[set, list]]] = defaultdict(dict)
+    for r in rows:
+        if r.kind == "tg":
+            p = json.loads(r.payload)
+            seen[r.run_id][r.bucket] = ({tuple(x) for x in p["pairs"]}, p["sent_topics"])
+    redo: set[tuple[str, int]] = set()
+    markers: dict[str, list[tuple[str, str]]] = {}
+    for rid, per_bucket in seen.items():
+        union = set().union(*(pairs for pairs, _ in per_bucket.values()))
+        for b, (pairs, topics) in per_bucket.items():
+            if any((t, g) not in pairs for t, g in union if t in topics):
+                redo.add((rid, b))
+                markers[rid] = sorted(union)
+    return redo, markers
 
 
 def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdicts) -> None:
@@ -193,42 +215,3 @@ def _contract_pass(spark, suspects, by_id, broken) -> dict[str, list[dict]]:
             torn[run_id].append({"file": _display(uri), "line": finding.torn_line})
             _log(f"{_display(uri)}:{finding.torn_line}: torn last line skipped")
     return torn
-
-
-def _first_pass(events):
-    """One action over the cached events: rows and suspect rows per file, the faults and snapshots
-    of each run (as dicts), and the (topic, group) pairs delivered in each run."""
-    bad = (F.col("suspect") | ~F.col("contract_ok")).cast("long")
-    summary = events.groupBy("run_id", "source_file").agg(F.count(F.lit(1)).alias("n"), F.sum(bad).alias("m")).select(
-        F.lit("f").alias("kind"), "run_id", F.col("source_file").alias("a"), F.lit(None).cast("string").alias("b"), "n", "m")
-    ok = events.filter("contract_ok")
-    unkeyed_cols = sorted({"type", "ts_ms"} | {f.name for t in model.UNKEYED_TYPES for f in EVENT_FIELDS[t]})
-    facts = ok.filter(F.col("type").isin(*model.UNKEYED_TYPES)).select(
-        F.lit("u").alias("kind"), "run_id", F.to_json(F.struct(*unkeyed_cols)).alias("a"), F.lit(None).cast("string").alias("b"),
-        F.lit(None).cast("long").alias("n"), F.lit(None).cast("long").alias("m"))
-    # a CRASH answer is a consumer fault the plan injected: the model's NO_DUPLICATE rule needs every
-    # crash of the run (other consumers redeliver what the crashed one had not committed)
-    crashes = ok.filter((F.col("type") == "deliver") & (F.col("outcome") == "CRASH")).select(
-        F.lit("u").alias("kind"), "run_id",
-        F.to_json(F.struct(F.lit("fault").alias("type"), "ts_ms", F.lit("crash").alias("action"),
-                           F.lit("consumer").alias("target"), "group", "key")).alias("a"),
-        F.lit(None).cast("string").alias("b"), F.lit(None).cast("long").alias("n"), F.lit(None).cast("long").alias("m"))
-    pairs = ok.filter(F.col("type") == "deliver").select("run_id", "topic", "group").distinct().select(
-        F.lit("tg").alias("kind"), "run_id", F.col("topic").alias("a"), F.col("group").alias("b"),
-        F.lit(None).cast("long").alias("n"), F.lit(None).cast("long").alias("m"))
-    sizes: dict[str, int] = defaultdict(int)
-    suspects: list[str] = []
-    unkeyed: dict[str, list[dict]] = defaultdict(list)
-    topic_groups: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for r in summary.unionByName(facts).unionByName(crashes).unionByName(pairs).collect():
-        if r.kind == "f":
-            sizes[r.run_id] += r.n
-            if r.m:
-                suspects.append(r.a)
-        elif r.kind == "u":
-            unkeyed[r.run_id].append(json.loads(r.a))
-        else:
-            topic_groups[r.run_id].append((r.a, r.b))
-    for evs in unkeyed.values():
-        evs.sort(key=lambda e: e["ts_ms"])
-    return dict(sizes), sorted(suspects), dict(unkeyed), dict(topic_groups)

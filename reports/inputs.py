@@ -21,6 +21,9 @@ from pyspark.sql import types as T
 
 from reference.contract import EVENT_FIELDS, EVENT_TYPES, ContractError, validate_event, validate_run
 
+#: Typical bytes per event (JSONL as the harness writes it; Parquet compressed), for bucket sizing.
+BYTES_PER_JSON_EVENT = 200
+BYTES_PER_PARQUET_EVENT = 30
 EVENT_GLOBS = ("events*.jsonl", "events/*.jsonl", "events*.parquet", "events/*.parquet", "events*.parquet/*.parquet")
 CORRUPT = "_corrupt_record"
 
@@ -51,6 +54,14 @@ class RunInput:
     run: dict  # run.json
     json_files: list[str] = field(default_factory=list)  # qualified URIs
     parquet_files: list[str] = field(default_factory=list)
+    sizes: dict[str, int] = field(default_factory=dict)  # file URI -> bytes
+
+    @property
+    def estimated_events(self) -> int:
+        """Events in the run, estimated from its files' sizes (sizes the buckets of keys: a wrong
+        guess costs memory or parallelism, never correctness)."""
+        return sum(n // (BYTES_PER_PARQUET_EVENT if f.endswith(".parquet") else BYTES_PER_JSON_EVENT)
+                   for f, n in self.sizes.items())
 
     @property
     def run_id(self) -> str:
@@ -87,8 +98,12 @@ class _FS:
         return bool(self._fs(uri).exists(self._path(uri)))
 
     def glob(self, pattern: str) -> list[str]:
+        return sorted(self.glob_sized(pattern))
+
+    def glob_sized(self, pattern: str) -> dict[str, int]:
+        """Files matching ``pattern``: URI -> size in bytes."""
         found = self._fs(pattern).globStatus(self._path(pattern))
-        return sorted(str(s.getPath().toUri().toString()) for s in (found or []) if s.isFile())
+        return {str(s.getPath().toUri().toString()): int(s.getLen()) for s in (found or []) if s.isFile()}
 
     def children(self, uri: str) -> list[str]:
         return sorted(str(s.getPath().toUri().toString()) for s in self._fs(uri).listStatus(self._path(uri)) if s.isDirectory())
@@ -145,7 +160,8 @@ def _load_run(fs: _FS, run_dir: str) -> RunInput | BrokenRun:
         return BrokenRun(run_dir, str(e))
     except (ValueError, UnicodeDecodeError) as e:
         return BrokenRun(run_dir, f"{where}: expected a JSON object, found unreadable JSON ({e})")
-    files = [f for g in EVENT_GLOBS for f in fs.glob(run_dir + "/" + g)]
+    sizes = {f: n for g in EVENT_GLOBS for f, n in sorted(fs.glob_sized(run_dir + "/" + g).items())}
+    files = list(sizes)
     if not files:
         return BrokenRun(run_dir, f"{run_dir}: expected events*.jsonl, events/*.jsonl or Parquet events, found none", run["run_id"])
     return RunInput(
@@ -153,6 +169,7 @@ def _load_run(fs: _FS, run_dir: str) -> RunInput | BrokenRun:
         run,
         json_files=[f for f in files if f.endswith(".jsonl")],
         parquet_files=[f for f in files if f.endswith(".parquet")],
+        sizes=sizes,
     )
 
 

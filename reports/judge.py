@@ -19,8 +19,8 @@ from collections import Counter, defaultdict
 
 from reference import expected as model
 
-OUTPUT_SCHEMA = ("run_id string, kind string, key string, level bigint, store_ms bigint, send_ts_ms bigint, "
-                 "born_ms bigint, payload string")
+OUTPUT_SCHEMA = ("run_id string, bucket bigint, kind string, key string, level bigint, store_ms bigint, "
+                 "send_ts_ms bigint, born_ms bigint, payload string")
 #: (name, Spark SQL type) of every violation row (the ``violations`` Parquet), in order.
 VIOLATION_COLUMNS: tuple[tuple[str, str], ...] = (
     ("run_id", "string"), ("invariant", "string"), ("key", "string"), ("group", "string"), ("attempt", "bigint"),
@@ -43,8 +43,9 @@ def _clip_bin(value_ms: int) -> int:
 
 
 class _Out:
-    def __init__(self, run_id: str):
+    def __init__(self, run_id: str, bucket: int = 0):
         self.run_id = run_id
+        self.bucket = bucket
         self.rows: list[tuple] = []
         self.checked: Counter = Counter()
         self.plot = {"lateness": defaultdict(Counter), "gaps": defaultdict(Counter), "gap_expected": {},
@@ -52,16 +53,42 @@ class _Out:
 
     def violation(self, invariant: str, key, **fields) -> None:
         fields.update(invariant=invariant, key=key)
-        self.rows.append((self.run_id, "v", key, None, None, None, None, json.dumps(fields)))
+        self.rows.append((self.run_id, self.bucket, "v", key, None, None, None, None, json.dumps(fields)))
 
     def emit(self, kind: str, payload) -> None:
-        self.rows.append((self.run_id, kind, None, None, None, None, None, json.dumps(payload)))
+        self.rows.append((self.run_id, self.bucket, kind, None, None, None, None, None, json.dumps(payload)))
+
+    def emit_plot(self) -> None:
+        plot = self.plot
+        self.emit("plot", {
+            "lateness": {str(lv): dict(c) for lv, c in plot["lateness"].items()},
+            "gaps": {str(a): dict(c) for a, c in plot["gaps"].items()},
+            "gap_expected": {str(a): v for a, v in plot["gap_expected"].items()},
+            "timeline": [[b, o, n] for (b, o), n in plot["timeline"].items()],
+            "duplicates": dict(plot["duplicates"]),
+        })
 
 
-def judge_bucket(run: dict, events: list[dict], ended_ms: int, timeline_bin_ms: int) -> list[tuple]:
-    """All judgements of the keys in ``events`` (plus the run's faults and snapshots)."""
-    out = _Out(run["run_id"])
+def judge_bucket(run: dict, events: list[dict], ended_ms: int, timeline_bin_ms: int, bucket: int = 0) -> list[tuple]:
+    """All judgements of the keys in ``events`` (plus the run's faults and snapshots), one event at
+    a time: the reference path. :func:`judge_table` gives the same judgements from columns."""
+    out = _Out(run["run_id"], bucket)
     rows = model.build_expected_rows(run, events)
+    _judge_dicts(out, run, rows, events, ended_ms, timeline_bin_ms, timeline=True)
+    sends = {e["key"]: e for e in events if e["type"] == "send"}
+    delivered = {(e["key"], e["group"], e["reconsume_times"]) for e in events
+                 if e["type"] == "deliver" and e["key"] != TOPIC_GROUP_KEY}
+    keys = {k for k, _, _ in delivered}
+    out.emit("s", {"messages": len(sends), "attempts": len(delivered),
+                   "recovered": sum(1 for k, s in sends.items() if s["status"] == "UNKNOWN" and k in keys)})
+    out.emit("c", dict(out.checked))
+    out.emit_plot()
+    return out.rows
+
+
+def _judge_dicts(out: _Out, run: dict, rows: list[tuple], events: list[dict], ended_ms: int, timeline_bin_ms: int,
+                 timeline: bool) -> None:
+    """Judge the keys of ``events`` (dicts) against the model's ``rows`` for them."""
     exp = {(r[_COL["key"]], r[_COL["group"]] or "", r[_COL["attempt"]]): r for r in rows}
     sends: dict[str, dict] = {}
     delivered: dict[tuple, list[dict]] = defaultdict(list)
@@ -88,28 +115,17 @@ def judge_bucket(run: dict, events: list[dict], ended_ms: int, timeline_bin_ms: 
         x = exp.get((key, group, attempt))
         prev = attempts.get((key, group, attempt - 1))
         _attempt(out, run, faults, key, group, attempt, ds, prev, x, sends.get(key))
-        for d in ds:
-            out.plot["timeline"][((d["ts_ms"] - started_ms) // timeline_bin_ms, d["outcome"])] += 1
+        if timeline:
+            for d in ds:
+                out.plot["timeline"][((d["ts_ms"] - started_ms) // timeline_bin_ms, d["outcome"])] += 1
         if attempt == 0 and x is not None and (x[_COL["level"]] or 0) > 0:
             store = ds[0]["store_ms"]
             if key not in firsts or store < firsts[key][1]:
                 firsts[key] = (x[_COL["level"]], store)
     for key, (level, store) in firsts.items():
         s = sends[key]
-        out.rows.append((out.run_id, "lo", key, level, store, s["ts_ms"], s.get("born_ms", s["ts_ms"]), None))
+        out.rows.append((out.run_id, out.bucket, "lo", key, level, store, s["ts_ms"], s.get("born_ms", s["ts_ms"]), None))
     _messages(out, exp, attempts, dlqs, ended_ms)
-    recovered = sum(1 for k, s in sends.items() if s["status"] == "UNKNOWN" and any(a[0] == k for a in attempts))
-    out.emit("s", {"messages": len(sends), "attempts": len(attempts), "recovered": recovered})
-    out.emit("c", dict(out.checked))
-    plot = out.plot
-    out.emit("plot", {
-        "lateness": {str(lv): dict(c) for lv, c in plot["lateness"].items()},
-        "gaps": {str(a): dict(c) for a, c in plot["gaps"].items()},
-        "gap_expected": {str(a): v for a, v in plot["gap_expected"].items()},
-        "timeline": [[b, o, n] for (b, o), n in plot["timeline"].items()],
-        "duplicates": dict(plot["duplicates"]),
-    })
-    return out.rows
 
 
 TOPIC_GROUP_KEY = "\u0000topic-group"

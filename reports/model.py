@@ -2,9 +2,9 @@
 
 The rules live in ``reference``; this module only moves data to them and back. Events are grouped
 by (run, bucket of keys) so one call of :func:`reference.expected.build_expected_rows` (in
-:func:`reports.judge.judge_bucket`) sees every event of the keys it judges plus the run's faults and
-snapshots (shipped to the executors in the closure: they are few). The model is per message, so a
-bucket's answer is the run's answer for its keys.
+:func:`reports.columns.judge_table`) sees every event of the keys it judges plus the run's faults,
+snapshots and CRASH answers (copied to every bucket of the run: they are few). The model is per
+message, so a bucket's answer is the run's answer for its keys.
 """
 
 from __future__ import annotations
@@ -33,104 +33,89 @@ def validate_profiles(runs: list[dict]) -> dict[str, str]:
     return errors
 
 
-def judged_table(events: DataFrame, runs: dict[str, dict], unkeyed: dict[str, list[dict]],
-                 events_per_run: dict[str, int], topic_groups: dict[str, list[tuple[str, str]]],
-                 ended_ms: dict[str, int], timeline_bin_ms: dict[str, int]) -> DataFrame:
-    """The judgements (:data:`reports.judge.OUTPUT_SCHEMA` rows) of every message in ``events``
-    (contract-valid rows with ``run_id``): one model call and one judging per (run, bucket of keys).
+def bucket_counts(events_per_run: dict[str, int]) -> dict[str, int]:
+    """Buckets of keys per run: about :data:`EVENTS_PER_BUCKET` events each."""
+    return {rid: max(1, n // EVENTS_PER_BUCKET + 1) for rid, n in events_per_run.items()}
 
-    ``runs``: run_id -> run.json; ``unkeyed``: run_id -> the run's fault and snapshot events;
-    ``events_per_run`` sizes the buckets; ``topic_groups``: run_id -> the (topic, group) pairs
-    delivered in the whole run. A ContractError of the model comes back as a row of kind ``e``."""
+
+def judged_table(events: DataFrame, runs: dict[str, dict], buckets: dict[str, int],
+                 ended_ms: dict[str, int], timeline_bin_ms: dict[str, int],
+                 markers: dict[str, list[tuple[str, str]]] | None = None,
+                 only: set[tuple[str, int]] | None = None) -> DataFrame:
+    """The judgements (:data:`reports.judge.OUTPUT_SCHEMA` rows) of every run in ``events`` (all rows
+    as read, with ``run_id``, ``source_file``, ``suspect`` and ``contract_ok``): one model call and
+    one judging per (run, bucket of keys), in one pass over the events (no cache, no earlier pass).
+
+    Each keyed event (send, deliver, dlq) goes to the bucket of its key; the run's faults and
+    snapshots, and its CRASH answers (a consumer fault every bucket's duplicate rulings need), go to
+    every bucket of the run; rows that break the contract only tell the judge their file (kind
+    ``f``: the driver re-reads those files and names line and field). ``runs``: run_id -> run.json;
+    ``buckets``: run_id -> number of buckets (:func:`bucket_counts`).
+
+    ``markers`` (run_id -> (topic, group) pairs of the whole run) and ``only`` (the (run, bucket)
+    pairs to judge) are for the rare second pass: a bucket that held none of some group's
+    deliveries of a topic it sent to is judged again knowing the run's pairs (kind ``tg`` rows say
+    which pairs each bucket saw). A ContractError of the model comes back as a row of kind ``e``."""
+    from reports.columns import judge_table, output_layout
     from reports.judge import OUTPUT_SCHEMA
 
     spark = events.sparkSession
-    buckets = spark.createDataFrame(
-        [(rid, max(1, n // EVENTS_PER_BUCKET + 1)) for rid, n in events_per_run.items()], "run_id string, buckets long"
+    sizes = spark.createDataFrame([(rid, n) for rid, n in buckets.items()], "run_id string, buckets long")
+    ok = F.col("contract_ok") & ~F.col("suspect")
+    own = F.pmod(F.xxhash64("key"), F.col("buckets"))
+    everywhere = ok & (F.col("type").isin(*UNKEYED_TYPES) | ((F.col("type") == "deliver") & (F.col("outcome") == "CRASH")))
+    cols = [c for c in events.columns if c in _JUDGE_COLUMNS]
+    spread = (
+        events.join(F.broadcast(sizes), "run_id")
+        .select(
+            "run_id", *cols,
+            F.when(ok, F.lit(None).cast("string")).otherwise(F.col("source_file")).alias("bad_file"),
+            own.alias("own"),
+            F.explode(F.when(everywhere, F.sequence(F.lit(0).cast("long"), F.col("buckets") - 1)).otherwise(F.array(own))).alias("bucket"),
+        )
+        .withColumn("echo", F.col("bucket") != F.col("own"))
+        .drop("own")
     )
-    keyed = (
-        events.filter(F.col("type").isin(*KEYED_TYPES))
-        .join(F.broadcast(buckets), "run_id")
-        .withColumn("bucket", F.pmod(F.xxhash64("key"), F.col("buckets")))
-        .drop("buckets")
-    )
+    if only is not None:
+        wanted = spark.createDataFrame(sorted(only), "run_id string, bucket long")
+        spread = spread.join(F.broadcast(wanted), ["run_id", "bucket"])
 
     def judge_partition(batches):
-        """All (run, bucket) groups of one shuffle partition: gathered, then judged one by one."""
+        """All (run, bucket) groups of one shuffle partition, judged one by one."""
         import json
-        from collections import defaultdict
 
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         from reference.contract import ContractError
-        from reports.judge import judge_bucket
 
-        groups: dict[tuple, list[dict]] = defaultdict(list)
-        for batch in batches:
-            data = batch.to_pydict()
-            names = [n for n in data if n not in ("run_id", "bucket")]
-            columns = [data[n] for n in names]
-            for run_id, bucket, *row in zip(data["run_id"], data["bucket"], *columns):
-                groups[(run_id, bucket)].append({n: v for n, v in zip(names, row) if v is not None})
-        for (run_id, _), evs in groups.items():
-            evs.extend(unkeyed.get(run_id, ()))
-            evs.extend(_topic_group_markers(topic_groups.get(run_id, ())))
+        batches = [b for b in batches if b.num_rows]
+        if not batches:
+            return
+        table = pa.Table.from_batches(batches)
+        pairs = pa.Table.from_arrays([table.column("run_id"), table.column("bucket")], names=["r", "b"]).group_by(["r", "b"]).aggregate([])
+        for run_id, bucket in zip(pairs.column("r").to_pylist(), pairs.column("b").to_pylist()):
+            part = table.filter(pc.and_(pc.equal(table.column("run_id"), run_id), pc.equal(table.column("bucket"), bucket)))
             try:
-                rows = judge_bucket(runs[run_id], evs, ended_ms[run_id], timeline_bin_ms[run_id])
+                judged = judge_table(runs[run_id], bucket, part, ended_ms[run_id], timeline_bin_ms[run_id],
+                                     (markers or {}).get(run_id))
             except ContractError as e:
-                rows = [(run_id, "e", None, None, None, None, None, json.dumps(str(e)))]
-            cols = list(zip(*rows))
-            yield pa.RecordBatch.from_arrays([pa.array(c, type=t) for c, t in zip(cols, _OUT_TYPES)], names=_OUT_NAMES)
+                names, types = output_layout()
+                row = (run_id, bucket, "e", None, None, None, None, None, json.dumps(str(e)))
+                judged = pa.Table.from_arrays([pa.array([v], type=t) for v, t in zip(row, types)], names=names)
+            yield from judged.to_batches()
 
-    # a hash repartition (no sort, unlike groupBy().applyInArrow), about one bucket per partition;
-    # only the columns the model and the judging read (no msg_id, no fault/snapshot fields)
-    cols = ["run_id", *[c for c in events.columns if c in _KEYED_COLUMNS]]
-    partitions = max(events.sparkSession.sparkContext.defaultParallelism, sum(n // EVENTS_PER_BUCKET + 1 for n in events_per_run.values()))
-    return keyed.select(*cols, "bucket").repartition(partitions, "run_id", "bucket").mapInArrow(judge_partition, OUTPUT_SCHEMA)
-
-
-def _out_layout():
-    import pyarrow as pa
-
-    from reports.judge import OUTPUT_SCHEMA
-
-    pairs = [p.strip().split(" ") for p in OUTPUT_SCHEMA.split(",")]
-    kinds = {"string": pa.string(), "bigint": pa.int64()}
-    return [n for n, _ in pairs], [kinds[t] for _, t in pairs]
+    # a hash repartition (no sort, unlike groupBy().applyInArrow), about one bucket per partition
+    partitions = max(spark.sparkContext.defaultParallelism, sum(buckets.values()))
+    return spread.repartition(partitions, "run_id", "bucket").mapInArrow(judge_partition, OUTPUT_SCHEMA)
 
 
-_OUT_NAMES, _OUT_TYPES = _out_layout()
-
-
-def _topic_group_markers(pairs) -> list[dict]:
-    """ADAPTER (checker side): ``build_expected_rows`` learns which groups consume a topic from the
-    deliveries it is given; a bucket of keys may hold none of a topic's deliveries, so each bucket
-    gets one harmless OK delivery per (topic, group) of the whole run under a key never sent."""
-    from reports.judge import TOPIC_GROUP_KEY
-
-    return [{"type": "deliver", "ts_ms": 0, "key": TOPIC_GROUP_KEY, "topic": t, "group": g, "outcome": "OK",
-             "reconsume_times": 0, "queue_id": 0, "queue_offset": 0, "msg_id": "", "born_ms": 0, "store_ms": 0}
-            for t, g in pairs]
-
-
-def _keyed_columns() -> set[str]:
-    """Contract fields of send/deliver/dlq events, except ``msg_id`` (neither the model nor the
-    judging reads it, and it is the widest column)."""
+def _judge_columns() -> set[str]:
+    """Contract fields the model and the judging read, of every event type, except ``msg_id``
+    (nobody reads it, and it is the widest column)."""
     from reference.contract import EVENT_FIELDS
 
-    return ({"type", "ts_ms"} | {f.name for t in KEYED_TYPES for f in EVENT_FIELDS[t]}) - {"msg_id"}
+    return ({"type", "ts_ms"} | {f.name for t in EVENT_FIELDS for f in EVENT_FIELDS[t]}) - {"msg_id"}
 
 
-_KEYED_COLUMNS = _keyed_columns()
-
-
-def unkeyed_to_dicts(rows) -> list[dict]:
-    """Fault/snapshot Spark rows -> contract event dicts (what the model and the report take)."""
-    from reference.contract import EVENT_FIELDS
-
-    out = []
-    for r in rows:
-        d = r.asDict(recursive=True)
-        names = ("type", "ts_ms") + tuple(f.name for f in EVENT_FIELDS[d["type"]])
-        out.append({k: d[k] for k in names if d.get(k) is not None})
-    return out
+_JUDGE_COLUMNS = _judge_columns()

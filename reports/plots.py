@@ -74,21 +74,24 @@ def _svg(fig) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    # fixed margins (set in _figure): "tight" bounding boxes would draw every figure twice
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     text = buf.getvalue()
     text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
     return text[text.index("<svg"):]
 
 
-def _figure(width=7.5, height=3.0):
+def _figure(width=7.5, height=3.0, left_in=0.75):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     plt.rcParams["svg.fonttype"] = "none"
-    return plt.subplots(figsize=(width, height))
+    fig, ax = plt.subplots(figsize=(width, height))
+    fig.subplots_adjust(left=left_in / width, right=1 - 0.15 / width, bottom=0.6 / height, top=1 - 0.35 / height)
+    return fig, ax
 
 
 def lateness_svg(data: dict, slack_ms: int) -> str | None:
@@ -150,10 +153,10 @@ def gaps_svg(data: dict, slack_ms: int) -> str | None:
     ax.plot(xs, [r["median"] / 1000 for r in g], "o", color="tab:blue", label="observed median")
     ax.plot(xs, [r["expected_delay_ms"] / 1000 for r in g], "_", color="black", ms=18, mew=2, label="expected delay")
     ax.plot(xs, [(r["expected_delay_ms"] + slack_ms) / 1000 for r in g], "_", color="red", ms=18, mew=1, label="+ slack")
-    from matplotlib.ticker import MaxNLocator
-
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylim(bottom=0)
+    ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
+    ax.set_xticks(xs if len(xs) <= 20 else xs[::max(1, len(xs) // 10)])
+    top = max(max(r["max"] for r in g), max(r["expected_delay_ms"] for r in g) + slack_ms) / 1000
+    ax.set_ylim(0, top * 1.1 or 1)
     ax.set_xlabel("attempt (reconsume_times)")
     ax.set_ylabel("LATER → next attempt (s)")
     ax.set_title("Retry gaps against the expected schedule")
@@ -164,7 +167,7 @@ def gaps_svg(data: dict, slack_ms: int) -> str | None:
 def duplicates_svg(data: dict) -> str | None:
     if not data["duplicates"]:
         return None
-    fig, ax = _figure(height=2.2)
+    fig, ax = _figure(height=2.2, left_in=1.9)
     items = sorted(data["duplicates"].items())
     colours = ["tab:green" if "not" not in k else "tab:red" for k, _ in items]
     ax.barh([k for k, _ in items], [n for _, n in items], color=colours)

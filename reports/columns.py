@@ -1,0 +1,326 @@
+"""Judging one bucket from columns: the same judgements as :func:`reports.judge.judge_bucket`,
+without a Python dict per event.
+
+What the executors receive is an Arrow table of one (run, bucket of keys). Most keys of a healthy
+run are *plain*: every delivered attempt was delivered once, inside the model's window, after the
+LATER it follows, to the right topic with the right body, and the message was consumed as its plan
+says. Plain keys are judged here with numpy over whole columns; every other key (a violation, a
+duplicate, a DLQ entry, an UNKNOWN or FAILED send, a pending message, anything unusual) goes
+through the event-at-a-time path of :mod:`reports.judge`, with its events as dicts. The split only
+decides *who* judges a key; the rules and the expectations are the same (the model's rows, built
+once per bucket), and ``suites/selftest/checker/test_columns.py`` holds both paths to the same
+output.
+
+The model is handed what it reads: sends, faults, snapshots, LATER deliveries (retry anchors) and
+one delivery per (topic, group) (which groups consume a topic).
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from reference import expected as model
+from reports.judge import (_COL, LATENESS_BIN_MS, LATENESS_RANGE_MS, TOPIC_GROUP_KEY, _judge_dicts, _Out)
+
+_NULL = np.iinfo(np.int64).min  # an absent integer
+SEND_FIELDS = ("type", "ts_ms", "key", "topic", "delay_level", "deliver_at_ms", "body_crc", "plan", "status", "born_ms")
+DELIVER_FIELDS = ("type", "ts_ms", "key", "group", "topic", "queue_id", "queue_offset", "queue_topic",
+                  "commit_log_offset", "body_crc", "reconsume_times", "born_ms", "store_ms", "outcome")
+DLQ_FIELDS = ("type", "ts_ms", "key", "group", "reconsume_times", "store_ms")
+FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group")
+SNAPSHOT_FIELDS = ("type", "ts_ms", "source", "offsets")
+
+
+def _dicts(table: pa.Table, names) -> list[dict]:
+    """Rows as contract event dicts (absent fields left out, as in the files)."""
+    names = [n for n in names if n in table.column_names]
+    cols = [table.column(n).to_pylist() for n in names]
+    return [{n: v for n, v in zip(names, row) if v is not None} for row in zip(*cols)]
+
+
+def _ints(col) -> np.ndarray:
+    return pc.fill_null(col, _NULL).to_numpy() if col.null_count else col.to_numpy()
+
+
+def _unkeyed(faults: pa.Table, snapshots: pa.Table, deliveries: pa.Table) -> list[dict]:
+    """The run's faults and snapshots, and its CRASH answers as consumer faults, in time order."""
+    out = _dicts(faults, FAULT_FIELDS)
+    for snap in _dicts(snapshots, SNAPSHOT_FIELDS):
+        if isinstance(snap.get("offsets"), list):  # an Arrow map arrives as (key, value) pairs
+            snap["offsets"] = dict(snap["offsets"])
+        out.append(snap)
+    crashes = deliveries.filter(pc.equal(deliveries.column("outcome"), "CRASH"))
+    for ts, group, key in zip(*(crashes.column(n).to_pylist() for n in ("ts_ms", "group", "key"))):
+        out.append({"type": "fault", "ts_ms": ts, "action": "crash", "target": "consumer", "group": group, "key": key})
+    out.sort(key=lambda e: e["ts_ms"])
+    return out
+
+
+def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int, timeline_bin_ms: int,
+                markers: list[tuple[str, str]] | None = None) -> pa.Table:
+    """All judgements of one (run, bucket) as an Arrow table of :data:`reports.judge.OUTPUT_SCHEMA`:
+    ``table`` holds the bucket's rows as :func:`reports.model.judged_table` spreads them
+    (``bad_file``, ``echo`` included)."""
+    run_id = run["run_id"]
+    out = _Out(run_id, bucket)
+    bad = table.column("bad_file")
+    if bad.null_count != table.num_rows:
+        for f in sorted(set(pc.drop_null(bad).to_pylist())):
+            out.emit("f", f)
+        table = table.filter(pc.is_null(bad))
+    kind = table.column("type")
+    sends_t = table.filter(pc.equal(kind, "send"))
+    all_deliveries = table.filter(pc.equal(kind, "deliver"))
+    dlq_t = table.filter(pc.equal(kind, "dlq"))
+    unkeyed = _unkeyed(table.filter(pc.equal(kind, "fault")), table.filter(pc.equal(kind, "snapshot")), all_deliveries)
+    if bucket == 0 and unkeyed:
+        out.emit("u", unkeyed)
+    deliv = all_deliveries.filter(pc.invert(all_deliveries.column("echo")))
+
+    sends = _dicts(sends_t, SEND_FIELDS)
+    laters = _dicts(deliv.filter(pc.equal(deliv.column("outcome"), "LATER")), DELIVER_FIELDS)
+    tg = pa.Table.from_arrays([deliv.column("topic"), deliv.column("group")], names=["t", "g"]).group_by(["t", "g"]).aggregate([])
+    pairs = set(zip(tg.column("t").to_pylist(), tg.column("g").to_pylist())) | set(markers or ())
+    marker_events = [{"type": "deliver", "ts_ms": 0, "key": TOPIC_GROUP_KEY, "topic": t, "group": g, "outcome": "OK",
+                      "reconsume_times": 0} for t, g in sorted(pairs)]
+    rows = model.build_expected_rows(run, sends + laters + unkeyed + marker_events)
+    sent_topics = sorted({s["topic"] for s in sends})
+    out.emit("tg", {"pairs": sorted(pairs), "sent_topics": sent_topics})
+
+    slow = _judge_plain(out, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline_bin_ms)
+
+    if slow:
+        slow_keys = pa.array(sorted(slow), type=pa.string())
+        events = [s for s in sends if s["key"] in slow]
+        events += _dicts(deliv.filter(pc.is_in(deliv.column("key"), slow_keys)), DELIVER_FIELDS)
+        events += _dicts(dlq_t.filter(pc.is_in(dlq_t.column("key"), slow_keys)), DLQ_FIELDS)
+        events += unkeyed
+        key_i = _COL["key"]
+        _judge_dicts(out, run, [r for r in rows if r[key_i] in slow], events, ended_ms, timeline_bin_ms, timeline=False)
+    out.emit("c", dict(out.checked))
+    out.emit_plot()
+    return _as_table(out)
+
+
+def _as_table(out: _Out) -> pa.Table:
+    """The judgements as Arrow: the few rows of :class:`reports.judge._Out`, then the LEVEL_ORDER
+    rows of the plain keys (one per delayed message: kept as columns all the way)."""
+    names, types = output_layout()
+    rows = pa.Table.from_arrays([pa.array(c, type=t) for c, t in zip(zip(*out.rows), types)] if out.rows
+                                else [pa.array([], type=t) for t in types], names=names)
+    lo = getattr(out, "lo", None)
+    if lo is None:
+        return rows
+    k = len(lo["key"])
+    cols = {"run_id": pa.array([out.run_id] * k, type=pa.string()), "bucket": pa.array(np.full(k, out.bucket, dtype=np.int64)),
+            "kind": pa.array(["lo"] * k, type=pa.string()), "payload": pa.nulls(k, type=pa.string())}
+    cols.update({n: pa.array(v, type=pa.int64()) if n != "key" else v for n, v in lo.items()})
+    return pa.concat_tables([rows, pa.Table.from_arrays([cols[n] for n in names], names=names)])
+
+
+def output_layout() -> tuple[list[str], list[pa.DataType]]:
+    """Names and Arrow types of :data:`reports.judge.OUTPUT_SCHEMA`."""
+    from reports.judge import OUTPUT_SCHEMA
+
+    pairs = [p.strip().split(" ") for p in OUTPUT_SCHEMA.split(",")]
+    kinds = {"string": pa.string(), "bigint": pa.int64()}
+    return [n for n, _ in pairs], [kinds[t] for _, t in pairs]
+
+
+def _encode(*parts) -> tuple[list[np.ndarray], pa.Array]:
+    """Shared integer codes of several string columns (codes in order of first appearance)."""
+    chunks = []
+    for p in parts:
+        arr = p if isinstance(p, (pa.Array, pa.ChunkedArray)) else pa.array(p, type=pa.string())
+        chunks.extend(arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr])
+    whole = pa.concat_arrays([c.cast(pa.string()) for c in chunks]) if chunks else pa.array([], type=pa.string())
+    enc = pc.dictionary_encode(whole)
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    out, at = [], 0
+    for p in parts:
+        out.append(codes[at:at + len(p)])
+        at += len(p)
+    return out, enc.dictionary
+
+
+def _judge_plain(out: _Out, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline_bin_ms) -> set[str]:
+    """Judge the plain keys with whole columns; return the other keys (for the dict path). Also
+    counts what spans every key of the bucket: stats and the timeline."""
+    n = deliv.num_rows
+    ts = _ints(deliv.column("ts_ms"))
+    started_ms = int(run.get("started_ms") or 0)
+    # timeline of every delivery (the dict path is told not to count it again)
+    if n:
+        (oc,), names = _encode(deliv.column("outcome"))
+        names = names.to_pylist()
+        bins = (ts - started_ms) // timeline_bin_ms
+        uniq, counts = np.unique(bins * len(names) + oc, return_counts=True)
+        for u, c in zip(uniq.tolist(), counts.tolist()):
+            out.plot["timeline"][(u // len(names), names[u % len(names)])] += c
+
+    # the model's rows as columns
+    m = len(rows)
+
+    def column(name):
+        return list(map(itemgetter(_COL[name]), rows))
+
+    def icol(name):
+        return _ints(pa.array(column(name), type=pa.int64())) if m else np.zeros(0, dtype=np.int64)
+
+    def scol(name):
+        return pa.array(column(name), type=pa.string())
+
+    # codes: keys (sends first, then deliveries and DLQ entries), groups, topics
+    n_sends = sends_t.num_rows
+    (_, dk, qk), key_dict = _encode(sends_t.column("key"), deliv.column("key"), dlq_t.column("key"))
+    n_keys = len(key_dict)
+    ek = pc.index_in(scol("key"), value_set=key_dict).to_numpy(zero_copy_only=False).astype(np.int64) if m else np.zeros(0, dtype=np.int64)
+    e_group = pc.fill_null(scol("group"), "") if m else pa.array([], type=pa.string())
+    (_, dg, eg), group_dict = _encode(pa.array([""]), deliv.column("group"), e_group)
+    n_groups = len(group_dict)
+    q_topic = pc.if_else(pc.is_null(deliv.column("queue_topic")), deliv.column("topic"), deliv.column("queue_topic")) if n else pa.array([], type=pa.string())
+    (dt, qtc, e_topic), _ = _encode(deliv.column("topic"), q_topic, pc.fill_null(scol("topic"), "\u0000none") if m else pa.array([], type=pa.string()))
+    rt = _ints(deliv.column("reconsume_times"))
+    ea = icol("attempt")
+
+    slow = np.zeros(n_keys, dtype=bool)  # per key code: judged by the dict path
+    status = sends_t.column("status")
+    slow[:n_sends] |= ~pc.equal(status, "SEND_OK").to_numpy(zero_copy_only=False)
+    slow[n_sends:] = True  # delivered or in the DLQ, never sent (in this bucket)
+    slow[qk] = True  # in the DLQ: the dict path rules on routing
+    s_crc = _ints(sends_t.column("body_crc")) if "body_crc" in sends_t.column_names else np.full(n_sends, _NULL)
+    delivered_keys = np.zeros(n_keys, dtype=bool)
+    delivered_keys[dk] = True
+    stats_recovered = int((pc.equal(status, "UNKNOWN").to_numpy(zero_copy_only=False) & delivered_keys[:n_sends]).sum())
+    if not (n and m):  # nothing delivered or nothing expected: nothing plain
+        out.emit("s", {"messages": n_sends, "attempts": len(np.unique((dk * n_groups + dg) * (int(rt.max(initial=0)) + 1) + rt)),
+                       "recovered": stats_recovered})
+        return set(key_dict.to_pylist())
+    e_level, e_lo, e_hi, e_llo, e_lhi = icol("level"), icol("earliest_ms"), icol("latest_ms"), icol("local_earliest_ms"), icol("local_latest_ms")
+    e_anchor, e_delay = icol("anchor_ms"), icol("delay_ms")
+    e_plainmsg = pc.and_(pc.and_(pc.equal(scol("send_status"), "SEND_OK"), pc.equal(scol("final_state"), "CONSUMED")),
+                         pc.is_null(scol("expected_rejection"))).to_numpy(zero_copy_only=False)
+    slow[ek[~e_plainmsg]] = True
+
+    span = int(max(rt.max(initial=0), ea.max(initial=0))) + 2
+    bad_rt = rt < 0
+    if bad_rt.any():
+        slow[dk[bad_rt]] = True
+    d_id = (dk * n_groups + dg) * span + np.clip(rt, 0, span - 1)
+    e_id = (ek * n_groups + eg) * span + ea
+    e_order = np.argsort(e_id, kind="stable")
+    e_sorted = e_id[e_order]
+
+    # deliveries grouped by attempt (key, group, reconsume_times), by time within an attempt
+    order = np.lexsort((ts, d_id))
+    sid = d_id[order]
+    starts = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]]) if n else np.zeros(0, dtype=np.int64)
+    counts = np.diff(np.r_[starts, n])
+    first = order[starts]  # the first delivery of each attempt
+    a_id = sid[starts]
+    a_key = dk[first]
+    a_att = np.clip(rt[first], 0, span - 1)
+    slow[a_key[counts > 1]] = True  # a duplicate: the model rules on it
+
+    is_later = pc.equal(deliv.column("outcome"), "LATER").to_numpy(zero_copy_only=False)
+    is_ok = pc.equal(deliv.column("outcome"), "OK").to_numpy(zero_copy_only=False)
+    # the first LATER of each attempt (in time order), if any
+    later_sorted = is_later[order]
+    pos = np.where(later_sorted, np.arange(n), n)
+    seg_first_later = np.minimum.reduceat(pos, starts) if n else np.zeros(0, dtype=np.int64)
+    a_has_later = seg_first_later < np.r_[starts[1:], n] if n else np.zeros(0, dtype=bool)
+    a_later = order[np.minimum(seg_first_later, max(n - 1, 0))]
+
+    # the model's row of each attempt
+    at = np.searchsorted(e_sorted, a_id)
+    found = (at < m) & (e_sorted[np.minimum(at, max(m - 1, 0))] == a_id) if m else np.zeros(len(a_id), dtype=bool)
+    slow[a_key[~found]] = True
+    x = e_order[np.minimum(at, max(m - 1, 0))] if m else np.zeros(len(a_id), dtype=np.int64)
+
+    # the previous attempt (its first LATER anchors this one)
+    p_at = np.searchsorted(a_id, a_id - 1)
+    p_found = (a_att >= 1) & (p_at < len(a_id)) & (a_id[np.minimum(p_at, max(len(a_id) - 1, 0))] == a_id - 1)
+    p_idx = np.minimum(p_at, max(len(a_id) - 1, 0))
+    retry = a_att >= 1
+    prev_ok = ~retry | (p_found & a_has_later[p_idx] & (ts[a_later[p_idx]] <= ts[first]))
+    slow[a_key[~prev_ok]] = True
+
+    # local re-consume of the stored copy the LATER answered (same commit log offset, else queue position)
+    clo = _ints(deliv.column("commit_log_offset"))
+    qid, qoff = _ints(deliv.column("queue_id")), _ints(deliv.column("queue_offset"))
+    pl = a_later[p_idx]
+    both_clo = (clo[pl] != _NULL) & (clo[first] != _NULL)
+    same_copy = np.where(both_clo, clo[pl] == clo[first],
+                         (qtc[pl] == qtc[first]) & (qid[pl] == qid[first]) & (qoff[pl] == qoff[first]))
+    local = retry & p_found & a_has_later[p_idx] & same_copy
+    store = _ints(deliv.column("store_ms"))
+    observed = np.where(local, ts[first], store[first])
+    lo = np.where(local, e_llo[x], e_lo[x])
+    hi = np.where(local, e_lhi[x], e_hi[x])
+    in_window = (lo != _NULL) & (hi != _NULL) & (observed >= lo) & (observed <= hi)
+    slow[a_key[~in_window]] = True
+
+    # integrity of the (single) delivery: topic as expected, body as sent
+    d_crc = _ints(deliv.column("body_crc"))
+    f_key = dk[first]
+    sent_crc = np.where(f_key < n_sends, s_crc[np.minimum(f_key, max(n_sends - 1, 0))], _NULL) if n_sends else np.full(len(first), _NULL)
+    crc_ok = (d_crc[first] == _NULL) | (sent_crc == _NULL) | (d_crc[first] == sent_crc)
+    intact = (dt[first] == e_topic[x]) & crc_ok
+    slow[a_key[~intact]] = True
+
+    # messages: each (key, group) the model expects must have been consumed (an OK delivery), no DLQ entry
+    consumed = np.zeros(n_keys * n_groups, dtype=bool)
+    consumed[(dk * n_groups + dg)[is_ok]] = True
+    e_mg = ek * n_groups + eg
+    slow[ek[~consumed[e_mg]]] = True
+
+    # plain keys: count, plot, and hand LEVEL_ORDER its first attempts
+    plain_a = ~slow[a_key]
+    if plain_a.any():
+        xa, lv = x[plain_a], e_level[x[plain_a]]
+        k = int(plain_a.sum())
+        for name in ("NOT_EARLY", "ON_TIME", "NO_DUPLICATE", "INTEGRITY"):
+            out.checked[name] += k
+        att = a_att[plain_a]
+        out.checked["RETRY_SCHEDULE"] += int((att >= 1).sum())
+        lo_r, hi_r = LATENESS_RANGE_MS
+        late_bin = (np.clip(observed[plain_a] - lo[plain_a], lo_r, hi_r) // LATENESS_BIN_MS) * LATENESS_BIN_MS
+        _count_into(out.plot["lateness"], lv, late_bin)
+        r = att >= 1
+        if r.any():
+            gap = observed[plain_a][r] - e_anchor[xa][r] - e_delay[xa][r]
+            _count_into(out.plot["gaps"], att[r], (np.clip(gap, lo_r, hi_r) // LATENESS_BIN_MS) * LATENESS_BIN_MS)
+            for a, d in zip(att[r].tolist(), e_delay[xa][r].tolist()):
+                out.plot["gap_expected"][a] = d
+        # LEVEL_ORDER: each delayed message's first attempt, the earliest stored over its groups
+        f0 = (att == 0) & (lv > 0)
+        if f0.any():
+            fk, fl, fs = a_key[plain_a][f0], lv[f0], store[first[plain_a]][f0]
+            o = np.lexsort((fs, fk))
+            fk, fl, fs = fk[o], fl[o], fs[o]
+            keep = np.r_[True, fk[1:] != fk[:-1]]
+            fk, fl, fs = fk[keep], fl[keep], fs[keep]
+            s_ts = _ints(sends_t.column("ts_ms"))[fk]
+            s_born = _ints(sends_t.column("born_ms"))[fk]
+            out.lo = {"key": key_dict.take(pa.array(fk)), "level": fl, "store_ms": fs, "send_ts_ms": s_ts,
+                      "born_ms": np.where(s_born == _NULL, s_ts, s_born)}
+    plain_mg = ~slow[ek]
+    out.checked["NO_LOSS"] += len(set((e_mg[plain_mg]).tolist()))
+    out.emit("s", {"messages": n_sends, "attempts": len(a_id), "recovered": stats_recovered})
+    return set(key_dict.take(pa.array(np.flatnonzero(slow))).to_pylist())
+
+
+def _count_into(target: dict, groups: np.ndarray, values: np.ndarray) -> None:
+    """target[group][value] += 1 for each pair."""
+    if not len(groups):
+        return
+    low = int(values.min())
+    width = int(values.max()) - low + 1
+    uniq, counts = np.unique((groups - int(groups.min())) * width + (values - low), return_counts=True)
+    base = int(groups.min())
+    for u, c in zip(uniq.tolist(), counts.tolist()):
+        target[base + u // width][low + u % width] += c

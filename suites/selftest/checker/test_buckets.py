@@ -1,0 +1,56 @@
+"""How events are spread over buckets of keys never changes a verdict.
+
+The checker judges each (run, bucket of keys) apart: a run's faults, snapshots and CRASH answers are
+copied to every bucket, and a bucket that saw none of some group's deliveries of a topic is judged
+again knowing the run's (topic, group) pairs. Here every hand-made run is checked again cut into
+many small buckets, and must get exactly the verdict it gets in one bucket.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from suites.selftest.checker.runs import GROUP, RunBuilder
+
+
+def _two_groups() -> RunBuilder:
+    """Group g consumed all 30 messages; group other got only the first: 29 lost for it."""
+    b = RunBuilder("two-groups-one-starved")
+    for i in range(30):
+        b.send(f"m{i:02d}", i * 10, level=1)
+        b.deliver(f"m{i:02d}", i * 10 + 1005)
+    b.deliver("m00", 1005, group="other")
+    return b
+
+
+@pytest.fixture(scope="module")
+def small_buckets(spark, case_root, tmp_path_factory, monkeypatch_module):
+    from reports import model
+    from reports.check import check_runs
+
+    _two_groups().write(case_root.parent / "buckets-extra")
+    monkeypatch_module.setattr(model, "EVENTS_PER_BUCKET", 3)
+    verdicts = check_runs([case_root, case_root.parent / "buckets-extra"], out_dir=tmp_path_factory.mktemp("buckets-out"))
+    return {v["run_id"]: v for v in verdicts}
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def test_many_buckets_give_the_verdicts_of_one(small_buckets, verdicts):
+    assert set(verdicts) <= set(small_buckets)
+    for run_id, v in verdicts.items():
+        assert small_buckets[run_id] == v, run_id
+
+
+def test_a_group_starved_in_most_buckets_is_still_expected_to_consume(small_buckets):
+    v = small_buckets["two-groups-one-starved"]
+    loss = v["invariants"]["NO_LOSS"]
+    assert loss["passed"] is False
+    assert loss["violations"] == 29
+    assert all(e["group"] == "other" for e in loss["examples"])
+    assert GROUP != "other"
