@@ -29,6 +29,7 @@ from pathlib import Path
 
 from adapters.base import AdapterError
 from adapters.rocketmq import process as _process
+from adapters.rocketmq.process import process_start_time
 from adapters.rocketmq.image import ImageRef, engine, ensure_image, lib_dir_of, named_image
 from adapters.rocketmq.runtime import LaunchSpec
 
@@ -51,15 +52,6 @@ WRAPPER = (
 )
 # JVM options the JDK 8 of older official images rejects outright.
 JDK9_ONLY_PREFIXES = ("--add-opens", "--add-exports", "--add-modules", "--illegal-access", "-Xlog:")
-
-
-def process_start_time(pid: int) -> str | None:
-    """The start time of ``pid`` in clock ticks since boot (tells a live pid from a reused one)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
 
 
 def harness_alive(labels: dict) -> bool:

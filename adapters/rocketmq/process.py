@@ -4,7 +4,9 @@ Harness-facing API: :class:`ProcessRuntime` implements :class:`adapters.rocketmq
 Each JVM runs in its own process group (so a fault reaches the JVM and nothing else), its stdout
 and stderr go to ``spec.log_file`` (appended across restarts). Every runtime is registered for
 cleanup: :meth:`ProcessRuntime.close` kills what it started, and it runs at interpreter exit and
-when the harness gets SIGINT/SIGTERM (then the previous handler runs).
+when the harness gets SIGINT/SIGTERM (then the previous handler runs). A harness killed with
+SIGKILL cannot clean up: each JVM carries its owner (``HOURGLASS_OWNER=pid:start-time`` in its
+environment), and the next process runtime on the host kills the JVMs whose owner is gone.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import atexit
 import os
 import signal
 import subprocess
+import sys
 import threading
 import weakref
 from collections import deque
@@ -42,6 +45,55 @@ def _on_signal(signum, frame):  # pragma: no cover - exercised by Ctrl-C
 
 
 _PREVIOUS: dict[int, object] = {}
+OWNER_ENV = "HOURGLASS_OWNER"
+_SWEPT = False
+
+
+def process_start_time(pid: int) -> str | None:
+    """The start time of ``pid`` in clock ticks since boot (tells a live pid from a reused one)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def owner_tag(pid: int | None = None) -> str:
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}:{process_start_time(pid) or ''}"
+
+
+def owner_alive(tag: str) -> bool:
+    pid, _, started = tag.partition(":")
+    try:
+        now = process_start_time(int(pid))
+    except ValueError:
+        return False
+    return now is not None and (not started or now == started)
+
+
+def remove_leftover_processes(say=None) -> list[int]:
+    """Kill (SIGKILL, whole process group) the JVMs a process runtime started for a harness that is
+    gone; returns their pids."""
+    killed = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        tag = next((v[len(OWNER_ENV) + 1:].decode() for v in environ if v.startswith(OWNER_ENV.encode() + b"=")), None)
+        if tag is None or owner_alive(tag):
+            continue
+        try:
+            os.killpg(int(entry), signal.SIGKILL)
+            killed.append(int(entry))
+        except (ProcessLookupError, PermissionError):
+            pass
+    if killed and say is not None:
+        say(f"hourglass process: killed JVMs left by harnesses that are gone: pids {', '.join(map(str, killed))}")
+    return killed
 
 
 def install_cleanup_handlers() -> None:
@@ -84,11 +136,17 @@ class ProcessRuntime:
         self._closed = False
         _LIVE.add(self)
         install_cleanup_handlers()
+        global _SWEPT
+        with _HANDLER_LOCK:
+            if not _SWEPT:
+                _SWEPT = True
+                remove_leftover_processes(lambda line: print(line, file=sys.stderr, flush=True))
 
     def _spawn(self, spec: LaunchSpec) -> None:
         spec.log_file.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
         env.update(dict(spec.env))
+        env[OWNER_ENV] = owner_tag()
         with open(spec.log_file, "ab") as log:
             log.write(f"\n==== hourglass: starting {spec.component}: {' '.join(java_command(spec, self.java))}\n".encode())
             log.flush()
