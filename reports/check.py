@@ -1,9 +1,11 @@
 """Checking runs: read, validate, join with the model's expectations, judge, write the outputs.
 
-All runs of one call go through the same Spark job (one scan of the events, no cache: they are
-shuffled by bucket of keys straight into the judging), never a loop of jobs per run. The driver
-only handles what is small: faults, the violations found, counts and plot aggregates; it re-reads
-only the files that hold a row breaking the contract.
+All runs of one call go through the same Spark job, never a loop of jobs per run: runs of a
+moderate size are judged whole, one per task, from their files' bytes (:mod:`reports.wholerun`);
+bigger ones are parsed by Spark and shuffled by bucket of keys straight into the judging
+(:func:`reports.model.judged_table`). Nothing is cached and nothing is read twice, except the files
+holding a row that breaks the contract (re-read line by line to name line and field). The driver
+only handles what is small: faults, the violations found, counts and plot aggregates.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from reports import baseline as baseline_mod
 from reports import model, plots
 from reports.inputs import BrokenRun, _display, discover_runs, read_events, rescan_file
 from reports.judge import VIOLATION_COLUMNS
+from reports.wholerun import WHOLE_RUN_MAX_EVENTS
 from reports.level_order import level_order
 from reports.outputs import write_run_outputs
 from reports.spark import get_spark, stop_spark
@@ -87,15 +90,24 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     runs_json = {rid: r.run for rid, r in by_id.items()}
     ended = {rid: _ended_ms(run) for rid, run in runs_json.items()}
     bins = {rid: plots.timeline_bin_ms(run) for rid, run in runs_json.items()}
-    buckets = model.bucket_counts({rid: r.estimated_events for rid, r in by_id.items()})
-    events = read_events(spark, runs)
+    whole = [r for r in runs if r.estimated_events <= WHOLE_RUN_MAX_EVENTS]
+    split = [r for r in runs if r.estimated_events > WHOLE_RUN_MAX_EVENTS]
+    buckets = model.bucket_counts({r.run_id: r.estimated_events for r in split})
+    events = read_events(spark, split) if split else None
     PHASES.clear()
-    judged = model.judged_table(events, runs_json, buckets, ended, bins).persist(StorageLevel.MEMORY_AND_DISK)
+    tables = []
+    if whole:
+        tables.append(model.whole_runs_table(spark, whole, ended, bins))
+    if split:
+        tables.append(model.judged_table(events, runs_json, buckets, ended, bins))
+    judged = tables[0] if len(tables) == 1 else tables[0].unionByName(tables[1])
+    judged = judged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with _phase("read, model and judging"):
-            rows = judged.filter(F.col("kind") != "lo").select("run_id", "bucket", "kind", "payload").collect()
-        with _phase("level order"):
-            lo = level_order(judged.filter(F.col("kind") == "lo")).collect()
+            rows = judged.filter(F.col("kind") != "lo").select("run_id", "bucket", "kind", "key", "level", "store_ms",
+                                                                "born_ms", "payload").collect()
+        with _phase("level order"):  # runs judged whole did theirs in their task
+            lo = level_order(judged.filter(F.col("kind") == "lo")).collect() if split else []
     finally:
         judged.unpersist()
     with _phase("contract rescan"):
@@ -105,7 +117,8 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
         with _phase("second pass"):
             _log(f"{len(redo)} bucket(s) held no delivery of a group that consumes a topic they sent to: judged again")
             again = model.judged_table(events, runs_json, buckets, ended, bins, markers, only=redo)
-            again_rows = again.filter(~F.col("kind").isin("lo", "u", "f")).select("run_id", "bucket", "kind", "payload").collect()
+            again_rows = again.filter(~F.col("kind").isin("lo", "u", "f")).select("run_id", "bucket", "kind", "key", "level",
+                                                                                  "store_ms", "born_ms", "payload").collect()
         rows = [r for r in rows if (r.run_id, r.bucket) not in redo or r.kind in ("u", "f")] + again_rows
     for r in rows:
         if r.kind == "e":
@@ -142,6 +155,7 @@ def _blind_buckets(rows) -> tuple[set[tuple[str, int]], dict[str, list[tuple[str
 
 
 def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdicts) -> None:
+    jobs = []
     for rid in good_ids:
         run = by_id[rid].run
         faults = [e for e in unkeyed.get(rid, []) if e["type"] == "fault"]
@@ -152,10 +166,12 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdi
         verdict = build_verdict(rid, got["stats"], got["checked"], vdf.to_dict("records"), got["pending"], faults, torn.get(rid, []))
         target = _target_dir(out_dir, by_id[rid].run_dir, rid)
         if target is not None:
-            write_run_outputs(target, verdict, vdf, plots.merge(got["plots"], run), run, faults)
+            jobs.append((target, verdict, vdf, plots.merge(got["plots"], run), run, faults))
         else:
             _log(f"{by_id[rid].run_dir}: not a local directory, outputs not written (give --out)")
         verdicts.append(verdict)
+    for job in jobs:  # a pool of fresh processes measured slower (2-3 s to import matplotlib each)
+        write_run_outputs(*job)
 
 
 def _gather(rows, lo) -> dict[str, dict]:
@@ -178,16 +194,24 @@ def _gather(rows, lo) -> dict[str, dict]:
             got["pending"].append(payload)
         elif r.kind == "plot":
             got["plots"].append(payload)
+        elif r.kind == "lc":
+            got["checked"]["LEVEL_ORDER"] += payload
+        elif r.kind == "lv":
+            got["violations"].append(_level_order_violation(r.run_id, r.key, r.level, r.born_ms, r.store_ms, **payload))
     for r in lo:
         if r.kind == "c":
             per_run[r.run_id]["checked"]["LEVEL_ORDER"] += r.checked
             continue
-        per_run[r.run_id]["violations"].append({
-            "run_id": r.run_id, "invariant": "LEVEL_ORDER", "key": r.key, "attempt": 0, "level": r.level,
-            "anchor_ms": r.born_ms, "observed_ms": r.store_ms, "other_key": r.other_key,
-            "detail": (f"born at {r.born_ms}, after {r.other_key}'s send returned at {r.other_send_ts_ms}, "
-                       f"yet stored at {r.store_ms}, before {r.other_key} (stored at {r.other_store_ms})")})
+        per_run[r.run_id]["violations"].append(_level_order_violation(
+            r.run_id, r.key, r.level, r.born_ms, r.store_ms, r.other_key, r.other_send_ts_ms, r.other_store_ms))
     return per_run
+
+
+def _level_order_violation(run_id, key, level, born_ms, store_ms, other_key, other_send_ts_ms, other_store_ms) -> dict:
+    return {"run_id": run_id, "invariant": "LEVEL_ORDER", "key": key, "attempt": 0, "level": level,
+            "anchor_ms": born_ms, "observed_ms": store_ms, "other_key": other_key,
+            "detail": (f"born at {born_ms}, after {other_key}'s send returned at {other_send_ts_ms}, "
+                       f"yet stored at {store_ms}, before {other_key} (stored at {other_store_ms})")}
 
 
 def _violation_frame(violations: list[dict]):

@@ -9,6 +9,8 @@ message, so a bucket's answer is the run's answer for its keys.
 
 from __future__ import annotations
 
+import os
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -17,6 +19,8 @@ from reference import expected as model
 #: Target number of events handed to one model call (bounds Python memory per group).
 EVENTS_PER_BUCKET = 200_000
 KEYED_TYPES = ("send", "deliver", "dlq")
+#: Runs judged whole read their local files in the task (else through Spark's binaryFile source).
+READ_LOCAL_FILES_IN_TASKS = True
 UNKEYED_TYPES = ("fault", "snapshot")
 
 def validate_profiles(runs: list[dict]) -> dict[str, str]:
@@ -36,6 +40,39 @@ def validate_profiles(runs: list[dict]) -> dict[str, str]:
 def bucket_counts(events_per_run: dict[str, int]) -> dict[str, int]:
     """Buckets of keys per run: about :data:`EVENTS_PER_BUCKET` events each."""
     return {rid: max(1, n // EVENTS_PER_BUCKET + 1) for rid, n in events_per_run.items()}
+
+
+def spread_events(events: DataFrame, buckets: dict[str, int], only: set[tuple[str, int]] | None = None) -> DataFrame:
+    """Each row with its ``bucket`` (see :func:`judged_table`), ``bad_file`` and ``echo``, in the
+    transport encoding :func:`reports.columns.judge_table` reads: the run as its index in
+    ``buckets`` (``run_ix``), ``plan`` as comma-joined words and ``offsets`` as JSON (Spark's Arrow
+    writer is slow on arrays and maps even when they are null: they cost more than all other
+    columns together)."""
+    spark = events.sparkSession
+    sizes = spark.createDataFrame([(rid, ix, n) for ix, (rid, n) in enumerate(buckets.items())],
+                                  "run_id string, run_ix long, buckets long")
+    ok = F.col("contract_ok") & ~F.col("suspect")
+    own = F.pmod(F.xxhash64("key"), F.col("buckets"))
+    everywhere = ok & (F.col("type").isin(*UNKEYED_TYPES) | ((F.col("type") == "deliver") & (F.col("outcome") == "CRASH")))
+    encoded = {"plan": F.when(F.col("plan").isNotNull(), F.concat_ws(",", "plan")).alias("plan"),
+               "offsets": F.when(F.col("offsets").isNotNull(), F.to_json("offsets")).alias("offsets")}
+    cols = [encoded.get(c, F.col(c)) for c in events.columns if c in _JUDGE_COLUMNS]
+    spread = (
+        events.join(F.broadcast(sizes), "run_id")
+        .select(
+            "run_ix", *cols,
+            F.when(ok, F.lit(None).cast("string")).otherwise(F.col("source_file")).alias("bad_file"),
+            own.alias("own"),
+            F.explode(F.when(everywhere, F.sequence(F.lit(0).cast("long"), F.col("buckets") - 1)).otherwise(F.array(own))).alias("bucket"),
+        )
+        .withColumn("echo", F.col("bucket") != F.col("own"))
+        .drop("own")
+    )
+    if only is not None:
+        ix = {rid: i for i, rid in enumerate(buckets)}
+        wanted = spark.createDataFrame(sorted((ix[r], b) for r, b in only), "run_ix long, bucket long")
+        spread = spread.join(F.broadcast(wanted), ["run_ix", "bucket"])
+    return spread
 
 
 def judged_table(events: DataFrame, runs: dict[str, dict], buckets: dict[str, int],
@@ -60,42 +97,32 @@ def judged_table(events: DataFrame, runs: dict[str, dict], buckets: dict[str, in
     from reports.judge import OUTPUT_SCHEMA
 
     spark = events.sparkSession
-    sizes = spark.createDataFrame([(rid, n) for rid, n in buckets.items()], "run_id string, buckets long")
-    ok = F.col("contract_ok") & ~F.col("suspect")
-    own = F.pmod(F.xxhash64("key"), F.col("buckets"))
-    everywhere = ok & (F.col("type").isin(*UNKEYED_TYPES) | ((F.col("type") == "deliver") & (F.col("outcome") == "CRASH")))
-    cols = [c for c in events.columns if c in _JUDGE_COLUMNS]
-    spread = (
-        events.join(F.broadcast(sizes), "run_id")
-        .select(
-            "run_id", *cols,
-            F.when(ok, F.lit(None).cast("string")).otherwise(F.col("source_file")).alias("bad_file"),
-            own.alias("own"),
-            F.explode(F.when(everywhere, F.sequence(F.lit(0).cast("long"), F.col("buckets") - 1)).otherwise(F.array(own))).alias("bucket"),
-        )
-        .withColumn("echo", F.col("bucket") != F.col("own"))
-        .drop("own")
-    )
-    if only is not None:
-        wanted = spark.createDataFrame(sorted(only), "run_id string, bucket long")
-        spread = spread.join(F.broadcast(wanted), ["run_id", "bucket"])
+    spread = spread_events(events, buckets, only)
+    run_ids = list(buckets)
+    timings = bool(os.environ.get("HOURGLASS_CHECK_TIMINGS"))
 
     def judge_partition(batches):
         """All (run, bucket) groups of one shuffle partition, judged one by one."""
         import json
+        import sys
+        import time
 
         import pyarrow as pa
         import pyarrow.compute as pc
 
         from reference.contract import ContractError
 
+        t_read = time.perf_counter()
         batches = [b for b in batches if b.num_rows]
+        t_read = time.perf_counter() - t_read
         if not batches:
             return
         table = pa.Table.from_batches(batches)
-        pairs = pa.Table.from_arrays([table.column("run_id"), table.column("bucket")], names=["r", "b"]).group_by(["r", "b"]).aggregate([])
-        for run_id, bucket in zip(pairs.column("r").to_pylist(), pairs.column("b").to_pylist()):
-            part = table.filter(pc.and_(pc.equal(table.column("run_id"), run_id), pc.equal(table.column("bucket"), bucket)))
+        pairs = pa.Table.from_arrays([table.column("run_ix"), table.column("bucket")], names=["r", "b"]).group_by(["r", "b"]).aggregate([])
+        for run_ix, bucket in zip(pairs.column("r").to_pylist(), pairs.column("b").to_pylist()):
+            part = table.filter(pc.and_(pc.equal(table.column("run_ix"), run_ix), pc.equal(table.column("bucket"), bucket)))
+            run_id = run_ids[run_ix]
+            t0 = time.perf_counter()
             try:
                 judged = judge_table(runs[run_id], bucket, part, ended_ms[run_id], timeline_bin_ms[run_id],
                                      (markers or {}).get(run_id))
@@ -103,11 +130,14 @@ def judged_table(events: DataFrame, runs: dict[str, dict], buckets: dict[str, in
                 names, types = output_layout()
                 row = (run_id, bucket, "e", None, None, None, None, None, json.dumps(str(e)))
                 judged = pa.Table.from_arrays([pa.array([v], type=t) for v, t in zip(row, types)], names=names)
+            if timings:
+                print(f"hourglass check: judged run {run_id} bucket {bucket}: {part.num_rows} rows in "
+                      f"{time.perf_counter() - t0:.2f} s (partition read in {t_read:.2f} s)", file=sys.stderr, flush=True)
             yield from judged.to_batches()
 
     # a hash repartition (no sort, unlike groupBy().applyInArrow), about one bucket per partition
     partitions = max(spark.sparkContext.defaultParallelism, sum(buckets.values()))
-    return spread.repartition(partitions, "run_id", "bucket").mapInArrow(judge_partition, OUTPUT_SCHEMA)
+    return spread.repartition(partitions, "run_ix", "bucket").mapInArrow(judge_partition, OUTPUT_SCHEMA)
 
 
 def _judge_columns() -> set[str]:
@@ -119,3 +149,70 @@ def _judge_columns() -> set[str]:
 
 
 _JUDGE_COLUMNS = _judge_columns()
+
+
+def whole_runs_table(spark, runs: list, ended_ms: dict[str, int], timeline_bin_ms: dict[str, int]) -> DataFrame:
+    """The judgements of ``runs`` (:class:`reports.inputs.RunInput`), each judged whole in one task
+    from its files' bytes (:mod:`reports.wholerun`): no parse in the JVM, no shuffle of events.
+
+    Local files (``file:``, as executors of a local session or a cluster with a shared file system
+    see them) are read by the task itself: one task per run, nothing through the JVM. Any other
+    path travels through Spark's ``binaryFile`` source (so any path Spark reads works), one run per
+    task by a range split over the run indices."""
+    from reports.inputs import _display
+    from reports.judge import OUTPUT_SCHEMA
+    from reports.wholerun import judge_runs
+
+    run_jsons = [r.run for r in runs]
+    uris = [r.json_files + r.parquet_files for r in runs]
+    timings = bool(os.environ.get("HOURGLASS_CHECK_TIMINGS"))
+
+    def judge(by_run, t0):
+        import sys
+        import time
+
+        t1 = time.perf_counter()
+        for judged in judge_runs(by_run, run_jsons, ended_ms, timeline_bin_ms):
+            yield from judged.to_batches()
+        if timings:
+            print(f"hourglass check: judged runs {sorted(by_run)} whole in {time.perf_counter() - t1:.2f} s "
+                  f"(files received in {t1 - t0:.2f} s)", file=sys.stderr, flush=True)
+
+    if READ_LOCAL_FILES_IN_TASKS and all(u.startswith("file:") for us in uris for u in us):
+        local = [[(u, _display(u)) for u in us] for us in uris]
+
+        def judge_local(batches):
+            import time
+
+            t0 = time.perf_counter()
+            by_run = {}
+            for batch in batches:
+                for ix in batch.column("id").to_pylist():
+                    by_run[ix] = [(u, _read(path)) for u, path in local[ix]]
+            yield from judge(by_run, t0)
+
+        return spark.range(0, len(runs), 1, len(runs)).mapInArrow(judge_local, OUTPUT_SCHEMA)
+
+    file_to_run = spark.createDataFrame([(f, ix) for ix, us in enumerate(uris) for f in us], "source_file string, run_ix long")
+    files = (spark.read.format("binaryFile").load([f for us in uris for f in us])
+             .select(F.col("_metadata.file_path").alias("source_file"), "content")
+             .join(F.broadcast(file_to_run), "source_file"))
+
+    def judge_partition(batches):
+        import time
+        from collections import defaultdict
+
+        t0 = time.perf_counter()
+        by_run: dict[int, list[tuple[str, bytes]]] = defaultdict(list)
+        for batch in batches:
+            for uri, ix, content in zip(batch.column("source_file").to_pylist(), batch.column("run_ix").to_pylist(),
+                                        batch.column("content").to_pylist()):
+                by_run[ix].append((uri, content))
+        yield from judge(by_run, t0)
+
+    return files.repartitionByRange(len(runs), "run_ix").mapInArrow(judge_partition, OUTPUT_SCHEMA)
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()

@@ -1,9 +1,11 @@
-"""How events are spread over buckets of keys never changes a verdict.
+"""The path a run takes never changes its verdict.
 
-The checker judges each (run, bucket of keys) apart: a run's faults, snapshots and CRASH answers are
-copied to every bucket, and a bucket that saw none of some group's deliveries of a topic is judged
-again knowing the run's (topic, group) pairs. Here every hand-made run is checked again cut into
-many small buckets, and must get exactly the verdict it gets in one bucket.
+Runs up to ``WHOLE_RUN_MAX_EVENTS`` are judged whole from their files' bytes (``reports.wholerun``);
+bigger ones are parsed by Spark and cut into buckets of keys, each judged apart: a run's faults,
+snapshots and CRASH answers are copied to every bucket, and a bucket that saw none of some group's
+deliveries of a topic is judged again knowing the run's (topic, group) pairs. Here every hand-made
+run is checked again on the bucketed path, cut into many small buckets, and must get exactly the
+verdict it gets whole.
 """
 
 from __future__ import annotations
@@ -25,13 +27,34 @@ def _two_groups() -> RunBuilder:
 
 @pytest.fixture(scope="module")
 def small_buckets(spark, case_root, tmp_path_factory, monkeypatch_module):
-    from reports import model
+    from reports import check, model
     from reports.check import check_runs
 
     _two_groups().write(case_root.parent / "buckets-extra")
     monkeypatch_module.setattr(model, "EVENTS_PER_BUCKET", 3)
+    monkeypatch_module.setattr(check, "WHOLE_RUN_MAX_EVENTS", -1)
     verdicts = check_runs([case_root, case_root.parent / "buckets-extra"], out_dir=tmp_path_factory.mktemp("buckets-out"))
     return {v["run_id"]: v for v in verdicts}
+
+
+@pytest.fixture(scope="module")
+def through_spark_files(spark, case_root, tmp_path_factory):
+    """The hand-made runs judged whole, their files read through Spark's binaryFile source (as any
+    non-local path is) instead of by the task."""
+    from reports import model
+    from reports.check import check_runs
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(model, "READ_LOCAL_FILES_IN_TASKS", False)
+    try:
+        verdicts = check_runs([case_root], out_dir=tmp_path_factory.mktemp("binary-out"))
+    finally:
+        mp.undo()
+    return {v["run_id"]: v for v in verdicts}
+
+
+def test_files_read_through_spark_give_the_same_verdicts(through_spark_files, verdicts):
+    assert through_spark_files == verdicts
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ import json
 from collections import Counter
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,7 +23,7 @@ from adapters.simulated.defects import Defect
 from harness.batch import BatchOptions, run_batch
 from harness.systems import SystemSpec
 from reference.profile import LOCAL_RETRY_DELAY_MS
-from reports.columns import judge_table
+from reports.columns import judge_table, table_from_events
 from reports.judge import judge_bucket
 from suites.chaos.generate import sample
 from suites.chaos.scenarios import NIGHTLY
@@ -32,36 +31,6 @@ from suites.conformance.scenarios import CONFORMANCE
 from suites.selftest.checker import cases
 
 END = 2**62
-
-
-def _arrow_type(kind):
-    from pyspark.sql import types as T
-
-    if isinstance(kind, T.LongType):
-        return pa.int64()
-    if isinstance(kind, T.BooleanType):
-        return pa.bool_()
-    if isinstance(kind, T.ArrayType):
-        return pa.list_(pa.string())
-    if isinstance(kind, T.MapType):
-        return pa.map_(pa.string(), pa.int64())
-    return pa.string()
-
-
-def _table(events: list[dict]) -> pa.Table:
-    """The events as one bucket's table, shaped as ``reports.model.judged_table`` hands it over."""
-    from reports.inputs import event_schema
-
-    schema = pa.schema([(f.name, _arrow_type(f.dataType)) for f in event_schema().fields]
-                       + [("bad_file", pa.string()), ("echo", pa.bool_())])
-    rows = []
-    for e in events:
-        row = {n: e.get(n) for n in schema.names}
-        if isinstance(row.get("offsets"), dict):
-            row["offsets"] = list(row["offsets"].items())
-        row["echo"] = False
-        rows.append(row)
-    return pa.Table.from_pylist(rows, schema=schema)
 
 
 def _summary(rows: list[tuple]) -> dict:
@@ -99,7 +68,7 @@ def _both(run: dict, events: list[dict]):
     crashes = [{"type": "fault", "ts_ms": e["ts_ms"], "action": "crash", "target": "consumer", "group": e["group"], "key": e["key"]}
                for e in events if e["type"] == "deliver" and e["outcome"] == "CRASH"]
     reference = _summary(judge_bucket(run, events + crashes, ended, width))
-    judged = judge_table(run, 0, _table(events), ended, width).to_pylist()
+    judged = judge_table(run, 0, table_from_events(events), ended, width).to_pylist()
     columnar = _summary([tuple(r.values()) for r in judged if r["kind"] not in ("u", "tg", "f")])
     return reference, columnar
 

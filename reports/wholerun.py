@@ -1,0 +1,225 @@
+"""Runs judged whole: the files of a run read and parsed in the Python task that judges it.
+
+Most histories are many runs of a moderate size (a nightly chaos history: hundreds of runs of up
+to a few million events). For those, shuffling every parsed event by key costs more than the
+judging: Spark parses each JSON line into typed columns, shuffles them, and converts them back to
+Arrow for Python. A run small enough for one task (:data:`WHOLE_RUN_MAX_EVENTS`) instead travels
+as its files' bytes (Spark's ``binaryFile`` source, so any path Spark reads), one run per task,
+and is parsed here by Arrow's JSON or Parquet reader straight into columns. Bigger runs take the
+bucketed path of :func:`reports.model.judged_table`; both end in
+:func:`reports.columns.judge_table`, so a run's verdict does not depend on the path.
+
+The contract is checked here as Spark checks it on the bucketed path: a row that breaks it (a
+line that does not parse, a wrong type, a missing field, an unknown choice) is left out and its
+file is reported (kind ``f``); the driver re-reads that file line by line to name line and field,
+or to recognise a torn last line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from reference.contract import EVENT_FIELDS, EVENT_TYPES, ContractError, validate_event
+
+#: Runs up to this many (estimated) events are judged whole, in one task.
+WHOLE_RUN_MAX_EVENTS = 1_000_000
+
+
+def _parse_schema() -> pa.Schema:
+    """Every contract field but ``offsets`` (a JSON object: inferred as a struct)."""
+    from reports.columns import transport_schema
+
+    fields = [f for f in transport_schema() if f.name not in ("offsets", "plan", "bad_file", "echo")]
+    return pa.schema(fields + [("plan", pa.list_(pa.string()))])
+
+
+def parse_file(uri: str, content: bytes) -> tuple[pa.Table, bool]:
+    """One events file as a table of contract-valid rows in :func:`reports.columns.transport_schema`
+    layout, and whether some row was left out (the file is reported for a line-by-line rescan)."""
+    if uri.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        return _conform(pq.read_table(io.BytesIO(content)), uri)
+    import pyarrow.json as pj
+
+    try:
+        table = pj.read_json(io.BytesIO(content), read_options=pj.ReadOptions(block_size=16 << 20),
+                             parse_options=pj.ParseOptions(explicit_schema=_parse_schema(), unexpected_field_behavior="infer"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return _line_by_line(content), True  # a torn or broken line, a wrong type: find the good lines
+    return _conform(table, uri)
+
+
+def _line_by_line(content: bytes) -> pa.Table:
+    from reports.columns import table_from_events
+
+    good = []
+    for text in content.decode("utf-8", errors="replace").split("\n"):
+        if not text.strip():
+            continue
+        try:
+            event = json.loads(text)
+            validate_event(event, "")
+        except (ValueError, ContractError):
+            continue
+        good.append(event)
+    return table_from_events(good)
+
+
+def _conform(table: pa.Table, uri: str) -> tuple[pa.Table, bool]:
+    """Cast to the transport layout (absent columns as nulls) and drop rows that break the contract."""
+    from reports.columns import transport_schema
+
+    n = table.num_rows
+    have = set(table.column_names)
+    cols = []
+    for field in transport_schema():
+        name = field.name
+        if name == "echo":
+            cols.append(pa.array([False] * n, type=pa.bool_()))
+        elif name not in have or name == "bad_file":
+            cols.append(pa.nulls(n, type=field.type))
+        elif name == "plan":
+            col = table.column(name)
+            cols.append(pc.binary_join(col, ",") if pa.types.is_list(col.type) else col.cast(pa.string()))
+        elif name == "offsets":
+            col = table.column(name)
+            cols.append(_json_strings(col))
+        else:
+            try:
+                cols.append(table.column(name).cast(field.type))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                return _rows_that_cast(table), True
+    out = pa.Table.from_arrays(cols, schema=transport_schema())
+    plans = table.column("plan") if "plan" in have and pa.types.is_list(table.column("plan").type) else None
+    ok = contract_mask(out, plans)
+    if pc.all(ok).as_py() is not False:
+        return out, False
+    return out.filter(ok), True
+
+
+def _rows_that_cast(table: pa.Table) -> pa.Table:
+    from reports.columns import table_from_events
+
+    good = []
+    for row in table.to_pylist():
+        event = {k: v for k, v in row.items() if v is not None}
+        try:
+            validate_event(event, "")
+        except ContractError:
+            continue
+        good.append(event)
+    return table_from_events(good)
+
+
+def _json_strings(col) -> pa.Array:
+    values = []
+    for v in col.to_pylist():
+        if v is None:
+            values.append(None)
+        else:
+            pairs = v.items() if isinstance(v, dict) else v
+            values.append(json.dumps({k: x for k, x in pairs if x is not None}))
+    return pa.array(values, type=pa.string())
+
+
+def contract_mask(table: pa.Table, plans=None) -> pa.Array:
+    """True where a row keeps the contract: a known type, ``ts_ms``, the type's required fields,
+    known choices (as :func:`reports.inputs.contract_ok_column` says it in Spark)."""
+    kind = table.column("type")
+    ok = pc.and_(pc.is_in(kind, pa.array(EVENT_TYPES)), pc.is_valid(table.column("ts_ms")))
+    per_type = pa.array([False] * table.num_rows)
+    for etype, specs in EVENT_FIELDS.items():
+        cond = pc.equal(kind, etype)
+        for f in specs:
+            if f.name not in table.column_names:
+                continue
+            c = table.column(f.name)
+            if f.required:
+                cond = pc.and_(cond, pc.is_valid(c))
+            if f.choices and f.kind == "list[str]":
+                cond = pc.and_(cond, _choices_kept(plans, f.choices, table.num_rows) if plans is not None
+                               else _joined_choices_kept(c, f.choices))
+            elif f.choices:
+                cond = pc.and_(cond, pc.or_(pc.is_null(c), pc.is_in(c, pa.array(f.choices))))
+        per_type = pc.or_(per_type, pc.fill_null(cond, False))
+    return pc.fill_null(pc.and_(ok, per_type), False)
+
+
+def _choices_kept(lists, choices, n) -> pa.Array:
+    flat = pc.list_flatten(lists)
+    if not len(flat):
+        return pa.array([True] * n)
+    parents = pc.list_parent_indices(lists)
+    bad = pc.filter(parents, pc.invert(pc.fill_null(pc.is_in(flat, pa.array(choices)), False)))
+    mask = [True] * n
+    for i in bad.to_pylist():
+        mask[i] = False
+    return pa.array(mask)
+
+
+def _joined_choices_kept(col, choices) -> pa.Array:
+    words = pc.split_pattern(pc.fill_null(col, ""), ",")
+    ok = _choices_kept(words, tuple(choices) + ("",), len(col))
+    return ok
+
+
+def _level_order(judged: pa.Table) -> pa.Table:
+    """LEVEL_ORDER of a run judged whole, in its own task (it holds every message of the run): the
+    ``lo`` rows become ``lv`` (a violation) and ``lc`` (checked, per level) rows, as
+    :func:`reports.level_order.level_order` gives them for bucketed runs."""
+    import numpy as np
+
+    from reports.columns import output_layout
+    from reports.level_order import judge_level
+
+    is_lo = pc.equal(judged.column("kind"), "lo")
+    lo = judged.filter(is_lo)
+    if not lo.num_rows:
+        return judged
+    run_id = lo.column("run_id")[0].as_py()
+    rows = []
+    levels = lo.column("level").to_numpy()
+    for level in sorted(set(levels.tolist())):
+        part = lo.filter(pc.equal(lo.column("level"), level))
+        cols = [np.asarray(part.column(c).to_numpy(), dtype=np.int64) for c in ("store_ms", "send_ts_ms", "born_ms")]
+        violations, checked = judge_level(part.column("key").to_pylist(), *cols)
+        rows.append((run_id, 0, "lc", None, level, None, None, None, json.dumps(checked)))
+        for key, born, store, other, other_ts, other_store in violations:
+            rows.append((run_id, 0, "lv", key, level, store, None, born, json.dumps(
+                {"other_key": other, "other_send_ts_ms": other_ts, "other_store_ms": other_store})))
+    names, types = output_layout()
+    extra = pa.Table.from_arrays([pa.array(c, type=t) for c, t in zip(zip(*rows), types)], names=names)
+    return pa.concat_tables([judged.filter(pc.invert(is_lo)), extra])
+
+
+def judge_runs(files_by_run: dict[int, list[tuple[str, bytes]]], runs: list[dict], ended_ms: dict, timeline_bin_ms: dict):
+    """Judge each run of one task whole (bucket 0); yield Arrow tables of judgements."""
+    from reports.columns import judge_table, output_layout
+
+    for run_ix, files in sorted(files_by_run.items()):
+        run = runs[run_ix]
+        run_id = run["run_id"]
+        parts, bad = [], []
+        for uri, content in sorted(files):
+            table, broken = parse_file(uri, content)
+            parts.append(table)
+            if broken:
+                bad.append(uri)
+        table = pa.concat_tables(parts) if parts else None
+        try:
+            judged = judge_table(run, 0, table, ended_ms[run_id], timeline_bin_ms[run_id])
+        except ContractError as e:
+            names, types = output_layout()
+            row = (run_id, 0, "e", None, None, None, None, None, json.dumps(str(e)))
+            judged = pa.Table.from_arrays([pa.array([v], type=t) for v, t in zip(row, types)], names=names)
+        judged = _level_order(judged)
+        if bad:
+            names, types = output_layout()
+            rows = [(run_id, 0, "f", None, None, None, None, None, json.dumps(uri)) for uri in bad]
+            judged = pa.concat_tables([judged, pa.Table.from_arrays([pa.array(c, type=t) for c, t in zip(zip(*rows), types)], names=names)])
+        yield judged
