@@ -81,14 +81,14 @@ def baseline_scan(spark, files: list[str]) -> None:
     df.agg(*aggs).collect()
 
 
-def measure(spark, root: Path, n_events: int, out: Path) -> dict:
+def measure(spark, root: Path, n_events: int, out: Path, events_per_run: int = 250_000) -> dict:
     from reports import check, gen
 
-    history = root / f"history-{n_events}"
+    history = root / (f"history-{n_events}" if events_per_run == 250_000 else f"history-{n_events}-per-run-{events_per_run}")
     if not (history / ".complete").exists():
         shutil.rmtree(history, ignore_errors=True)
         t = time.perf_counter()
-        gen.write_history(history, n_events)
+        gen.write_history(history, n_events, events_per_run=events_per_run)
         (history / ".complete").write_text("")
         print(f"  generated {n_events:,} events in {time.perf_counter() - t:.1f} s", flush=True)
     files = sorted(str(p) for p in history.glob("*/events*.jsonl"))
@@ -116,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES), help="comma-separated event counts")
     parser.add_argument("--dir", default="/tmp/hourglass-bench", help="where histories are generated (reused)")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--events-per-run", type=int, default=250_000,
+                        help="run size: runs above reports.wholerun.WHOLE_RUN_MAX_EVENTS take the bucketed path")
     args = parser.parse_args(argv)
     from reports.spark import get_spark, stop_spark
 
@@ -131,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     check.check_runs([warm], out_dir=root / "out-warm-up")  # JIT and Python workers warm for both sides
     rows = []
     for n in (int(float(s)) for s in args.sizes.split(",")):
-        r = measure(spark, root, n, root / f"out-{n}")
+        r = measure(spark, root, n, root / f"out-{n}", args.events_per_run)
         rows.append(r)
         print(f"{r['events']:>11,} events {r['runs']:>3} runs {r['json_bytes'] / 2**30:5.2f} GiB | scan {r['scan_s']:7.1f} s "
               f"(mean of before/after, before {r['scan_before_s']:.1f} s) | "
