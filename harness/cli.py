@@ -64,6 +64,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", default=None, help="Spark master for the checker (default local[*])")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated suite")
     p.add_argument("--count", type=int, default=10, help="scenarios in the generated suite")
+    p.add_argument("--repeat", type=int, default=1, help="run the scenarios this many times (run only): "
+                   "a summary of how often each scenario passed and each invariant failed (flakiness)")
 
 
 def exit_code(verdicts: list[dict]) -> int:
@@ -95,11 +97,11 @@ def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
             print(f"skipped {r.scenario.name}: {r.skipped}")
             continue
         v = by_name.get(r.scenario.name) or {"run_id": r.run_id, "passed": None, "invariants": {}, "error": errors.get(r.scenario.name, "no verdict")}
-        verdicts.append(v)
+        verdicts.append(dict(v, scenario=r.scenario.name))
         print(describe(v))
     for name, err in errors.items():
         if name not in {r.scenario.name for r in results}:
-            verdicts.append({"run_id": name, "passed": None, "invariants": {}, "error": err})
+            verdicts.append({"run_id": name, "scenario": name, "passed": None, "invariants": {}, "error": err})
             print(f"run {name}: broken: {err}")
     write_summary(out, system, verdicts, wall_s, scenarios)
     print(f"\n{system}: {len(verdicts)} runs in {wall_s:.0f} s; report: {out / 'index.html'}")
@@ -108,7 +110,35 @@ def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
 
 def cmd_run(args) -> int:
     out = Path(args.out or f"runs/{time.strftime('%Y%m%dT%H%M%S')}").resolve()
-    return exit_code(run_system(args.system, _scenarios(args), args, out))
+    if args.repeat <= 1:
+        return exit_code(run_system(args.system, _scenarios(args), args, out))
+    scenarios = _scenarios(args)
+    rounds = [run_system(args.system, scenarios, args, out / f"repeat-{i:02d}") for i in range(1, args.repeat + 1)]
+    summary = repeat_summary(rounds)
+    (out / "repeats.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(f"\n{args.system}: {args.repeat} repeats of {len(scenarios)} scenarios")
+    for name, s in summary["scenarios"].items():
+        failed = ", ".join(f"{inv} {n}/{s['runs']}" for inv, n in s["failed_invariants"].items())
+        print(f"  {name}: {s['passed']}/{s['runs']} passed" + (f"; failed: {failed}" if failed else "")
+              + (f"; broken {s['broken']}" if s["broken"] else ""))
+    print(f"  in all: {summary['passed']}/{summary['runs']} runs passed; {out / 'repeats.json'}")
+    return max(exit_code(v) for v in rounds)
+
+
+def repeat_summary(rounds: list[list[dict]]) -> dict:
+    """Per scenario over repeated rounds: runs, passed, broken, and how often each invariant failed
+    (a failure in some rounds only is flaky: the broker or the harness, the examples say which)."""
+    per: dict[str, dict] = {}
+    for verdicts in rounds:
+        for v in verdicts:
+            s = per.setdefault(v.get("scenario") or v["run_id"], {"runs": 0, "passed": 0, "broken": 0, "failed_invariants": {}})
+            s["runs"] += 1
+            s["passed"] += v.get("passed") is True
+            s["broken"] += bool(v.get("error"))
+            for inv, entry in v.get("invariants", {}).items():
+                if entry.get("passed") is False:
+                    s["failed_invariants"][inv] = s["failed_invariants"].get(inv, 0) + 1
+    return {"runs": sum(s["runs"] for s in per.values()), "passed": sum(s["passed"] for s in per.values()), "scenarios": per}
 
 
 def cmd_matrix(args) -> int:

@@ -65,3 +65,14 @@ def test_unknown_system_is_a_clear_error(scenario_file, tmp_path):
     code = main(["run", "--scenario", str(scenario_file), "--system", "kafka:3.0", "--out", str(tmp_path)])
     assert code == 3
     assert "unknown system 'kafka:3.0'" in (tmp_path / "summary.json").read_text()
+
+
+def test_repeat_counts_how_often_each_scenario_passed_and_each_invariant_failed(scenario_file, tmp_path):
+    code = main(["run", "--scenario", str(scenario_file), "--system", "simulated[early-delivery]", "--repeat", "2",
+                 "--out", str(tmp_path / "rep")])
+    assert code == 1
+    summary = json.loads((tmp_path / "rep" / "repeats.json").read_text())
+    probe = summary["scenarios"]["cli-probe"]
+    assert (probe["runs"], probe["passed"], probe["broken"]) == (2, 0, 0)
+    assert probe["failed_invariants"] == {"NOT_EARLY": 2}
+    assert (tmp_path / "rep" / "repeat-01" / "index.html").exists() and (tmp_path / "rep" / "repeat-02" / "index.html").exists()
