@@ -48,18 +48,14 @@ def delivered_attempts(events_file: Path, group: str) -> dict[str, list[int]]:
     return history
 
 
+def delivery_counts(history: dict[str, list[int]]) -> Counter:
+    """Deliveries per key, from :func:`delivered_attempts`."""
+    return Counter({key: len(attempts) for key, attempts in history.items()})
+
+
 def answered_deliveries(events_file: Path, group: str) -> Counter:
     """Deliveries per key already recorded in ``events_file`` (a torn last line is skipped)."""
-    return Counter({key: len(attempts) for key, attempts in delivered_attempts(events_file, group).items()})
-    with open(events_file, encoding="utf-8") as f:
-        for line in f:
-            try:
-                ev = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # torn last line of a crash
-            if ev.get("type") == "deliver" and ev.get("group") == group:
-                counts[ev["key"]] += 1
-    return counts
+    return delivery_counts(delivered_attempts(events_file, group))
 
 
 def plan_answer(plan_property: str | None, delivery_index: int) -> str:
@@ -74,7 +70,7 @@ class PlanFollower:
         # plan positions follow reference.plans.next_answer: a redelivery of an attempt already
         # answered OK/LATER (after another message's CRASH) is acknowledged without taking an entry
         self.history = delivered_attempts(events_file, group)
-        self.counts = Counter({key: len(attempts) for key, attempts in self.history.items()})
+        self.counts = delivery_counts(self.history)
         self.cursors: dict = {}
         events_file.parent.mkdir(parents=True, exist_ok=True)
         self._out = open(events_file, "a", encoding="utf-8")
