@@ -145,12 +145,29 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int, timeline
     return _as_table(out)
 
 
+def judge_or_error(run: dict, bucket: int, table: pa.Table, ended_ms: int, timeline_bin_ms: int,
+                   markers: list[tuple[str, str]] | None = None) -> pa.Table:
+    """:func:`judge_table`, or one row of kind ``e`` when the model rejects the run's events."""
+    from reference.contract import ContractError
+
+    try:
+        return judge_table(run, bucket, table, ended_ms, timeline_bin_ms, markers)
+    except ContractError as e:
+        return rows_table([(run["run_id"], bucket, "e", None, None, None, None, None, json.dumps(str(e)))])
+
+
+def rows_table(rows: list[tuple]) -> pa.Table:
+    """Row tuples of :data:`reports.judge.OUTPUT_SCHEMA` as an Arrow table."""
+    names, types = output_layout()
+    return pa.Table.from_arrays([pa.array(c, type=t) for c, t in zip(zip(*rows), types)] if rows
+                                else [pa.array([], type=t) for t in types], names=names)
+
+
 def _as_table(out: _Out) -> pa.Table:
     """The judgements as Arrow: the few rows of :class:`reports.judge._Out`, then the LEVEL_ORDER
     rows of the plain keys (one per delayed message: kept as columns all the way)."""
-    names, types = output_layout()
-    rows = pa.Table.from_arrays([pa.array(c, type=t) for c, t in zip(zip(*out.rows), types)] if out.rows
-                                else [pa.array([], type=t) for t in types], names=names)
+    names, _ = output_layout()
+    rows = rows_table(out.rows)
     lo = getattr(out, "lo", None)
     if lo is None:
         return rows
@@ -231,7 +248,7 @@ def _judge_plain(out: _Out, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline
     slow[:n_sends] |= ~pc.equal(status, "SEND_OK").to_numpy(zero_copy_only=False)
     slow[n_sends:] = True  # delivered or in the DLQ, never sent (in this bucket)
     slow[qk] = True  # in the DLQ: the dict path rules on routing
-    s_crc = _ints(sends_t.column("body_crc")) if "body_crc" in sends_t.column_names else np.full(n_sends, _NULL)
+    s_crc = _ints(sends_t.column("body_crc"))
     delivered_keys = np.zeros(n_keys, dtype=bool)
     delivered_keys[dk] = True
     stats_recovered = int((pc.equal(status, "UNKNOWN").to_numpy(zero_copy_only=False) & delivered_keys[:n_sends]).sum())
@@ -257,7 +274,7 @@ def _judge_plain(out: _Out, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline
     # deliveries grouped by attempt (key, group, reconsume_times), by time within an attempt
     order = np.lexsort((ts, d_id))
     sid = d_id[order]
-    starts = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]]) if n else np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]])
     counts = np.diff(np.r_[starts, n])
     first = order[starts]  # the first delivery of each attempt
     a_id = sid[starts]
@@ -270,20 +287,20 @@ def _judge_plain(out: _Out, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline
     # the first LATER of each attempt (in time order), if any
     later_sorted = is_later[order]
     pos = np.where(later_sorted, np.arange(n), n)
-    seg_first_later = np.minimum.reduceat(pos, starts) if n else np.zeros(0, dtype=np.int64)
-    a_has_later = seg_first_later < np.r_[starts[1:], n] if n else np.zeros(0, dtype=bool)
-    a_later = order[np.minimum(seg_first_later, max(n - 1, 0))]
+    seg_first_later = np.minimum.reduceat(pos, starts)
+    a_has_later = seg_first_later < np.r_[starts[1:], n]
+    a_later = order[np.minimum(seg_first_later, n - 1)]
 
     # the model's row of each attempt
     at = np.searchsorted(e_sorted, a_id)
-    found = (at < m) & (e_sorted[np.minimum(at, max(m - 1, 0))] == a_id) if m else np.zeros(len(a_id), dtype=bool)
+    x = e_order[np.minimum(at, m - 1)]
+    found = (at < m) & (e_id[x] == a_id)
     slow[a_key[~found]] = True
-    x = e_order[np.minimum(at, max(m - 1, 0))] if m else np.zeros(len(a_id), dtype=np.int64)
 
     # the previous attempt (its first LATER anchors this one)
     p_at = np.searchsorted(a_id, a_id - 1)
-    p_found = (a_att >= 1) & (p_at < len(a_id)) & (a_id[np.minimum(p_at, max(len(a_id) - 1, 0))] == a_id - 1)
-    p_idx = np.minimum(p_at, max(len(a_id) - 1, 0))
+    p_idx = np.minimum(p_at, len(a_id) - 1)
+    p_found = (a_att >= 1) & (p_at < len(a_id)) & (a_id[p_idx] == a_id - 1)
     retry = a_att >= 1
     prev_ok = ~retry | (p_found & a_has_later[p_idx] & (ts[a_later[p_idx]] <= ts[first]))
     slow[a_key[~prev_ok]] = True
@@ -306,7 +323,7 @@ def _judge_plain(out: _Out, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline
     # integrity of the (single) delivery: topic as expected, body as sent
     d_crc = _ints(deliv.column("body_crc"))
     f_key = dk[first]
-    sent_crc = np.where(f_key < n_sends, s_crc[np.minimum(f_key, max(n_sends - 1, 0))], _NULL) if n_sends else np.full(len(first), _NULL)
+    sent_crc = np.where(f_key < n_sends, s_crc[np.minimum(f_key, n_sends - 1)], _NULL)  # rows exist: so do sends
     crc_ok = (d_crc[first] == _NULL) | (sent_crc == _NULL) | (d_crc[first] == sent_crc)
     intact = (dt[first] == e_topic[x]) & crc_ok
     slow[a_key[~intact]] = True

@@ -18,7 +18,6 @@ from reference import expected as model
 
 #: Target number of events handed to one model call (bounds Python memory per group).
 EVENTS_PER_BUCKET = 200_000
-KEYED_TYPES = ("send", "deliver", "dlq")
 #: Runs judged whole read their local files in the task (else through Spark's binaryFile source).
 READ_LOCAL_FILES_IN_TASKS = True
 UNKEYED_TYPES = ("fault", "snapshot")
@@ -93,7 +92,7 @@ def judged_table(events: DataFrame, runs: dict[str, dict], buckets: dict[str, in
     pairs to judge) are for the rare second pass: a bucket that held none of some group's
     deliveries of a topic it sent to is judged again knowing the run's pairs (kind ``tg`` rows say
     which pairs each bucket saw). A ContractError of the model comes back as a row of kind ``e``."""
-    from reports.columns import judge_table, output_layout
+    from reports.columns import judge_or_error
     from reports.judge import OUTPUT_SCHEMA
 
     spark = events.sparkSession
@@ -103,14 +102,11 @@ def judged_table(events: DataFrame, runs: dict[str, dict], buckets: dict[str, in
 
     def judge_partition(batches):
         """All (run, bucket) groups of one shuffle partition, judged one by one."""
-        import json
         import sys
         import time
 
         import pyarrow as pa
         import pyarrow.compute as pc
-
-        from reference.contract import ContractError
 
         t_read = time.perf_counter()
         batches = [b for b in batches if b.num_rows]
@@ -123,13 +119,8 @@ def judged_table(events: DataFrame, runs: dict[str, dict], buckets: dict[str, in
             part = table.filter(pc.and_(pc.equal(table.column("run_ix"), run_ix), pc.equal(table.column("bucket"), bucket)))
             run_id = run_ids[run_ix]
             t0 = time.perf_counter()
-            try:
-                judged = judge_table(runs[run_id], bucket, part, ended_ms[run_id], timeline_bin_ms[run_id],
-                                     (markers or {}).get(run_id))
-            except ContractError as e:
-                names, types = output_layout()
-                row = (run_id, bucket, "e", None, None, None, None, None, json.dumps(str(e)))
-                judged = pa.Table.from_arrays([pa.array([v], type=t) for v, t in zip(row, types)], names=names)
+            judged = judge_or_error(runs[run_id], bucket, part, ended_ms[run_id], timeline_bin_ms[run_id],
+                                    (markers or {}).get(run_id))
             if timings:
                 print(f"hourglass check: judged run {run_id} bucket {bucket}: {part.num_rows} rows in "
                       f"{time.perf_counter() - t0:.2f} s (partition read in {t_read:.2f} s)", file=sys.stderr, flush=True)

@@ -55,16 +55,25 @@ def parse_file(uri: str, content: bytes) -> tuple[pa.Table, bool]:
 
 
 def _line_by_line(content: bytes) -> pa.Table:
+    events = []
+    for text in content.decode("utf-8", errors="replace").split("\n"):
+        if text.strip():
+            try:
+                events.append(json.loads(text))
+            except ValueError:
+                continue
+    return _valid_events(events)
+
+
+def _valid_events(events) -> pa.Table:
+    """The events (dicts, absent fields left out) that keep the contract, as a table."""
     from reports.columns import table_from_events
 
     good = []
-    for text in content.decode("utf-8", errors="replace").split("\n"):
-        if not text.strip():
-            continue
+    for event in events:
         try:
-            event = json.loads(text)
             validate_event(event, "")
-        except (ValueError, ContractError):
+        except ContractError:
             continue
         good.append(event)
     return table_from_events(good)
@@ -93,27 +102,13 @@ def _conform(table: pa.Table, uri: str) -> tuple[pa.Table, bool]:
             try:
                 cols.append(table.column(name).cast(field.type))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                return _rows_that_cast(table), True
+                return _valid_events({k: v for k, v in row.items() if v is not None} for row in table.to_pylist()), True
     out = pa.Table.from_arrays(cols, schema=transport_schema())
     plans = table.column("plan") if "plan" in have and pa.types.is_list(table.column("plan").type) else None
     ok = contract_mask(out, plans)
     if pc.all(ok).as_py() is not False:
         return out, False
     return out.filter(ok), True
-
-
-def _rows_that_cast(table: pa.Table) -> pa.Table:
-    from reports.columns import table_from_events
-
-    good = []
-    for row in table.to_pylist():
-        event = {k: v for k, v in row.items() if v is not None}
-        try:
-            validate_event(event, "")
-        except ContractError:
-            continue
-        good.append(event)
-    return table_from_events(good)
 
 
 def _json_strings(col) -> pa.Array:
@@ -163,9 +158,7 @@ def _choices_kept(lists, choices, n) -> pa.Array:
 
 
 def _joined_choices_kept(col, choices) -> pa.Array:
-    words = pc.split_pattern(pc.fill_null(col, ""), ",")
-    ok = _choices_kept(words, tuple(choices) + ("",), len(col))
-    return ok
+    return _choices_kept(pc.split_pattern(pc.fill_null(col, ""), ","), tuple(choices) + ("",), len(col))
 
 
 def _level_order(judged: pa.Table) -> pa.Table:
@@ -174,7 +167,7 @@ def _level_order(judged: pa.Table) -> pa.Table:
     :func:`reports.level_order.level_order` gives them for bucketed runs."""
     import numpy as np
 
-    from reports.columns import output_layout
+    from reports.columns import rows_table
     from reports.level_order import judge_level
 
     is_lo = pc.equal(judged.column("kind"), "lo")
@@ -192,14 +185,12 @@ def _level_order(judged: pa.Table) -> pa.Table:
         for key, born, store, other, other_ts, other_store in violations:
             rows.append((run_id, 0, "lv", key, level, store, None, born, json.dumps(
                 {"other_key": other, "other_send_ts_ms": other_ts, "other_store_ms": other_store})))
-    names, types = output_layout()
-    extra = pa.Table.from_arrays([pa.array(c, type=t) for c, t in zip(zip(*rows), types)], names=names)
-    return pa.concat_tables([judged.filter(pc.invert(is_lo)), extra])
+    return pa.concat_tables([judged.filter(pc.invert(is_lo)), rows_table(rows)])
 
 
 def judge_runs(files_by_run: dict[int, list[tuple[str, bytes]]], runs: list[dict], ended_ms: dict, timeline_bin_ms: dict):
     """Judge each run of one task whole (bucket 0); yield Arrow tables of judgements."""
-    from reports.columns import judge_table, output_layout
+    from reports.columns import judge_or_error, rows_table
 
     for run_ix, files in sorted(files_by_run.items()):
         run = runs[run_ix]
@@ -210,16 +201,9 @@ def judge_runs(files_by_run: dict[int, list[tuple[str, bytes]]], runs: list[dict
             parts.append(table)
             if broken:
                 bad.append(uri)
-        table = pa.concat_tables(parts) if parts else None
-        try:
-            judged = judge_table(run, 0, table, ended_ms[run_id], timeline_bin_ms[run_id])
-        except ContractError as e:
-            names, types = output_layout()
-            row = (run_id, 0, "e", None, None, None, None, None, json.dumps(str(e)))
-            judged = pa.Table.from_arrays([pa.array([v], type=t) for v, t in zip(row, types)], names=names)
-        judged = _level_order(judged)
+        table = pa.concat_tables(parts)  # a run has files: discover_runs breaks one without
+        judged = _level_order(judge_or_error(run, 0, table, ended_ms[run_id], timeline_bin_ms[run_id]))
         if bad:
-            names, types = output_layout()
-            rows = [(run_id, 0, "f", None, None, None, None, None, json.dumps(uri)) for uri in bad]
-            judged = pa.concat_tables([judged, pa.Table.from_arrays([pa.array(c, type=t) for c, t in zip(zip(*rows), types)], names=names)])
+            judged = pa.concat_tables([judged, rows_table([(run_id, 0, "f", None, None, None, None, None, json.dumps(uri))
+                                                           for uri in bad])])
         yield judged
