@@ -14,14 +14,18 @@ import re
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.base import System
-from harness.runner import ConsumerWatch, Progress, RunResult, ScenarioRun, capabilities
+from harness.runner import Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, capabilities
 from harness.scenario import Scenario
 from harness.systems import SystemSpec, open_system
+
+
+#: How long an interrupted batch waits for its runs to heal their faults and complete run.json.
+RECORD_TIMEOUT_S = 30
 
 
 @dataclass(frozen=True)
@@ -85,13 +89,17 @@ class Batch:
             shower.start()
         workers = 1 if self.opts.system.virtual else max(1, self.opts.max_systems)
         pool = ThreadPoolExecutor(workers, thread_name_prefix="hg-job")
+        futures = []
         try:
-            for f in [pool.submit(self._run_job, i, j) for i, j in enumerate(jobs)]:
+            futures = [pool.submit(self._run_job, i, j) for i, j in enumerate(jobs)]
+            for f in futures:
                 f.result()
         finally:
-            # on Ctrl-C or a failure: runs stop waiting, then every system is torn down
+            # on Ctrl-C, SIGTERM or a failure: runs stop waiting and record that they were
+            # interrupted (bounded wait), then every system is torn down
             self._stop.set()
             pool.shutdown(wait=False, cancel_futures=True)
+            wait(futures, timeout=RECORD_TIMEOUT_S)
             self.teardown_all()
         return [self.results[s.name] for s in self.scenarios if s.name in self.results]
 
@@ -157,9 +165,12 @@ class Batch:
             self.results[name] = RunResult(self.opts.out_dir / run_id, run_id, scenario, True, (), 0, 0, skipped=why)
             return
         run = ScenarioRun(scenario, system, self.opts.out_dir / run_id, run_id, self.progress[name], cancel=self._stop,
-                          watch=watch, owns_consumers=owns_consumers)
+                          watch=watch, owns_consumers=owns_consumers, system_spec=self.opts.system.spec)
         try:
             self.results[name] = run.execute()
+        except Cancelled:  # run.json says it was interrupted: the checker judges it undecided
+            self.progress[name].phase = "interrupted"
+            self.results[name] = RunResult(run.run_dir, run_id, scenario, False, (), 0, 0)
         except Exception as e:  # noqa: BLE001 - one broken scenario does not stop the others
             self.errors[name] = f"{type(e).__name__}: {e}"
             self.progress[name].phase = "error"
@@ -171,10 +182,10 @@ class Batch:
 
     def progress_line(self) -> str:
         now_ms = int(time.time() * 1000)
-        done = sum(1 for p in self.progress.values() if p.phase in ("done", "error"))
+        done = sum(1 for p in self.progress.values() if p.phase in ("done", "error", "interrupted"))
         waiting = []
         for p in self.progress.values():
-            if p.phase in ("done", "error", "queued"):
+            if p.phase in ("done", "error", "interrupted", "queued"):
                 continue
             part = f"{p.scenario}: {p.phase}"
             if p.phase == "draining":

@@ -2,13 +2,17 @@
 and the main job.
 
     python -m harness main [--system rocketmq:latest] [--runtime auto]
-    python -m harness run --suite conformance --system rocketmq:4.9.8 --runtime process --out runs/x
+    python -m harness run --suite conformance --system rocketmq:4.9.7 --runtime process --out runs/x
     python -m harness run --scenario my-scenario.json --system simulated
-    python -m harness matrix --systems rocketmq:4.9.8,rocketmq:latest --suite conformance --out runs/m
-    python -m harness replay runs/x/<run-id> [--system rocketmq:5.3.3]
+    python -m harness matrix --systems rocketmq:4.9.7,rocketmq:latest --suite conformance --out runs/m
+    python -m harness replay runs/x/<run-id> [--system rocketmq:5.5.0]
 
-Exit codes follow the checker's (Jepsen's): 0 no violation, 1 a violation, 2 undecided, 3 the run
-itself is broken — so CI retries infrastructure failures and never retries violations.
+Exit codes (``reports.verdict``, the same as the checker's): 0 no violation, 1 a violation (wins
+over everything: never retry it), 2 undecided, 3 the run or the input is broken (a bad scenario
+file, baseline, system spec, unwritable --out, unreachable Spark master, an interrupted run),
+64 a usage error (unknown option or suite, missing argument). Every input is checked before
+anything runs; a failure is one line naming the file or option, the field, what was expected and
+what was found (``--debug`` adds the traceback).
 """
 
 from __future__ import annotations
@@ -17,11 +21,15 @@ import argparse
 import importlib
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+
+from reference.contract import ContractError  # noqa: E402 - after the testcontainers switch
+from reports.verdict import EXIT_CODES, EXIT_USAGE, BROKEN, exit_code  # noqa: E402
 
 #: suite name -> (module, attribute) of its scenario catalogue
 SUITES = {
@@ -29,6 +37,12 @@ SUITES = {
     "chaos": ("suites.chaos.scenarios", "SHORT"),
     "nightly": ("suites.chaos.scenarios", "NIGHTLY"),
 }
+SUITE_NAMES = (*SUITES, "generated")
+
+
+class Interrupted(BaseException):
+    """SIGTERM (a CI timeout, ``kill``): unwinds like Ctrl-C, so every run records that it was
+    interrupted and every system is torn down."""
 
 
 def load_suite(name: str, seed: int = 0, count: int = 10):
@@ -36,14 +50,12 @@ def load_suite(name: str, seed: int = 0, count: int = 10):
         from suites.chaos.generate import sample
 
         return sample(seed, count)
-    if name not in SUITES:
-        raise SystemExit(f"unknown suite {name!r}: expected one of {', '.join(SUITES)}")
     mod, attr = SUITES[name]
     return list(getattr(importlib.import_module(mod), attr))
 
 
 def _scenarios(args) -> list:
-    from harness.scenario import Scenario
+    from harness.scenario import Scenario, validate_scenario
 
     out = []
     for s in args.suite or []:
@@ -51,8 +63,24 @@ def _scenarios(args) -> list:
     for f in args.scenario or []:
         out.append(Scenario.load(Path(f)))
     if not out:
-        raise SystemExit("nothing to run: give --suite and/or --scenario")
+        raise UsageError("nothing to run: give --suite and/or --scenario")
+    for sc in out:
+        validate_scenario(sc)
+    names = [s.name for s in out]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ContractError("the scenarios given", "name", "unique scenario names", ", ".join(dup))
     return out
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's own exit code 2 would read as "undecided"
+        self.print_usage(sys.stderr)
+        raise UsageError(message)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -66,23 +94,37 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--count", type=int, default=10, help="scenarios in the generated suite")
     p.add_argument("--repeat", type=int, default=1, help="run the scenarios this many times (run only): "
                    "a summary of how often each scenario passed and each invariant failed (flakiness)")
+    p.add_argument("--debug", action="store_true", help="print the traceback of an error")
 
 
-def exit_code(verdicts: list[dict]) -> int:
-    from harness.verdicts import unaccepted
+def check_inputs(args, systems: list[str]) -> Path:
+    """Everything the command was given, checked before anything starts: the system specs, the
+    baseline, the Spark master, and that ``--out`` is a directory we can write. Returns ``--out``."""
+    from harness.systems import SystemSpec
+    from reports import baseline as baseline_mod
+    from reports.spark import check_master
 
-    if any(v.get("error") for v in verdicts):
-        return 3
-    if any(unaccepted(i) > 0 for v in verdicts for i in v.get("invariants", {}).values() if i.get("passed") is False):
-        return 1
-    if any(v.get("undecided") for v in verdicts):
-        return 2
-    return 0
+    for system in systems:
+        SystemSpec(system, args.runtime, args.image).check()
+    if args.baseline:
+        baseline_mod.load(args.baseline)
+    check_master(args.master)
+    if args.max_systems < 1 or args.repeat < 1 or args.count < 1:
+        raise UsageError("--max-systems, --repeat and --count must be at least 1")
+    out = Path(args.out or f"runs/{args.cmd}-{time.strftime('%Y%m%dT%H%M%S')}").resolve()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".hourglass-write-probe"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise ContractError("--out", None, "a directory Hourglass can write", f"{out} ({e.strerror or e})") from None
+    return out
 
 
 def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
     from harness.batch import BatchOptions, run_batch
-    from harness.pytest_plugin import check, write_summary
+    from harness.pytest_plugin import batch_verdicts, write_summary
     from harness.systems import SystemSpec
     from harness.verdicts import describe
 
@@ -90,29 +132,25 @@ def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
     started = time.monotonic()
     results, errors = run_batch(scenarios, BatchOptions(spec, out, args.max_systems))
     wall_s = time.monotonic() - started
-    by_name = check(results, args.baseline, args.master)
+    by_name = batch_verdicts(scenarios, results, errors, args.baseline, args.master)
     verdicts = []
-    for r in results:
-        if r.skipped:
-            print(f"skipped {r.scenario.name}: {r.skipped}")
+    for sc in scenarios:
+        v = by_name[sc.name]
+        if v.get("skipped"):
+            print(f"skipped {sc.name}: {v['skipped']}")
             continue
-        v = by_name.get(r.scenario.name) or {"run_id": r.run_id, "passed": None, "invariants": {}, "error": errors.get(r.scenario.name, "no verdict")}
-        verdicts.append(dict(v, scenario=r.scenario.name))
+        verdicts.append(v)
         print(describe(v))
-    for name, err in errors.items():
-        if name not in {r.scenario.name for r in results}:
-            verdicts.append({"run_id": name, "scenario": name, "passed": None, "invariants": {}, "error": err})
-            print(f"run {name}: broken: {err}")
     write_summary(out, system, verdicts, wall_s, scenarios)
     print(f"\n{system}: {len(verdicts)} runs in {wall_s:.0f} s; report: {out / 'index.html'}")
     return verdicts
 
 
 def cmd_run(args) -> int:
-    out = Path(args.out or f"runs/{time.strftime('%Y%m%dT%H%M%S')}").resolve()
-    if args.repeat <= 1:
-        return exit_code(run_system(args.system, _scenarios(args), args, out))
     scenarios = _scenarios(args)
+    out = check_inputs(args, [args.system])
+    if args.repeat <= 1:
+        return exit_code(run_system(args.system, scenarios, args, out))
     rounds = [run_system(args.system, scenarios, args, out / f"repeat-{i:02d}") for i in range(1, args.repeat + 1)]
     summary = repeat_summary(rounds)
     (out / "repeats.json").write_text(json.dumps(summary, indent=1) + "\n")
@@ -122,19 +160,21 @@ def cmd_run(args) -> int:
         print(f"  {name}: {s['passed']}/{s['runs']} passed" + (f"; failed: {failed}" if failed else "")
               + (f"; broken {s['broken']}" if s["broken"] else ""))
     print(f"  in all: {summary['passed']}/{summary['runs']} runs passed; {out / 'repeats.json'}")
-    return max(exit_code(v) for v in rounds)
+    return exit_code([v for r in rounds for v in r])
 
 
 def repeat_summary(rounds: list[list[dict]]) -> dict:
     """Per scenario over repeated rounds: runs, passed, broken, and how often each invariant failed
     (a failure in some rounds only is flaky: the broker or the harness, the examples say which)."""
+    from reports.verdict import PASSED, status
+
     per: dict[str, dict] = {}
     for verdicts in rounds:
         for v in verdicts:
             s = per.setdefault(v.get("scenario") or v["run_id"], {"runs": 0, "passed": 0, "broken": 0, "failed_invariants": {}})
             s["runs"] += 1
-            s["passed"] += v.get("passed") is True
-            s["broken"] += bool(v.get("error"))
+            s["passed"] += status(v) == PASSED
+            s["broken"] += status(v) == BROKEN
             for inv, entry in v.get("invariants", {}).items():
                 if entry.get("passed") is False:
                     s["failed_invariants"][inv] = s["failed_invariants"].get(inv, 0) + 1
@@ -142,11 +182,11 @@ def repeat_summary(rounds: list[list[dict]]) -> dict:
 
 
 def cmd_matrix(args) -> int:
-    out = Path(args.out or f"runs/matrix-{time.strftime('%Y%m%dT%H%M%S')}").resolve()
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     if len(systems) < 2:
-        raise SystemExit("--systems needs at least two systems, comma-separated")
+        raise UsageError("--systems needs at least two systems, comma-separated")
     scenarios = _scenarios(args)
+    out = check_inputs(args, systems)
     by_system = {}
     for system in systems:
         sub = out / "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in system)
@@ -158,17 +198,33 @@ def cmd_matrix(args) -> int:
     print(f"\nmatrix of {', '.join(m['versions'])}: {out / 'matrix.html'}")
     for d in m["differences"]:
         print(f"  differs: {d['scenario']} {d['invariant']}: " + ", ".join(f"{v}={(c or {}).get('passed')}" for v, c in d["by_version"].items()))
-    return max(exit_code(v) for v in by_system.values())
+    return exit_code([v for vs in by_system.values() for v in vs])
+
+
+def replay_system(run: dict) -> str:
+    """The exact system a run was made on, from its ``run.json``: the spec it recorded
+    (``simulated[early-delivery]``, ``dist:/path``, ``rocketmq:5.5.0`` — ``rocketmq:latest``
+    pinned to the version it resolved to); runs made before the spec was recorded fall back to
+    ``rocketmq:<version>`` or ``simulated``."""
+    system = run.get("system") or {}
+    spec = system.get("spec")
+    if isinstance(spec, str) and spec:
+        if spec == "rocketmq:latest" and system.get("version"):
+            return f"rocketmq:{system['version']}"
+        return spec
+    return f"rocketmq:{system['version']}" if system.get("adapter") == "rocketmq" else "simulated"
 
 
 def cmd_replay(args) -> int:
-    from harness.scenario import Scenario
+    from adapters.rundir import read_run_json, scenario_path
+    from harness.scenario import Scenario, validate_scenario
 
     run_dir = Path(args.run_dir)
-    scenario = Scenario.load(run_dir / "scenario.json")
-    run = json.loads((run_dir / "run.json").read_text())
-    system = args.system or (f"rocketmq:{run['system']['version']}" if run["system"]["adapter"] == "rocketmq" else "simulated")
-    out = Path(args.out or f"runs/replay-{time.strftime('%Y%m%dT%H%M%S')}").resolve()
+    scenario = Scenario.load(scenario_path(run_dir))
+    validate_scenario(scenario)
+    run = read_run_json(run_dir)
+    system = args.system or replay_system(run)
+    out = check_inputs(args, [system])
     print(f"replaying {scenario.name} (seed {scenario.seed}) from {run_dir} on {system}")
     return exit_code(run_system(system, [scenario], args, out))
 
@@ -178,8 +234,7 @@ def cmd_main(args) -> int:
     checked, with the report."""
     import pytest
 
-    out = Path(args.out or f"runs/main-{time.strftime('%Y%m%dT%H%M%S')}").resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_inputs(args, [args.system])
     print(f"hourglass main job: {args.system} ({args.runtime} runtime) -> {out}", flush=True)
     root = Path(__file__).resolve().parent.parent
     argv = [
@@ -200,39 +255,86 @@ def cmd_main(args) -> int:
     for i in indexes:
         print(f"  {i}")
     print(f"  {out / 'junit-suite.xml'}")
-    return int(code)
+    # pytest's own codes: 0 all passed, 1 tests failed (a violation, or a broken/undecided run
+    # asserted by the suite), 2 interrupted, 3 internal error, 4 usage, 5 nothing collected
+    return {0: 0, 1: 1, 2: EXIT_CODES[BROKEN], 3: EXIT_CODES[BROKEN], 4: EXIT_USAGE, 5: EXIT_USAGE}.get(int(code), 3)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True)
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="python -m harness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     p = sub.add_parser("main", help="the conformance suite + a short chaos run against a real broker, with the report")
     p.add_argument("--system", default=os.environ.get("HOURGLASS_SYSTEM", "rocketmq:latest"))
     _common(p)
     p.set_defaults(fn=cmd_main)
     p = sub.add_parser("run", help="run suites/scenarios against one system and check them")
     p.add_argument("--system", default=os.environ.get("HOURGLASS_SYSTEM", "rocketmq:latest"))
-    p.add_argument("--suite", action="append", help=f"one of {', '.join(SUITES)}, generated (repeatable)")
+    p.add_argument("--suite", action="append", choices=SUITE_NAMES, help="a suite (repeatable)")
     p.add_argument("--scenario", action="append", help="a scenario JSON file (repeatable)")
     _common(p)
     p.set_defaults(fn=cmd_run)
     p = sub.add_parser("matrix", help="the same seeded scenarios on several systems, side by side")
-    p.add_argument("--systems", required=True, help="comma-separated, e.g. rocketmq:4.9.8,rocketmq:latest")
-    p.add_argument("--suite", action="append")
+    p.add_argument("--systems", required=True, help="comma-separated, e.g. rocketmq:4.9.7,rocketmq:latest")
+    p.add_argument("--suite", action="append", choices=SUITE_NAMES)
     p.add_argument("--scenario", action="append")
     _common(p)
     p.set_defaults(fn=cmd_matrix)
-    p = sub.add_parser("replay", help="run a run directory's scenario again")
+    p = sub.add_parser("replay", help="run a run directory's scenario again, on the exact system it recorded")
     p.add_argument("run_dir")
     p.add_argument("--system", default=None, help="default: the system of the original run")
     _common(p)
     p.set_defaults(fn=cmd_replay)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _on_sigterm(signum, frame):
+    raise Interrupted(f"signal {signal.Signals(signum).name}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    debug = "--debug" in (sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as e:
+        print(f"python -m harness: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
     try:
         return args.fn(args)
-    except KeyboardInterrupt:
-        print("\ninterrupted: every system started was torn down", file=sys.stderr)
-        return 130
+    except UsageError as e:
+        print(f"python -m harness: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except ContractError as e:
+        print(f"hourglass: {e}", file=sys.stderr)
+        _traceback(debug)
+        return EXIT_CODES[BROKEN]
+    except (KeyboardInterrupt, Interrupted) as e:
+        print(f"\nhourglass: interrupted ({e or 'Ctrl-C'}): the runs record it and check as undecided; "
+              "every system started was torn down", file=sys.stderr)
+        return EXIT_CODES[BROKEN]
+    except Exception as e:  # noqa: BLE001 - the harness failed, not the broker: broken, one line
+        print(f"hourglass: the harness failed: {type(e).__name__}: {e}" + ("" if debug else " (--debug for the traceback)"),
+              file=sys.stderr)
+        _traceback(debug)
+        return EXIT_CODES[BROKEN]
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _traceback(debug: bool) -> None:
+    if debug:
+        import traceback
+
+        traceback.print_exc()
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from adapters.base import AdapterError, Lifecycle, Pausable, Snapshotting
-from harness.eventlog import EventLog
+from adapters.rundir import EventLog
 from harness.scenario import FaultStep
 
 #: primitive actions a timed step performs

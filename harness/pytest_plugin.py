@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from reference.rundir import REPORT_HTML, run_json
+
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 DEFAULT_SYSTEM = "rocketmq:latest"
@@ -146,16 +148,9 @@ class HgSession:
         started = time.monotonic()
         results, errors = run_batch(scenarios, BatchOptions(spec, sys_dir, c.getoption("--hg-max-systems")))
         wall_s = time.monotonic() - started
-        verdicts = check(results, c.getoption("--hg-baseline"), c.getoption("--hg-master"))
-        skipped = {r.scenario.name: r.skipped for r in results if r.skipped}
+        by_name = batch_verdicts(scenarios, results, errors, c.getoption("--hg-baseline"), c.getoption("--hg-master"))
         for sc in scenarios:
-            if sc.name in skipped:
-                self.verdicts[(system, sc.name)] = {"run_id": sc.name, "skipped": skipped[sc.name], "passed": None, "invariants": {}}
-                continue
-            v = verdicts.get(sc.name) or {"run_id": sc.name, "passed": None, "invariants": {}, "error": errors.get(sc.name, "no run")}
-            if sc.name in errors:
-                v["error"] = errors[sc.name]
-            self.verdicts[(system, sc.name)] = v
+            self.verdicts[(system, sc.name)] = by_name[sc.name]
         if not record:
             return
         self.batches.append({"system": system, "dir": str(sys_dir), "wall_s": round(wall_s, 1), "scenarios": len(scenarios)})
@@ -166,29 +161,37 @@ def _dirname(system: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in system)
 
 
-def check(results, baseline: str | None, master: str | None) -> dict[str, dict]:
-    """Verdicts by scenario name, from one checker job over all runs of a batch."""
+def batch_verdicts(scenarios, results, errors: dict[str, str], baseline, master: str | None) -> dict[str, dict]:
+    """A verdict for every scenario of a batch, by name, from one checker job over all its runs:
+    the checker's verdict, marked broken where the harness could not carry the run out; a
+    scenario the system cannot run (``skipped``) gets no verdict on the broker."""
     from reports.check import check_runs
+    from reports.verdict import mark_broken
 
-    runs = [r for r in results if not r.skipped and (r.run_dir / "run.json").exists()]
-    if not runs:
-        return {}
-    verdicts = check_runs([r.run_dir for r in runs], out_dir=None, master=master, baseline=baseline)
-    by_id = {v["run_id"]: v for v in verdicts}
-    out = {}
-    for r in runs:
-        v = by_id.get(r.run_id)
-        if v is None:
+    by_result = {r.scenario.name: r for r in results}
+    runs = [r for r in results if not r.skipped and run_json(r.run_dir).exists()]
+    checked = check_runs([r.run_dir for r in runs], out_dir=None, master=master, baseline=baseline) if runs else []
+    by_id = {v["run_id"]: v for v in checked}
+    out: dict[str, dict] = {}
+    for sc in scenarios:
+        r = by_result.get(sc.name)
+        if r is not None and r.skipped:
+            out[sc.name] = {"run_id": r.run_id, "scenario": sc.name, "skipped": r.skipped, "passed": None, "invariants": {}}
             continue
-        v = dict(v)
-        v["run_dir"] = str(r.run_dir)
-        v["report"] = str(r.run_dir / "report.html")
-        if not r.drained:
-            v.setdefault("pending", list(r.pending[:20]))
-        if r.error:  # the run could not be carried out: no verdict on the broker, a broken run
-            v["error"] = r.error
-            v["passed"] = None
-        out[r.scenario.name] = v
+        v = dict(by_id.get(r.run_id) if r is not None and r.run_id in by_id else
+                 {"run_id": r.run_id if r is not None else sc.name, "passed": None, "invariants": {}})
+        v["scenario"] = sc.name
+        if r is not None and run_json(r.run_dir).exists():
+            v["run_dir"] = str(r.run_dir)
+            v["report"] = str(Path(r.run_dir) / REPORT_HTML)
+            if not r.drained:
+                v.setdefault("pending", list(r.pending[:20]))
+        reason = errors.get(sc.name) or (r.error if r is not None else None)
+        if reason:  # the run could not be carried out: broken (an observed violation still stands)
+            v = mark_broken(v, reason)
+        elif r is None or r.run_id not in by_id:
+            v = mark_broken(v, "the harness produced no run directory the checker could judge")
+        out[sc.name] = v
     return out
 
 

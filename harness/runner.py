@@ -9,7 +9,6 @@ is final (``harness.drain``), heals all faults, reads the DLQ and takes a last s
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
@@ -18,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from adapters.base import ConsumerSpec, Consuming, DlqReading, SendRequest, System
 from harness.drain import DrainState, drain_state
-from harness.eventlog import EventLog, EventTail
+from adapters.rundir import EventLog, EventTail, write_run_json
 from harness.faults import FaultDriver, expand
 from harness.scenario import Scenario
+from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, SCENARIO_JSON
 
 #: how often the runner looks at consumers (crash restarts) and at progress while it waits
 POLL_MS = 250
@@ -95,12 +95,6 @@ def _group_max_reconsume_times(sc: Scenario) -> dict:
     return {"max_reconsume_times_by_group": by_group} if by_group else {}
 
 
-def write_run_json(run_dir: Path, run: dict) -> None:
-    tmp = run_dir / "run.json.tmp"
-    tmp.write_text(json.dumps(run, indent=1))
-    tmp.replace(run_dir / "run.json")
-
-
 class ScenarioRun:
     def __init__(
         self,
@@ -112,13 +106,15 @@ class ScenarioRun:
         cancel: threading.Event | None = None,
         watch: ConsumerWatch | None = None,
         owns_consumers: bool = True,
+        system_spec: str | None = None,
     ):
         self.scenario = scenario
         self.system = system
         self.run_dir = Path(run_dir)
         self.run_id = run_id or self.run_dir.name
         self.progress = progress or Progress(scenario.name)
-        self.events_dir = self.run_dir / "events"
+        self.events_dir = self.run_dir / EVENTS_DIR
+        self.system_spec = system_spec  # recorded in run.json: replay runs the same system
         self._tail = EventTail(self.events_dir)
         self._seen: list[dict] = []
         self._cancel = cancel or threading.Event()
@@ -132,12 +128,14 @@ class ScenarioRun:
         sc, sysm, clock = self.scenario, self.system, self.system.clock
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.events_dir.mkdir(exist_ok=True)
-        sc.save(self.run_dir / "scenario.json")
+        sc.save(self.run_dir / SCENARIO_JSON)
         info = sysm.info
+        spec = {"spec": self.system_spec} if self.system_spec else {}
         run = {
             "run_id": self.run_id,
             "scenario": sc.name,
-            "system": {"adapter": info.adapter, "version": info.version, "runtime": info.runtime, **info.details},
+            "system": {"adapter": info.adapter, "version": info.version, "runtime": info.runtime, **info.details, **spec},
+            "planned_sends": len(sc.messages),
             "profile": {**sc.profile.to_run_profile(), **_group_max_reconsume_times(sc)},
             "started_ms": clock.now_ms(),
             "ended_ms": 0,
@@ -145,10 +143,10 @@ class ScenarioRun:
             "description": sc.description,
         }
         write_run_json(self.run_dir, run)
-        log = self._log = EventLog(self.events_dir / "harness.jsonl")
+        log = self._log = EventLog(self.events_dir / HARNESS_EVENTS)
         faults = FaultDriver(sysm, log)
         state = DrainState((), None, len(sc.messages), 0)
-        error = None
+        error = interrupted = None
         try:
             self.progress.phase = "setup"
             for topic in sorted({m.topic for m in sc.messages} | {t for c in sc.consumers for t in c.topics}):
@@ -176,8 +174,13 @@ class ScenarioRun:
                     self._send(item, log, t0)
             self.progress.phase = "draining"
             state = self._drain(run)
+        except (Cancelled, KeyboardInterrupt, SystemExit) as e:  # stopped from outside: not the broker's doing
+            interrupted = f"the run was stopped before it ended ({type(e).__name__}: {e or 'Ctrl-C'})"
+            raise
         except BaseException as e:  # record, heal, and re-raise below
             error = f"{type(e).__name__}: {e}"
+            if not isinstance(e, Exception):  # SIGTERM and the like unwind as BaseException
+                interrupted = f"the run was stopped before it ended ({type(e).__name__}: {e})"
             raise
         finally:
             try:
@@ -197,6 +200,10 @@ class ScenarioRun:
                 run["pending"] = list(state.pending[:50])
                 if error:
                     run["error"] = error
+                if interrupted:  # judged as undecided up to the last observation, never as a loss
+                    run["interrupted"] = interrupted
+                    self._seen.extend(self._tail.new_events())
+                    run["last_observed_ms"] = max((e.get("ts_ms") or 0 for e in self._seen), default=run["started_ms"])
                 write_run_json(self.run_dir, run)
         self.progress.phase = "done"
         return RunResult(self.run_dir, self.run_id, sc, not state.pending, state.pending, run["started_ms"], run["ended_ms"], error)

@@ -15,6 +15,7 @@ from reference.contract import INVARIANTS
 from reference.levels import parse_level_table
 from reference.plans import plan_outcome
 from reference.retry import retry_level
+from reports.verdict import VIOLATED, status
 
 
 def scenario_wait_ms(scenario) -> int:
@@ -52,12 +53,11 @@ def write_index(out_dir: Path, system: str, verdicts: list[dict], wall_s: float,
     for v in verdicts:
         rep = v.get("report")
         link = f'<a href="{html.escape(str(Path(rep).relative_to(out_dir)))}">{html.escape(v.get("run_id", "?"))}</a>' if rep and Path(rep).is_relative_to(out_dir) else html.escape(v.get("run_id", "?"))
-        status = {True: "pass", False: "FAIL", None: "undecided"}.get(v.get("passed"), "?")
-        if v.get("error"):
-            status = "broken"
+        state = "FAIL" if status(v) == VIOLATED else status(v)
         cells = "".join(_cell(v.get("invariants", {}).get(n, {})) for n in INVARIANTS)
-        err = f'<div class="err">{html.escape(v["error"])}</div>' if v.get("error") else ""
-        rows.append(f"<tr><td>{link}{err}</td><td>{status}</td><td>{v.get('messages', '')}</td>{cells}</tr>")
+        why = v.get("broken") or v.get("interrupted")
+        err = f'<div class="err">{html.escape(why)}</div>' if why else ""
+        rows.append(f"<tr><td>{link}{err}</td><td>{state}</td><td>{v.get('messages', '')}</td>{cells}</tr>")
     ratio = f"{wall_s / longest_wait_s:.2f}x" if longest_wait_s else "n/a"
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>Hourglass: {html.escape(system)}</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;font-size:13px}}

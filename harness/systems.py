@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.base import AdapterError, BrokerProfile, System
+from reference.contract import ContractError
 from harness.scenario import Profile
 
 _SIM = re.compile(r"^simulated(?:\[(?P<defects>[^\]]*)\])?$")
@@ -28,6 +29,36 @@ class SystemSpec:
     @property
     def virtual(self) -> bool:
         return bool(_SIM.match(self.spec))
+
+    def check(self) -> None:
+        """Fail before anything runs on a spec that cannot name a system: an unknown kind, an
+        unknown defect, a malformed version, a ``dist:``/``jars:`` directory without a broker jar.
+        Raises :class:`ContractError` naming ``--system``. (Fetching a version's jars is not
+        checked here: it takes minutes, and its failure breaks the runs, not the input.)"""
+        where = f"--system {self.spec}"
+        if self.virtual:
+            from adapters.simulated.defects import Defect, parse_defects
+
+            try:
+                parse_defects(self.defects)
+            except ValueError:
+                bad = next(d for d in self.defects if d.strip().upper().replace("-", "_") not in Defect.__members__)
+                raise ContractError(where, None, "defects among " + ", ".join(x.slug for x in Defect), bad) from None
+            return
+        kind, _, rest = self.spec.partition(":")
+        if kind not in ("rocketmq", "dist", "jars") or not rest:
+            raise ContractError("--system", None, "rocketmq:<version>, dist:/path, jars:/path, simulated or simulated[defects]",
+                                self.spec)
+        from adapters.rocketmq.provision import ProvisionError, resolve, valid_version
+
+        if kind == "rocketmq":
+            if rest != "latest" and not valid_version(rest):
+                raise ContractError(where, None, "a version like 4.9.7 or 5.5.0, or latest", rest)
+            return
+        try:
+            resolve(self.spec)  # local directories: cheap, and a typo shows now
+        except ProvisionError as e:
+            raise ContractError(where, None, "a distribution or jar directory with a rocketmq-broker jar", str(e)) from None
 
     @property
     def defects(self) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from reference.contract import INVARIANTS
+from reports.verdict import PASSED, status
 
 
 class VerdictFailure(AssertionError):
@@ -24,14 +25,16 @@ def _examples(inv: dict, limit: int = 3) -> str:
 
 
 def describe(verdict: dict) -> str:
-    out = [f"run {verdict.get('run_id')}: passed={verdict.get('passed')} messages={verdict.get('messages')} "
+    out = [f"run {verdict.get('run_id')}: {status(verdict)} messages={verdict.get('messages')} "
            f"attempts={verdict.get('attempts')} recovered={verdict.get('recovered')}"]
     if verdict.get("run_dir"):
         out.append(f"  run directory: {verdict['run_dir']}")
     if verdict.get("report"):
         out.append(f"  report: {verdict['report']}")
-    if verdict.get("error"):
-        out.append(f"  broken: {verdict['error'][:2000]}")
+    if verdict.get("broken"):
+        out.append(f"  broken: {verdict['broken'][:2000]}")
+    if verdict.get("interrupted"):
+        out.append(f"  interrupted: {verdict['interrupted']}")
     if verdict.get("undecided"):
         out.append(f"  undecided: {verdict['undecided']}")
     for name in INVARIANTS:
@@ -48,10 +51,14 @@ def unaccepted(inv: dict) -> int:
 
 
 def assert_conforms(verdict: dict) -> None:
-    """Every exercised invariant holds (or its violations are all accepted), nothing undecided."""
-    bad = [n for n in INVARIANTS if verdict["invariants"][n].get("passed") is False and unaccepted(verdict["invariants"][n]) > 0]
-    if bad or verdict.get("undecided") or verdict.get("error"):
-        raise VerdictFailure(f"broker broke {', '.join(bad) or 'nothing, but the run is undecided/broken'}\n" + describe(verdict))
+    """The run passed (``reports.verdict.status``): every exercised invariant holds (or its
+    violations are all accepted), nothing undecided, nothing broken."""
+    state = status(verdict)
+    if state != PASSED:
+        bad = [n for n in INVARIANTS if verdict.get("invariants", {}).get(n, {}).get("passed") is False
+               and unaccepted(verdict["invariants"][n]) > 0]
+        raise VerdictFailure(f"broker broke {', '.join(bad)}\n" + describe(verdict) if bad
+                             else f"the run is {state}: no verdict on the broker\n" + describe(verdict))
 
 
 def assert_caught(verdict: dict, invariant: str) -> None:

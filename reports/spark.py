@@ -58,3 +58,30 @@ def _python() -> str:
     import sys
 
     return sys.executable
+
+
+def check_master(master: str | None, timeout_s: float = 5.0) -> None:
+    """Fail fast on a Spark master that cannot work: an unknown URL form, or a standalone master
+    (``spark://host:port[,host:port]``) none of whose addresses accepts a connection. Raises
+    :class:`reference.contract.ContractError` naming the option."""
+    import re
+    import socket
+
+    from reference.contract import ContractError
+
+    if master is None or re.fullmatch(r"local(\[(\*|\d+)(,\d+)?\])?|yarn|k8s://.+|local-cluster\[.+\]", master):
+        return
+    m = re.fullmatch(r"spark://(.+)", master)
+    if not m:
+        raise ContractError("--master", None, "local[*], local[N], spark://HOST:PORT, yarn or k8s://URL", master)
+    errors = []
+    for hostport in m.group(1).split(","):
+        host, _, port = hostport.rpartition(":")
+        if not host or not port.isdigit():
+            raise ContractError("--master", None, "spark://HOST:PORT", master)
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout_s).close()
+            return
+        except OSError as e:
+            errors.append(f"{hostport}: {e.strerror or e}")
+    raise ContractError("--master", None, "a reachable Spark master", f"{master} ({'; '.join(errors)})")

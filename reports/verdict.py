@@ -159,14 +159,47 @@ def broken_verdict(run_id: str, message: str) -> dict:
     }
 
 
+# --- the verdict vocabulary and the exit rule: the one owner (CLIs, plugin, summary import it) ---
+
+PASSED, VIOLATED, UNDECIDED, BROKEN = "passed", "violated", "undecided", "broken"
+#: A run's status -> the exit code it asks for. Jepsen's: CI retries 3 and never retries 1.
+EXIT_CODES = {PASSED: 0, VIOLATED: 1, UNDECIDED: 2, BROKEN: 3}
+#: The command line itself is wrong (unknown option, missing argument, bad choice): nothing ran.
+EXIT_USAGE = 64
+#: Ranking when several runs are summed up: a violation wins over everything (it must never be
+#: retried away), then a broken run, then an undecided one.
+_RANK = (VIOLATED, BROKEN, UNDECIDED, PASSED)
+
+
+def gating_violations(verdict: Mapping) -> int:
+    """Violations that gate: all of them minus those a baseline accepts."""
+    return sum(int(e.get("violations") or 0) - int(e.get("accepted") or 0)
+               for e in (verdict.get("invariants") or {}).values() if e.get("passed") is False)
+
+
+def status(verdict: Mapping) -> str:
+    """One run's status. A violation the broker was seen to commit stands even in a broken or
+    interrupted run; what the harness could not observe is broken or undecided, never a pass."""
+    if verdict.get("passed") is False or gating_violations(verdict) > 0:
+        return VIOLATED
+    if verdict.get("broken"):
+        return BROKEN
+    if verdict.get("passed") is True:
+        return PASSED
+    return UNDECIDED
+
+
+def mark_broken(verdict: Mapping, reason: str) -> dict:
+    """``verdict`` of a run the harness could not carry out (a consumer that would not start, a
+    system that never became ready): broken, with the reason; an observed violation still stands."""
+    out = dict(verdict)
+    out["broken"] = reason
+    if out.get("passed") is not False:
+        out["passed"] = None
+    return out
+
+
 def exit_code(verdicts: Iterable[Mapping]) -> int:
-    """Jepsen's: 1 a (non-accepted) violation, else 3 a run is broken, else 2 undecided, else 0.
-    A violation wins over a broken run: CI retries 3 and must never retry a violation."""
-    verdicts = list(verdicts)
-    if any(v["passed"] is False for v in verdicts):
-        return 1
-    if any(v.get("broken") for v in verdicts):
-        return 3
-    if any(v["passed"] is None for v in verdicts):
-        return 2
-    return 0
+    """The exit code of a set of runs: the code of the highest-ranked status among them, 0 for none."""
+    found = {status(v) for v in verdicts}
+    return next((EXIT_CODES[s] for s in _RANK if s in found), 0)

@@ -21,6 +21,7 @@ from pathlib import Path
 from adapters.base import AdapterError, ConsumerSpec
 from adapters.rocketmq import process as _process
 from adapters.rocketmq.process import tail_file
+from reference.rundir import consumer_events
 
 _REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -160,7 +161,7 @@ class ConsumerProcess(_LineProcess):
         self.spec = spec
         argv = ["-m", "adapters.rocketmq.consumer_proc", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
                 "--group", spec.group, "--max-reconsume-times", str(spec.max_reconsume_times),
-                "--events", str(Path(spec.events_dir) / f"consumer-{spec.name}.jsonl"),
+                "--events", str(Path(spec.events_dir) / consumer_events(spec.name)),
                 "--log-dir", str(log_dir), "--name", spec.name]
         for topic in spec.topics:
             argv += ["--topic", topic]

@@ -26,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 from adapters.rocketmq.jvm import Channel, now_ms, start_jvm
+from adapters.rundir import EventLog
 from reference.plans import next_answer, replay_cursor
 
 CRASH_EXIT = 17
@@ -72,11 +73,7 @@ class PlanFollower:
         self.history = delivered_attempts(events_file, group)
         self.counts = delivery_counts(self.history)
         self.cursors: dict = {}
-        events_file.parent.mkdir(parents=True, exist_ok=True)
-        self._out = open(events_file, "a", encoding="utf-8")
-        # a torn last line (crash mid-write) must not swallow our first event
-        if events_file.stat().st_size and not events_file.read_bytes().endswith(b"\n"):
-            self._out.write("\n")
+        self._out = EventLog(events_file)  # starts on a fresh line after a torn one
         self._lock = threading.Lock()
 
     def on_message(self, msg, queue) -> str:
@@ -107,10 +104,8 @@ class PlanFollower:
             outcome, self.cursors[key], _ = next_answer(plan, cursor, event["reconsume_times"])
             event["outcome"] = outcome if outcome in ("OK", "LATER", "CRASH") else "OK"
             self.counts[key] = index + 1
-            self._out.write(json.dumps(event, separators=(",", ":")) + "\n")
-            self._out.flush()
+            self._out.write(event, fsync=event["outcome"] == "CRASH")
             if event["outcome"] == "CRASH":
-                os.fsync(self._out.fileno())
                 os._exit(CRASH_EXIT)
         return event["outcome"]
 

@@ -87,6 +87,11 @@ MAIN_CLASS = {
 _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([.-][A-Za-z0-9.-]+)?$")
 
 
+def valid_version(version: str) -> bool:
+    """A release version string as Maven Central names them (``4.9.7``, ``5.5.0``)."""
+    return bool(_VERSION_RE.match(version))
+
+
 class ProvisionError(AdapterError):
     """A system name that cannot be turned into runnable jars; says what was tried and what to do."""
 

@@ -10,17 +10,18 @@ what it consumed since the last commit (the same stored copies). ``LATER`` sends
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adapters.base import ConsumerSpec
+from adapters.rundir import EventLog
 from adapters.simulated.store import StoredMessage
 from reference.plans import CRASH, LATER, PlanCursor, later_not_stored, next_answer
 from reference.profile import effective_max_reconsume_times
 from reference.retry import retry_topic
+from reference.rundir import consumer_events
 
 if TYPE_CHECKING:
     from adapters.simulated.system import SimulatedSystem
@@ -46,9 +47,7 @@ class SimConsumer:
         self.next_offsets: dict[tuple[str, int], int] = {}
         self.local_retries: dict[tuple[str, int], set[int]] = {}  # queue -> offsets re-consumed locally
         self.pull_at: int | None = None
-        path = Path(spec.events_dir) / f"consumer-{spec.name}.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._out = open(path, "a", encoding="utf-8")
+        self._out = EventLog(Path(spec.events_dir) / consumer_events(spec.name))
 
     # --- lifecycle --------------------------------------------------------------------------
     def start(self) -> None:
@@ -84,8 +83,7 @@ class SimConsumer:
             self.system.rebalance(self.group)
 
     def close(self) -> None:
-        if not self._out.closed:
-            self._out.close()
+        self._out.close()
 
     def commit(self) -> None:
         """RemoteBrokerOffsetStore.persistAll: the local offsets go to the broker (if it answers)."""
@@ -141,8 +139,7 @@ class SimConsumer:
             "reconsume_times": reconsume_times, "born_ms": msg.born_ms, "store_ms": msg.store_ms,
             "outcome": outcome,
         }
-        self._out.write(json.dumps(event) + "\n")
-        self._out.flush()
+        self._out.write(event)
         if outcome == CRASH:
             self.die(crashed=True)
         elif outcome == LATER:

@@ -196,7 +196,6 @@ class SimulatedSystem:
     def stop_consumers(self) -> None:
         for c in self.consumers.values():
             c.stop()
-            c._out.flush()
 
     def rebalance(self, group: str) -> None:
         """RebalanceImpl.updateProcessQueueTableInRebalance: queues that leave a consumer are

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from harness.eventlog import EventLog, EventTail, read_events
+from adapters.rundir import EventLog, EventTail, read_events
 from harness.faults import TimedFault, expand
 from harness.scenario import ConsumerGroup, FaultStep, Message, Scenario, scenario_from_json
 from reference.contract import ContractError

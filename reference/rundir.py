@@ -1,0 +1,130 @@
+"""The run directory's layout and line format: the one owner of its names (contract v1).
+
+Pure: names, path arithmetic and the encoding of one event line. The writer that appends lines to
+a file is :class:`adapters.rundir.EventLog` (every writer uses it: the harness, the consumer
+processes, the simulator); the checker reads the same names (``reports.inputs``).
+
+::
+
+    RUN/
+      run.json                      RUN_JSON: written at the start, completed at the end
+      scenario.json                 SCENARIO_JSON: the scenario as data (replay)
+      events/harness.jsonl          HARNESS_EVENTS: send, fault, snapshot, dlq
+      events/consumer-<name>.jsonl  consumer_events(name): deliver, and the consumer's own deaths
+      logs/                         LOGS_DIR: broker, name server and consumer logs (optional)
+      verdict.json junit.xml report.html violations/   written by the checker
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePath
+from typing import Any, Mapping
+
+from reference.contract import ContractError, validate_event
+
+RUN_JSON = "run.json"
+SCENARIO_JSON = "scenario.json"
+EVENTS_DIR = "events"
+HARNESS_EVENTS = "harness.jsonl"
+CONSUMER_EVENTS_PREFIX = "consumer-"
+EVENTS_SUFFIX = ".jsonl"
+LOGS_DIR = "logs"
+VERDICT_JSON = "verdict.json"
+JUNIT_XML = "junit.xml"
+REPORT_HTML = "report.html"
+VIOLATIONS_DIR = "violations"
+#: Where a reader finds a run's events, relative to the run directory (v1 allows all of these).
+EVENT_GLOBS = ("events*.jsonl", "events/*.jsonl", "events*.parquet", "events/*.parquet", "events*.parquet/*.parquet")
+
+
+def consumer_events(name: str) -> str:
+    """File name (in ``events/``) of the events one consumer process writes."""
+    return f"{CONSUMER_EVENTS_PREFIX}{name}{EVENTS_SUFFIX}"
+
+
+def _dir(run_dir) -> PurePath:
+    """``run_dir`` as a path of its own kind (a ``pathlib.Path`` stays one; pure: nothing is read)."""
+    return run_dir if isinstance(run_dir, PurePath) else PurePath(run_dir)
+
+
+def events_dir(run_dir) -> PurePath:
+    return _dir(run_dir) / EVENTS_DIR
+
+
+def run_json(run_dir) -> PurePath:
+    return _dir(run_dir) / RUN_JSON
+
+
+def scenario_json(run_dir) -> PurePath:
+    return _dir(run_dir) / SCENARIO_JSON
+
+
+# --- one event line ----------------------------------------------------------------------------
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first string in ``value`` holding a lone surrogate (not encodable as UTF-8), else None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value
+        return None
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            bad = _lone_surrogate(k) or _lone_surrogate(v)
+            if bad is not None:
+                return bad
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            bad = _lone_surrogate(v)
+            if bad is not None:
+                return bad
+    return None
+
+
+def encode_event(event: Mapping[str, Any], where: str = "event") -> str:
+    """One event as its line (without the newline): validated against the contract, UTF-8 clean
+    (a lone surrogate, which ``json.dumps`` would escape into valid JSON that no UTF-8 reader can
+    decode, is refused here), compact."""
+    validate_event(event, where)
+    for name, value in event.items():
+        bad = _lone_surrogate(value)
+        if bad is not None:
+            raise ContractError(where, name, "text encodable as UTF-8 (no lone surrogates)", bad)
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_line(raw: bytes, where: str) -> dict:
+    """One line as an event; :class:`ContractError` naming ``where`` if it is not UTF-8, not JSON,
+    or not a contract event."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ContractError(where, None, "UTF-8 text", f"byte 0x{raw[e.start]:02x} at column {e.start + 1}") from None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        raise ContractError(where, None, "one JSON object per line", text[:80]) from None
+    bad = _lone_surrogate(obj)
+    if bad is not None:
+        raise ContractError(where, None, "text encodable as UTF-8 (no lone surrogates)", bad)
+    return validate_event(obj, where)
+
+
+# --- run.json: its end ---------------------------------------------------------------------------
+
+def run_ended(run: Mapping[str, Any]) -> bool:
+    """The runner completed ``run.json`` (it writes ``ended_ms`` in its last step): a run without
+    an end was interrupted — the harness was killed, or stopped by a signal it recorded."""
+    ended = run.get("ended_ms") or 0
+    return isinstance(ended, int) and ended > 0 and not run.get("interrupted")
+
+
+def interruption(run: Mapping[str, Any]) -> str | None:
+    """Why the run has no trustworthy end, or None when it ended normally."""
+    if run.get("interrupted"):
+        return str(run["interrupted"])
+    if not run_ended(run):
+        return "the harness stopped before the run ended (run.json has no end)"
+    return None

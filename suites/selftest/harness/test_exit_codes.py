@@ -1,0 +1,170 @@
+"""One exit rule for both CLIs, and every input checked before anything runs.
+
+The rule (``reports.verdict``): 1 a violation wins over everything, then 3 broken, then 2
+undecided, else 0; 64 a usage error. A failure to read an input is one line naming the option or
+file, with no traceback unless ``--debug``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.cli import main
+from harness.scenario import ConsumerGroup, Message, Scenario
+from harness.verdicts import VerdictFailure, assert_conforms
+from reports import cli as reports_cli
+from reports.verdict import BROKEN, EXIT_CODES, EXIT_USAGE, PASSED, UNDECIDED, VIOLATED, exit_code, mark_broken, status
+
+PROBE = Scenario(
+    "exit-probe",
+    tuple(Message(f"m{i}", "Exit", at_ms=i * 200, delay_level=2) for i in range(3)),
+    (ConsumerGroup("cg-exit", ("Exit",)),),
+)
+
+
+@pytest.fixture
+def scenario_file(tmp_path):
+    p = tmp_path / "exit-probe.json"
+    PROBE.save(p)
+    return p
+
+
+def _verdict(kind: str, accepted: bool = False) -> dict:
+    inv = {"checked": 3, "violations": 0, "examples": [], "passed": True}
+    v = {"run_id": kind, "passed": True, "invariants": {"NOT_EARLY": inv}}
+    if kind == VIOLATED:
+        inv.update(violations=2, passed=False)
+        if accepted:
+            inv["accepted"] = 2
+        v["passed"] = True if accepted else False
+    elif kind == UNDECIDED:
+        v.update(passed=None, undecided={"messages": 1, "examples": []})
+    elif kind == BROKEN:
+        v = mark_broken(v, "a consumer could not start")
+    return v
+
+
+@given(st.lists(st.sampled_from([PASSED, VIOLATED, UNDECIDED, BROKEN, "accepted"]), max_size=8))
+def test_exit_code_is_the_highest_ranked_status(kinds):
+    verdicts = [_verdict(VIOLATED, accepted=True) if k == "accepted" else _verdict(k) for k in kinds]
+    statuses = {status(v) for v in verdicts}
+    assert all(status(_verdict(k)) == k for k in kinds if k != "accepted")
+    expected = 1 if VIOLATED in statuses else 3 if BROKEN in statuses else 2 if UNDECIDED in statuses else 0
+    assert exit_code(verdicts) == expected
+
+
+def test_a_violation_in_a_broken_run_still_exits_1():
+    v = mark_broken(_verdict(VIOLATED), "the run could not be finished")
+    assert status(v) == VIOLATED
+    assert exit_code([v, _verdict(BROKEN)] + [_verdict(UNDECIDED)] * 3) == 1
+
+
+def test_a_broken_run_fails_assert_conforms():
+    with pytest.raises(VerdictFailure, match="broken"):
+        assert_conforms(_verdict(BROKEN))
+    with pytest.raises(VerdictFailure, match="undecided"):
+        assert_conforms(_verdict(UNDECIDED))
+    assert_conforms(_verdict(VIOLATED, accepted=True))  # accepted by a baseline: passes
+
+
+def _nothing_ran(out) -> bool:
+    return not out.exists() or not any(out.iterdir())
+
+
+def test_unknown_system_exits_3_before_anything_runs(scenario_file, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["run", "--scenario", str(scenario_file), "--system", "kafka:3.0", "--out", str(out)]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["hourglass: --system: expected rocketmq:<version>, dist:/path, jars:/path, simulated or "
+                   "simulated[defects], found 'kafka:3.0'"]
+    assert _nothing_ran(out)
+
+
+def test_unknown_defect_and_bad_version_name_the_system(scenario_file, tmp_path, capsys):
+    assert main(["run", "--scenario", str(scenario_file), "--system", "simulated[erly-delivery]", "--out", str(tmp_path / "o")]) == 3
+    assert "found 'erly-delivery'" in capsys.readouterr().err
+    assert main(["run", "--scenario", str(scenario_file), "--system", "rocketmq:4.9", "--out", str(tmp_path / "o")]) == 3
+    assert "--system rocketmq:4.9: expected a version like 4.9.7" in capsys.readouterr().err
+    assert main(["run", "--scenario", str(scenario_file), "--system", f"dist:{tmp_path}/nope", "--out", str(tmp_path / "o")]) == 3
+    assert f"--system dist:{tmp_path}/nope" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_64(scenario_file, tmp_path, capsys):
+    assert main(["run", "--suite", "conformanse", "--system", "simulated"]) == EXIT_USAGE
+    assert "invalid choice: 'conformanse'" in capsys.readouterr().err
+    assert main(["run", "--system", "simulated", "--out", str(tmp_path / "o")]) == EXIT_USAGE  # nothing to run
+    assert main(["frobnicate"]) == EXIT_USAGE
+    assert main(["matrix", "--systems", "simulated", "--scenario", str(scenario_file)]) == EXIT_USAGE
+    assert reports_cli.main(["check"]) == EXIT_USAGE
+
+
+def test_missing_scenario_file_names_it(tmp_path, capsys):
+    missing = tmp_path / "nope.json"
+    assert main(["run", "--scenario", str(missing), "--system", "simulated", "--out", str(tmp_path / "o")]) == 3
+    err = capsys.readouterr().err
+    assert str(missing) in err and "Traceback" not in err
+    assert _nothing_ran(tmp_path / "o")
+
+
+def test_bad_baseline_is_found_before_the_run(scenario_file, tmp_path, capsys):
+    bad = tmp_path / "accepted.toml"
+    bad.write_text('[[accept]]\ninvariant = "NOT_EARLI"\nreason = "typo"\n')
+    out = tmp_path / "o"
+    assert main(["run", "--scenario", str(scenario_file), "--system", "simulated", "--out", str(out), "--baseline", str(bad)]) == 3
+    err = capsys.readouterr().err
+    assert f"{bad}: accept[0]: field 'invariant'" in err and "NOT_EARLI" in err
+    assert _nothing_ran(out)
+
+
+def test_unwritable_out_exits_3(scenario_file, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["run", "--scenario", str(scenario_file), "--system", "simulated", "--out", str(blocker / "sub")]) == 3
+    err = capsys.readouterr().err
+    assert "--out: expected a directory Hourglass can write" in err and str(blocker) in err
+
+
+def test_unreachable_spark_master_exits_3_before_the_run(scenario_file, tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["run", "--scenario", str(scenario_file), "--system", "simulated", "--out", str(out),
+                 "--master", "spark://127.0.0.1:9"]) == 3
+    assert "--master: expected a reachable Spark master" in capsys.readouterr().err
+    assert _nothing_ran(out)
+
+
+def test_replay_runs_the_exact_system_of_the_run(scenario_file, tmp_path, capsys):
+    assert main(["run", "--scenario", str(scenario_file), "--system", "simulated[early-delivery]", "--out", str(tmp_path / "first")]) == 1
+    run_dir = next(p for p in (tmp_path / "first").iterdir() if (p / "scenario.json").exists())
+    assert json.loads((run_dir / "run.json").read_text())["system"]["spec"] == "simulated[early-delivery]"
+    assert main(["replay", str(run_dir), "--out", str(tmp_path / "again")]) == 1
+    assert "on simulated[early-delivery]" in capsys.readouterr().out
+
+
+def test_checker_cli_a_violation_beside_a_broken_run_exits_1(tmp_path, capsys):
+    from suites.selftest.checker.runs import RunBuilder
+
+    RunBuilder("early").send("a", 0, level=2).deliver("a", 1000).write(tmp_path)  # 4 s early
+    broken = RunBuilder("no-profile").send("a", 0).deliver("a", 10).write(tmp_path)
+    run = json.loads((broken / "run.json").read_text())
+    del run["profile"]
+    (broken / "run.json").write_text(json.dumps(run))
+    assert reports_cli.main(["check", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert "early: violated (NOT_EARLY)" in out and "no-profile: broken" in out
+
+
+def test_checker_cli_checks_its_inputs_first(tmp_path, capsys):
+    from suites.selftest.checker.runs import RunBuilder
+
+    RunBuilder("fine").send("a", 0).deliver("a", 10).write(tmp_path / "runs")
+    bad = tmp_path / "b.json"
+    bad.write_text("{")
+    assert reports_cli.main(["check", str(tmp_path / "runs"), "--baseline", str(bad)]) == 3
+    assert f"{bad}: expected JSON or TOML" in capsys.readouterr().err
+    assert reports_cli.main(["check", str(tmp_path / "runs"), "--master", "spark://127.0.0.1:9"]) == 3
+    assert "--master: expected a reachable Spark master" in capsys.readouterr().err
+    assert not (tmp_path / "runs" / "fine" / "verdict.json").exists()
