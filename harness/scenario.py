@@ -269,8 +269,11 @@ def _cross_check(raw: dict, where: str) -> None:
     table = raw.get("profile", {}).get("message_delay_level", _default(Profile, "message_delay_level"))
     try:
         parse_level_table(table, where, "profile.message_delay_level")
+        why = None
     except ContractError as e:
-        fail("profile.message_delay_level", f"a delay table the broker accepts such as '1s 5s 10s' ({e.expected})", table)
+        why = e.expected
+    if why is not None:  # raised here, not in the except: the one line is the whole story
+        fail("profile.message_delay_level", f"a delay table the broker accepts such as '1s 5s 10s' ({why})", table)
     for items, name in ((raw["messages"], "key"), (raw["consumers"], "group")):
         seen: dict[str, int] = {}
         for i, item in enumerate(items):
