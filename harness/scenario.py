@@ -154,8 +154,9 @@ def _default(cls: type, name: str) -> Any:
 
 def _prop(cls: type, name: str, schema: dict, description: str) -> dict:
     out = {"description": description, **schema}
-    if name in cls.__dataclass_fields__ and _default(cls, name) is not MISSING:
-        out["default"] = _default(cls, name)
+    default = _default(cls, name) if name in cls.__dataclass_fields__ else MISSING  # "$schema" is no field
+    if default is not MISSING:
+        out["default"] = default
     return out
 
 
