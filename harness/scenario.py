@@ -3,22 +3,52 @@
 A scenario is a plain value: it is saved as ``RUN/scenario.json`` so a run can be replayed
 (``python -m harness replay RUN``), and it is what hypothesis generates for nightly chaos runs.
 Offsets (``at_ms``) are milliseconds after the scenario's start.
+
+Scenario files are strict. :func:`scenario_from_json` (and :meth:`Scenario.load`) check a file
+against the JSON Schema :func:`scenario_schema` (draft 2020-12), then cross-check what a schema
+cannot say (every message's topic is consumed, unique keys and groups, the level table parses, a
+fault's ``duration_ms`` fits its action); :func:`validate_scenario` does the same for a scenario
+built in Python. Any failure is one :class:`ScenarioError` line naming the file, the field as a
+path (``messages[3].delay``), what was expected and what was found.
+
+The schema ships as ``harness/scenario.schema.json`` (:data:`SCHEMA_PATH`) for editors: point a
+file's ``"$schema"`` at it, or your editor's JSON-schema setting. The file is generated from this
+module's constants (``python -m harness.scenario --schema > harness/scenario.schema.json``) and a
+self-test keeps it identical to :func:`scenario_schema`.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+import sys
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from harness.schema_errors import Found, explain, join_path
 from reference.contract import FAULT_TARGETS, PLAN_WORDS, ContractError
+from reference.levels import parse_level_table
 
 DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 #: 18 levels like the default table (so retry levels 3..18 exist) with waits of seconds.
 COMPRESSED_LEVELS = "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 1s 2s 3s 4s 5s 6s 7s 8s"
 
 FAULT_ACTIONS_SCHEDULABLE = ("kill", "stop", "start", "pause", "resume", "restart", "kill_restart", "outage")
+#: actions whose ``duration_ms`` means something (the others must leave it 0)
+FAULT_ACTIONS_WITH_DURATION = ("pause", "restart", "kill_restart", "outage")
+#: capabilities a scenario may require of the system (``harness.runner.capabilities``)
+KNOWN_REQUIREMENTS = ("timer",)
+
+#: the schema file shipped for editors; generated from :func:`scenario_schema`
+SCHEMA_PATH = Path(__file__).with_name("scenario.schema.json")
+
+
+class ScenarioError(ContractError):
+    """A scenario that cannot be run: names the file, the field (a path such as
+    ``messages[3].delay``), what was expected and what was found, in one line."""
 
 
 @dataclass(frozen=True)
@@ -95,76 +125,250 @@ class Scenario:
         try:
             raw = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError) as e:
-            raise ContractError(str(path), None, "a readable scenario JSON file", str(e)) from None
+            raise ScenarioError(str(path), None, "a readable scenario JSON file", str(e)) from None
         return scenario_from_json(raw, str(path))
 
 
-def _need(obj: dict, name: str, kind: type | tuple, where: str) -> Any:
-    if name not in obj:
-        raise ContractError(where, name, f"a {getattr(kind, '__name__', kind)} (required)", "missing")
-    v = obj[name]
-    if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
-        raise ContractError(where, name, f"a {getattr(kind, '__name__', kind)}", v)
-    return v
+# --- the schema -----------------------------------------------------------------------------
+#: Validators.checkTopic / checkGroup (client): these characters only
+_NAME_PATTERN = "^[%|a-zA-Z0-9_-]+$"
+#: Validators.TOPIC_MAX_LENGTH is 127; a shared broker prefixes up to 25 characters (batch)
+_TOPIC_MAX = 100
+#: MessageStoreConfig.maxMessageSize / DefaultMQProducer.maxMessageSize: 4 MiB
+_BODY_MAX = 4 * 1024 * 1024
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
-def scenario_from_json(raw: dict, where: str = "scenario") -> Scenario:
-    if not isinstance(raw, dict):
-        raise ContractError(where, None, "a JSON object", raw)
-    name = _need(raw, "name", str, where)
-    prof = raw.get("profile", {})
-    profile = Profile(**{k: prof[k] for k in Profile.__dataclass_fields__ if k in prof})
-    msgs = []
-    for i, m in enumerate(_need(raw, "messages", list, where)):
-        w = f"{where} messages[{i}]"
-        plan = tuple(m.get("plan") or ())
-        for word in plan:
-            if word not in PLAN_WORDS:
-                raise ContractError(w, "plan", "one of " + "/".join(PLAN_WORDS), word)
-        msgs.append(
-            Message(
-                key=_need(m, "key", str, w),
-                topic=_need(m, "topic", str, w),
-                at_ms=int(m.get("at_ms", 0)),
-                delay_level=int(m.get("delay_level", 0)),
-                deliver_after_ms=m.get("deliver_after_ms"),
-                body_size=int(m.get("body_size", 64)),
-                plan=plan,
-            )
-        )
-    cons = []
-    for i, c in enumerate(_need(raw, "consumers", list, where)):
-        w = f"{where} consumers[{i}]"
-        cons.append(
-            ConsumerGroup(
-                group=_need(c, "group", str, w),
-                topics=tuple(_need(c, "topics", list, w)),
-                instances=int(c.get("instances", 1)),
-                max_reconsume_times=c.get("max_reconsume_times"),
-            )
-        )
-    faults = []
+def _default(cls: type, name: str) -> Any:
+    """The dataclass default of ``cls.name`` as JSON (tuples as lists); ``MISSING`` when required
+    or when the default is itself a dataclass (the profile: described by its own fields)."""
+    f = cls.__dataclass_fields__[name]
+    if f.default is not MISSING:
+        value = f.default
+    elif f.default_factory is not MISSING and not hasattr(f.default_factory, "__dataclass_fields__"):
+        value = f.default_factory()
+    else:
+        return MISSING
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _prop(cls: type, name: str, schema: dict, description: str) -> dict:
+    out = {"description": description, **schema}
+    default = _default(cls, name) if name in cls.__dataclass_fields__ else MISSING  # "$schema" is no field
+    if default is not MISSING:
+        out["default"] = default
+    return out
+
+
+def _object(cls: type, title: str, description: str, props: dict[str, tuple[dict, str]]) -> dict:
+    required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]  # type: ignore[misc]
+    return {
+        "title": title,
+        "description": description,
+        "type": "object",
+        "properties": {n: _prop(cls, n, s, d) for n, (s, d) in props.items()},
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def scenario_schema() -> dict:
+    """The JSON Schema (draft 2020-12) of a scenario file, built from this module's dataclasses and
+    the vocabularies of :mod:`reference.contract`; ``harness/scenario.schema.json`` is its copy."""
+    ms = {"type": "integer", "minimum": 0}
+    topic = {"$ref": "#/$defs/topic"}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "urn:hourglass:scenario:v1",
+        **_object(Scenario, "Hourglass scenario",
+                  "A workload, each message's consumer plan and a fault schedule, run against a broker "
+                  "and judged against the RocketMQ delay/retry contract. Times are milliseconds.", {
+                      "$schema": ({"type": "string"}, "The schema this file follows (for editors); ignored by the harness."),
+                      "name": ({"type": "string", "minLength": 1}, "Names the scenario in run ids, reports and JUnit."),
+                      "messages": ({"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/message"}},
+                                   "The messages to send, each with its topic, delay and consumer plan."),
+                      "consumers": ({"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/consumer"}},
+                                    "The consumer groups; every message's topic needs one."),
+                      "faults": ({"type": "array", "items": {"$ref": "#/$defs/fault"}},
+                                 "The fault schedule: kills, restarts, pauses and outages at given offsets."),
+                      "profile": ({"$ref": "#/$defs/profile"}, "Broker and consumer settings; they land in run.json."),
+                      "seed": ({"type": "integer"}, "The seed the scenario was generated with (generated scenarios)."),
+                      "description": ({"type": "string"}, "What the scenario shows; shown in reports."),
+                      "drain_margin_ms": (ms, "How long to wait after the model says every message is final "
+                                              "(late duplicates still show up)."),
+                      "requires": ({"type": "array", "uniqueItems": True, "items": {"enum": list(KNOWN_REQUIREMENTS)}},
+                                   "Capabilities the system must have, else the scenario is skipped: "
+                                   "timer = 5.x timer messages."),
+                  }),
+        "$defs": {
+            "topic": {"type": "string", "minLength": 1, "maxLength": _TOPIC_MAX, "pattern": _NAME_PATTERN,
+                      "description": "A topic name (Validators.checkTopic: letters, digits, % | _ -); at most "
+                                     f"{_TOPIC_MAX} characters so the shared-broker prefix still fits in 127."},
+            "message": _object(Message, "Message", "One message: when it is sent, how it is delayed, and what the "
+                                                   "consumer answers to each delivery.", {
+                "key": ({"type": "string", "minLength": 1}, "The message key; unique within the scenario."),
+                "topic": (topic, "The topic it is sent to; a consumer group must subscribe to it."),
+                "at_ms": (ms, "When to send it, in milliseconds after the scenario starts."),
+                "delay_level": ({"type": "integer", "minimum": _INT32_MIN, "maximum": _INT32_MAX},
+                                "Delay level (1-based index into the profile's message_delay_level). 0 and below: "
+                                "not delayed; above the table's maximum: clamped to the maximum "
+                                "(CommitLog.asyncPutMessage)."),
+                "deliver_after_ms": ({"type": ["integer", "null"]},
+                                     "5.x timer message: deliver this long after the send (null: not a timer "
+                                     "message). In the past: delivered at once; beyond timerMaxDelaySec: refused. "
+                                     "A delay level above 0 wins. Needs requires: [\"timer\"]."),
+                "body_size": ({"type": "integer", "minimum": 1, "maximum": _BODY_MAX},
+                              "Body length in bytes (the client refuses an empty body and one above 4 MiB)."),
+                "plan": ({"type": "array", "items": {"enum": list(PLAN_WORDS)}},
+                         "What the consumer answers to each delivery, in order (OK, LATER = reconsume later, "
+                         "CRASH = the consumer dies mid-consume); after the list ends it answers OK."),
+            }),
+            "consumer": _object(ConsumerGroup, "Consumer group", "A push-consumer group and the topics it subscribes to.", {
+                "group": ({"type": "string", "minLength": 1, "maxLength": 255, "pattern": _NAME_PATTERN},
+                          "The group name (Validators.checkGroup); unique within the scenario."),
+                "topics": ({"type": "array", "minItems": 1, "uniqueItems": True, "items": topic},
+                           "Topics it subscribes to; at least one must have messages sent to it."),
+                "instances": ({"type": "integer", "minimum": 1}, "How many consumer processes the group runs."),
+                "max_reconsume_times": ({"type": ["integer", "null"], "minimum": -1},
+                                        "The consumer's maxReconsumeTimes (wins over the profile's; -1 means 16); "
+                                        "null: the profile's."),
+            }),
+            "fault": _object(FaultStep, "Fault step", "One fault at an offset. restart = graceful stop, then start "
+                                                      "after duration_ms; kill_restart = kill -9, then start after "
+                                                      "duration_ms; outage = kill -9, down duration_ms (> 0), start; "
+                                                      "pause with a duration_ms resumes by itself.", {
+                "at_ms": (ms, "When, in milliseconds after the scenario starts."),
+                "action": ({"enum": list(FAULT_ACTIONS_SCHEDULABLE)}, "What to do to the target."),
+                "target": ({"enum": list(FAULT_TARGETS)}, "Which part of the system."),
+                "duration_ms": (ms, "How long the target stays down or paused: > 0 for outage; used by "
+                                    + ", ".join(FAULT_ACTIONS_WITH_DURATION) + "; must be 0 for the others."),
+            }),
+            "profile": _object(Profile, "Profile", "Broker and consumer settings of the scenario.", {
+                "message_delay_level": ({"type": "string", "minLength": 1},
+                                        "The broker's messageDelayLevel: delays separated by single spaces, each an "
+                                        "integer and a unit s, m, h or d (ScheduleMessageService.parseDelayLevel)."),
+                "max_reconsume_times": ({"type": "integer", "minimum": -1},
+                                        "The group's retry limit before the DLQ (-1 means 16)."),
+                "flush_delay_offset_interval_ms": ({"type": "integer", "minimum": 1},
+                                                   "How often the broker persists the schedule offsets "
+                                                   "(flushDelayOffsetInterval)."),
+                "slack_ms": (ms, "How late an attempt may come after its due time before it is a violation (ON_TIME)."),
+            }),
+        },
+    }
+
+
+_VALIDATOR = Draft202012Validator(scenario_schema())
+
+
+# --- validation -----------------------------------------------------------------------------
+def _cross_check(raw: dict, where: str) -> None:
+    """What the schema cannot say; ``raw`` already follows the schema."""
+    def fail(path: str, expected: str, found: Any) -> None:
+        raise ScenarioError(where, path, expected, Found(found))
+
+    table = raw.get("profile", {}).get("message_delay_level", _default(Profile, "message_delay_level"))
+    try:
+        parse_level_table(table, where, "profile.message_delay_level")
+        why = None
+    except ContractError as e:
+        why = e.expected
+    if why is not None:  # raised here, not in the except: the one line is the whole story
+        fail("profile.message_delay_level", f"a delay table the broker accepts such as '1s 5s 10s' ({why})", table)
+    for items, name in ((raw["messages"], "key"), (raw["consumers"], "group")):
+        seen: dict[str, int] = {}
+        for i, item in enumerate(items):
+            if item[name] in seen:
+                kind = "messages" if name == "key" else "consumers"
+                fail(f"{kind}[{i}].{name}", f"a {name} unique in the scenario (also {kind}[{seen[item[name]]}].{name})", item[name])
+            seen[item[name]] = i
+    subscribed = {t: c["group"] for c in raw["consumers"] for t in c["topics"]}
+    sent = {m["topic"] for m in raw["messages"]}
+    requires = raw.get("requires", [])
+    for i, m in enumerate(raw["messages"]):
+        if m["topic"] not in subscribed:
+            fail(f"messages[{i}].topic", f"a topic a consumer group subscribes to ({', '.join(sorted(subscribed))})", m["topic"])
+        if m.get("deliver_after_ms") is not None and m.get("delay_level", 0) <= 0 and "timer" not in requires:
+            fail("requires", f"a list with 'timer' (messages[{i}] is a timer message: deliver_after_ms)", requires)
+    for i, c in enumerate(raw["consumers"]):
+        # a group that no message reaches would only stand idle; most likely a misspelt topic
+        if not sent & set(c["topics"]):
+            fail(f"consumers[{i}].topics", f"at least one topic a message is sent to ({', '.join(sorted(sent))})", c["topics"])
     for i, f in enumerate(raw.get("faults", [])):
-        w = f"{where} faults[{i}]"
-        action = _need(f, "action", str, w)
-        if action not in FAULT_ACTIONS_SCHEDULABLE:
-            raise ContractError(w, "action", "one of " + "/".join(FAULT_ACTIONS_SCHEDULABLE), action)
-        target = f.get("target", "broker")
-        if target not in FAULT_TARGETS:
-            raise ContractError(w, "target", "one of " + "/".join(FAULT_TARGETS), target)
-        faults.append(FaultStep(at_ms=_need(f, "at_ms", int, w), action=action, target=target, duration_ms=int(f.get("duration_ms", 0))))
-    keys = [m.key for m in msgs]
-    if len(set(keys)) != len(keys):
-        dup = next(k for k in keys if keys.count(k) > 1)
-        raise ContractError(where, "messages", "unique keys", dup)
+        duration = f.get("duration_ms", "missing")
+        if f["action"] == "outage" and (duration == "missing" or duration <= 0):
+            fail(f"faults[{i}].duration_ms", "how long the outage lasts, an integer > 0", duration)
+        if f["action"] not in FAULT_ACTIONS_WITH_DURATION and duration not in (0, "missing"):
+            fail(f"faults[{i}].duration_ms", f"0 or no such field ({f['action']} takes no duration; "
+                                             f"use {'/'.join(FAULT_ACTIONS_WITH_DURATION)})", duration)
+
+
+def validate_raw(raw: Any, where: str = "scenario") -> dict:
+    """Return ``raw`` if it is a runnable scenario (schema, then cross-checks), else raise
+    :class:`ScenarioError` naming ``where``, the field, what was expected and what was found."""
+    error = best_match(_VALIDATOR.iter_errors(raw))
+    if error is not None:
+        path, expected, found = explain(error)
+        raise ScenarioError(where, path, expected, found)
+    _cross_check(raw, where)
+    return raw
+
+
+def validate_scenario(scenario: "Scenario", where: str | None = None) -> "Scenario":
+    """Return ``scenario`` (built in Python) if it is runnable, checked as its JSON file would be."""
+    try:
+        raw = json.loads(json.dumps(scenario.to_json()))
+    except (TypeError, ValueError) as e:
+        raise ScenarioError(where or scenario.name, None, "a scenario of JSON values", str(e)) from None
+    validate_raw(raw, where or f"scenario {scenario.name!r}")
+    return scenario
+
+
+def scenario_from_json(raw: Any, where: str = "scenario") -> Scenario:
+    validate_raw(raw, where)
+    prof = raw.get("profile", {})
     return Scenario(
-        name=name,
-        messages=tuple(msgs),
-        consumers=tuple(cons),
-        faults=tuple(faults),
-        profile=profile,
+        name=raw["name"],
+        messages=tuple(
+            Message(key=m["key"], topic=m["topic"], at_ms=int(m.get("at_ms", 0)), delay_level=int(m.get("delay_level", 0)),
+                    deliver_after_ms=None if m.get("deliver_after_ms") is None else int(m["deliver_after_ms"]),
+                    body_size=int(m.get("body_size", 64)), plan=tuple(m.get("plan", ())))
+            for m in raw["messages"]
+        ),
+        consumers=tuple(
+            ConsumerGroup(group=c["group"], topics=tuple(c["topics"]), instances=int(c.get("instances", 1)),
+                          max_reconsume_times=None if c.get("max_reconsume_times") is None else int(c["max_reconsume_times"]))
+            for c in raw["consumers"]
+        ),
+        faults=tuple(FaultStep(at_ms=int(f["at_ms"]), action=f["action"], target=f.get("target", "broker"),
+                               duration_ms=int(f.get("duration_ms", 0))) for f in raw.get("faults", [])),
+        profile=Profile(**{k: (int(v) if k != "message_delay_level" else v) for k, v in prof.items()}),
         seed=int(raw.get("seed", 0)),
         description=raw.get("description", ""),
         drain_margin_ms=int(raw.get("drain_margin_ms", 3000)),
         requires=tuple(raw.get("requires", ())),
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m harness.scenario --schema``: print the scenario JSON Schema (for editors);
+    ``python -m harness.scenario FILE...``: check scenario files, one line per bad file."""
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--schema"]:
+        print(json.dumps(scenario_schema(), indent=2))
+        return 0
+    if not args or args[0].startswith("-"):
+        print("usage: python -m harness.scenario --schema | FILE...", file=sys.stderr)
+        return 64
+    bad = 0
+    for name in args:
+        try:
+            Scenario.load(Path(name))
+        except ContractError as e:
+            print(e, file=sys.stderr)
+            bad += 1
+    return 3 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -31,11 +31,11 @@ def _raw(**over):
 @pytest.mark.parametrize(
     "raw, field, found",
     [
-        (_raw(messages=[{"key": "a", "topic": "T", "plan": ["LATER", "MAYBE"]}]), "plan", "MAYBE"),
-        (_raw(messages=[{"topic": "T"}]), "key", "missing"),
-        (_raw(faults=[{"at_ms": 10, "action": "explode"}]), "action", "explode"),
-        (_raw(faults=[{"at_ms": 10, "action": "kill", "target": "zookeeper"}]), "target", "zookeeper"),
-        (_raw(messages=[{"key": "a", "topic": "T"}, {"key": "a", "topic": "T"}]), "messages", "a"),
+        (_raw(messages=[{"key": "a", "topic": "T", "plan": ["LATER", "MAYBE"]}]), "messages[0].plan[1]", "MAYBE"),
+        (_raw(messages=[{"topic": "T"}]), "messages[0].key", "missing"),
+        (_raw(faults=[{"at_ms": 10, "action": "explode"}]), "faults[0].action", "explode"),
+        (_raw(faults=[{"at_ms": 10, "action": "kill", "target": "zookeeper"}]), "faults[0].target", "zookeeper"),
+        (_raw(messages=[{"key": "a", "topic": "T"}, {"key": "a", "topic": "T"}]), "messages[1].key", "a"),
     ],
 )
 def test_bad_scenario_names_the_field(raw, field, found):

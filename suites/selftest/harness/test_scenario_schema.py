@@ -1,0 +1,173 @@
+"""Scenario files are strict: the shipped JSON Schema is valid and is what the loader uses, every bad
+field is refused in one line naming the file and the field's path, the cross-checks catch what a
+schema cannot, and every catalogue scenario built in Python passes the same checks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import fields, replace
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from harness.scenario import (
+    FAULT_ACTIONS_SCHEDULABLE,
+    KNOWN_REQUIREMENTS,
+    SCHEMA_PATH,
+    ConsumerGroup,
+    FaultStep,
+    Message,
+    Profile,
+    Scenario,
+    ScenarioError,
+    scenario_from_json,
+    scenario_schema,
+    validate_scenario,
+)
+from reference.contract import FAULT_TARGETS, PLAN_WORDS, ContractError
+from suites.chaos.generate import sample
+from suites.chaos.scenarios import NIGHTLY, SHORT
+from suites.conformance.scenarios import CONFORMANCE
+
+ROOT = SCHEMA_PATH.parent.parent
+
+
+def _raw(**over) -> dict:
+    raw = {"name": "x", "messages": [{"key": "a", "topic": "T", "plan": ["LATER", "OK"]}],
+           "consumers": [{"group": "g", "topics": ["T"]}]}
+    raw.update(over)
+    return raw
+
+
+def _msgs(*extra: dict) -> list[dict]:
+    return [{"key": f"k{i}", "topic": "T"} for i in range(3)] + list(extra)
+
+
+BAD = [
+    # (id, raw, field path, found)
+    ("unknown-top-level", _raw(seeds=3), "seeds", 3),
+    ("unknown-in-message", _raw(messages=_msgs({"key": "d", "topic": "T", "delay": 2})), "messages[3].delay", 2),
+    ("unknown-in-consumer", _raw(consumers=[{"group": "g", "topics": ["T"], "maxReconsumeTimes": 2}]),
+     "consumers[0].maxReconsumeTimes", 2),
+    ("unknown-in-fault", _raw(faults=[{"at_ms": 1, "action": "kill", "duration": 500}]), "faults[0].duration", 500),
+    ("unknown-in-profile", _raw(profile={"messageDelayLevel": "1s"}), "profile.messageDelayLevel", "1s"),
+    ("wrong-type", _raw(messages=[{"key": "a", "topic": "T", "at_ms": "soon"}]), "messages[0].at_ms", "soon"),
+    ("bool-is-no-int", _raw(messages=[{"key": "a", "topic": "T", "delay_level": True}]), "messages[0].delay_level", True),
+    ("negative-fault-time", _raw(faults=[{"at_ms": -5, "action": "kill"}]), "faults[0].at_ms", -5),
+    ("unknown-plan-word", _raw(messages=[{"key": "a", "topic": "T", "plan": ["LATER", "MAYBE"]}]),
+     "messages[0].plan[1]", "MAYBE"),
+    ("unknown-fault-action", _raw(faults=[{"at_ms": 10, "action": "explode"}]), "faults[0].action", "explode"),
+    ("unknown-fault-target", _raw(faults=[{"at_ms": 10, "action": "kill", "target": "zookeeper"}]),
+     "faults[0].target", "zookeeper"),
+    ("zero-instances", _raw(consumers=[{"group": "g", "topics": ["T"], "instances": 0}]), "consumers[0].instances", 0),
+    ("max-reconsume-below-minus-one", _raw(profile={"max_reconsume_times": -2}), "profile.max_reconsume_times", -2),
+    ("missing-key", _raw(messages=[{"topic": "T"}]), "messages[0].key", "missing"),
+    ("no-messages", _raw(messages=[]), "messages", []),
+    ("unknown-requirement", _raw(requires=["timers"]), "requires[0]", "timers"),
+    # cross-checks
+    ("topic-without-group", _raw(messages=_msgs({"key": "d", "topic": "Typo"})), "messages[3].topic", "Typo"),
+    ("group-without-messages", _raw(consumers=[{"group": "g", "topics": ["T"]}, {"group": "h", "topics": ["Idle"]}]),
+     "consumers[1].topics", ["Idle"]),
+    ("bad-level-table", _raw(profile={"message_delay_level": "1s 2x"}), "profile.message_delay_level", "1s 2x"),
+    ("duplicate-group", _raw(consumers=[{"group": "g", "topics": ["T"]}, {"group": "g", "topics": ["T"]}]),
+     "consumers[1].group", "g"),
+    ("duplicate-key", _raw(messages=_msgs({"key": "k1", "topic": "T"})), "messages[3].key", "k1"),
+    ("outage-without-duration", _raw(faults=[{"at_ms": 10, "action": "outage"}]), "faults[0].duration_ms", "missing"),
+    ("outage-of-zero", _raw(faults=[{"at_ms": 10, "action": "outage", "duration_ms": 0}]), "faults[0].duration_ms", 0),
+    ("duration-on-kill", _raw(faults=[{"at_ms": 10, "action": "kill", "duration_ms": 300}]), "faults[0].duration_ms", 300),
+    ("timer-without-requires", _raw(messages=[{"key": "a", "topic": "T", "deliver_after_ms": 1500}]), "requires", []),
+]
+
+
+@pytest.mark.parametrize("raw, path, found", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_field_is_one_line_naming_file_and_path(raw, path, found, tmp_path):
+    p = tmp_path / "my.json"
+    p.write_text(json.dumps(raw))
+    with pytest.raises(ScenarioError) as e:
+        Scenario.load(p)
+    err = e.value
+    assert isinstance(err, ContractError)
+    assert err.field == path and err.found == found
+    text = str(err)
+    assert "\n" not in text
+    assert text.startswith(f"{p}: field '{path}': expected ")
+    assert "Traceback" not in text and "jsonschema" not in text.lower()
+    # nothing but the ScenarioError itself: no Python error underneath it
+    assert err.__cause__ is None and (err.__context__ is None or err.__suppress_context__)
+
+
+def test_unknown_field_lists_the_allowed_ones():
+    with pytest.raises(ScenarioError) as e:
+        scenario_from_json(_raw(messages=_msgs({"key": "d", "topic": "T", "delay": 2})), "my.json")
+    assert str(e.value) == ("my.json: field 'messages[3].delay': expected no such field (allowed: key, topic, "
+                            "at_ms, delay_level, deliver_after_ms, body_size, plan), found 2")
+
+
+def test_levels_out_of_the_table_are_legal_conformance_input():
+    """Level 0 and below are not delayed and levels above the maximum are clamped: both are rules the
+    conformance suite checks, so the schema must let them through."""
+    msgs = [{"key": f"L{lv}", "topic": "T", "delay_level": lv} for lv in (-1, 0, 1, 18, 19, 100)]
+    assert [m.delay_level for m in scenario_from_json(_raw(messages=msgs)).messages] == [-1, 0, 1, 18, 19, 100]
+
+
+def test_a_valid_file_round_trips(tmp_path):
+    s = Scenario(
+        "round-trip",
+        (Message("a", "T", at_ms=5, delay_level=3, body_size=10, plan=("LATER", "CRASH", "OK")),
+         Message("b", "U", deliver_after_ms=2000)),
+        (ConsumerGroup("g", ("T", "U"), instances=2, max_reconsume_times=-1),),
+        (FaultStep(100, "outage", "broker", 500), FaultStep(900, "pause", "consumer")),
+        Profile(message_delay_level="2s 4s 6s", max_reconsume_times=3, slack_ms=0),
+        seed=7, description="d", drain_margin_ms=0, requires=("timer",),
+    )
+    s.save(tmp_path / "s.json")
+    assert Scenario.load(tmp_path / "s.json") == s
+    raw = json.loads((tmp_path / "s.json").read_text())
+    raw["$schema"] = str(SCHEMA_PATH)  # editors' association is allowed and ignored
+    assert scenario_from_json(raw) == s
+
+
+def test_shipped_schema_is_valid_and_identical_to_the_generated_one():
+    shipped = json.loads(SCHEMA_PATH.read_text())
+    Draft202012Validator.check_schema(shipped)
+    assert shipped == scenario_schema(), "regenerate: python -m harness.scenario --schema > harness/scenario.schema.json"
+
+
+def test_schema_vocabularies_and_fields_come_from_the_code():
+    schema = scenario_schema()
+    defs = schema["$defs"]
+    assert defs["message"]["properties"]["plan"]["items"]["enum"] == list(PLAN_WORDS)
+    assert defs["fault"]["properties"]["action"]["enum"] == list(FAULT_ACTIONS_SCHEDULABLE)
+    assert defs["fault"]["properties"]["target"]["enum"] == list(FAULT_TARGETS)
+    assert schema["properties"]["requires"]["items"]["enum"] == list(KNOWN_REQUIREMENTS)
+    for cls, obj in ((Scenario, schema), (Message, defs["message"]), (ConsumerGroup, defs["consumer"]),
+                     (FaultStep, defs["fault"]), (Profile, defs["profile"])):
+        assert set(obj["properties"]) - {"$schema"} == {f.name for f in fields(cls)}, cls.__name__
+        assert obj["additionalProperties"] is False
+
+
+def test_schema_module_writes_the_schema(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "harness.scenario", "--schema"], capture_output=True, text=True,
+                         cwd=ROOT, check=True).stdout
+    assert json.loads(out) == scenario_schema()
+
+
+CATALOGUE = list(CONFORMANCE) + list(NIGHTLY) + [s for seed in (0, 1, 7) for s in sample(seed, 20)]
+
+
+@pytest.mark.parametrize("scenario", CATALOGUE, ids=lambda s: s.name)
+def test_every_catalogue_scenario_validates(scenario):
+    assert set(SHORT) <= set(NIGHTLY)
+    validate_scenario(scenario, f"catalogue {scenario.name}")
+    validate_scenario(scenario.with_prefix("x" * 24 + "_"))  # as a shared broker runs it
+
+
+def test_python_built_scenario_is_checked_like_a_file():
+    bad = Scenario("py", (Message("a", "T", delay_level=2),), (ConsumerGroup("g", "T"),))  # topics: str, not tuple
+    with pytest.raises(ScenarioError, match=r"^scenario 'py': field 'consumers\[0\]\.topics': expected a list, found 'T'$"):
+        validate_scenario(bad)
+    outage = replace(Scenario("o", (Message("a", "T"),), (ConsumerGroup("g", ("T",)),)), faults=(FaultStep(0, "outage"),))
+    with pytest.raises(ScenarioError, match=r"faults\[0\]\.duration_ms"):
+        validate_scenario(outage, "generated.py")
