@@ -113,6 +113,15 @@ class HgSession:
         self.batches: list[dict] = []
 
     def register(self, system: str, scenario) -> None:
+        """Queue ``scenario`` for ``system``'s batch; a scenario that breaks the schema or its
+        cross-checks stops the session before anything runs, naming the scenario and field."""
+        from harness.scenario import validate_scenario
+        from reference.contract import ContractError
+
+        try:
+            validate_scenario(scenario)
+        except ContractError as e:
+            raise pytest.UsageError(f"hourglass: {e}") from None
         self.pending.setdefault(system, {})[scenario.name] = scenario
 
     def verdict(self, system: str, scenario) -> dict:

@@ -33,6 +33,7 @@ from reference.contract import RETRY_PREFIX, ContractError
 from reference.persistence import scheduler_duplicate_allowed
 from reference.plans import CRASH, parse_plan, plan_outcome
 from reference.profile import Profile, profile_from_run
+from reference.retry import requested_retry_level, retry_level
 from reference.timer import rounded_deliver_ms
 from reference.windows import OutageIndex, broker_outages
 
@@ -161,7 +162,8 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     table = profile.level_table
     max_level = table.max_level
     top_rt = max([profile.max_reconsume_times] + [v for _, v in profile.max_reconsume_times_by_group])
-    retry_delays = [0] + [table.delay_ms(min(3 + k - 1, max_level)) for k in range(1, top_rt + 2)]
+    retry_levels = [(0, 0)] + [(requested_retry_level(k), retry_level(k, max_level)) for k in range(1, top_rt + 2)]
+    retry_delays = [0] + [table.delay_ms(lv) for _, lv in retry_levels[1:]]
     local_delay = profile.local_retry_delay_ms
     group_rt = dict(profile.max_reconsume_times_by_group)
     outcome_cache: dict[tuple, object] = {}
@@ -194,11 +196,11 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                     widened, last == 0, final_state, group, anchor0, None, None, born, deliver_at, rejection))
             retry_queue = RETRY_PREFIX + (group if group is not None else "*")
             for k in range(1, last + 1):
-                r_level = min(3 + k - 1, max_level)
+                r_requested, r_level = retry_levels[k]
                 r_delay = retry_delays[k]
                 anchor = anchors.get((key, group, k - 1))
                 if anchor is None:
-                    append((run_id, key, k, topic, retry_queue, status, 3 + k - 1, r_level, r_level != 3 + k - 1,
+                    append((run_id, key, k, topic, retry_queue, status, r_requested, r_level, r_level != r_requested,
                             r_delay, None, None, None, last == k, final_state, group, None, None, None, born,
                             deliver_at, None))
                     continue
@@ -212,7 +214,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                 l_latest = last_anchor + local_delay + slack
                 if consumer_outages:
                     l_latest = widen_local(anchor, l_earliest, l_latest)[0]
-                append((run_id, key, k, topic, retry_queue, status, 3 + k - 1, r_level, r_level != 3 + k - 1,
+                append((run_id, key, k, topic, retry_queue, status, r_requested, r_level, r_level != r_requested,
                         r_delay, r_earliest, r_latest, r_widened, last == k, final_state, group, anchor,
                         l_earliest, l_latest, born, deliver_at, None))
     return rows

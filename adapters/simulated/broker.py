@@ -140,12 +140,9 @@ class SimBroker:
         (clamped to the table's maximum), else to ``(topic, queue_id)``."""
         now = self.clock.now_ms()
         level = proto.delay_level
-        if level > 0:
-            if level > self.profile.max_level:
-                if Defect.NO_LEVEL_CLAMPING in self.defects:
-                    level = 0  # the broken broker stores it as not delayed
-                else:
-                    level = self.profile.max_level
+        if level > self.profile.max_level and Defect.NO_LEVEL_CLAMPING in self.defects:
+            level = 0  # the broken broker stores it as not delayed
+        level = self.profile.level_table.clamp(level)
         if level > 0:
             entry = replace(proto, delay_level=level, real_topic=topic, real_queue_id=queue_id,
                             deliver_ms=now + self.profile.level_table.delay_ms(level))
