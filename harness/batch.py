@@ -94,6 +94,9 @@ class Batch:
             futures = [pool.submit(self._run_job, i, j) for i, j in enumerate(jobs)]
             for f in futures:
                 f.result()
+        except BaseException as e:  # the runs record why they were stopped
+            self._stop.reason = f"{type(e).__name__}: {e}" if str(e) else f"{type(e).__name__} (Ctrl-C)"
+            raise
         finally:
             # on Ctrl-C, SIGTERM or a failure: runs stop waiting and record that they were
             # interrupted (bounded wait), then every system is torn down

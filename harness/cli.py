@@ -47,9 +47,7 @@ class Interrupted(BaseException):
 
 def load_suite(name: str, seed: int = 0, count: int = 10):
     if name == "generated":
-        from suites.chaos.generate import sample
-
-        return sample(seed, count)
+        return list(importlib.import_module("suites.chaos.generate").sample(seed, count))
     mod, attr = SUITES[name]
     return list(getattr(importlib.import_module(mod), attr))
 

@@ -175,7 +175,8 @@ class ScenarioRun:
             self.progress.phase = "draining"
             state = self._drain(run)
         except (Cancelled, KeyboardInterrupt, SystemExit) as e:  # stopped from outside: not the broker's doing
-            interrupted = f"the run was stopped before it ended ({type(e).__name__}: {e or 'Ctrl-C'})"
+            why = str(e) if isinstance(e, Cancelled) else f"{type(e).__name__}: {e or 'Ctrl-C'}"
+            interrupted = f"the run was stopped before it ended ({why})"
             raise
         except BaseException as e:  # record, heal, and re-raise below
             error = f"{type(e).__name__}: {e}"
@@ -239,7 +240,7 @@ class ScenarioRun:
         clock = self.system.clock
         while True:
             if self._cancel.is_set():
-                raise Cancelled(f"{self.scenario.name}: the batch was cancelled")
+                raise Cancelled(getattr(self._cancel, "reason", None) or "the batch was cancelled")
             now = clock.now_ms()
             if now >= ts_ms:
                 return
