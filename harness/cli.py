@@ -29,6 +29,7 @@ from pathlib import Path
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 from reference.contract import ContractError  # noqa: E402 - after the testcontainers switch
+from reports.command import Parser, UsageError, run_command  # noqa: E402
 from reports.verdict import EXIT_CODES, EXIT_USAGE, BROKEN, exit_code  # noqa: E402
 
 #: suite name -> (module, attribute) of its scenario catalogue
@@ -69,16 +70,6 @@ def _scenarios(args) -> list:
     if dup:
         raise ContractError("the scenarios given", "name", "unique scenario names", ", ".join(dup))
     return out
-
-
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse's own exit code 2 would read as "undecided"
-        self.print_usage(sys.stderr)
-        raise UsageError(message)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -259,8 +250,8 @@ def cmd_main(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="python -m harness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    ap = Parser(prog="python -m harness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     p = sub.add_parser("main", help="the conformance suite + a short chaos run against a real broker, with the report")
     p.add_argument("--system", default=os.environ.get("HOURGLASS_SYSTEM", "rocketmq:latest"))
     _common(p)
@@ -290,33 +281,10 @@ def _on_sigterm(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    debug = "--debug" in (sys.argv[1:] if argv is None else argv)
-    try:
-        args = build_parser().parse_args(argv)
-    except UsageError as e:
-        print(f"python -m harness: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except SystemExit as e:  # --help
-        return int(e.code or 0)
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
     try:
-        return args.fn(args)
-    except UsageError as e:
-        print(f"python -m harness: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except ContractError as e:
-        print(f"hourglass: {e}", file=sys.stderr)
-        _traceback(debug)
-        return EXIT_CODES[BROKEN]
-    except (KeyboardInterrupt, Interrupted) as e:
-        print(f"\nhourglass: interrupted ({e or 'Ctrl-C'}): the runs record it and check as undecided; "
-              "every system started was torn down", file=sys.stderr)
-        return EXIT_CODES[BROKEN]
-    except Exception as e:  # noqa: BLE001 - the harness failed, not the broker: broken, one line
-        print(f"hourglass: the harness failed: {type(e).__name__}: {e}" + ("" if debug else " (--debug for the traceback)"),
-              file=sys.stderr)
-        _traceback(debug)
-        return EXIT_CODES[BROKEN]
+        return run_command(build_parser(), argv, "hourglass", interrupted=(KeyboardInterrupt, Interrupted),
+                           on_interrupt="interrupted: the runs record it and check as undecided; every system started was torn down")
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -326,13 +294,6 @@ def _main_thread() -> bool:
     import threading
 
     return threading.current_thread() is threading.main_thread()
-
-
-def _traceback(debug: bool) -> None:
-    if debug:
-        import traceback
-
-        traceback.print_exc()
 
 
 if __name__ == "__main__":

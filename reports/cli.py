@@ -10,36 +10,28 @@ one line (``--debug`` adds the traceback)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from reference.contract import ContractError
-from reports.verdict import BROKEN, EXIT_CODES, EXIT_USAGE, VIOLATED, exit_code, status
-
-
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse's own exit code 2 would read as "undecided"
-        self.print_usage(sys.stderr)
-        raise UsageError(message)
+from reports.command import Parser, run_command
+from reports.verdict import BROKEN, VIOLATED, exit_code, status
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m reports", description="Hourglass checker")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="python -m reports", description="Hourglass checker")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     check = sub.add_parser("check", help="check run directories (or trees of them) against the reference model")
     check.add_argument("runs", nargs="+", metavar="RUN_DIR", help="a run directory or a tree of them (any path Spark reads)")
     check.add_argument("--out", help="write OUT/<run_id>/...; default: into each run directory")
     check.add_argument("--master", help="Spark master URL (default local[*])")
     check.add_argument("--baseline", help="JSON or TOML file of accepted violations")
     check.add_argument("--debug", action="store_true", help="print the traceback of an error")
+    check.set_defaults(fn=_check)
     matrix = sub.add_parser("matrix", help="compare verdicts of the same scenarios on several versions")
     matrix.add_argument("verdicts", nargs="+", help="verdict.json files or directories holding them")
     matrix.add_argument("--out", required=True, help="directory for matrix.json and matrix.html")
     matrix.add_argument("--debug", action="store_true", help="print the traceback of an error")
+    matrix.set_defaults(fn=_matrix)
     return parser
 
 
@@ -77,38 +69,12 @@ def _check(args) -> int:
     return exit_code(verdicts)
 
 
+def _matrix(args) -> int:
+    from reports.matrix import write_matrix
+
+    write_matrix(args.verdicts, args.out)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    debug = "--debug" in (sys.argv[1:] if argv is None else argv)
-    try:
-        args = build_parser().parse_args(argv)
-    except UsageError as e:
-        print(f"python -m reports: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except SystemExit as e:  # --help
-        return int(e.code or 0)
-    try:
-        if args.command == "matrix":
-            from reports.matrix import write_matrix
-
-            write_matrix(args.verdicts, args.out)
-            return 0
-        return _check(args)
-    except ContractError as e:
-        print(f"hourglass check: {e}", file=sys.stderr)
-        _traceback(debug)
-        return EXIT_CODES[BROKEN]
-    except KeyboardInterrupt:
-        print("\nhourglass check: interrupted", file=sys.stderr)
-        return EXIT_CODES[BROKEN]
-    except Exception as e:  # noqa: BLE001 - the checker failed, not the broker: broken, one line
-        print(f"hourglass check: the checker failed: {type(e).__name__}: {e}" + ("" if debug else " (--debug for the traceback)"),
-              file=sys.stderr)
-        _traceback(debug)
-        return EXIT_CODES[BROKEN]
-
-
-def _traceback(debug: bool) -> None:
-    if debug:
-        import traceback
-
-        traceback.print_exc()
+    return run_command(build_parser(), argv, "hourglass check")

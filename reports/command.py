@@ -1,0 +1,60 @@
+"""What both command lines (``python -m harness``, ``python -m reports``) share: usage errors with
+their own exit code, and failures as one line naming what was wrong (``--debug`` adds the
+traceback). The exit codes themselves are :mod:`reports.verdict`'s."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+from reference.contract import ContractError
+from reports.verdict import BROKEN, EXIT_CODES, EXIT_USAGE
+
+
+class UsageError(Exception):
+    """The command line itself is wrong: nothing ran (exit :data:`reports.verdict.EXIT_USAGE`)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors raise :class:`UsageError` (its own exit 2 would read as *undecided*)."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        raise UsageError(message)
+
+
+def run_command(parser: argparse.ArgumentParser, argv: list[str] | None, prefix: str,
+                interrupted: tuple[type[BaseException], ...] = (KeyboardInterrupt,),
+                on_interrupt: str = "interrupted") -> int:
+    """Parse ``argv`` and call ``args.fn(args)``; map what escapes to an exit code and one line on
+    stderr: a usage error (64), a contract error of an input (3), an interruption (3), anything
+    else — a failure of the tool, never of the broker — (3)."""
+    debug = "--debug" in (sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser.parse_args(argv)
+        return args.fn(args)
+    except UsageError as e:
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
+    except ContractError as e:
+        print(f"{prefix}: {e}", file=sys.stderr)
+        _traceback(debug)
+        return EXIT_CODES[BROKEN]
+    except interrupted as e:
+        print(f"\n{prefix}: {on_interrupt} ({e or 'Ctrl-C'})", file=sys.stderr)
+        return EXIT_CODES[BROKEN]
+    except Exception as e:  # noqa: BLE001 - one line, exit 3
+        print(f"{prefix}: failed: {type(e).__name__}: {e}" + ("" if debug else " (--debug for the traceback)"),
+              file=sys.stderr)
+        _traceback(debug)
+        return EXIT_CODES[BROKEN]
+
+
+def _traceback(debug: bool) -> None:
+    if debug:
+        import traceback
+
+        traceback.print_exc()
