@@ -36,9 +36,14 @@ DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 #: 18 levels like the default table (so retry levels 3..18 exist) with waits of seconds.
 COMPRESSED_LEVELS = "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 1s 2s 3s 4s 5s 6s 7s 8s"
 
-FAULT_ACTIONS_SCHEDULABLE = ("kill", "stop", "start", "pause", "resume", "restart", "kill_restart", "outage")
+FAULT_ACTIONS_SCHEDULABLE = ("kill", "stop", "start", "pause", "resume", "restart", "kill_restart", "outage",
+                             "slow_start")
 #: actions whose ``duration_ms`` means something (the others must leave it 0)
-FAULT_ACTIONS_WITH_DURATION = ("pause", "restart", "kill_restart", "outage")
+FAULT_ACTIONS_WITH_DURATION = ("pause", "restart", "kill_restart", "outage", "slow_start")
+#: what a fault step may be timed from (``FaultStep.after``): the broker's last ``ready``, the
+#: n-th re-put of a delay level seen by a consumer (its ``store_ms``), the n-th persist of the
+#: schedule offsets (``delayOffset.json`` written)
+ANCHOR_EVENTS = ("ready", "reput", "flush")
 #: capabilities a scenario may require of the system (``harness.runner.capabilities``)
 KNOWN_REQUIREMENTS = ("timer",)
 
@@ -84,15 +89,31 @@ class ConsumerGroup:
 
 
 @dataclass(frozen=True)
+class FaultAnchor:
+    """What a fault step is timed from, so a scenario reaches the same scheduler state however long
+    the broker took to start or whatever runs beside it: the ``count``-th ``event`` (``ready`` of
+    the broker, ``reput`` of delay level ``level`` — 0: any level —, ``flush`` of the schedule
+    offsets) counted from when the previous fault step of the scenario fired (the first step:
+    from the run's first send)."""
+
+    event: str
+    level: int = 0
+    count: int = 1
+
+
+@dataclass(frozen=True)
 class FaultStep:
     """One fault at ``at_ms``. ``restart`` = graceful stop then start; ``kill_restart`` = kill -9
     then start; ``outage`` = kill -9, stay down ``duration_ms``, start. ``pause`` with a
-    ``duration_ms`` resumes by itself."""
+    ``duration_ms`` resumes by itself. ``slow_start`` = start, and pause the process at once for
+    ``duration_ms`` before it is ready (a store that takes long to load). Without ``after``,
+    ``at_ms`` counts from the scenario's start; with it, from the anchor event."""
 
     at_ms: int
     action: str
     target: str = "broker"
     duration_ms: int = 0
+    after: FaultAnchor | None = None
 
 
 @dataclass(frozen=True)
@@ -236,12 +257,24 @@ def scenario_schema() -> dict:
             "fault": _object(FaultStep, "Fault step", "One fault at an offset. restart = graceful stop, then start "
                                                       "after duration_ms; kill_restart = kill -9, then start after "
                                                       "duration_ms; outage = kill -9, down duration_ms (> 0), start; "
-                                                      "pause with a duration_ms resumes by itself.", {
-                "at_ms": (ms, "When, in milliseconds after the scenario starts."),
+                                                      "pause with a duration_ms resumes by itself; slow_start = start "
+                                                      "and pause it duration_ms (> 0) before it is ready.", {
+                "at_ms": (ms, "When, in milliseconds after the scenario starts (with after: after the anchor event)."),
                 "action": ({"enum": list(FAULT_ACTIONS_SCHEDULABLE)}, "What to do to the target."),
                 "target": ({"enum": list(FAULT_TARGETS)}, "Which part of the system."),
-                "duration_ms": (ms, "How long the target stays down or paused: > 0 for outage; used by "
+                "duration_ms": (ms, "How long the target stays down or paused: > 0 for outage and slow_start; used by "
                                     + ", ".join(FAULT_ACTIONS_WITH_DURATION) + "; must be 0 for the others."),
+                "after": ({"oneOf": [{"type": "null"}, {"$ref": "#/$defs/anchor"}]},
+                          "Time this step from what the broker did, not from the scenario's start (null: from the start)."),
+            }),
+            "anchor": _object(FaultAnchor, "Fault anchor", "The broker event a fault step is timed from, counted from "
+                                                          "when the previous fault step fired (the first: from the first "
+                                                          "send).", {
+                "event": ({"enum": list(ANCHOR_EVENTS)}, "ready = the broker answers again after a start; reput = a "
+                                                          "delayed message of the level re-put (seen by a consumer, at "
+                                                          "its store time); flush = delayOffset.json written."),
+                "level": ({"type": "integer", "minimum": 0}, "For reput: the delay level (0: any level)."),
+                "count": ({"type": "integer", "minimum": 1}, "Which occurrence: 1 = the first."),
             }),
             "profile": _object(Profile, "Profile", "Broker and consumer settings of the scenario.", {
                 "message_delay_level": ({"type": "string", "minLength": 1},
@@ -294,10 +327,16 @@ def _cross_check(raw: dict, where: str) -> None:
         # a group that no message reaches would only stand idle; most likely a misspelt topic
         if not sent & set(c["topics"]):
             fail(f"consumers[{i}].topics", f"at least one topic a message is sent to ({', '.join(sorted(sent))})", c["topics"])
+    max_level = len(table.split(" "))
     for i, f in enumerate(raw.get("faults", [])):
+        after = f.get("after") or {}
+        if after.get("level", 0) and after["event"] != "reput":
+            fail(f"faults[{i}].after.level", f"0 or no such field ({after['event']} has no level)", after["level"])
+        if after.get("level", 0) > max_level:
+            fail(f"faults[{i}].after.level", f"a level of the profile's table (1..{max_level}, 0 = any)", after["level"])
         duration = f.get("duration_ms", "missing")
-        if f["action"] == "outage" and (duration == "missing" or duration <= 0):
-            fail(f"faults[{i}].duration_ms", "how long the outage lasts, an integer > 0", duration)
+        if f["action"] in ("outage", "slow_start") and (duration == "missing" or duration <= 0):
+            fail(f"faults[{i}].duration_ms", f"how long the {f['action']} lasts, an integer > 0", duration)
         if f["action"] not in FAULT_ACTIONS_WITH_DURATION and duration not in (0, "missing"):
             fail(f"faults[{i}].duration_ms", f"0 or no such field ({f['action']} takes no duration; "
                                              f"use {'/'.join(FAULT_ACTIONS_WITH_DURATION)})", duration)
@@ -341,7 +380,9 @@ def scenario_from_json(raw: Any, where: str = "scenario") -> Scenario:
             for c in raw["consumers"]
         ),
         faults=tuple(FaultStep(at_ms=int(f["at_ms"]), action=f["action"], target=f.get("target", "broker"),
-                               duration_ms=int(f.get("duration_ms", 0))) for f in raw.get("faults", [])),
+                               duration_ms=int(f.get("duration_ms", 0)),
+                               after=None if f.get("after") is None else FaultAnchor(**f["after"]))
+                     for f in raw.get("faults", [])),
         profile=Profile(**{k: (int(v) if k != "message_delay_level" else v) for k, v in prof.items()}),
         seed=int(raw.get("seed", 0)),
         description=raw.get("description", ""),
