@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from adapters.simulated.system import SimulatedSystem
 
 NO_PROGRESS = PlanCursor()
+#: ``cause`` of a consumer's own death (a CRASH answer) and of the restart that follows it.
+DIED = "died"
 #: DefaultMQPushConsumer.persistConsumerOffsetInterval.
 COMMIT_INTERVAL_MS = 5000
 #: Time from a message being stored to a long-polling consumer receiving it.
@@ -40,7 +42,7 @@ class SimConsumer:
         self.group = spec.group
         self.subscriptions = tuple(spec.topics) + (retry_topic(spec.group),)
         self.alive = False
-        self.crashed = False  # died on a CRASH answer: poll_consumers restarts it
+        self.crashed = False  # died on a CRASH answer (recorded): poll_consumers restarts it (recorded)
         self.paused = False
         self.incarnation = 0
         self.max_reconsume_times = effective_max_reconsume_times(spec.max_reconsume_times)
@@ -84,6 +86,12 @@ class SimConsumer:
 
     def close(self) -> None:
         self._out.close()
+
+    def record(self, action: str) -> None:
+        """A ``fault`` event of this consumer's death (``kill``) or of its restart after one
+        (``start``), ``cause: died``, in its own events file at the current virtual time."""
+        self._out.write({"type": "fault", "ts_ms": self.system.clock.now_ms(), "action": action, "target": "consumer",
+                         "name": self.spec.name, "group": self.group, "cause": DIED})
 
     def commit(self) -> None:
         """RemoteBrokerOffsetStore.persistAll: the local offsets go to the broker (if it answers)."""
@@ -141,6 +149,7 @@ class SimConsumer:
         }
         self._out.write(event)
         if outcome == CRASH:
+            self.record("kill")  # the dying consumer records its own death, as the process does
             self.die(crashed=True)
         elif outcome == LATER:
             self.send_back(msg, reconsume_times)
