@@ -20,6 +20,7 @@ from harness.drain import DrainState, drain_state
 from adapters.rundir import EventLog, EventTail, write_run_json
 from harness.faults import FaultDriver, expand
 from harness.scenario import Scenario
+from reference.contract import CONSUMER_STARTED_BY_SCENARIO, consumer_fault
 from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, SCENARIO_JSON
 
 #: how often the runner has dead consumers restarted, and looks at progress, while it waits
@@ -153,8 +154,7 @@ class ScenarioRun:
                     name = f"{c.group}-{i}"
                     sysm.start_consumer(ConsumerSpec(name, c.group, c.topics, mrt, self.events_dir))
                     # a group's membership changes (rebalance): recorded like any consumer start
-                    log.write({"type": "fault", "ts_ms": clock.now_ms(), "action": "start", "target": "consumer",
-                               "name": name, "group": c.group, "cause": "scenario"})
+                    log.write(consumer_fault("start", clock.now_ms(), name, c.group, CONSUMER_STARTED_BY_SCENARIO))
             faults.snapshot()
             self.progress.phase = "sending"
             t0 = clock.now_ms()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from adapters.base import ConsumerSpec
 from adapters.rundir import EventLog
 from adapters.simulated.store import StoredMessage
+from reference.contract import CONSUMER_DIED, consumer_fault
 from reference.plans import CRASH, LATER, PlanCursor, later_not_stored, next_answer
 from reference.profile import effective_max_reconsume_times
 from reference.retry import retry_topic
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
     from adapters.simulated.system import SimulatedSystem
 
 NO_PROGRESS = PlanCursor()
-#: ``cause`` of a consumer's own death (a CRASH answer) and of the restart that follows it.
-DIED = "died"
 #: DefaultMQPushConsumer.persistConsumerOffsetInterval.
 COMMIT_INTERVAL_MS = 5000
 #: Time from a message being stored to a long-polling consumer receiving it.
@@ -90,8 +89,7 @@ class SimConsumer:
     def record(self, action: str) -> None:
         """A ``fault`` event of this consumer's death (``kill``) or of its restart after one
         (``start``), ``cause: died``, in its own events file at the current virtual time."""
-        self._out.write({"type": "fault", "ts_ms": self.system.clock.now_ms(), "action": action, "target": "consumer",
-                         "name": self.spec.name, "group": self.group, "cause": DIED})
+        self._out.write(consumer_fault(action, self.system.clock.now_ms(), self.spec.name, self.group, CONSUMER_DIED))
 
     def commit(self) -> None:
         """RemoteBrokerOffsetStore.persistAll: the local offsets go to the broker (if it answers)."""
