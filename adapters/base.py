@@ -7,7 +7,8 @@ family is one new sub-package of ``adapters/`` whose :class:`System` satisfies t
 Observations cross into the run directory as contract events (``reference.contract``):
 the harness writes ``send``/``fault``/``snapshot``/``dlq`` events from the values these methods
 return; consumers (their own OS processes for real brokers) append ``deliver`` events themselves to
-``RUN/events/consumer-<name>.jsonl``, flushed line by line.
+``RUN/events/consumer-<name>.jsonl``, flushed line by line, and their own deaths and restarts
+(``fault`` of target ``consumer``, see :meth:`Consuming.start_consumer`).
 
 Targets of faults are the names of :data:`reference.contract.FAULT_TARGETS`: ``broker``,
 ``namesrv``, ``proxy`` (5.x, where started), and ``consumer`` (all consumers of the system).
@@ -135,10 +136,15 @@ class Consuming(Protocol):
     def start_consumer(self, spec: ConsumerSpec) -> None:
         """Start a push consumer (concurrently) that follows each message's plan (user property
         ``HG_PLAN``). A ``CRASH`` answer kills the consumer mid-consume; :meth:`poll_consumers`
-        restarts it. Plan position survives the restart (deliveries already answered count)."""
+        restarts it. Plan position survives the restart (deliveries already answered count).
+        Deaths record themselves when they happen, in the consumer's events file: the consumer
+        that answers ``CRASH`` writes its ``fault`` ``kill`` (``cause: died``); a consumer that
+        ends otherwise, unasked, is recorded by the system's exit watch (``cause: exited``)."""
 
     def poll_consumers(self) -> list[str]:
-        """Restart consumers that died (after CRASH); return the names restarted."""
+        """Restart consumers that died (not those the harness stopped or killed), each after its
+        death is recorded, writing the replacement's ``fault`` ``start`` (with the death's
+        ``cause``) into its events file; return the names restarted."""
 
     def stop_consumers(self) -> None: ...
 

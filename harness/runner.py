@@ -20,27 +20,26 @@ from harness.drain import DrainState, drain_state
 from adapters.rundir import EventLog, EventTail, write_run_json
 from harness.faults import FaultDriver, expand
 from harness.scenario import Scenario
+from reference.contract import CONSUMER_STARTED_BY_SCENARIO, consumer_fault
 from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, SCENARIO_JSON
 
-#: how often the runner looks at consumers (crash restarts) and at progress while it waits
+#: how often the runner has dead consumers restarted, and looks at progress, while it waits
 POLL_MS = 250
 
 
 class ConsumerWatch:
-    """Shares one system's ``poll_consumers`` among the runs on it: each run learns of the
-    restarts of its own consumers (a consumer that died on a CRASH answer, restarted)."""
+    """Shares one system's ``poll_consumers`` among the runs on it: a consumer that died (on a
+    ``CRASH`` answer, or its process exited) is restarted promptly, whichever run polls. It writes
+    nothing: the death is recorded by whoever saw it (the consumer itself, or the runtime's exit
+    watch) and the restart by the system's restart path, each in the consumer's own events file."""
 
     def __init__(self, system: System):
         self.system = system
         self._lock = threading.Lock()
-        self._restarted: set[str] = set()
 
-    def restarted(self, names: set[str]) -> list[str]:
+    def poll(self) -> None:
         with self._lock:
-            self._restarted |= set(self.system.poll_consumers())
-            mine = self._restarted & names
-            self._restarted -= mine
-        return sorted(mine)
+            self.system.poll_consumers()
 
 
 class Cancelled(RuntimeError):
@@ -120,8 +119,6 @@ class ScenarioRun:
         self._cancel = cancel or threading.Event()
         self._watch = watch or ConsumerWatch(system)
         self._owns_consumers = owns_consumers  # False on a shared system: stopped at teardown
-        self._consumer_names: set[str] = set()
-        self._log: EventLog | None = None
 
     # --- the run ------------------------------------------------------------------------
     def execute(self) -> RunResult:
@@ -143,7 +140,7 @@ class ScenarioRun:
             "description": sc.description,
         }
         write_run_json(self.run_dir, run)
-        log = self._log = EventLog(self.events_dir / HARNESS_EVENTS)
+        log = EventLog(self.events_dir / HARNESS_EVENTS)
         faults = FaultDriver(sysm, log)
         state = DrainState((), None, len(sc.messages), 0)
         error = interrupted = None
@@ -155,11 +152,9 @@ class ScenarioRun:
                 for i in range(c.instances):
                     mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
                     name = f"{c.group}-{i}"
-                    self._consumer_names.add(name)
                     sysm.start_consumer(ConsumerSpec(name, c.group, c.topics, mrt, self.events_dir))
                     # a group's membership changes (rebalance): recorded like any consumer start
-                    log.write({"type": "fault", "ts_ms": clock.now_ms(), "action": "start", "target": "consumer",
-                               "name": name, "group": c.group, "cause": "scenario"})
+                    log.write(consumer_fault("start", clock.now_ms(), name, c.group, CONSUMER_STARTED_BY_SCENARIO))
             faults.snapshot()
             self.progress.phase = "sending"
             t0 = clock.now_ms()
@@ -245,17 +240,7 @@ class ScenarioRun:
             if now >= ts_ms:
                 return
             clock.sleep_until(min(ts_ms, now + POLL_MS))
-            self._note_restarts()
-
-    def _note_restarts(self) -> None:
-        """A consumer that died (CRASH answer) and was restarted is a consumer kill and start:
-        recorded, because it allows redeliveries of what that consumer had not committed."""
-        for name in self._watch.restarted(self._consumer_names):
-            now = self.system.clock.now_ms()
-            group = name.rsplit("-", 1)[0]
-            for action in ("kill", "start"):
-                self._log.write({"type": "fault", "ts_ms": now, "action": action, "target": "consumer", "name": name,
-                                 "group": group, "cause": "died"})
+            self._watch.poll()  # restarts dead consumers; their deaths and restarts record themselves
 
     def _drain(self, run: dict) -> DrainState:
         sc, clock = self.scenario, self.system.clock

@@ -42,6 +42,22 @@ PLAN_PROPERTY = "HG_PLAN"
 BODY_CRC_PROPERTY = "HG_BODY_CRC"
 
 
+#: ``cause`` of a ``fault`` event of target ``consumer`` (with its ``name`` and ``group``): started by
+#: the scenario (the group's membership changed, written by the runner); died on its own ``CRASH``
+#: answer (the ``kill`` written by the dying consumer itself); its process exited for another reason
+#: (the ``kill`` written by the runtime's exit watch when it noticed, with ``exit_code``). The
+#: ``start`` of the replacement after a death carries that death's cause.
+CONSUMER_STARTED_BY_SCENARIO = "scenario"
+CONSUMER_DIED = "died"
+CONSUMER_EXITED = "exited"
+
+
+def consumer_fault(action: str, ts_ms: int, name: str, group: str, cause: str, **extra: Any) -> dict:
+    """The ``fault`` event of one consumer's start or death (see :data:`CONSUMER_DIED`)."""
+    return {"type": "fault", "ts_ms": ts_ms, "action": action, "target": "consumer", "name": name, "group": group,
+            "cause": cause, **extra}
+
+
 def retry_topic(group: str) -> str:
     return RETRY_PREFIX + group
 

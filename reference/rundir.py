@@ -10,7 +10,7 @@ processes, the simulator); the checker reads the same names (``reports.inputs``)
       run.json                      RUN_JSON: written at the start, completed at the end
       scenario.json                 SCENARIO_JSON: the scenario as data (replay)
       events/harness.jsonl          HARNESS_EVENTS: send, fault, snapshot, dlq
-      events/consumer-<name>.jsonl  consumer_events(name): deliver, and the consumer's own deaths
+      events/consumer-<name>.jsonl  consumer_events(name): deliver, and the consumer's deaths and restarts
       logs/                         LOGS_DIR: broker, name server and consumer logs (optional)
       verdict.json junit.xml report.html violations/   written by the checker
 """

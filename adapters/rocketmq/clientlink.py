@@ -21,9 +21,15 @@ from pathlib import Path
 from adapters.base import AdapterError, ConsumerSpec
 from adapters.rocketmq import process as _process
 from adapters.rocketmq.process import tail_file
+from adapters.rocketmq.consumer_proc import CRASH_EXIT
+from adapters.rocketmq.jvm import now_ms
+from adapters.rundir import EventLog
+from reference.contract import CONSUMER_DIED, CONSUMER_EXITED, consumer_fault
 from reference.rundir import consumer_events
 
 _REPO_ROOT = str(Path(__file__).resolve().parents[2])
+#: How long a consumer whose stdout ended may take to exit before it counts as still running.
+EXIT_AFTER_EOF_S = 10.0
 
 
 def _python_env() -> dict:
@@ -58,6 +64,10 @@ class _LineProcess:
             except json.JSONDecodeError:
                 continue
         self._lines.put(None)  # EOF: the process ended
+        self._ended()
+
+    def _ended(self) -> None:
+        """Called by the reader as soon as the process's stdout ends (it exited)."""
 
     def next_line(self, timeout_s: float) -> dict:
         try:
@@ -156,13 +166,27 @@ class ClientError(AdapterError):
 
 
 class ConsumerProcess(_LineProcess):
+    """One consumer process, and the exit watch of its death.
+
+    A consumer that dies on a ``CRASH`` answer records its own death (``kill``, ``cause: died``)
+    and exits with ``CRASH_EXIT``. Any other end the harness did not ask for (killed by the OS, a
+    JVM crash) is recorded here, by the reader of its stdout the moment it sees the end (or by
+    :meth:`death`, whichever comes first): a ``kill`` with ``cause: exited`` and the ``exit_code``,
+    appended to the consumer's events file (the dead process no longer writes to it). An end the
+    harness asked for (:meth:`kill`, :meth:`terminate`) is the harness's fault event, not a death."""
+
     def __init__(self, spec: ConsumerSpec, lib_dir: Path, namesrv_addr: str, log_dir: Path,
                  start_timeout_s: float = 90.0):
         self.spec = spec
+        self.events_file = Path(spec.events_dir) / consumer_events(spec.name)
+        self._death_lock = threading.Lock()
+        self._asked_to_end = False  # the harness stops or kills it: not a death
+        self._ready = False  # a process that never started is a failed start, not a death
+        self._death: str | None = None  # cause of its recorded death, once noticed
+        self._noticed = False
         argv = ["-m", "adapters.rocketmq.consumer_proc", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
                 "--group", spec.group, "--max-reconsume-times", str(spec.max_reconsume_times),
-                "--events", str(Path(spec.events_dir) / consumer_events(spec.name)),
-                "--log-dir", str(log_dir), "--name", spec.name]
+                "--events", str(self.events_file), "--log-dir", str(log_dir), "--name", spec.name]
         for topic in spec.topics:
             argv += ["--topic", topic]
         super().__init__(argv, log_dir / f"consumer-{spec.name}.log", f"consumer {spec.name} (group {spec.group})")
@@ -170,3 +194,53 @@ class ConsumerProcess(_LineProcess):
         if not ready.get("ready"):
             self.kill()
             raise AdapterError(f"{self.what}: did not start: {ready}")
+        with self._death_lock:
+            self._ready = True
+        if not self.alive():  # ended before it counted as started: the reader's notice was too early
+            self.death()
+
+    def _ended(self) -> None:
+        self.death(ended=True)
+
+    def death(self, ended: bool = False) -> str | None:
+        """The cause of this process's death: ``died`` (it recorded its own) or ``exited``
+        (recorded now, at the time it is first noticed: when its stdout ended, or ``ended`` is
+        False and it has exited). None while it runs, when its end was asked for, or when it never
+        started."""
+        noticed_ms = now_ms()
+        with self._death_lock:
+            if self._noticed:
+                return self._death
+            if self._asked_to_end or not self._ready or (not ended and self.proc.poll() is None):
+                return None
+            try:
+                code = self.proc.wait(timeout=EXIT_AFTER_EOF_S)  # stdout ends when the process does
+            except subprocess.TimeoutExpired:
+                return None  # it closed its stdout but runs on: not dead (yet)
+            self._noticed = True
+            if code == CRASH_EXIT:
+                self._death = CONSUMER_DIED
+            else:
+                with EventLog(self.events_file) as log:
+                    log.write(consumer_fault("kill", noticed_ms, self.spec.name, self.spec.group, CONSUMER_EXITED,
+                                             exit_code=code))
+                self._death = CONSUMER_EXITED
+            return self._death
+
+    def record_restart(self) -> None:
+        """The ``start`` of this consumer's replacement after its death, at the time of the
+        restart (before the replacement is spawned: the events file has one writer at a time)."""
+        with EventLog(self.events_file) as log:
+            log.write(consumer_fault("start", now_ms(), self.spec.name, self.spec.group, self._death))
+
+    def _ask_to_end(self) -> None:
+        with self._death_lock:
+            self._asked_to_end = True
+
+    def kill(self) -> None:
+        self._ask_to_end()
+        super().kill()
+
+    def terminate(self, timeout_s: float = 20.0) -> None:
+        self._ask_to_end()
+        super().terminate(timeout_s)

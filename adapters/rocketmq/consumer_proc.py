@@ -9,9 +9,12 @@ For every delivery it appends a contract ``deliver`` event to ``--events`` (one 
 *before* answering the broker), then answers with the plan's entry for that delivery as
 :func:`reference.plans.next_answer` rules it: each first delivery of an attempt (and each one after
 its own CRASH) takes the next entry of the message's ``HG_PLAN`` property, ``OK`` after the list
-ends; a redelivery of an attempt already answered OK/LATER is acknowledged OK. ``CRASH`` records the event and ends the process with ``os._exit(CRASH_EXIT)``
-without answering. On start the counts are rebuilt from the events file, so plan positions survive
-a restart.
+ends; a redelivery of an attempt already answered OK/LATER is acknowledged OK. ``CRASH`` records
+the event, then the consumer's own death (a ``fault`` ``kill`` of target ``consumer``, ``cause:
+died``), both fsynced, and ends the process with ``os._exit(CRASH_EXIT)`` without answering: that
+exit status tells the harness's exit watch the death is already recorded (any other exit it records
+itself, ``cause: exited``). On start the counts are rebuilt from the events file, so plan positions
+survive a restart.
 """
 
 from __future__ import annotations
@@ -27,9 +30,14 @@ from pathlib import Path
 
 from adapters.rocketmq.jvm import Channel, now_ms, start_jvm
 from adapters.rundir import EventLog
+from reference.contract import CONSUMER_DIED, consumer_fault
 from reference.plans import next_answer, replay_cursor
 
+#: Exit status of a consumer that died on a CRASH answer and recorded its own death.
 CRASH_EXIT = 17
+#: Exit status of a consumer that died on a CRASH answer but could not record its death (the exit
+#: watch records it instead).
+CRASH_UNRECORDED_EXIT = 18
 
 
 def delivered_attempts(events_file: Path, group: str) -> dict[str, list[int]]:
@@ -65,8 +73,9 @@ def plan_answer(plan_property: str | None, delivery_index: int) -> str:
 
 
 class PlanFollower:
-    def __init__(self, group: str, events_file: Path):
+    def __init__(self, group: str, events_file: Path, name: str = "c"):
         self.group = group
+        self.name = name
         self.events_file = events_file
         # plan positions follow reference.plans.next_answer: a redelivery of an attempt already
         # answered OK/LATER (after another message's CRASH) is acknowledged without taking an entry
@@ -106,8 +115,18 @@ class PlanFollower:
             self.counts[key] = index + 1
             self._out.write(event, fsync=event["outcome"] == "CRASH")
             if event["outcome"] == "CRASH":
-                os._exit(CRASH_EXIT)
+                self.die()
         return event["outcome"]
+
+    def die(self) -> None:
+        """End the process now, after recording its death (fsynced) where its deliveries are.
+        Called with the lock held: no other delivery is recorded after the death."""
+        status = CRASH_EXIT
+        try:
+            self._out.write(consumer_fault("kill", now_ms(), self.name, self.group, CONSUMER_DIED), fsync=True)
+        except BaseException:  # noqa: BLE001 - dying anyway; the exit watch records the death
+            status = CRASH_UNRECORDED_EXIT
+        os._exit(status)
 
 
 def make_listener(follower: PlanFollower):
@@ -142,7 +161,7 @@ def main() -> None:
     ap.add_argument("--name", default="c")
     args = ap.parse_args()
     chan = Channel()
-    follower = PlanFollower(args.group, Path(args.events))
+    follower = PlanFollower(args.group, Path(args.events), args.name)
     start_jvm(args.lib, args.log_dir, heap=("-Xms32m", "-Xmx256m"))
     from org.apache.rocketmq.client.consumer import DefaultMQPushConsumer
     from org.apache.rocketmq.common.consumer import ConsumeFromWhere

@@ -166,9 +166,10 @@ class RocketMQSystem:
 
     def kill(self, target: str) -> None:
         self._check(target)
-        if target == "consumer":
-            for proc in self.consumers.values():
+        if target == "consumer":  # down until started again, as after a stop
+            for name, proc in self.consumers.items():
                 proc.kill()
+                self._stopped_consumers.add(name)
         else:
             self.runtime.kill(target)
             self._paused.discard(target)
@@ -296,10 +297,16 @@ class RocketMQSystem:
         raise AssertionError("unreachable")
 
     def poll_consumers(self) -> list[str]:
+        """Restart every consumer that is down without having been stopped or killed by the
+        harness. A death is recorded before its restart (by the consumer itself, or by its exit
+        watch now), and the restart as the ``start`` of the replacement, in the consumer's events file."""
         restarted = []
         for name, proc in list(self.consumers.items()):
             if not proc.alive() and name not in self._stopped_consumers:
+                died = proc.death()
                 proc.kill()  # reap, close pipes
+                if died:
+                    proc.record_restart()
                 self.consumers[name] = self._spawn_consumer(self._consumer_specs[name])
                 restarted.append(name)
         return restarted

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from adapters.base import ConsumerSpec
 from adapters.rundir import EventLog
 from adapters.simulated.store import StoredMessage
+from reference.contract import CONSUMER_DIED, consumer_fault
 from reference.plans import CRASH, LATER, PlanCursor, later_not_stored, next_answer
 from reference.profile import effective_max_reconsume_times
 from reference.retry import retry_topic
@@ -40,7 +41,7 @@ class SimConsumer:
         self.group = spec.group
         self.subscriptions = tuple(spec.topics) + (retry_topic(spec.group),)
         self.alive = False
-        self.crashed = False  # died on a CRASH answer: poll_consumers restarts it
+        self.crashed = False  # died on a CRASH answer (recorded): poll_consumers restarts it (recorded)
         self.paused = False
         self.incarnation = 0
         self.max_reconsume_times = effective_max_reconsume_times(spec.max_reconsume_times)
@@ -84,6 +85,11 @@ class SimConsumer:
 
     def close(self) -> None:
         self._out.close()
+
+    def record(self, action: str) -> None:
+        """A ``fault`` event of this consumer's death (``kill``) or of its restart after one
+        (``start``), ``cause: died``, in its own events file at the current virtual time."""
+        self._out.write(consumer_fault(action, self.system.clock.now_ms(), self.spec.name, self.group, CONSUMER_DIED))
 
     def commit(self) -> None:
         """RemoteBrokerOffsetStore.persistAll: the local offsets go to the broker (if it answers)."""
@@ -141,6 +147,7 @@ class SimConsumer:
         }
         self._out.write(event)
         if outcome == CRASH:
+            self.record("kill")  # the dying consumer records its own death, as the process does
             self.die(crashed=True)
         elif outcome == LATER:
             self.send_back(msg, reconsume_times)

@@ -189,6 +189,7 @@ class SimulatedSystem:
         restarted = []
         for name, c in sorted(self.consumers.items()):
             if c.crashed and not c.alive:
+                c.record("start")  # the replacement, written by the restart path at the restart's time
                 c.start()
                 restarted.append(name)
         return restarted

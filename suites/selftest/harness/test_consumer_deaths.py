@@ -1,0 +1,110 @@
+"""Consumer deaths are recorded when they happen, one kill/start pair per death, by whoever sees it.
+
+A consumer that answers ``CRASH`` writes its own ``fault`` ``kill`` (``cause: died``) into its
+events file right after the ``CRASH`` delivery; the system's restart path writes the ``start`` of
+its replacement there when it restarts it. The runner's poll only triggers restarts.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from adapters.base import BrokerProfile, ConsumerSpec, SendRequest
+from adapters.simulated import open_simulated
+from harness.batch import BatchOptions, run_batch
+from harness.scenario import ConsumerGroup, Message, Scenario
+from harness.systems import SystemSpec
+from harness.verdicts import assert_conforms
+from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, RUN_JSON, consumer_events
+
+#: a kill recorded by the dying consumer is written right after its CRASH delivery (same clock)
+KILL_AFTER_CRASH_MS = 5
+
+
+def _lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _consumer_faults(events: list[dict], name: str) -> list[dict]:
+    return [e for e in events if e["type"] == "fault" and e["target"] == "consumer" and e.get("name") == name]
+
+
+def _two_crashes() -> Scenario:
+    msgs = (Message("crash-early", "T", at_ms=1_000, plan=("CRASH", "OK")),
+            Message("steady", "T", at_ms=5_000, delay_level=1),
+            Message("just-before", "T", at_ms=20_500),  # consumed, not committed when the consumer dies
+            Message("crash-late", "T", at_ms=21_000, plan=("CRASH", "OK")))
+    return Scenario("two-consumer-crashes", msgs, (ConsumerGroup("g", ("T",)),))
+
+
+def test_two_crash_answers_give_two_kill_start_pairs_at_the_crash_times(tmp_path):
+    results, errors = run_batch([_two_crashes()], BatchOptions(SystemSpec("simulated"), tmp_path, progress=False))
+    assert not errors, errors
+    (res,) = results
+    events_dir = res.run_dir / EVENTS_DIR
+    own = _lines(events_dir / consumer_events("g-0"))
+    crashes = [e for e in own if e["type"] == "deliver" and e["outcome"] == "CRASH"]
+    assert [c["key"] for c in crashes] == ["crash-early", "crash-late"]
+    faults = _consumer_faults(own, "g-0")
+    assert [(f["action"], f["cause"]) for f in faults] == [("kill", "died"), ("start", "died")] * 2, faults
+    kills, starts = faults[0::2], faults[1::2]
+    for crash, kill, start in zip(crashes, kills, starts):
+        assert kill["group"] == "g" and start["group"] == "g"
+        assert 0 <= kill["ts_ms"] - crash["ts_ms"] <= KILL_AFTER_CRASH_MS, (crash, kill)
+        assert start["ts_ms"] >= kill["ts_ms"]
+    assert starts[0]["ts_ms"] < kills[1]["ts_ms"], "the first replacement starts before the second death"
+    # each key's CRASH is the last event of its incarnation: the kill follows it in the file
+    for crash, kill in zip(crashes, kills):
+        assert own.index(kill) == own.index(crash) + 1
+    # the harness log keeps the scenario's own consumer start and no death of its own
+    harness = _lines(events_dir / HARNESS_EVENTS)
+    assert [(f["action"], f["cause"]) for f in _consumer_faults(harness, "g-0")] == [("start", "scenario")]
+
+
+def test_deaths_of_one_consumer_between_two_polls_are_each_recorded(tmp_path):
+    """Whoever polls, and however late: each death and each restart is its own pair, at its own time."""
+    system = open_simulated(BrokerProfile("1s 2s 3s"), seed=3)
+    system.setup()
+    system.create_topic("T")
+    system.start_consumer(ConsumerSpec("c", "g", ("T",), 16, tmp_path))
+    clock = system.clock
+    for i, wait_ms in enumerate((1_000, 7_000)):
+        system.send(SendRequest("T", f"k{i}", b"x", plan=("CRASH", "OK")))
+        clock.sleep_until(clock.now_ms() + wait_ms)  # no poll while it lies dead
+        system.poll_consumers()
+    clock.sleep_until(clock.now_ms() + 3_000)
+    system.poll_consumers()
+    system.teardown()
+    own = _lines(tmp_path / consumer_events("c"))
+    crashes = [e["ts_ms"] for e in own if e["type"] == "deliver" and e["outcome"] == "CRASH"]
+    faults = _consumer_faults(own, "c")
+    assert len(crashes) == 2
+    assert [f["action"] for f in faults] == ["kill", "start", "kill", "start"]
+    assert [f["ts_ms"] for f in faults[0::2]] == crashes
+
+
+def test_where_the_consumer_deaths_are_written_does_not_change_the_verdict(tmp_path):
+    """The checker reads ``fault`` events from every events file: the same run with the consumer's
+    kill/start moved into the harness log gets the same verdict (and conforms)."""
+    from reports.check import check_runs
+
+    (res,), errors = run_batch([_two_crashes()], BatchOptions(SystemSpec("simulated"), tmp_path / "runs", progress=False))
+    assert not errors, errors
+    moved = tmp_path / "moved" / res.run_dir.name
+    shutil.copytree(res.run_dir, moved)
+    own_path = moved / EVENTS_DIR / consumer_events("g-0")
+    own = _lines(own_path)
+    deaths = _consumer_faults(own, "g-0")
+    assert len(deaths) == 4
+    own_path.write_text("".join(json.dumps(e) + "\n" for e in own if e not in deaths))
+    with open(moved / EVENTS_DIR / HARNESS_EVENTS, "a") as f:
+        f.writelines(json.dumps(e) + "\n" for e in deaths)
+    run_json = moved / RUN_JSON
+    run_json.write_text(json.dumps({**json.loads(run_json.read_text()), "run_id": "moved"}))
+    verdicts = {v["run_id"]: v for v in check_runs([res.run_dir, moved], out_dir=tmp_path / "verdicts")}
+    here, there = verdicts[res.run_id], verdicts["moved"]
+    assert here["invariants"]["NO_DUPLICATE"]["checked"] > 0, "the redeliveries after the deaths were judged"
+    assert_conforms(here)
+    assert here["invariants"] == there["invariants"]
+    assert (here["messages"], here["attempts"]) == (there["messages"], there["attempts"])
