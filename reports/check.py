@@ -1,9 +1,9 @@
 """Checking runs: read, validate, join with the model's expectations, judge, write the outputs.
 
 All runs of one call go through the same Spark job, never a loop of jobs per run: runs of a
-moderate size are judged whole, one per task, from their files' bytes (:mod:`reports.wholerun`);
+moderate size are judged whole, one per task, from their files' bytes (:mod:`reports.run_files`);
 bigger ones are parsed by Spark and shuffled by bucket of keys straight into the judging
-(:func:`reports.model.judged_table`). Nothing is cached and nothing is read twice, except the files
+(:func:`reports.spark_jobs.judged_table`). Nothing is cached and nothing is read twice, except the files
 holding a row that breaks the contract (re-read line by line to name line and field). The driver
 only handles what is small: faults, the violations found, counts and plot aggregates.
 """
@@ -22,11 +22,11 @@ from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
 from reports import baseline as baseline_mod
-from reports import model, plots
+from reports import plots, spark_jobs
 from reports.inputs import BrokenRun, _display, discover_runs, read_events, rescan_file
-from reports.judge import VIOLATION_COLUMNS
-from reports.wholerun import WHOLE_RUN_MAX_EVENTS
 from reports.level_order import level_order
+from reports.rows import VIOLATION_COLUMNS
+from reports.run_files import WHOLE_RUN_MAX_EVENTS
 from reports.outputs import write_run_outputs
 from reports.spark import get_spark, stop_spark
 from reports.verdict import broken_verdict, build_verdict
@@ -61,7 +61,7 @@ def check_runs(run_dirs, out_dir=None, master=None, baseline=None) -> list[dict]
     spark = get_spark(master)
     accepted = baseline_mod.load(baseline) if isinstance(baseline, (str, os.PathLike)) else baseline
     runs, broken = discover_runs(spark, [str(p) for p in run_dirs])
-    for run_id, message in model.validate_profiles([r.run for r in runs]).items():
+    for run_id, message in spark_jobs.validate_profiles([r.run for r in runs]).items():
         broken.append(BrokenRun(next(r.run_dir for r in runs if r.run_id == run_id), message, run_id))
     runs = [r for r in runs if r.run_id not in {b.run_id for b in broken}]
     verdicts: list[dict] = []
@@ -92,14 +92,14 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     bins = {rid: plots.timeline_bin_ms(run) for rid, run in runs_json.items()}
     whole = [r for r in runs if r.estimated_events <= WHOLE_RUN_MAX_EVENTS]
     split = [r for r in runs if r.estimated_events > WHOLE_RUN_MAX_EVENTS]
-    buckets = model.bucket_counts({r.run_id: r.estimated_events for r in split})
+    buckets = spark_jobs.bucket_counts({r.run_id: r.estimated_events for r in split})
     events = read_events(spark, split) if split else None
     PHASES.clear()
     tables = []
     if whole:
-        tables.append(model.whole_runs_table(spark, whole, ended, bins))
+        tables.append(spark_jobs.whole_runs_table(spark, whole, ended, bins))
     if split:
-        tables.append(model.judged_table(events, runs_json, buckets, ended, bins))
+        tables.append(spark_jobs.judged_table(events, runs_json, buckets, ended, bins))
     judged = tables[0] if len(tables) == 1 else tables[0].unionByName(tables[1])
     judged = judged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -116,13 +116,13 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     if redo:
         with _phase("second pass"):
             _log(f"{len(redo)} bucket(s) held no delivery of a group that consumes a topic they sent to: judged again")
-            again = model.judged_table(events, runs_json, buckets, ended, bins, markers, only=redo)
+            again = spark_jobs.judged_table(events, runs_json, buckets, ended, bins, markers, only=redo)
             again_rows = again.filter(~F.col("kind").isin("lo", "u", "f")).select("run_id", "bucket", "kind", "key", "level",
                                                                                   "store_ms", "born_ms", "payload").collect()
         rows = [r for r in rows if (r.run_id, r.bucket) not in redo or r.kind in ("u", "f")] + again_rows
     for r in rows:
         if r.kind == "e":
-            broken.append(BrokenRun(by_id[r.run_id].run_dir, json.loads(r.payload), r.run_id))
+            broken.append(BrokenRun(by_id[r.run_id].run_dir, json.loads(r.payload)["message"], r.run_id))
     bad_ids = {b.run_id for b in broken}
     good_ids = [rid for rid in by_id if rid not in bad_ids]
     unkeyed = {r.run_id: json.loads(r.payload) for r in rows if r.kind == "u" and r.bucket == 0}
