@@ -110,19 +110,34 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
             lo = level_order(judged.filter(F.col("kind") == "lo")).collect() if split else []
     finally:
         judged.unpersist()
+    flagged = {json.loads(r.payload) for r in rows if r.kind == "f"}
+    held = {f[len(spark_jobs.HELD):] for f in flagged if f.startswith(spark_jobs.HELD)}
     with _phase("contract rescan"):
-        torn = _contract_pass(spark, sorted({json.loads(r.payload) for r in rows if r.kind == "f"}), by_id, broken)
+        torn = _contract_pass(spark, sorted({f for f in flagged if not f.startswith(spark_jobs.HELD)} | held), by_id, broken)
     redo, markers = _blind_buckets(rows)
+    trusted = _trusted(held, by_id, broken)
+    trusted_runs: set[str] = set()
+    if trusted:
+        _log(f"{len(trusted)} file(s) with a '?' in a name and no lone surrogate: their runs judged again")
+        trusted_runs = {rid for rid, r in by_id.items() if set(r.json_files) & set(trusted)}
+        redo |= {(rid, b) for rid in trusted_runs for b in range(buckets[rid])}
     if redo:
         with _phase("second pass"):
-            _log(f"{len(redo)} bucket(s) held no delivery of a group that consumes a topic they sent to: judged again")
-            again = spark_jobs.judged_table(events, runs_json, buckets, ended, bins, markers, only=redo)
-            again_rows = again.filter(~F.col("kind").isin("lo", "u", "f")).select("run_id", "bucket", "kind", "key", "level",
-                                                                                  "store_ms", "born_ms", "payload").collect()
+            _log(f"{len(redo)} bucket(s) held no delivery of a group that consumes a topic they sent to, or rows set aside: judged again")
+            again = spark_jobs.judged_table(events, runs_json, buckets, ended, bins, markers, only=redo,
+                                            trusted_files=tuple(trusted)).persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                again_rows = again.filter(~F.col("kind").isin("lo", "u", "f")).select("run_id", "bucket", "kind", "key", "level",
+                                                                                      "store_ms", "born_ms", "payload").collect()
+                if trusted:  # LEVEL_ORDER of those runs again, with the rows set aside
+                    lo = [r for r in lo if r.run_id not in trusted_runs] + level_order(
+                        again.filter((F.col("kind") == "lo") & F.col("run_id").isin(*trusted_runs))).collect()
+            finally:
+                again.unpersist()
         rows = [r for r in rows if (r.run_id, r.bucket) not in redo or r.kind in ("u", "f")] + again_rows
     for r in rows:
-        if r.kind == "e":
-            broken.append(BrokenRun(by_id[r.run_id].run_dir, json.loads(r.payload)["message"], r.run_id))
+        if r.kind == "e" and r.run_id not in {b.run_id for b in broken}:
+            broken.append(BrokenRun(by_id[r.run_id].run_dir, _judging_error(spark, by_id[r.run_id], json.loads(r.payload)), r.run_id))
     bad_ids = {b.run_id for b in broken}
     good_ids = [rid for rid in by_id if rid not in bad_ids]
     unkeyed = {r.run_id: json.loads(r.payload) for r in rows if r.kind == "u" and r.bucket == 0}
@@ -131,6 +146,18 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     with _phase("outputs"):
         _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdicts)
     return verdicts
+
+
+def _judging_error(spark, run_input, error: dict) -> str:
+    """A run the task could not judge: the contract error its files hold, if a rescan finds one
+    (bad bytes, say), else what went wrong."""
+    if error["rescan"]:
+        for uri in run_input.json_files + run_input.parquet_files:
+            finding = rescan_file(spark, uri)
+            if finding.error:
+                return finding.error
+        return f"{_display(run_input.run_dir)}: could not be judged: {error['message']}"
+    return error["message"]
 
 
 def _blind_buckets(rows) -> tuple[set[tuple[str, int]], dict[str, list[tuple[str, str]]]]:
@@ -224,6 +251,14 @@ def _violation_frame(violations: list[dict]):
 def _ended_ms(run: dict) -> int:
     ended = run.get("ended_ms") or 0
     return ended if ended > 0 else 2**62  # a run without an end: every window is still open
+
+
+def _trusted(held: set[str], by_id, broken) -> list[str]:
+    """The held files (a '?' in a name, :data:`reports.spark_jobs.HELD`) whose rescan found no contract
+    error: the '?' is real, so their rows are judged after all."""
+    bad_ids = {b.run_id for b in broken}
+    file_run = {f: r.run_id for r in by_id.values() for f in r.json_files}
+    return sorted(f for f in held if file_run.get(f) not in bad_ids)
 
 
 def _contract_pass(spark, suspects, by_id, broken) -> dict[str, list[dict]]:

@@ -124,13 +124,16 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int, timeline
     return _as_table(out)
 
 
-def judge_or_error(run: dict, bucket: int, table: pa.Table, ended_ms: int, timeline_bin_ms: int,
+def judge_or_error(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, timeline_bin_ms: int,
                    markers: list[tuple[str, str]] | None = None) -> pa.Table:
-    """:func:`judge_table`, or one row of kind ``e`` when the model rejects the run's events."""
+    """:func:`judge_table`, or one row of kind ``e`` when the model rejects the run's events or the
+    judging fails on them: one run's bad input never fails the task, hence the other runs."""
     try:
         return judge_table(run, bucket, table, ended_ms, timeline_bin_ms, markers)
     except ContractError as e:
         return rows_table([error_row(run["run_id"], bucket, str(e), rescan=False)])
+    except Exception as e:  # noqa: BLE001 - e.g. bytes no contract check caught: the driver rescans the run's files
+        return rows_table([error_row(run["run_id"], bucket, f"{type(e).__name__}: {e}", rescan=True)])
 
 
 def _as_table(out: Judgements) -> pa.Table:

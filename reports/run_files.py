@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from reference.contract import EVENT_FIELDS, EVENT_TYPES, ContractError, validate_event
 from reports.judge_columnar import judge_or_error
 from reports.level_order import judge_level
-from reports.rows import rows_table, table_from_events, transport_schema
+from reports.rows import error_row, rows_table, table_from_events, transport_schema
 
 #: Runs up to this many (estimated) events are judged whole, in one task.
 WHOLE_RUN_MAX_EVENTS = 1_000_000
@@ -44,25 +44,42 @@ def parse_file(uri: str, content: bytes) -> tuple[pa.Table, bool]:
     if uri.endswith(".parquet"):
         import pyarrow.parquet as pq
 
-        return _conform(pq.read_table(io.BytesIO(content)), uri)
+        table = pq.read_table(io.BytesIO(content))
+        if not _valid_utf8(table):
+            return table_from_events([]), True  # the rescan names the row
+        return _conform(table, uri)
     import pyarrow.json as pj
 
     try:
         table = pj.read_json(io.BytesIO(content), read_options=pj.ReadOptions(block_size=16 << 20),
                              parse_options=pj.ParseOptions(explicit_schema=_parse_schema(), unexpected_field_behavior="infer"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return _line_by_line(content), True  # a torn or broken line, a wrong type: find the good lines
+        return _line_by_line(content), True  # a torn or broken line, a wrong type, a lone surrogate: find the good lines
+    if not _valid_utf8(table):  # Arrow's JSON reader does not check the bytes of strings
+        return _line_by_line(content), True
     return _conform(table, uri)
 
 
+def _valid_utf8(table: pa.Table) -> bool:
+    try:
+        table.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
 def _line_by_line(content: bytes) -> pa.Table:
+    """The lines of ``content`` that are UTF-8 JSON objects without lone surrogates (the others are
+    left out: the driver's rescan names them)."""
     events = []
-    for text in content.decode("utf-8", errors="replace").split("\n"):
-        if text.strip():
+    for line in content.split(b"\n"):
+        if line.strip():
             try:
-                events.append(json.loads(text))
-            except ValueError:
+                event = json.loads(line.decode("utf-8"))
+                json.dumps(event, ensure_ascii=False).encode("utf-8")  # a lone surrogate escape does not encode
+            except (ValueError, UnicodeError):
                 continue
+            events.append(event)
     return _valid_events(events)
 
 
@@ -187,15 +204,23 @@ def judge_runs(files_by_run: dict[int, list[tuple[str, bytes]]], runs: list[dict
     for run_ix, files in sorted(files_by_run.items()):
         run = runs[run_ix]
         run_id = run["run_id"]
-        parts, bad = [], []
-        for uri, content in sorted(files):
-            table, broken = parse_file(uri, content)
-            parts.append(table)
-            if broken:
-                bad.append(uri)
-        table = pa.concat_tables(parts)  # a run has files: discover_runs breaks one without
-        judged = _level_order(judge_or_error(run, 0, table, ended_ms[run_id], timeline_bin_ms[run_id]))
-        if bad:
-            judged = pa.concat_tables([judged, rows_table([(run_id, 0, "f", None, None, None, None, None, json.dumps(uri))
-                                                           for uri in bad])])
-        yield judged
+        try:
+            yield _judge_run(run, files, ended_ms[run_id], timeline_bin_ms[run_id])
+        except Exception as e:  # noqa: BLE001 - one run's files never stop the others: the driver rescans them
+            yield rows_table([error_row(run_id, 0, f"{type(e).__name__}: {e}", rescan=True)])
+
+
+def _judge_run(run: dict, files: list[tuple[str, bytes]], ended_ms: int | None, timeline_bin_ms: int) -> pa.Table:
+    run_id = run["run_id"]
+    parts, bad = [], []
+    for uri, content in sorted(files):
+        table, broken = parse_file(uri, content)
+        parts.append(table)
+        if broken:
+            bad.append(uri)
+    table = pa.concat_tables(parts)  # a run has files: discover_runs breaks one without
+    judged = _level_order(judge_or_error(run, 0, table, ended_ms, timeline_bin_ms))
+    if bad:
+        judged = pa.concat_tables([judged, rows_table([(run_id, 0, "f", None, None, None, None, None, json.dumps(uri))
+                                                       for uri in bad])])
+    return judged

@@ -27,6 +27,9 @@ EVENTS_PER_BUCKET = 200_000
 #: Runs judged whole read their local files in the task (else through Spark's binaryFile source).
 READ_LOCAL_FILES_IN_TASKS = True
 UNKEYED_TYPES = ("fault", "snapshot")
+#: Prefix of a ``bad_file`` whose row was only held back (:func:`reports.inputs.read_events`'s
+#: ``maybe_lone_surrogate``): the driver rescans the file and, if it is clean, judges again trusting it.
+HELD = "?held:"
 
 def validate_profiles(runs: list[dict]) -> dict[str, str]:
     """Run the model's profile parsing on the driver (a bad profile must not fail a Spark task):
@@ -45,7 +48,8 @@ def bucket_counts(events_per_run: dict[str, int]) -> dict[str, int]:
     return {rid: max(1, n // EVENTS_PER_BUCKET + 1) for rid, n in events_per_run.items()}
 
 
-def spread_events(events: DataFrame, buckets: dict[str, int], only: set[tuple[str, int]] | None = None) -> DataFrame:
+def spread_events(events: DataFrame, buckets: dict[str, int], only: set[tuple[str, int]] | None = None,
+                  trusted_files: tuple[str, ...] = ()) -> DataFrame:
     """Each row with its ``bucket`` (see :func:`judged_table`), ``bad_file`` and ``echo``, in the
     transport encoding :func:`reports.judge_columnar.judge_table` reads: the run as its index in
     ``buckets`` (``run_ix``), ``plan`` as comma-joined words and ``offsets`` as JSON (Spark's Arrow
@@ -54,7 +58,8 @@ def spread_events(events: DataFrame, buckets: dict[str, int], only: set[tuple[st
     spark = events.sparkSession
     sizes = spark.createDataFrame([(rid, ix, n) for ix, (rid, n) in enumerate(buckets.items())],
                                   "run_id string, run_ix long, buckets long")
-    ok = F.col("contract_ok") & ~F.col("suspect")
+    held = F.col("maybe_lone_surrogate") & ~F.col("source_file").isin(*trusted_files) if trusted_files else F.col("maybe_lone_surrogate")
+    ok = F.col("contract_ok") & ~F.col("suspect") & ~held
     own = F.pmod(F.xxhash64("key"), F.col("buckets"))
     everywhere = ok & (F.col("type").isin(*UNKEYED_TYPES) | ((F.col("type") == "deliver") & (F.col("outcome") == "CRASH")))
     encoded = {"plan": F.when(F.col("plan").isNotNull(), F.concat_ws(",", "plan")).alias("plan"),
@@ -64,7 +69,8 @@ def spread_events(events: DataFrame, buckets: dict[str, int], only: set[tuple[st
         events.join(F.broadcast(sizes), "run_id")
         .select(
             "run_ix", *cols,
-            F.when(ok, F.lit(None).cast("string")).otherwise(F.col("source_file")).alias("bad_file"),
+            F.when(ok, F.lit(None).cast("string")).when(F.col("contract_ok") & ~F.col("suspect"), F.concat(F.lit(HELD), "source_file"))
+            .otherwise(F.col("source_file")).alias("bad_file"),
             own.alias("own"),
             F.explode(F.when(everywhere, F.sequence(F.lit(0).cast("long"), F.col("buckets") - 1)).otherwise(F.array(own))).alias("bucket"),
         )
@@ -81,7 +87,7 @@ def spread_events(events: DataFrame, buckets: dict[str, int], only: set[tuple[st
 def judged_table(events: DataFrame, runs: dict[str, dict], buckets: dict[str, int],
                  ended_ms: dict[str, int], timeline_bin_ms: dict[str, int],
                  markers: dict[str, list[tuple[str, str]]] | None = None,
-                 only: set[tuple[str, int]] | None = None) -> DataFrame:
+                 only: set[tuple[str, int]] | None = None, trusted_files: tuple[str, ...] = ()) -> DataFrame:
     """The judgements (:data:`reports.rows.OUTPUT_SCHEMA` rows) of every run in ``events`` (all rows
     as read, with ``run_id``, ``source_file``, ``suspect`` and ``contract_ok``): one model call and
     one judging per (run, bucket of keys), in one pass over the events (no cache, no earlier pass).
@@ -97,7 +103,7 @@ def judged_table(events: DataFrame, runs: dict[str, dict], buckets: dict[str, in
     deliveries of a topic it sent to is judged again knowing the run's pairs (kind ``tg`` rows say
     which pairs each bucket saw). A ContractError of the model comes back as a row of kind ``e``."""
     spark = events.sparkSession
-    spread = spread_events(events, buckets, only)
+    spread = spread_events(events, buckets, only, trusted_files)
     run_ids = list(buckets)
     timings = bool(os.environ.get("HOURGLASS_CHECK_TIMINGS"))
 
