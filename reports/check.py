@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from reports import baseline as baseline_mod
 from reports import plots, spark_jobs
+from reports.completeness import assess, judging_end_ms
 from reports.inputs import BrokenRun, _display, discover_runs, read_events, rescan_file
 from reports.level_order import level_order
 from reports.rows import VIOLATION_COLUMNS
@@ -88,7 +89,7 @@ def _target_dir(out_dir, run_dir: str, run_id: str) -> Path | None:
 def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     by_id = {r.run_id: r for r in runs}
     runs_json = {rid: r.run for rid, r in by_id.items()}
-    ended = {rid: _ended_ms(run) for rid, run in runs_json.items()}
+    ended = {rid: judging_end_ms(run) for rid, run in runs_json.items()}
     bins = {rid: plots.timeline_bin_ms(run) for rid, run in runs_json.items()}
     whole = [r for r in runs if r.estimated_events <= WHOLE_RUN_MAX_EVENTS]
     split = [r for r in runs if r.estimated_events > WHOLE_RUN_MAX_EVENTS]
@@ -138,13 +139,24 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     for r in rows:
         if r.kind == "e" and r.run_id not in {b.run_id for b in broken}:
             broken.append(BrokenRun(by_id[r.run_id].run_dir, _judging_error(spark, by_id[r.run_id], json.loads(r.payload)), r.run_id))
-    bad_ids = {b.run_id for b in broken}
-    good_ids = [rid for rid in by_id if rid not in bad_ids]
     unkeyed = {r.run_id: json.loads(r.payload) for r in rows if r.kind == "u" and r.bucket == 0}
     per_run = _gather(rows, lo)
+    interrupted = {}
+    already = {b.run_id for b in broken}
+    for rid, run_input in by_id.items():
+        if rid in already:
+            continue
+        got = per_run[rid]
+        found = assess(run_input.run, [_display(f) for f in run_input.json_files + run_input.parquet_files],
+                       got["events"], got["stats"]["messages"], got["last_ts_ms"])
+        if found.broken:
+            broken.append(BrokenRun(run_input.run_dir, found.broken, rid))
+        interrupted[rid] = found.interrupted
+    bad_ids = {b.run_id for b in broken}
+    good_ids = [rid for rid in by_id if rid not in bad_ids]
     verdicts = []
     with _phase("outputs"):
-        _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdicts)
+        _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, out_dir, verdicts)
     return verdicts
 
 
@@ -181,7 +193,7 @@ def _blind_buckets(rows) -> tuple[set[tuple[str, int]], dict[str, list[tuple[str
     return redo, markers
 
 
-def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdicts) -> None:
+def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, out_dir, verdicts) -> None:
     jobs = []
     for rid in good_ids:
         run = by_id[rid].run
@@ -190,7 +202,8 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdi
         vdf = _violation_frame(got["violations"])
         if accepted is not None:
             vdf = accepted.mark(vdf, run)
-        verdict = build_verdict(rid, got["stats"], got["checked"], vdf.to_dict("records"), got["pending"], faults, torn.get(rid, []))
+        verdict = build_verdict(rid, got["stats"], got["checked"], vdf.to_dict("records"), got["pending"], faults, torn.get(rid, []),
+                                interrupted.get(rid))
         target = _target_dir(out_dir, by_id[rid].run_dir, rid)
         if target is not None:
             jobs.append((target, verdict, vdf, plots.merge(got["plots"], run), run, faults))
@@ -204,7 +217,7 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdi
 def _gather(rows, lo) -> dict[str, dict]:
     """The judged rows of all runs, merged per run (counts summed over buckets)."""
     per_run: dict[str, dict] = defaultdict(lambda: {"violations": [], "checked": defaultdict(int), "pending": [],
-                                                    "stats": defaultdict(int), "plots": []})
+                                                    "stats": defaultdict(int), "plots": [], "events": 0, "last_ts_ms": None})
     for r in rows:
         got = per_run[r.run_id]
         payload = json.loads(r.payload)
@@ -219,6 +232,10 @@ def _gather(rows, lo) -> dict[str, dict]:
                 got["stats"][name] += n
         elif r.kind == "p":
             got["pending"].append(payload)
+        elif r.kind == "n":
+            got["events"] += payload["events"]
+            if payload["last_ts_ms"] is not None:
+                got["last_ts_ms"] = max(got["last_ts_ms"] or payload["last_ts_ms"], payload["last_ts_ms"])
         elif r.kind == "plot":
             got["plots"].append(payload)
         elif r.kind == "lc":
@@ -246,11 +263,6 @@ def _violation_frame(violations: list[dict]):
 
     frame = pd.DataFrame(violations, columns=[n for n, _ in VIOLATION_COLUMNS])
     return frame.astype({n: ("Int64" if t == "bigint" else "boolean" if t == "boolean" else "object") for n, t in VIOLATION_COLUMNS})
-
-
-def _ended_ms(run: dict) -> int:
-    ended = run.get("ended_ms") or 0
-    return ended if ended > 0 else 2**62  # a run without an end: every window is still open
 
 
 def _trusted(held: set[str], by_id, broken) -> list[str]:

@@ -155,6 +155,8 @@ def _load_run(fs: _FS, run_dir: str) -> RunInput | BrokenRun:
     where = run_dir + "/run.json"
     try:
         run = json.loads(fs.read_bytes(where))
+        if isinstance(run, dict) and run.get("ended_ms") is None:
+            run["ended_ms"] = 0  # the harness never completed run.json: an interrupted run (reports.completeness)
         validate_run(run, where)
     except ContractError as e:
         return BrokenRun(run_dir, str(e))

@@ -78,11 +78,13 @@ def _unkeyed(faults: pa.Table, snapshots: pa.Table, deliveries: pa.Table) -> lis
     return out
 
 
-def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int, timeline_bin_ms: int,
+def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, timeline_bin_ms: int,
                 markers: list[tuple[str, str]] | None = None) -> pa.Table:
     """All judgements of one (run, bucket) as an Arrow table of :data:`reports.rows.OUTPUT_SCHEMA`:
     ``table`` holds the bucket's rows as :func:`reports.spark_jobs.judged_table` spreads them
-    (``bad_file``, ``echo`` included)."""
+    (``bad_file``, ``echo`` included). ``ended_ms`` None: the run was interrupted (nothing is judged
+    on an absence). Also says what the bucket observed (kind ``n``: its events and the last
+    ``ts_ms``: an interrupted run is judged up to there)."""
     run_id = run["run_id"]
     out = Judgements(run_id, bucket)
     bad = table.column("bad_file")
@@ -90,6 +92,8 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int, timeline
         for f in sorted(set(pc.drop_null(bad).to_pylist())):
             out.emit("f", f)
         table = table.filter(pc.is_null(bad))
+    own = table.filter(pc.invert(table.column("echo")))  # not the copies of faults sent to every bucket
+    out.emit("n", {"events": own.num_rows, "last_ts_ms": pc.max(own.column("ts_ms")).as_py()})
     kind = table.column("type")
     sends_t = table.filter(pc.equal(kind, "send"))
     all_deliveries = table.filter(pc.equal(kind, "deliver"))

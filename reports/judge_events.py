@@ -31,7 +31,7 @@ def _clip_bin(value_ms: int) -> int:
     return (min(max(value_ms, lo), hi) // LATENESS_BIN_MS) * LATENESS_BIN_MS
 
 
-def judge_bucket(run: dict, events: list[dict], ended_ms: int, timeline_bin_ms: int, bucket: int = 0) -> list[tuple]:
+def judge_bucket(run: dict, events: list[dict], ended_ms: int | None, timeline_bin_ms: int, bucket: int = 0) -> list[tuple]:
     """All judgements of the keys in ``events`` (plus the run's faults and snapshots), one event at
     a time: the reference path. :func:`reports.judge_columnar.judge_table` gives the same judgements from columns."""
     out = Judgements(run["run_id"], bucket)
@@ -48,7 +48,7 @@ def judge_bucket(run: dict, events: list[dict], ended_ms: int, timeline_bin_ms: 
     return out.rows
 
 
-def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict], ended_ms: int, timeline_bin_ms: int,
+def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict], ended_ms: int | None, timeline_bin_ms: int,
                  timeline: bool) -> None:
     """Judge the keys of ``events`` (dicts) against the model's ``rows`` for them."""
     exp = {(r[_COL["key"]], r[_COL["group"]] or "", r[_COL["attempt"]]): r for r in rows}
@@ -155,8 +155,18 @@ def _attempt(out: Judgements, run, faults, key, group, attempt, ds, prev, x, sen
             out.violation("INTEGRITY", key, group=group, attempt=attempt, observed_ms=d["ts_ms"], detail=detail)
 
 
-def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int) -> None:
-    """NO_LOSS and DLQ_ROUTING per (message, group), and the messages still pending at the end."""
+def _pending_reason(latest_ms: int | None, ended_ms: int | None) -> str:
+    if ended_ms is None:
+        return ("not final when the harness stopped observing (the run was interrupted)"
+                + (f"; its window closes at {latest_ms}" if latest_ms is not None else ""))
+    if latest_ms is None:
+        return "its window has no end: the broker was not ready again"
+    return f"its window closes at {latest_ms}, after the run ended at {ended_ms}"
+
+
+def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None) -> None:
+    """NO_LOSS and DLQ_ROUTING per (message, group), and the messages still pending at the end.
+    ``ended_ms`` None: the run was interrupted, so nothing is judged on an absence (pending instead)."""
     plans: dict[tuple, list] = defaultdict(list)
     for (key, group, attempt), row in exp.items():
         plans[(key, group)].append(row)
@@ -192,10 +202,12 @@ def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int) -> None:
         missing = next((r for r in rows if r[i_attempt] not in got), None)
         reached = mg in consumed or n_dlq > 0
         m_latest = _x(missing, "latest_ms")
-        pending = not reached and missing is not None and (m_latest is None or m_latest > ended_ms)
+        if ended_ms is None:  # an interrupted run: what was not observed yet may still come
+            pending = not reached
+        else:
+            pending = not reached and missing is not None and (m_latest is None or m_latest > ended_ms)
         if pending and status in ("SEND_OK", "UNKNOWN"):
-            reason = ("its window has no end: the broker was not ready again" if m_latest is None
-                      else f"its window closes at {m_latest}, after the run ended at {ended_ms}")
+            reason = _pending_reason(m_latest, ended_ms)
             out.emit("p", {"invariant": "DLQ_ROUTING" if final_state == "DLQ" else "NO_LOSS", "key": key,
                            "attempt": _x(missing, "attempt"), "detail": reason})
         if status == "SEND_OK":
@@ -216,7 +228,7 @@ def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int) -> None:
             detail = "in the DLQ, but its plan ends in CONSUMED"
         elif pending:
             detail = None
-        elif n_dlq != 1:
+        elif n_dlq > 1 or (n_dlq == 0 and ended_ms is not None):  # the DLQ is read at the end: not yet, if interrupted
             detail = f"expected exactly one DLQ entry, found {n_dlq}"
         elif got and final_attempt is not None and max(got) > final_attempt:
             detail = f"delivered again after its last attempt {final_attempt}: attempt {max(got)}"

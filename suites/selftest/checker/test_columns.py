@@ -31,9 +31,6 @@ from suites.chaos.scenarios import NIGHTLY
 from suites.conformance.scenarios import CONFORMANCE
 from suites.selftest.checker import cases
 
-END = 2**62
-
-
 def _summary(rows: list[tuple]) -> dict:
     """Judgements, order-free: violations and pending as multisets, counts summed, plots merged."""
     out = {"v": Counter(), "p": Counter(), "c": Counter(), "s": Counter(), "lo": set(), "e": [],
@@ -62,7 +59,7 @@ def _summary(rows: list[tuple]) -> dict:
 
 
 def _both(run: dict, events: list[dict]):
-    ended = run.get("ended_ms") or END
+    ended = run.get("ended_ms") or None  # None: an interrupted run
     from reports.plots import timeline_bin_ms
 
     width = timeline_bin_ms(run)
