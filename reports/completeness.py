@@ -1,4 +1,5 @@
-"""Whether a run observed enough to be judged: interrupted runs.
+"""Whether a run observed enough to be judged: interrupted runs, runs that recorded nothing, runs
+that recorded fewer sends than their scenario lists. No observation, no pass.
 
 A run is *interrupted* when run.json has no end (``ended_ms`` missing or 0: the harness was killed
 before it completed run.json) or says ``interrupted`` (the reason the runner writes when it is
@@ -38,8 +39,19 @@ class Completeness:
 
 def assess(run: dict, event_files: list[str], events: int, sends: int, last_ts_ms: int | None) -> Completeness:
     """``events``/``sends``: how many the judging saw; ``last_ts_ms``: the latest ``ts_ms`` among them."""
+    if events == 0:
+        return Completeness(broken=f"no events recorded in {', '.join(event_files)}: the harness recorded nothing")
     stopped = interruption(run)
+    planned = run.get("planned_sends")
+    short = None
+    if isinstance(planned, int) and not isinstance(planned, bool) and sends < planned:
+        short = f"the harness recorded {sends} of {planned} sends"
+    elif planned is None and sends == 0:
+        short = f"the harness recorded 0 sends ({events} other events) in {', '.join(event_files)}"
     if stopped is None:
-        return Completeness()
+        return Completeness(broken=short) if short else Completeness()
+    if planned is None and sends == 0:
+        return Completeness(broken=short)
     end = run.get("last_observed_ms") or last_ts_ms
-    return Completeness(interrupted=f"{stopped}: judged up to the last observed event at {end}")
+    text = f"{stopped}: judged up to the last observed event at {end}"
+    return Completeness(interrupted=f"{text}; {short}" if short else text)
