@@ -3,12 +3,10 @@ stops the others from getting their verdicts (both paths: whole runs and the buc
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from reports.cli import main
-from suites.selftest.checker.runs import RunBuilder
+from suites.selftest.checker.runs import RunBuilder, check_on_path
 
 
 @pytest.fixture(scope="module")
@@ -27,18 +25,7 @@ def bad_bytes_root(tmp_path_factory):
 
 @pytest.fixture(scope="module", params=["whole", "bucketed"])
 def bad_bytes_verdicts(request, spark, bad_bytes_root, tmp_path_factory):
-    from reports import check, spark_jobs
-    from reports.check import check_runs
-
-    mp = pytest.MonkeyPatch()
-    if request.param == "bucketed":
-        mp.setattr(spark_jobs, "EVENTS_PER_BUCKET", 2)
-        mp.setattr(check, "WHOLE_RUN_MAX_EVENTS", -1)
-    try:
-        verdicts = check_runs([bad_bytes_root], out_dir=tmp_path_factory.mktemp("bad-bytes-out"))
-    finally:
-        mp.undo()
-    return {v["run_id"]: v for v in verdicts}
+    return check_on_path(request.param, [bad_bytes_root], tmp_path_factory.mktemp("out"))
 
 
 def test_a_real_question_mark_is_judged(bad_bytes_verdicts):

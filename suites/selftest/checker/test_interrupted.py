@@ -15,19 +15,7 @@ import pytest
 
 from reports.cli import main
 from suites.selftest.checker import cases
-from suites.selftest.checker.runs import T0, RunBuilder
-
-
-def _interrupted(builder: RunBuilder, root, **fields):
-    """Write the run as a killed harness leaves it: run.json never completed (or with ``fields``)."""
-    d = builder.write(root)
-    run = json.loads((d / "run.json").read_text())
-    run["ended_ms"] = 0
-    if fields.pop("no_end_field", False):
-        del run["ended_ms"]
-    run.update(fields)
-    (d / "run.json").write_text(json.dumps(run))
-    return d
+from suites.selftest.checker.runs import T0, RunBuilder, check_on_path
 
 
 def _dlq_not_read() -> RunBuilder:
@@ -46,27 +34,16 @@ def _all_consumed() -> RunBuilder:
 @pytest.fixture(scope="module")
 def interrupted_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("interrupted")
-    _interrupted(cases.lost(), root)
-    _interrupted(cases.early(), root)
-    _interrupted(_dlq_not_read(), root, no_end_field=True)
-    _interrupted(_all_consumed(), root, interrupted="stopped by SIGTERM", last_observed_ms=T0 + 50_000)
+    cases.lost().write(root, ended_ms=0)  # as a killed harness leaves run.json: never completed
+    cases.early().write(root, ended_ms=0)
+    _dlq_not_read().write(root, ended_ms=None)
+    _all_consumed().write(root, interrupted="stopped by SIGTERM", last_observed_ms=T0 + 50_000)
     return root
 
 
 @pytest.fixture(scope="module", params=["whole", "bucketed"])
 def interrupted_verdicts(request, spark, interrupted_root, tmp_path_factory):
-    from reports import check, spark_jobs
-    from reports.check import check_runs
-
-    mp = pytest.MonkeyPatch()
-    if request.param == "bucketed":
-        mp.setattr(spark_jobs, "EVENTS_PER_BUCKET", 2)
-        mp.setattr(check, "WHOLE_RUN_MAX_EVENTS", -1)
-    try:
-        verdicts = check_runs([interrupted_root], out_dir=tmp_path_factory.mktemp("interrupted-out"))
-    finally:
-        mp.undo()
-    return {v["run_id"]: v for v in verdicts}
+    return check_on_path(request.param, [interrupted_root], tmp_path_factory.mktemp("out"))
 
 
 def test_an_unfinished_message_of_an_interrupted_run_is_pending_not_lost(interrupted_verdicts):
@@ -102,5 +79,5 @@ def test_an_interrupted_run_never_passes_and_says_why(interrupted_verdicts):
 
 def test_an_interrupted_run_is_not_a_violation_for_the_cli(spark, tmp_path):
     root = tmp_path / "runs"
-    _interrupted(cases.lost(), root)
+    cases.lost().write(root, ended_ms=0)
     assert main(["check", str(root), "--out", str(tmp_path / "out")]) == 2

@@ -3,46 +3,25 @@ is broken (or undecided when the harness was interrupted), never passed."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from suites.selftest.checker.runs import RunBuilder
-
-
-def _write(builder: RunBuilder, root, **fields):
-    d = builder.write(root)
-    run = json.loads((d / "run.json").read_text())
-    run.update(fields)
-    (d / "run.json").write_text(json.dumps(run))
-    return d
+from suites.selftest.checker.runs import RunBuilder, check_on_path
 
 
 @pytest.fixture(scope="module")
 def observation_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("no-observation")
-    _write(RunBuilder("empty"), root)
-    _write(RunBuilder("faults-only").fault(100, "kill").fault(200, "start"), root)
-    _write(RunBuilder("short-of-sends").send("a", 0).deliver("a", 10), root, planned_sends=3)
-    _write(RunBuilder("short-but-interrupted").send("a", 0).deliver("a", 10), root, planned_sends=3, ended_ms=0)
-    _write(RunBuilder("all-sends").send("a", 0).deliver("a", 10).send("b", 20).deliver("b", 30), root, planned_sends=2)
+    RunBuilder("empty").write(root)
+    RunBuilder("faults-only").fault(100, "kill").fault(200, "start").write(root)
+    RunBuilder("short-of-sends").send("a", 0).deliver("a", 10).write(root, planned_sends=3)
+    RunBuilder("short-but-interrupted").send("a", 0).deliver("a", 10).write(root, planned_sends=3, ended_ms=0)
+    RunBuilder("all-sends").send("a", 0).deliver("a", 10).send("b", 20).deliver("b", 30).write(root, planned_sends=2)
     return root
 
 
 @pytest.fixture(scope="module", params=["whole", "bucketed"])
 def observation_verdicts(request, spark, observation_root, tmp_path_factory):
-    from reports import check, spark_jobs
-    from reports.check import check_runs
-
-    mp = pytest.MonkeyPatch()
-    if request.param == "bucketed":
-        mp.setattr(spark_jobs, "EVENTS_PER_BUCKET", 2)
-        mp.setattr(check, "WHOLE_RUN_MAX_EVENTS", -1)
-    try:
-        verdicts = check_runs([observation_root], out_dir=tmp_path_factory.mktemp("no-observation-out"))
-    finally:
-        mp.undo()
-    return {v["run_id"]: v for v in verdicts}
+    return check_on_path(request.param, [observation_root], tmp_path_factory.mktemp("out"))
 
 
 def test_a_run_without_events_is_broken(observation_verdicts):
