@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default="/tmp/hourglass-bench", help="where histories are generated (reused)")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--events-per-run", type=int, default=250_000,
-                        help="run size: runs above reports.wholerun.WHOLE_RUN_MAX_EVENTS take the bucketed path")
+                        help="run size: runs above reports.run_files.WHOLE_RUN_MAX_EVENTS take the bucketed path")
     args = parser.parse_args(argv)
     from reports.spark import get_spark, stop_spark
 

@@ -1,9 +1,9 @@
 """Checking runs: read, validate, join with the model's expectations, judge, write the outputs.
 
 All runs of one call go through the same Spark job, never a loop of jobs per run: runs of a
-moderate size are judged whole, one per task, from their files' bytes (:mod:`reports.wholerun`);
+moderate size are judged whole, one per task, from their files' bytes (:mod:`reports.run_files`);
 bigger ones are parsed by Spark and shuffled by bucket of keys straight into the judging
-(:func:`reports.model.judged_table`). Nothing is cached and nothing is read twice, except the files
+(:func:`reports.spark_jobs.judged_table`). Nothing is cached and nothing is read twice, except the files
 holding a row that breaks the contract (re-read line by line to name line and field). The driver
 only handles what is small: faults, the violations found, counts and plot aggregates.
 """
@@ -22,11 +22,12 @@ from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
 from reports import baseline as baseline_mod
-from reports import model, plots
+from reports import plots, spark_jobs
+from reports.completeness import assess, judging_end_ms
 from reports.inputs import BrokenRun, _display, discover_runs, read_events, rescan_file
-from reports.judge import VIOLATION_COLUMNS
-from reports.wholerun import WHOLE_RUN_MAX_EVENTS
 from reports.level_order import level_order
+from reports.rows import VIOLATION_COLUMNS
+from reports.run_files import WHOLE_RUN_MAX_EVENTS
 from reports.outputs import write_run_outputs
 from reports.spark import get_spark, stop_spark
 from reports.verdict import broken_verdict, build_verdict
@@ -61,7 +62,7 @@ def check_runs(run_dirs, out_dir=None, master=None, baseline=None) -> list[dict]
     spark = get_spark(master)
     accepted = baseline_mod.load(baseline) if isinstance(baseline, (str, os.PathLike)) else baseline
     runs, broken = discover_runs(spark, [str(p) for p in run_dirs])
-    for run_id, message in model.validate_profiles([r.run for r in runs]).items():
+    for run_id, message in spark_jobs.validate_profiles([r.run for r in runs]).items():
         broken.append(BrokenRun(next(r.run_dir for r in runs if r.run_id == run_id), message, run_id))
     runs = [r for r in runs if r.run_id not in {b.run_id for b in broken}]
     verdicts: list[dict] = []
@@ -88,18 +89,18 @@ def _target_dir(out_dir, run_dir: str, run_id: str) -> Path | None:
 def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     by_id = {r.run_id: r for r in runs}
     runs_json = {rid: r.run for rid, r in by_id.items()}
-    ended = {rid: _ended_ms(run) for rid, run in runs_json.items()}
+    ended = {rid: judging_end_ms(run) for rid, run in runs_json.items()}
     bins = {rid: plots.timeline_bin_ms(run) for rid, run in runs_json.items()}
     whole = [r for r in runs if r.estimated_events <= WHOLE_RUN_MAX_EVENTS]
     split = [r for r in runs if r.estimated_events > WHOLE_RUN_MAX_EVENTS]
-    buckets = model.bucket_counts({r.run_id: r.estimated_events for r in split})
+    buckets = spark_jobs.bucket_counts({r.run_id: r.estimated_events for r in split})
     events = read_events(spark, split) if split else None
     PHASES.clear()
     tables = []
     if whole:
-        tables.append(model.whole_runs_table(spark, whole, ended, bins))
+        tables.append(spark_jobs.whole_runs_table(spark, whole, ended, bins))
     if split:
-        tables.append(model.judged_table(events, runs_json, buckets, ended, bins))
+        tables.append(spark_jobs.judged_table(events, runs_json, buckets, ended, bins))
     judged = tables[0] if len(tables) == 1 else tables[0].unionByName(tables[1])
     judged = judged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -110,27 +111,65 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
             lo = level_order(judged.filter(F.col("kind") == "lo")).collect() if split else []
     finally:
         judged.unpersist()
+    flagged = {json.loads(r.payload) for r in rows if r.kind == "f"}
+    held = {f[len(spark_jobs.HELD):] for f in flagged if f.startswith(spark_jobs.HELD)}
     with _phase("contract rescan"):
-        torn = _contract_pass(spark, sorted({json.loads(r.payload) for r in rows if r.kind == "f"}), by_id, broken)
+        torn = _contract_pass(spark, sorted({f for f in flagged if not f.startswith(spark_jobs.HELD)} | held), by_id, broken)
     redo, markers = _blind_buckets(rows)
+    trusted = _trusted(held, by_id, broken)
+    trusted_runs: set[str] = set()
+    if trusted:
+        _log(f"{len(trusted)} file(s) with a '?' in a name and no lone surrogate: their runs judged again")
+        trusted_runs = {rid for rid, r in by_id.items() if set(r.json_files) & set(trusted)}
+        redo |= {(rid, b) for rid in trusted_runs for b in range(buckets[rid])}
     if redo:
         with _phase("second pass"):
-            _log(f"{len(redo)} bucket(s) held no delivery of a group that consumes a topic they sent to: judged again")
-            again = model.judged_table(events, runs_json, buckets, ended, bins, markers, only=redo)
-            again_rows = again.filter(~F.col("kind").isin("lo", "u", "f")).select("run_id", "bucket", "kind", "key", "level",
-                                                                                  "store_ms", "born_ms", "payload").collect()
+            _log(f"{len(redo)} bucket(s) held no delivery of a group that consumes a topic they sent to, or rows set aside: judged again")
+            again = spark_jobs.judged_table(events, runs_json, buckets, ended, bins, markers, only=redo,
+                                            trusted_files=tuple(trusted)).persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                again_rows = again.filter(~F.col("kind").isin("lo", "u", "f")).select("run_id", "bucket", "kind", "key", "level",
+                                                                                      "store_ms", "born_ms", "payload").collect()
+                if trusted:  # LEVEL_ORDER of those runs again, with the rows set aside
+                    lo = [r for r in lo if r.run_id not in trusted_runs] + level_order(
+                        again.filter((F.col("kind") == "lo") & F.col("run_id").isin(*trusted_runs))).collect()
+            finally:
+                again.unpersist()
         rows = [r for r in rows if (r.run_id, r.bucket) not in redo or r.kind in ("u", "f")] + again_rows
     for r in rows:
-        if r.kind == "e":
-            broken.append(BrokenRun(by_id[r.run_id].run_dir, json.loads(r.payload), r.run_id))
-    bad_ids = {b.run_id for b in broken}
-    good_ids = [rid for rid in by_id if rid not in bad_ids]
+        if r.kind == "e" and r.run_id not in {b.run_id for b in broken}:
+            broken.append(BrokenRun(by_id[r.run_id].run_dir, _judging_error(spark, by_id[r.run_id], json.loads(r.payload)), r.run_id))
     unkeyed = {r.run_id: json.loads(r.payload) for r in rows if r.kind == "u" and r.bucket == 0}
     per_run = _gather(rows, lo)
+    interrupted = {}
+    already = {b.run_id for b in broken}
+    for rid, run_input in by_id.items():
+        if rid in already:
+            continue
+        got = per_run[rid]
+        found = assess(run_input.run, [_display(f) for f in run_input.json_files + run_input.parquet_files],
+                       got["events"], got["stats"]["messages"], got["last_ts_ms"])
+        if found.broken:
+            broken.append(BrokenRun(run_input.run_dir, found.broken, rid))
+        interrupted[rid] = found.interrupted
+    bad_ids = {b.run_id for b in broken}
+    good_ids = [rid for rid in by_id if rid not in bad_ids]
     verdicts = []
     with _phase("outputs"):
-        _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdicts)
+        _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, out_dir, verdicts)
     return verdicts
+
+
+def _judging_error(spark, run_input, error: dict) -> str:
+    """A run the task could not judge: the contract error its files hold, if a rescan finds one
+    (bad bytes, say), else what went wrong."""
+    if error["rescan"]:
+        for uri in run_input.json_files + run_input.parquet_files:
+            finding = rescan_file(spark, uri)
+            if finding.error:
+                return finding.error
+        return f"{_display(run_input.run_dir)}: could not be judged: {error['message']}"
+    return error["message"]
 
 
 def _blind_buckets(rows) -> tuple[set[tuple[str, int]], dict[str, list[tuple[str, str]]]]:
@@ -154,7 +193,7 @@ def _blind_buckets(rows) -> tuple[set[tuple[str, int]], dict[str, list[tuple[str
     return redo, markers
 
 
-def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdicts) -> None:
+def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, out_dir, verdicts) -> None:
     jobs = []
     for rid in good_ids:
         run = by_id[rid].run
@@ -163,7 +202,8 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdi
         vdf = _violation_frame(got["violations"])
         if accepted is not None:
             vdf = accepted.mark(vdf, run)
-        verdict = build_verdict(rid, got["stats"], got["checked"], vdf.to_dict("records"), got["pending"], faults, torn.get(rid, []))
+        verdict = build_verdict(rid, got["stats"], got["checked"], vdf.to_dict("records"), got["pending"], faults, torn.get(rid, []),
+                                interrupted.get(rid))
         target = _target_dir(out_dir, by_id[rid].run_dir, rid)
         if target is not None:
             jobs.append((target, verdict, vdf, plots.merge(got["plots"], run), run, faults))
@@ -177,7 +217,7 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, out_dir, verdi
 def _gather(rows, lo) -> dict[str, dict]:
     """The judged rows of all runs, merged per run (counts summed over buckets)."""
     per_run: dict[str, dict] = defaultdict(lambda: {"violations": [], "checked": defaultdict(int), "pending": [],
-                                                    "stats": defaultdict(int), "plots": []})
+                                                    "stats": defaultdict(int), "plots": [], "events": 0, "last_ts_ms": None})
     for r in rows:
         got = per_run[r.run_id]
         payload = json.loads(r.payload)
@@ -192,6 +232,10 @@ def _gather(rows, lo) -> dict[str, dict]:
                 got["stats"][name] += n
         elif r.kind == "p":
             got["pending"].append(payload)
+        elif r.kind == "n":
+            got["events"] += payload["events"]
+            if payload["last_ts_ms"] is not None:
+                got["last_ts_ms"] = max(got["last_ts_ms"] or payload["last_ts_ms"], payload["last_ts_ms"])
         elif r.kind == "plot":
             got["plots"].append(payload)
         elif r.kind == "lc":
@@ -221,9 +265,12 @@ def _violation_frame(violations: list[dict]):
     return frame.astype({n: ("Int64" if t == "bigint" else "boolean" if t == "boolean" else "object") for n, t in VIOLATION_COLUMNS})
 
 
-def _ended_ms(run: dict) -> int:
-    ended = run.get("ended_ms") or 0
-    return ended if ended > 0 else 2**62  # a run without an end: every window is still open
+def _trusted(held: set[str], by_id, broken) -> list[str]:
+    """The held files (a '?' in a name, :data:`reports.spark_jobs.HELD`) whose rescan found no contract
+    error: the '?' is real, so their rows are judged after all."""
+    bad_ids = {b.run_id for b in broken}
+    file_run = {f: r.run_id for r in by_id.values() for f in r.json_files}
+    return sorted(f for f in held if file_run.get(f) not in bad_ids)
 
 
 def _contract_pass(spark, suspects, by_id, broken) -> dict[str, list[dict]]:

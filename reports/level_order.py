@@ -1,7 +1,7 @@
 """LEVEL_ORDER across messages: one vectorised pass per (run, effective delay level).
 
 Within one effective delay level (the model's clamped level, carried by the ``lo`` rows of
-:mod:`reports.judge`), a message B born after A's send returned must not be stored before A. The
+:mod:`reports.judge_events`), a message B born after A's send returned must not be stored before A. The
 rows become a stream of "A returned" (at A's send ``ts_ms``) and "B born" events; sorted by time
 (a birth before a return at the same millisecond: the rule wants A's return strictly before B's
 birth), each B is compared with the latest store time among the A's returned before it.

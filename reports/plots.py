@@ -13,6 +13,7 @@ import re
 from collections import defaultdict
 
 from reference.windows import broker_outages
+from reports.rows import LATENESS_BIN_MS
 
 TIMELINE_BINS = 300
 
@@ -23,7 +24,7 @@ def timeline_bin_ms(run: dict) -> int:
 
 
 def merge(partials: list[dict], run: dict) -> dict:
-    """Plot data of one run from the partial aggregates of its buckets (``reports.judge``)."""
+    """Plot data of one run from the partial aggregates of its buckets (``reports.rows.Judgements``)."""
     lateness: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     gaps: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     gap_expected: dict[int, int] = {}
@@ -98,8 +99,6 @@ def lateness_svg(data: dict, slack_ms: int) -> str | None:
     if not data["lateness"]:
         return None
     fig, ax = _figure()
-    from reports.judge import LATENESS_BIN_MS
-
     for level in sorted(data["lateness"]):
         bins = data["lateness"][level]
         first, last = min(bins), max(bins)

@@ -97,8 +97,10 @@ def explain(v: Mapping, faults: list[Mapping]) -> dict:
 
 
 def build_verdict(run_id: str, stats: Mapping, checked: Mapping[str, int], violations: list[Mapping],
-                  pending: list[Mapping], faults: list[Mapping], torn: list[dict]) -> dict:
-    """The verdict of one run. ``violations`` rows may carry ``accepted`` (baseline)."""
+                  pending: list[Mapping], faults: list[Mapping], torn: list[dict], interrupted: str | None = None) -> dict:
+    """The verdict of one run. ``violations`` rows may carry ``accepted`` (baseline). ``interrupted``:
+    why the run did not finish (:mod:`reports.completeness`): it is undecided unless a violation
+    was observed."""
     by_inv: dict[str, list[Mapping]] = {i: [] for i in INVARIANTS}
     for v in violations:
         by_inv[v["invariant"]].append(v)
@@ -131,12 +133,14 @@ def build_verdict(run_id: str, stats: Mapping, checked: Mapping[str, int], viola
     ]
     verdict = {
         "run_id": run_id,
-        "passed": False if gating else (None if undecided else True),
+        "passed": False if gating else (None if undecided or interrupted else True),
         "messages": int(stats.get("messages") or 0),
         "attempts": int(stats.get("attempts") or 0),
         "recovered": int(stats.get("recovered") or 0),
         "invariants": invariants,
     }
+    if interrupted:
+        verdict["interrupted"] = interrupted
     if undecided:
         verdict["undecided"] = {"messages": len(pending), "examples": undecided}
     if accepted_total:

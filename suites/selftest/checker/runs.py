@@ -68,10 +68,29 @@ class RunBuilder:
                             "flush_delay_offset_interval_ms": 10000, "slack_ms": SLACK_MS},
                 "started_ms": T0, "ended_ms": T0 + self.ended}
 
-    def write(self, root: Path, lines: list[str] | None = None) -> Path:
+    def write(self, root: Path, lines: list[str] | None = None, **run_fields) -> Path:
+        """The run directory below ``root``; ``run_fields`` change run.json (None: the field is left out)."""
         d = root / self.run_id
         d.mkdir(parents=True, exist_ok=True)
-        (d / "run.json").write_text(json.dumps(self.run_json()))
+        run = {**self.run_json(), **run_fields}
+        (d / "run.json").write_text(json.dumps({k: v for k, v in run.items() if v is not None}))
         text = "".join(json.dumps(e) + "\n" for e in sorted(self.events, key=lambda e: e["ts_ms"]))
         (d / "events.jsonl").write_text(text + "".join(lines or []))
         return d
+
+
+def check_on_path(path: str, roots: list[Path], out: Path) -> dict[str, dict]:
+    """run_id -> verdict of the runs below ``roots``, all judged on one path: ``whole`` (the common
+    case) or ``bucketed`` (the path of runs above WHOLE_RUN_MAX_EVENTS, cut into buckets of 2 events)."""
+    import pytest
+
+    from reports import check, spark_jobs
+
+    mp = pytest.MonkeyPatch()
+    if path == "bucketed":
+        mp.setattr(spark_jobs, "EVENTS_PER_BUCKET", 2)
+        mp.setattr(check, "WHOLE_RUN_MAX_EVENTS", -1)
+    try:
+        return {v["run_id"]: v for v in check.check_runs(roots, out_dir=out)}
+    finally:
+        mp.undo()

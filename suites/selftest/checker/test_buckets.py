@@ -1,6 +1,6 @@
 """The path a run takes never changes its verdict.
 
-Runs up to ``WHOLE_RUN_MAX_EVENTS`` are judged whole from their files' bytes (``reports.wholerun``);
+Runs up to ``WHOLE_RUN_MAX_EVENTS`` are judged whole from their files' bytes (``reports.run_files``);
 bigger ones are parsed by Spark and cut into buckets of keys, each judged apart: a run's faults,
 snapshots and CRASH answers are copied to every bucket, and a bucket that saw none of some group's
 deliveries of a topic is judged again knowing the run's (topic, group) pairs. Here every hand-made
@@ -27,11 +27,11 @@ def _two_groups() -> RunBuilder:
 
 @pytest.fixture(scope="module")
 def small_buckets(spark, case_root, tmp_path_factory, monkeypatch_module):
-    from reports import check, model
+    from reports import check, spark_jobs
     from reports.check import check_runs
 
     _two_groups().write(case_root.parent / "buckets-extra")
-    monkeypatch_module.setattr(model, "EVENTS_PER_BUCKET", 3)
+    monkeypatch_module.setattr(spark_jobs, "EVENTS_PER_BUCKET", 3)
     monkeypatch_module.setattr(check, "WHOLE_RUN_MAX_EVENTS", -1)
     verdicts = check_runs([case_root, case_root.parent / "buckets-extra"], out_dir=tmp_path_factory.mktemp("buckets-out"))
     return {v["run_id"]: v for v in verdicts}
@@ -41,11 +41,11 @@ def small_buckets(spark, case_root, tmp_path_factory, monkeypatch_module):
 def through_spark_files(spark, case_root, tmp_path_factory):
     """The hand-made runs judged whole, their files read through Spark's binaryFile source (as any
     non-local path is) instead of by the task."""
-    from reports import model
+    from reports import spark_jobs
     from reports.check import check_runs
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(model, "READ_LOCAL_FILES_IN_TASKS", False)
+    mp.setattr(spark_jobs, "READ_LOCAL_FILES_IN_TASKS", False)
     try:
         verdicts = check_runs([case_root], out_dir=tmp_path_factory.mktemp("binary-out"))
     finally:

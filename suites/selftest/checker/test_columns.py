@@ -1,5 +1,5 @@
-"""The columnar judge (``reports.columns.judge_table``, what the Spark job runs) gives exactly the
-judgements of the event-at-a-time reference path (``reports.judge.judge_bucket``).
+"""The columnar judge (``reports.judge_columnar.judge_table``, what the Spark job runs) gives exactly the
+judgements of the event-at-a-time reference path (``reports.judge_events.judge_bucket``).
 
 The columnar judge takes the plain keys over whole columns and hands every other key to the dict
 path; a wrong split would silently drop or invent findings. Each run below is judged both ways:
@@ -23,15 +23,13 @@ from adapters.simulated.defects import Defect
 from harness.batch import BatchOptions, run_batch
 from harness.systems import SystemSpec
 from reference.profile import LOCAL_RETRY_DELAY_MS
-from reports.columns import judge_table, table_from_events
-from reports.judge import judge_bucket
+from reports.judge_columnar import judge_table
+from reports.judge_events import judge_bucket
+from reports.rows import table_from_events
 from suites.chaos.generate import sample
 from suites.chaos.scenarios import NIGHTLY
 from suites.conformance.scenarios import CONFORMANCE
 from suites.selftest.checker import cases
-
-END = 2**62
-
 
 def _summary(rows: list[tuple]) -> dict:
     """Judgements, order-free: violations and pending as multisets, counts summed, plots merged."""
@@ -61,7 +59,7 @@ def _summary(rows: list[tuple]) -> dict:
 
 
 def _both(run: dict, events: list[dict]):
-    ended = run.get("ended_ms") or END
+    ended = run.get("ended_ms") or None  # None: an interrupted run
     from reports.plots import timeline_bin_ms
 
     width = timeline_bin_ms(run)

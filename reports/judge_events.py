@@ -1,4 +1,6 @@
-"""Judging one bucket of messages: observed events against the model's expected attempts.
+"""The event-at-a-time judge: one bucket of messages, observed events (dicts) against the model's
+expected attempts. The reference path; :mod:`reports.judge_columnar` gives the same judgements
+from columns and hands it every key that is not plain.
 
 Runs on the executors, once per (run, bucket of keys): the events of those keys are grouped with
 the run's faults, :func:`reference.expected.build_expected_rows` says what must happen, and each
@@ -7,30 +9,17 @@ from the model, duplicate rulings from :func:`reference.expected.rule_duplicate`
 keys, so this module only emits each delayed message's first attempt for the Spark window in
 :mod:`reports.level_order`.
 
-Output rows (:data:`OUTPUT_SCHEMA`): ``kind`` = ``v`` (a violation, JSON), ``c`` (checked counts,
-JSON), ``p`` (pending message, JSON), ``s`` (stats, JSON), ``plot`` (partial plot aggregates, JSON),
-``lo`` (a first attempt for LEVEL_ORDER, typed columns).
+Output rows: :data:`reports.rows.OUTPUT_SCHEMA` (``v``, ``c``, ``p``, ``s``, ``plot``, ``lo``).
 """
 
 from __future__ import annotations
 
-import json
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 from reference import expected as model
+from reports.rows import EXPECTED_COL, LATENESS_BIN_MS, LATENESS_RANGE_MS, TOPIC_GROUP_KEY, Judgements
 
-OUTPUT_SCHEMA = ("run_id string, bucket bigint, kind string, key string, level bigint, store_ms bigint, "
-                 "send_ts_ms bigint, born_ms bigint, payload string")
-#: (name, Spark SQL type) of every violation row (the ``violations`` Parquet), in order.
-VIOLATION_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run_id", "string"), ("invariant", "string"), ("key", "string"), ("group", "string"), ("attempt", "bigint"),
-    ("requested_level", "bigint"), ("level", "bigint"), ("clamped", "boolean"), ("anchor_ms", "bigint"),
-    ("earliest_ms", "bigint"), ("latest_ms", "bigint"), ("observed_ms", "bigint"), ("widened_by", "string"),
-    ("other_key", "string"), ("cause", "string"), ("detail", "string"),
-)
-LATENESS_BIN_MS = 250
-LATENESS_RANGE_MS = (-30_000, 120_000)
-_COL = {name: i for i, name in enumerate(model.EXPECTED_COLUMNS)}
+_COL = EXPECTED_COL
 
 
 def _x(row, name):
@@ -42,39 +31,12 @@ def _clip_bin(value_ms: int) -> int:
     return (min(max(value_ms, lo), hi) // LATENESS_BIN_MS) * LATENESS_BIN_MS
 
 
-class _Out:
-    def __init__(self, run_id: str, bucket: int = 0):
-        self.run_id = run_id
-        self.bucket = bucket
-        self.rows: list[tuple] = []
-        self.checked: Counter = Counter()
-        self.plot = {"lateness": defaultdict(Counter), "gaps": defaultdict(Counter), "gap_expected": {},
-                     "timeline": Counter(), "duplicates": Counter()}
-
-    def violation(self, invariant: str, key, **fields) -> None:
-        fields.update(invariant=invariant, key=key)
-        self.rows.append((self.run_id, self.bucket, "v", key, None, None, None, None, json.dumps(fields)))
-
-    def emit(self, kind: str, payload) -> None:
-        self.rows.append((self.run_id, self.bucket, kind, None, None, None, None, None, json.dumps(payload)))
-
-    def emit_plot(self) -> None:
-        plot = self.plot
-        self.emit("plot", {
-            "lateness": {str(lv): dict(c) for lv, c in plot["lateness"].items()},
-            "gaps": {str(a): dict(c) for a, c in plot["gaps"].items()},
-            "gap_expected": {str(a): v for a, v in plot["gap_expected"].items()},
-            "timeline": [[b, o, n] for (b, o), n in plot["timeline"].items()],
-            "duplicates": dict(plot["duplicates"]),
-        })
-
-
-def judge_bucket(run: dict, events: list[dict], ended_ms: int, timeline_bin_ms: int, bucket: int = 0) -> list[tuple]:
+def judge_bucket(run: dict, events: list[dict], ended_ms: int | None, timeline_bin_ms: int, bucket: int = 0) -> list[tuple]:
     """All judgements of the keys in ``events`` (plus the run's faults and snapshots), one event at
-    a time: the reference path. :func:`judge_table` gives the same judgements from columns."""
-    out = _Out(run["run_id"], bucket)
+    a time: the reference path. :func:`reports.judge_columnar.judge_table` gives the same judgements from columns."""
+    out = Judgements(run["run_id"], bucket)
     rows = model.build_expected_rows(run, events)
-    _judge_dicts(out, run, rows, events, ended_ms, timeline_bin_ms, timeline=True)
+    judge_keys(out, run, rows, events, ended_ms, timeline_bin_ms, timeline=True)
     sends = {e["key"]: e for e in events if e["type"] == "send"}
     delivered = {(e["key"], e["group"], e["reconsume_times"]) for e in events
                  if e["type"] == "deliver" and e["key"] != TOPIC_GROUP_KEY}
@@ -86,7 +48,7 @@ def judge_bucket(run: dict, events: list[dict], ended_ms: int, timeline_bin_ms: 
     return out.rows
 
 
-def _judge_dicts(out: _Out, run: dict, rows: list[tuple], events: list[dict], ended_ms: int, timeline_bin_ms: int,
+def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict], ended_ms: int | None, timeline_bin_ms: int,
                  timeline: bool) -> None:
     """Judge the keys of ``events`` (dicts) against the model's ``rows`` for them."""
     exp = {(r[_COL["key"]], r[_COL["group"]] or "", r[_COL["attempt"]]): r for r in rows}
@@ -128,10 +90,8 @@ def _judge_dicts(out: _Out, run: dict, rows: list[tuple], events: list[dict], en
     _messages(out, exp, attempts, dlqs, ended_ms)
 
 
-TOPIC_GROUP_KEY = "\u0000topic-group"
 
-
-def _attempt(out: _Out, run, faults, key, group, attempt, ds, prev, x, send) -> None:
+def _attempt(out: Judgements, run, faults, key, group, attempt, ds, prev, x, send) -> None:
     first = ds[0]
     local = attempt >= 1 and prev is not None and prev[1] is not None and model.same_stored_copy(prev[1], first)
     observed = first["ts_ms"] if local else first["store_ms"]
@@ -195,8 +155,18 @@ def _attempt(out: _Out, run, faults, key, group, attempt, ds, prev, x, send) -> 
             out.violation("INTEGRITY", key, group=group, attempt=attempt, observed_ms=d["ts_ms"], detail=detail)
 
 
-def _messages(out: _Out, exp, attempts, dlqs, ended_ms: int) -> None:
-    """NO_LOSS and DLQ_ROUTING per (message, group), and the messages still pending at the end."""
+def _pending_reason(latest_ms: int | None, ended_ms: int | None) -> str:
+    if ended_ms is None:
+        return ("not final when the harness stopped observing (the run was interrupted)"
+                + (f"; its window closes at {latest_ms}" if latest_ms is not None else ""))
+    if latest_ms is None:
+        return "its window has no end: the broker was not ready again"
+    return f"its window closes at {latest_ms}, after the run ended at {ended_ms}"
+
+
+def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None) -> None:
+    """NO_LOSS and DLQ_ROUTING per (message, group), and the messages still pending at the end.
+    ``ended_ms`` None: the run was interrupted, so nothing is judged on an absence (pending instead)."""
     plans: dict[tuple, list] = defaultdict(list)
     for (key, group, attempt), row in exp.items():
         plans[(key, group)].append(row)
@@ -232,10 +202,12 @@ def _messages(out: _Out, exp, attempts, dlqs, ended_ms: int) -> None:
         missing = next((r for r in rows if r[i_attempt] not in got), None)
         reached = mg in consumed or n_dlq > 0
         m_latest = _x(missing, "latest_ms")
-        pending = not reached and missing is not None and (m_latest is None or m_latest > ended_ms)
+        if ended_ms is None:  # an interrupted run: what was not observed yet may still come
+            pending = not reached
+        else:
+            pending = not reached and missing is not None and (m_latest is None or m_latest > ended_ms)
         if pending and status in ("SEND_OK", "UNKNOWN"):
-            reason = ("its window has no end: the broker was not ready again" if m_latest is None
-                      else f"its window closes at {m_latest}, after the run ended at {ended_ms}")
+            reason = _pending_reason(m_latest, ended_ms)
             out.emit("p", {"invariant": "DLQ_ROUTING" if final_state == "DLQ" else "NO_LOSS", "key": key,
                            "attempt": _x(missing, "attempt"), "detail": reason})
         if status == "SEND_OK":
@@ -256,7 +228,7 @@ def _messages(out: _Out, exp, attempts, dlqs, ended_ms: int) -> None:
             detail = "in the DLQ, but its plan ends in CONSUMED"
         elif pending:
             detail = None
-        elif n_dlq != 1:
+        elif n_dlq > 1 or (n_dlq == 0 and ended_ms is not None):  # the DLQ is read at the end: not yet, if interrupted
             detail = f"expected exactly one DLQ entry, found {n_dlq}"
         elif got and final_attempt is not None and max(got) > final_attempt:
             detail = f"delivered again after its last attempt {final_attempt}: attempt {max(got)}"

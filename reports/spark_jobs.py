@@ -1,8 +1,9 @@
-"""Where the checker calls the reference model: on the executors, one call per bucket of keys.
+"""The checker's Spark jobs: events spread into (run, bucket of keys) and judged on the executors,
+and runs judged whole from their files' bytes, one per task.
 
 The rules live in ``reference``; this module only moves data to them and back. Events are grouped
 by (run, bucket of keys) so one call of :func:`reference.expected.build_expected_rows` (in
-:func:`reports.columns.judge_table`) sees every event of the keys it judges plus the run's faults,
+:func:`reports.judge_columnar.judge_table`) sees every event of the keys it judges plus the run's faults,
 snapshots and CRASH answers (copied to every bucket of the run: they are few). The model is per
 message, so a bucket's answer is the run's answer for its keys.
 """
@@ -15,18 +16,24 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from reference import expected as model
+from reference.contract import ContractError
+from reports.inputs import _display
+from reports.judge_columnar import judge_or_error
+from reports.rows import JUDGE_COLUMNS, OUTPUT_SCHEMA
+from reports.run_files import judge_runs
 
 #: Target number of events handed to one model call (bounds Python memory per group).
 EVENTS_PER_BUCKET = 200_000
 #: Runs judged whole read their local files in the task (else through Spark's binaryFile source).
 READ_LOCAL_FILES_IN_TASKS = True
 UNKEYED_TYPES = ("fault", "snapshot")
+#: Prefix of a ``bad_file`` whose row was only held back (:func:`reports.inputs.read_events`'s
+#: ``maybe_lone_surrogate``): the driver rescans the file and, if it is clean, judges again trusting it.
+HELD = "?held:"
 
 def validate_profiles(runs: list[dict]) -> dict[str, str]:
     """Run the model's profile parsing on the driver (a bad profile must not fail a Spark task):
     run_id -> error message for each run whose profile the model rejects."""
-    from reference.contract import ContractError
-
     errors: dict[str, str] = {}
     for run in runs:
         try:
@@ -41,26 +48,29 @@ def bucket_counts(events_per_run: dict[str, int]) -> dict[str, int]:
     return {rid: max(1, n // EVENTS_PER_BUCKET + 1) for rid, n in events_per_run.items()}
 
 
-def spread_events(events: DataFrame, buckets: dict[str, int], only: set[tuple[str, int]] | None = None) -> DataFrame:
+def spread_events(events: DataFrame, buckets: dict[str, int], only: set[tuple[str, int]] | None = None,
+                  trusted_files: tuple[str, ...] = ()) -> DataFrame:
     """Each row with its ``bucket`` (see :func:`judged_table`), ``bad_file`` and ``echo``, in the
-    transport encoding :func:`reports.columns.judge_table` reads: the run as its index in
+    transport encoding :func:`reports.judge_columnar.judge_table` reads: the run as its index in
     ``buckets`` (``run_ix``), ``plan`` as comma-joined words and ``offsets`` as JSON (Spark's Arrow
     writer is slow on arrays and maps even when they are null: they cost more than all other
     columns together)."""
     spark = events.sparkSession
     sizes = spark.createDataFrame([(rid, ix, n) for ix, (rid, n) in enumerate(buckets.items())],
                                   "run_id string, run_ix long, buckets long")
-    ok = F.col("contract_ok") & ~F.col("suspect")
+    held = F.col("maybe_lone_surrogate") & ~F.col("source_file").isin(*trusted_files) if trusted_files else F.col("maybe_lone_surrogate")
+    ok = F.col("contract_ok") & ~F.col("suspect") & ~held
     own = F.pmod(F.xxhash64("key"), F.col("buckets"))
     everywhere = ok & (F.col("type").isin(*UNKEYED_TYPES) | ((F.col("type") == "deliver") & (F.col("outcome") == "CRASH")))
     encoded = {"plan": F.when(F.col("plan").isNotNull(), F.concat_ws(",", "plan")).alias("plan"),
                "offsets": F.when(F.col("offsets").isNotNull(), F.to_json("offsets")).alias("offsets")}
-    cols = [encoded.get(c, F.col(c)) for c in events.columns if c in _JUDGE_COLUMNS]
+    cols = [encoded.get(c, F.col(c)) for c in events.columns if c in JUDGE_COLUMNS]
     spread = (
         events.join(F.broadcast(sizes), "run_id")
         .select(
             "run_ix", *cols,
-            F.when(ok, F.lit(None).cast("string")).otherwise(F.col("source_file")).alias("bad_file"),
+            F.when(ok, F.lit(None).cast("string")).when(F.col("contract_ok") & ~F.col("suspect"), F.concat(F.lit(HELD), "source_file"))
+            .otherwise(F.col("source_file")).alias("bad_file"),
             own.alias("own"),
             F.explode(F.when(everywhere, F.sequence(F.lit(0).cast("long"), F.col("buckets") - 1)).otherwise(F.array(own))).alias("bucket"),
         )
@@ -77,8 +87,8 @@ def spread_events(events: DataFrame, buckets: dict[str, int], only: set[tuple[st
 def judged_table(events: DataFrame, runs: dict[str, dict], buckets: dict[str, int],
                  ended_ms: dict[str, int], timeline_bin_ms: dict[str, int],
                  markers: dict[str, list[tuple[str, str]]] | None = None,
-                 only: set[tuple[str, int]] | None = None) -> DataFrame:
-    """The judgements (:data:`reports.judge.OUTPUT_SCHEMA` rows) of every run in ``events`` (all rows
+                 only: set[tuple[str, int]] | None = None, trusted_files: tuple[str, ...] = ()) -> DataFrame:
+    """The judgements (:data:`reports.rows.OUTPUT_SCHEMA` rows) of every run in ``events`` (all rows
     as read, with ``run_id``, ``source_file``, ``suspect`` and ``contract_ok``): one model call and
     one judging per (run, bucket of keys), in one pass over the events (no cache, no earlier pass).
 
@@ -92,11 +102,8 @@ def judged_table(events: DataFrame, runs: dict[str, dict], buckets: dict[str, in
     pairs to judge) are for the rare second pass: a bucket that held none of some group's
     deliveries of a topic it sent to is judged again knowing the run's pairs (kind ``tg`` rows say
     which pairs each bucket saw). A ContractError of the model comes back as a row of kind ``e``."""
-    from reports.columns import judge_or_error
-    from reports.judge import OUTPUT_SCHEMA
-
     spark = events.sparkSession
-    spread = spread_events(events, buckets, only)
+    spread = spread_events(events, buckets, only, trusted_files)
     run_ids = list(buckets)
     timings = bool(os.environ.get("HOURGLASS_CHECK_TIMINGS"))
 
@@ -131,29 +138,14 @@ def judged_table(events: DataFrame, runs: dict[str, dict], buckets: dict[str, in
     return spread.repartition(partitions, "run_ix", "bucket").mapInArrow(judge_partition, OUTPUT_SCHEMA)
 
 
-def _judge_columns() -> set[str]:
-    """Contract fields the model and the judging read, of every event type, except ``msg_id``
-    (nobody reads it, and it is the widest column)."""
-    from reference.contract import EVENT_FIELDS
-
-    return ({"type", "ts_ms"} | {f.name for t in EVENT_FIELDS for f in EVENT_FIELDS[t]}) - {"msg_id"}
-
-
-_JUDGE_COLUMNS = _judge_columns()
-
-
 def whole_runs_table(spark, runs: list, ended_ms: dict[str, int], timeline_bin_ms: dict[str, int]) -> DataFrame:
     """The judgements of ``runs`` (:class:`reports.inputs.RunInput`), each judged whole in one task
-    from its files' bytes (:mod:`reports.wholerun`): no parse in the JVM, no shuffle of events.
+    from its files' bytes (:mod:`reports.run_files`): no parse in the JVM, no shuffle of events.
 
     Local files (``file:``, as executors of a local session or a cluster with a shared file system
     see them) are read by the task itself: one task per run, nothing through the JVM. Any other
     path travels through Spark's ``binaryFile`` source (so any path Spark reads works), one run per
     task by a range split over the run indices."""
-    from reports.inputs import _display
-    from reports.judge import OUTPUT_SCHEMA
-    from reports.wholerun import judge_runs
-
     run_jsons = [r.run for r in runs]
     uris = [r.json_files + r.parquet_files for r in runs]
     timings = bool(os.environ.get("HOURGLASS_CHECK_TIMINGS"))

@@ -1,12 +1,12 @@
-"""Judging one bucket from columns: the same judgements as :func:`reports.judge.judge_bucket`,
-without a Python dict per event.
+"""The columnar judge: one bucket judged from Arrow columns with numpy, the same judgements as the
+event-at-a-time :func:`reports.judge_events.judge_bucket`, without a Python dict per event.
 
 What the executors receive is an Arrow table of one (run, bucket of keys). Most keys of a healthy
 run are *plain*: every delivered attempt was delivered once, inside the model's window, after the
 LATER it follows, to the right topic with the right body, and the message was consumed as its plan
 says. Plain keys are judged here with numpy over whole columns; every other key (a violation, a
 duplicate, a DLQ entry, an UNKNOWN or FAILED send, a pending message, anything unusual) goes
-through the event-at-a-time path of :mod:`reports.judge`, with its events as dicts. The split only
+through the event-at-a-time path of :mod:`reports.judge_events`, with its events as dicts. The split only
 decides *who* judges a key; the rules and the expectations are the same (the model's rows, built
 once per bucket), and ``suites/selftest/checker/test_columns.py`` holds both paths to the same
 output.
@@ -25,7 +25,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reference import expected as model
-from reports.judge import (_COL, LATENESS_BIN_MS, LATENESS_RANGE_MS, TOPIC_GROUP_KEY, _judge_dicts, _Out)
+from reference.contract import ContractError
+from reports.judge_events import judge_keys
+from reports.rows import (EXPECTED_COL, LATENESS_BIN_MS, LATENESS_RANGE_MS, TOPIC_GROUP_KEY, Judgements, error_row,
+                          output_layout, rows_table)
+
+_COL = EXPECTED_COL
 
 _NULL = np.iinfo(np.int64).min  # an absent integer
 SEND_FIELDS = ("type", "ts_ms", "key", "topic", "delay_level", "deliver_at_ms", "body_crc", "plan", "status", "born_ms")
@@ -38,7 +43,7 @@ SNAPSHOT_FIELDS = ("type", "ts_ms", "source", "offsets")
 
 def _dicts(table: pa.Table, names) -> list[dict]:
     """Rows as contract event dicts (absent fields left out, as in the files); ``plan`` and
-    ``offsets`` decoded from their transport encoding (:func:`reports.model.spread_events`)."""
+    ``offsets`` decoded from their transport encoding (:func:`reports.spark_jobs.spread_events`)."""
     names = [n for n in names if n in table.column_names]
     cols = [table.column(n).to_pylist() for n in names]
     out = [{n: v for n, v in zip(names, row) if v is not None} for row in zip(*cols)]
@@ -58,32 +63,6 @@ def _dicts(table: pa.Table, names) -> list[dict]:
     return out
 
 
-def transport_schema() -> pa.Schema:
-    """The columns :func:`judge_table` reads, typed as Spark hands them over."""
-    from reports.inputs import event_schema
-    from reports.model import _JUDGE_COLUMNS
-
-    kinds = {"LongType": pa.int64(), "BooleanType": pa.bool_()}
-    fields = [(f.name, kinds.get(type(f.dataType).__name__, pa.string())) for f in event_schema().fields if f.name in _JUDGE_COLUMNS]
-    return pa.schema(fields + [("bad_file", pa.string()), ("echo", pa.bool_())])
-
-
-def table_from_events(events: list[dict]) -> pa.Table:
-    """Contract event dicts as one bucket's table, encoded as :func:`reports.model.spread_events`
-    hands it over (for tests and tools that judge without Spark)."""
-    schema = transport_schema()
-    rows = []
-    for e in events:
-        row = {n: e.get(n) for n in schema.names}
-        if row.get("plan") is not None:
-            row["plan"] = ",".join(row["plan"])
-        if row.get("offsets") is not None:
-            row["offsets"] = json.dumps(row["offsets"])
-        row["echo"] = False
-        rows.append(row)
-    return pa.Table.from_pylist(rows, schema=schema)
-
-
 def _ints(col) -> np.ndarray:
     return pc.fill_null(col, _NULL).to_numpy() if col.null_count else col.to_numpy()
 
@@ -99,18 +78,22 @@ def _unkeyed(faults: pa.Table, snapshots: pa.Table, deliveries: pa.Table) -> lis
     return out
 
 
-def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int, timeline_bin_ms: int,
+def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, timeline_bin_ms: int,
                 markers: list[tuple[str, str]] | None = None) -> pa.Table:
-    """All judgements of one (run, bucket) as an Arrow table of :data:`reports.judge.OUTPUT_SCHEMA`:
-    ``table`` holds the bucket's rows as :func:`reports.model.judged_table` spreads them
-    (``bad_file``, ``echo`` included)."""
+    """All judgements of one (run, bucket) as an Arrow table of :data:`reports.rows.OUTPUT_SCHEMA`:
+    ``table`` holds the bucket's rows as :func:`reports.spark_jobs.judged_table` spreads them
+    (``bad_file``, ``echo`` included). ``ended_ms`` None: the run was interrupted (nothing is judged
+    on an absence). Also says what the bucket observed (kind ``n``: its events and the last
+    ``ts_ms``: an interrupted run is judged up to there)."""
     run_id = run["run_id"]
-    out = _Out(run_id, bucket)
+    out = Judgements(run_id, bucket)
     bad = table.column("bad_file")
     if bad.null_count != table.num_rows:
         for f in sorted(set(pc.drop_null(bad).to_pylist())):
             out.emit("f", f)
         table = table.filter(pc.is_null(bad))
+    own = table.filter(pc.invert(table.column("echo")))  # not the copies of faults sent to every bucket
+    out.emit("n", {"events": own.num_rows, "last_ts_ms": pc.max(own.column("ts_ms")).as_py()})
     kind = table.column("type")
     sends_t = table.filter(pc.equal(kind, "send"))
     all_deliveries = table.filter(pc.equal(kind, "deliver"))
@@ -139,32 +122,26 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int, timeline
         events += _dicts(dlq_t.filter(pc.is_in(dlq_t.column("key"), slow_keys)), DLQ_FIELDS)
         events += unkeyed
         key_i = _COL["key"]
-        _judge_dicts(out, run, [r for r in rows if r[key_i] in slow], events, ended_ms, timeline_bin_ms, timeline=False)
+        judge_keys(out, run, [r for r in rows if r[key_i] in slow], events, ended_ms, timeline_bin_ms, timeline=False)
     out.emit("c", dict(out.checked))
     out.emit_plot()
     return _as_table(out)
 
 
-def judge_or_error(run: dict, bucket: int, table: pa.Table, ended_ms: int, timeline_bin_ms: int,
+def judge_or_error(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, timeline_bin_ms: int,
                    markers: list[tuple[str, str]] | None = None) -> pa.Table:
-    """:func:`judge_table`, or one row of kind ``e`` when the model rejects the run's events."""
-    from reference.contract import ContractError
-
+    """:func:`judge_table`, or one row of kind ``e`` when the model rejects the run's events or the
+    judging fails on them: one run's bad input never fails the task, hence the other runs."""
     try:
         return judge_table(run, bucket, table, ended_ms, timeline_bin_ms, markers)
     except ContractError as e:
-        return rows_table([(run["run_id"], bucket, "e", None, None, None, None, None, json.dumps(str(e)))])
+        return rows_table([error_row(run["run_id"], bucket, str(e), rescan=False)])
+    except Exception as e:  # noqa: BLE001 - e.g. bytes no contract check caught: the driver rescans the run's files
+        return rows_table([error_row(run["run_id"], bucket, f"{type(e).__name__}: {e}", rescan=True)])
 
 
-def rows_table(rows: list[tuple]) -> pa.Table:
-    """Row tuples of :data:`reports.judge.OUTPUT_SCHEMA` as an Arrow table."""
-    names, types = output_layout()
-    return pa.Table.from_arrays([pa.array(c, type=t) for c, t in zip(zip(*rows), types)] if rows
-                                else [pa.array([], type=t) for t in types], names=names)
-
-
-def _as_table(out: _Out) -> pa.Table:
-    """The judgements as Arrow: the few rows of :class:`reports.judge._Out`, then the LEVEL_ORDER
+def _as_table(out: Judgements) -> pa.Table:
+    """The judgements as Arrow: the few rows of :class:`reports.rows.Judgements`, then the LEVEL_ORDER
     rows of the plain keys (one per delayed message: kept as columns all the way)."""
     names, _ = output_layout()
     rows = rows_table(out.rows)
@@ -176,15 +153,6 @@ def _as_table(out: _Out) -> pa.Table:
             "kind": pa.array(["lo"] * k, type=pa.string()), "payload": pa.nulls(k, type=pa.string())}
     cols.update({n: pa.array(v, type=pa.int64()) if n != "key" else v for n, v in lo.items()})
     return pa.concat_tables([rows, pa.Table.from_arrays([cols[n] for n in names], names=names)])
-
-
-def output_layout() -> tuple[list[str], list[pa.DataType]]:
-    """Names and Arrow types of :data:`reports.judge.OUTPUT_SCHEMA`."""
-    from reports.judge import OUTPUT_SCHEMA
-
-    pairs = [p.strip().split(" ") for p in OUTPUT_SCHEMA.split(",")]
-    kinds = {"string": pa.string(), "bigint": pa.int64()}
-    return [n for n, _ in pairs], [kinds[t] for _, t in pairs]
 
 
 def _encode(*parts) -> tuple[list[np.ndarray], pa.Array]:
@@ -203,7 +171,7 @@ def _encode(*parts) -> tuple[list[np.ndarray], pa.Array]:
     return out, enc.dictionary
 
 
-def _judge_plain(out: _Out, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline_bin_ms) -> set[str]:
+def _judge_plain(out: Judgements, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline_bin_ms) -> set[str]:
     """Judge the plain keys with whole columns; return the other keys (for the dict path). Also
     counts what spans every key of the bucket: stats and the timeline."""
     n = deliv.num_rows

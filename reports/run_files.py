@@ -1,4 +1,4 @@
-"""Runs judged whole: the files of a run read and parsed in the Python task that judges it.
+"""A run's files parsed in the Python task that judges the run whole.
 
 Most histories are many runs of a moderate size (a nightly chaos history: hundreds of runs of up
 to a few million events). For those, shuffling every parsed event by key costs more than the
@@ -6,8 +6,8 @@ judging: Spark parses each JSON line into typed columns, shuffles them, and conv
 Arrow for Python. A run small enough for one task (:data:`WHOLE_RUN_MAX_EVENTS`) instead travels
 as its files' bytes (Spark's ``binaryFile`` source, so any path Spark reads), one run per task,
 and is parsed here by Arrow's JSON or Parquet reader straight into columns. Bigger runs take the
-bucketed path of :func:`reports.model.judged_table`; both end in
-:func:`reports.columns.judge_table`, so a run's verdict does not depend on the path.
+bucketed path of :func:`reports.spark_jobs.judged_table`; both end in
+:func:`reports.judge_columnar.judge_table`, so a run's verdict does not depend on the path.
 
 The contract is checked here as Spark checks it on the bucketed path: a row that breaks it (a
 line that does not parse, a wrong type, a missing field, an unknown choice) is left out and its
@@ -24,6 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reference.contract import EVENT_FIELDS, EVENT_TYPES, ContractError, validate_event
+from reports.judge_columnar import judge_or_error
+from reports.level_order import judge_level
+from reports.rows import error_row, rows_table, table_from_events, transport_schema
 
 #: Runs up to this many (estimated) events are judged whole, in one task.
 WHOLE_RUN_MAX_EVENTS = 1_000_000
@@ -31,44 +34,57 @@ WHOLE_RUN_MAX_EVENTS = 1_000_000
 
 def _parse_schema() -> pa.Schema:
     """Every contract field but ``offsets`` (a JSON object: inferred as a struct)."""
-    from reports.columns import transport_schema
-
     fields = [f for f in transport_schema() if f.name not in ("offsets", "plan", "bad_file", "echo")]
     return pa.schema(fields + [("plan", pa.list_(pa.string()))])
 
 
 def parse_file(uri: str, content: bytes) -> tuple[pa.Table, bool]:
-    """One events file as a table of contract-valid rows in :func:`reports.columns.transport_schema`
+    """One events file as a table of contract-valid rows in :func:`reports.rows.transport_schema`
     layout, and whether some row was left out (the file is reported for a line-by-line rescan)."""
     if uri.endswith(".parquet"):
         import pyarrow.parquet as pq
 
-        return _conform(pq.read_table(io.BytesIO(content)), uri)
+        table = pq.read_table(io.BytesIO(content))
+        if not _valid_utf8(table):
+            return table_from_events([]), True  # the rescan names the row
+        return _conform(table, uri)
     import pyarrow.json as pj
 
     try:
         table = pj.read_json(io.BytesIO(content), read_options=pj.ReadOptions(block_size=16 << 20),
                              parse_options=pj.ParseOptions(explicit_schema=_parse_schema(), unexpected_field_behavior="infer"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return _line_by_line(content), True  # a torn or broken line, a wrong type: find the good lines
+        return _line_by_line(content), True  # a torn or broken line, a wrong type, a lone surrogate: find the good lines
+    if not _valid_utf8(table):  # Arrow's JSON reader does not check the bytes of strings
+        return _line_by_line(content), True
     return _conform(table, uri)
 
 
+def _valid_utf8(table: pa.Table) -> bool:
+    try:
+        table.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
 def _line_by_line(content: bytes) -> pa.Table:
+    """The lines of ``content`` that are UTF-8 JSON objects without lone surrogates (the others are
+    left out: the driver's rescan names them)."""
     events = []
-    for text in content.decode("utf-8", errors="replace").split("\n"):
-        if text.strip():
+    for line in content.split(b"\n"):
+        if line.strip():
             try:
-                events.append(json.loads(text))
-            except ValueError:
+                event = json.loads(line.decode("utf-8"))
+                json.dumps(event, ensure_ascii=False).encode("utf-8")  # a lone surrogate escape does not encode
+            except (ValueError, UnicodeError):
                 continue
+            events.append(event)
     return _valid_events(events)
 
 
 def _valid_events(events) -> pa.Table:
     """The events (dicts, absent fields left out) that keep the contract, as a table."""
-    from reports.columns import table_from_events
-
     good = []
     for event in events:
         try:
@@ -81,8 +97,6 @@ def _valid_events(events) -> pa.Table:
 
 def _conform(table: pa.Table, uri: str) -> tuple[pa.Table, bool]:
     """Cast to the transport layout (absent columns as nulls) and drop rows that break the contract."""
-    from reports.columns import transport_schema
-
     n = table.num_rows
     have = set(table.column_names)
     cols = []
@@ -167,9 +181,6 @@ def _level_order(judged: pa.Table) -> pa.Table:
     :func:`reports.level_order.level_order` gives them for bucketed runs."""
     import numpy as np
 
-    from reports.columns import rows_table
-    from reports.level_order import judge_level
-
     is_lo = pc.equal(judged.column("kind"), "lo")
     lo = judged.filter(is_lo)
     if not lo.num_rows:
@@ -190,20 +201,26 @@ def _level_order(judged: pa.Table) -> pa.Table:
 
 def judge_runs(files_by_run: dict[int, list[tuple[str, bytes]]], runs: list[dict], ended_ms: dict, timeline_bin_ms: dict):
     """Judge each run of one task whole (bucket 0); yield Arrow tables of judgements."""
-    from reports.columns import judge_or_error, rows_table
-
     for run_ix, files in sorted(files_by_run.items()):
         run = runs[run_ix]
         run_id = run["run_id"]
-        parts, bad = [], []
-        for uri, content in sorted(files):
-            table, broken = parse_file(uri, content)
-            parts.append(table)
-            if broken:
-                bad.append(uri)
-        table = pa.concat_tables(parts)  # a run has files: discover_runs breaks one without
-        judged = _level_order(judge_or_error(run, 0, table, ended_ms[run_id], timeline_bin_ms[run_id]))
-        if bad:
-            judged = pa.concat_tables([judged, rows_table([(run_id, 0, "f", None, None, None, None, None, json.dumps(uri))
-                                                           for uri in bad])])
-        yield judged
+        try:
+            yield _judge_run(run, files, ended_ms[run_id], timeline_bin_ms[run_id])
+        except Exception as e:  # noqa: BLE001 - one run's files never stop the others: the driver rescans them
+            yield rows_table([error_row(run_id, 0, f"{type(e).__name__}: {e}", rescan=True)])
+
+
+def _judge_run(run: dict, files: list[tuple[str, bytes]], ended_ms: int | None, timeline_bin_ms: int) -> pa.Table:
+    run_id = run["run_id"]
+    parts, bad = [], []
+    for uri, content in sorted(files):
+        table, broken = parse_file(uri, content)
+        parts.append(table)
+        if broken:
+            bad.append(uri)
+    table = pa.concat_tables(parts)  # a run has files: discover_runs breaks one without
+    judged = _level_order(judge_or_error(run, 0, table, ended_ms, timeline_bin_ms))
+    if bad:
+        judged = pa.concat_tables([judged, rows_table([(run_id, 0, "f", None, None, None, None, None, json.dumps(uri))
+                                                       for uri in bad])])
+    return judged
