@@ -114,17 +114,14 @@ def decode_line(raw: bytes, where: str) -> dict:
 
 # --- run.json: its end ---------------------------------------------------------------------------
 
-def run_ended(run: Mapping[str, Any]) -> bool:
-    """The runner completed ``run.json`` (it writes ``ended_ms`` in its last step): a run without
-    an end was interrupted — the harness was killed, or stopped by a signal it recorded."""
-    ended = run.get("ended_ms") or 0
-    return isinstance(ended, int) and ended > 0 and not run.get("interrupted")
-
-
 def interruption(run: Mapping[str, Any]) -> str | None:
-    """Why the run has no trustworthy end, or None when it ended normally."""
-    if run.get("interrupted"):
-        return str(run["interrupted"])
-    if not run_ended(run):
+    """Why the run has no trustworthy end, or None when it ended normally: the reason the runner
+    recorded when it was stopped (``interrupted``), or — run.json without ``ended_ms``, never
+    completed — the harness was killed before it could say."""
+    reason = run.get("interrupted")
+    if reason:
+        return reason if isinstance(reason, str) else "the harness was interrupted"
+    ended = run.get("ended_ms") or 0
+    if not (isinstance(ended, int) and ended > 0):
         return "the harness stopped before the run ended (run.json has no end)"
     return None

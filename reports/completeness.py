@@ -11,15 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
-def interruption(run: dict) -> str | None:
-    """Why ``run`` did not finish (the start of the verdict's ``interrupted`` text), or None."""
-    reason = run.get("interrupted")
-    if reason:
-        return reason if isinstance(reason, str) else "the harness was interrupted"
-    if not (run.get("ended_ms") or 0) > 0:
-        return "the harness stopped before the run ended (run.json has no end)"
-    return None
+from reference.rundir import interruption
 
 
 def judging_end_ms(run: dict) -> int | None:
@@ -49,6 +41,8 @@ def assess(run: dict, event_files: list[str], events: int, sends: int, last_ts_m
     elif planned is None and sends == 0:
         short = f"the harness recorded 0 sends ({events} other events) in {', '.join(event_files)}"
     if stopped is None:
+        if run.get("error"):  # the harness could not carry the run out: no verdict on the broker
+            return Completeness(broken=f"the harness could not carry the run out: {run['error']}")
         return Completeness(broken=short) if short else Completeness()
     if planned is None and sends == 0:
         return Completeness(broken=short)

@@ -12,6 +12,8 @@ import json
 import random
 from pathlib import Path
 
+from reference.rundir import RUN_JSON
+
 LEVELS = "1s 5s 10s 30s 1m 2m"
 LEVEL_MS = [1000, 5000, 10000, 30000, 60000, 120000]
 GROUP = "hg-bench"
@@ -73,7 +75,7 @@ def write_run(run_dir: Path, run_id: str, n_events: int, seed: int, start_ms: in
     run = {"run_id": run_id, "scenario": "bench: generated history", "system": {"adapter": "generated", "version": "0", "runtime": "none"},
            "profile": {"message_delay_level": LEVELS, "max_reconsume_times": 16, "flush_delay_offset_interval_ms": 10000, "slack_ms": 3000},
            "started_ms": start_ms, "ended_ms": end}
-    (run_dir / "run.json").write_text(json.dumps(run))
+    (run_dir / RUN_JSON).write_text(json.dumps(run))
     return len(lines) + len(out)
 
 

@@ -20,11 +20,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from reference.contract import EVENT_FIELDS, EVENT_TYPES, ContractError, validate_event, validate_run
+from reference.rundir import EVENT_GLOBS, RUN_JSON
 
 #: Typical bytes per event (JSONL as the harness writes it; Parquet compressed), for bucket sizing.
 BYTES_PER_JSON_EVENT = 200
 BYTES_PER_PARQUET_EVENT = 30
-EVENT_GLOBS = ("events*.jsonl", "events/*.jsonl", "events*.parquet", "events/*.parquet", "events*.parquet/*.parquet")
 CORRUPT = "_corrupt_record"
 
 _SPARK_KIND = {
@@ -135,7 +135,7 @@ def discover_runs(spark: SparkSession, paths: list[str]) -> tuple[list[RunInput]
     unique: list[RunInput] = []
     for r in runs:
         if r.run_id in seen:
-            broken.append(BrokenRun(r.run_dir, f"{r.run_dir}/run.json: field 'run_id': expected unique across the runs checked, found {r.run_id!r} also in {seen[r.run_id]}", r.run_id))
+            broken.append(BrokenRun(r.run_dir, f"{r.run_dir}/{RUN_JSON}: field 'run_id': expected unique across the runs checked, found {r.run_id!r} also in {seen[r.run_id]}", r.run_id))
             continue
         seen[r.run_id] = r.run_dir
         unique.append(r)
@@ -143,7 +143,7 @@ def discover_runs(spark: SparkSession, paths: list[str]) -> tuple[list[RunInput]
 
 
 def _run_dirs(fs: _FS, uri: str) -> list[str]:
-    if fs.glob(uri + "/run.json"):
+    if fs.glob(f"{uri}/{RUN_JSON}"):
         return [uri]
     out: list[str] = []
     for child in fs.children(uri):
@@ -152,7 +152,7 @@ def _run_dirs(fs: _FS, uri: str) -> list[str]:
 
 
 def _load_run(fs: _FS, run_dir: str) -> RunInput | BrokenRun:
-    where = run_dir + "/run.json"
+    where = f"{run_dir}/{RUN_JSON}"
     try:
         run = json.loads(fs.read_bytes(where))
         if isinstance(run, dict) and run.get("ended_ms") is None:

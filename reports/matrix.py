@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 from reference.contract import INVARIANTS, ContractError
+from reference.rundir import RUN_JSON, VERDICT_JSON
 
 
 def _version(run: dict) -> str:
@@ -61,11 +62,11 @@ def load_checked(paths: Iterable[str]) -> list[tuple[dict, dict]]:
     pairs = []
     for p in paths:
         root = Path(p)
-        found = [root / "verdict.json"] if (root / "verdict.json").exists() else sorted(root.rglob("verdict.json"))
+        found = [root / VERDICT_JSON] if (root / VERDICT_JSON).exists() else sorted(root.rglob(VERDICT_JSON))
         if not found:
             raise ContractError(str(root), None, "verdict.json in it or below it", "none")
         for vf in found:
-            rf = vf.parent / "run.json"
+            rf = vf.parent / RUN_JSON
             if not rf.exists():
                 raise ContractError(str(vf.parent), "run.json", "run.json next to verdict.json (scenario and system)", "missing")
             pairs.append((json.loads(rf.read_text()), json.loads(vf.read_text())))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from reference.rundir import JUNIT_XML, REPORT_HTML, RUN_JSON, VERDICT_JSON, VIOLATIONS_DIR
 from reports.html import report_html
 from reports.junit import junit_xml
 
@@ -12,13 +13,13 @@ from reports.junit import junit_xml
 def write_run_outputs(target: Path, verdict: dict, violations, plot_data, run, faults=None) -> None:
     """``violations``: pandas frame of the run's violation rows (None for a broken run)."""
     target.mkdir(parents=True, exist_ok=True)
-    (target / "verdict.json").write_text(json.dumps(verdict, indent=1) + "\n")
-    (target / "junit.xml").write_text(junit_xml(verdict))
+    (target / VERDICT_JSON).write_text(json.dumps(verdict, indent=1) + "\n")
+    (target / JUNIT_XML).write_text(junit_xml(verdict))
     if violations is not None:
-        _write_violations(target / "violations", violations)
-    (target / "report.html").write_text(report_html(verdict, violations, plot_data, run, faults or []))
-    if run is not None and not (target / "run.json").exists():  # the matrix reads scenario and system from it
-        (target / "run.json").write_text(json.dumps(run, indent=1) + "\n")
+        _write_violations(target / VIOLATIONS_DIR, violations)
+    (target / REPORT_HTML).write_text(report_html(verdict, violations, plot_data, run, faults or []))
+    if run is not None and not (target / RUN_JSON).exists():  # the matrix reads scenario and system from it
+        (target / RUN_JSON).write_text(json.dumps(run, indent=1) + "\n")
 
 
 def _write_violations(directory: Path, violations) -> None:
