@@ -168,3 +168,22 @@ def test_checker_cli_checks_its_inputs_first(tmp_path, capsys):
     assert reports_cli.main(["check", str(tmp_path / "runs"), "--master", "spark://127.0.0.1:9"]) == 3
     assert "--master: expected a reachable Spark master" in capsys.readouterr().err
     assert not (tmp_path / "runs" / "fine" / "verdict.json").exists()
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda raw: raw["messages"][1].update(delay=2), "messages[1].delay"),
+    (lambda raw: raw["messages"][0].update(at_ms="soon"), "messages[0].at_ms"),
+    (lambda raw: raw["consumers"][0].update(topics=["Other"]), "messages[0].topic"),
+    (lambda raw: raw["profile"].update(message_delay_level="1s 2x"), "profile.message_delay_level"),
+    (lambda raw: raw.update(faults=[{"at_ms": -5, "action": "kill_restart"}]), "faults[0].at_ms"),
+])
+def test_a_bad_scenario_file_is_one_line_and_exit_3_before_anything_runs(tmp_path, capsys, mutate, field):
+    raw = PROBE.to_json()
+    mutate(raw)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(raw))
+    out = tmp_path / "o"
+    assert main(["run", "--scenario", str(bad), "--system", "simulated", "--out", str(out)]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"hourglass: {bad}: field '{field}'"), err
+    assert _nothing_ran(out)
