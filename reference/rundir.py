@@ -62,8 +62,9 @@ def scenario_json(run_dir) -> PurePath:
 
 # --- one event line ----------------------------------------------------------------------------
 
-def _lone_surrogate(value: Any) -> str | None:
-    """The first string in ``value`` holding a lone surrogate (not encodable as UTF-8), else None."""
+def lone_surrogate(value: Any) -> str | None:
+    """The first string in a parsed JSON value (keys included) holding a lone surrogate (a
+    ``"\\ud800"`` escape: valid JSON, and what ``json.dumps`` writes, but no UTF-8 text), else None."""
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -72,12 +73,12 @@ def _lone_surrogate(value: Any) -> str | None:
         return None
     if isinstance(value, Mapping):
         for k, v in value.items():
-            bad = _lone_surrogate(k) or _lone_surrogate(v)
+            bad = lone_surrogate(k) or lone_surrogate(v)
             if bad is not None:
                 return bad
     elif isinstance(value, (list, tuple)):
         for v in value:
-            bad = _lone_surrogate(v)
+            bad = lone_surrogate(v)
             if bad is not None:
                 return bad
     return None
@@ -89,27 +90,10 @@ def encode_event(event: Mapping[str, Any], where: str = "event") -> str:
     decode, is refused here), compact."""
     validate_event(event, where)
     for name, value in event.items():
-        bad = _lone_surrogate(value)
+        bad = lone_surrogate(value)
         if bad is not None:
             raise ContractError(where, name, "text encodable as UTF-8 (no lone surrogates)", bad)
     return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
-
-
-def decode_line(raw: bytes, where: str) -> dict:
-    """One line as an event; :class:`ContractError` naming ``where`` if it is not UTF-8, not JSON,
-    or not a contract event."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ContractError(where, None, "UTF-8 text", f"byte 0x{raw[e.start]:02x} at column {e.start + 1}") from None
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        raise ContractError(where, None, "one JSON object per line", text[:80]) from None
-    bad = _lone_surrogate(obj)
-    if bad is not None:
-        raise ContractError(where, None, "text encodable as UTF-8 (no lone surrogates)", bad)
-    return validate_event(obj, where)
 
 
 # --- run.json: its end ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from reference.contract import EVENT_FIELDS, EVENT_TYPES, ContractError, validate_event, validate_run
-from reference.rundir import EVENT_GLOBS, RUN_JSON
+from reference.rundir import EVENT_GLOBS, RUN_JSON, lone_surrogate
 
 #: Typical bytes per event (JSONL as the harness writes it; Parquet compressed), for bucket sizing.
 BYTES_PER_JSON_EVENT = 200
@@ -267,7 +267,7 @@ def rescan_file(spark: SparkSession, uri: str) -> FileFinding:
             if torn:
                 return FileFinding(uri, torn_line=number)
             return FileFinding(uri, error=f"{where}: expected one JSON object per line, found {text[:80]!r}")
-        surrogate = _lone_surrogate(obj)
+        surrogate = lone_surrogate(obj)
         if surrogate is not None:
             return FileFinding(uri, error=f"{where}: expected a string without lone surrogates, found {surrogate!r} in {text[:80]!r}")
         try:
@@ -275,24 +275,6 @@ def rescan_file(spark: SparkSession, uri: str) -> FileFinding:
         except ContractError as e:
             return FileFinding(uri, error=str(e))
     return FileFinding(uri)
-
-
-def _lone_surrogate(value) -> str | None:
-    """The first string in a parsed JSON value (keys included) that is not valid Unicode (a lone
-    surrogate escape such as ``"\\ud800"``: valid JSON, and what ``json.dumps`` writes), or None."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return value
-        return None
-    items = value.items() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    for item in items:
-        for part in item if isinstance(value, dict) else (item,):
-            found = _lone_surrogate(part)
-            if found is not None:
-                return found
-    return None
 
 
 def _rescan_parquet(fs: _FS, uri: str) -> FileFinding:
