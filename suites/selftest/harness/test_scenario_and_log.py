@@ -96,3 +96,26 @@ def test_prefix_keeps_scenarios_apart_on_a_shared_broker():
     p = s.with_prefix("s_")
     assert p.messages[0].topic == "s_T" and p.consumers[0].group == "s_g" and p.consumers[0].topics == ("s_T",)
     assert p.messages[0].key == "k"
+
+
+def test_the_event_writer_refuses_what_no_reader_could_decode(tmp_path):
+    """A lone surrogate is valid JSON once json.dumps escapes it, but no UTF-8 reader can decode
+    it: the one writer refuses it, naming the file and field, and writes nothing."""
+    from reference.contract import ContractError
+
+    path = tmp_path / "events" / "h.jsonl"
+    with EventLog(path) as log:
+        with pytest.raises(ContractError, match=r"h\.jsonl: field 'key': expected text encodable as UTF-8"):
+            log.write({"type": "send", "ts_ms": 1, "key": "\ud800", "topic": "T", "status": "SEND_OK"})
+        log.write({"type": "send", "ts_ms": 2, "key": "ключ", "topic": "T", "status": "SEND_OK"})
+    assert read_events(tmp_path / "events") == [{"type": "send", "ts_ms": 2, "key": "ключ", "topic": "T", "status": "SEND_OK"}]
+
+
+def test_a_writer_reopening_after_a_torn_line_starts_on_a_fresh_line(tmp_path):
+    path = tmp_path / "events" / "c.jsonl"
+    path.parent.mkdir()
+    path.write_text('{"type":"send","ts_ms":1,"key":"a","topic":"T","status":"SEND_OK"}\n{"type":"deli')
+    with EventLog(path) as log:
+        log.write({"type": "send", "ts_ms": 2, "key": "b", "topic": "T", "status": "SEND_OK"})
+    lines = path.read_text().splitlines()
+    assert lines[1] == '{"type":"deli' and json.loads(lines[2])["key"] == "b"
