@@ -165,6 +165,22 @@ class Snapshotting(Protocol):
 
 
 @runtime_checkable
+class ConfigReading(Protocol):
+    def broker_config(self) -> dict[str, str]:
+        """The running broker's configuration as it reports it (admin ``getBrokerConfig``: keys as
+        the broker names them, e.g. ``messageDelayLevel``, ``flushDelayOffsetInterval``), so the
+        harness judges against what the broker runs, not what it asked for."""
+
+
+@runtime_checkable
+class FaultLimited(Protocol):
+    def can_fault(self, action: str, target: str) -> bool:
+        """Whether the system can perform this primitive fault (``kill``/``stop``/``start``/
+        ``pause``/``resume`` on ``broker``/``namesrv``/``consumer``); a system without this
+        capability can perform all of them."""
+
+
+@runtime_checkable
 class System(Lifecycle, Producing, Consuming, Protocol):
     """What every adapter offers. Pausable, DlqReading and Snapshotting are optional."""
 

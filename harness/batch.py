@@ -14,11 +14,14 @@ import re
 import sys
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.base import System
+from adapters.base import AdapterError, ConfigReading, FaultLimited, System
+from harness.faults import primitives_needed
+from reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
 from harness.runner import Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, capabilities
 from harness.scenario import Scenario
 from harness.systems import SystemSpec, open_system
@@ -72,6 +75,7 @@ class Batch:
         self.scenarios = scenarios
         self.opts = opts
         self.stamp = time.strftime("%Y%m%dT%H%M%S")
+        self.token = uuid.uuid4().hex[:8]  # names on a cluster that outlives runs
         self.progress = {s.name: Progress(s.name) for s in scenarios}
         self._systems: list[System] = []
         self._lock = threading.Lock()
@@ -134,11 +138,17 @@ class Batch:
             self._systems.append(system)
         try:
             system.setup()
+            self._read_broker_config(system)
             watch = ConsumerWatch(system)
+            scenarios = job.scenarios
+            if self.opts.system.runtime == "external":  # a cluster that outlives runs: names unique per run
+                scenarios = tuple(s.with_prefix(f"{_slug(s.name)[:12]}_{self.token}_") for s in scenarios)
+                job = Job(scenarios, job.shared)
             if job.shared and len(job.scenarios) > 1:
+                external = self.opts.system.runtime == "external"  # already unique per run
                 threads = [
-                    threading.Thread(target=self._run_one, args=(s.with_prefix(_slug(s.name)[:24] + "_"), system, s.name, watch, False),
-                                     name=f"hg-{s.name}")
+                    threading.Thread(target=self._run_one, args=(s if external else s.with_prefix(_slug(s.name)[:24] + "_"),
+                                                                 system, s.name, watch, False), name=f"hg-{s.name}")
                     for s in job.scenarios
                 ]
                 for t in threads:
@@ -158,14 +168,46 @@ class Batch:
                     self._systems.remove(system)
             system.teardown()
 
+    def _read_broker_config(self, system: System) -> None:
+        """What the broker runs, into run.json's system (``broker_config``): the scenarios are
+        judged against it, and one that needs another profile is not run on it."""
+        if not isinstance(system, ConfigReading):
+            return
+        try:
+            config = system.broker_config()
+        except AdapterError as e:
+            system.info.details["broker_config_error"] = str(e)[:300]
+            return
+        system.info.details["broker_config"] = {k: config[k] for k in BROKER_CONFIG_KEYS.values() if k in config}
+
+    def _cannot_run(self, scenario: Scenario, system: System) -> tuple[str | None, str | None]:
+        """(why the scenario is skipped, why it is broken) before it starts, or (None, None)."""
+        info = system.info
+        missing = set(scenario.requires) - capabilities(system)
+        if missing:
+            return f"{info.adapter} {info.version} has no {', '.join(sorted(missing))}", None
+        if isinstance(system, FaultLimited):
+            lacking = sorted(f"{a} {t}" for a, t in primitives_needed(scenario.faults) if not system.can_fault(a, t))
+            if lacking:
+                return f"no fault command for {', '.join(lacking)} (give them in --faults)", None
+        mismatch = profile_mismatches(scenario.profile.to_run_profile(), info.details.get("broker_config") or {})
+        if mismatch:
+            text = "; ".join(mismatch)
+            if self.opts.system.runtime == "external":  # a cluster the harness did not configure
+                return text, None
+            return None, f"the broker does not run what the harness configured: {text}"
+        return None, None
+
     def _run_one(self, scenario: Scenario, system: System, name: str, watch: ConsumerWatch, owns_consumers: bool) -> None:
         tag = system.info.version + "".join("+" + d for d in self.opts.system.defects)
         run_id = f"{_slug(name)}-{_slug(tag)}-{self.stamp}"
-        missing = set(scenario.requires) - capabilities(system)
-        if missing:
-            self.progress[name].phase = "done"
-            why = f"{system.info.adapter} {system.info.version} has no {', '.join(sorted(missing))}"
-            self.results[name] = RunResult(self.opts.out_dir / run_id, run_id, scenario, True, (), 0, 0, skipped=why)
+        skipped, broken = self._cannot_run(scenario, system)
+        if skipped or broken:
+            self.progress[name].phase = "done" if skipped else "error"
+            if broken:
+                self.errors[name] = broken
+            self.results[name] = RunResult(self.opts.out_dir / run_id, run_id, scenario, True, (), 0, 0,
+                                           error=broken, skipped=skipped)
             return
         run = ScenarioRun(scenario, system, self.opts.out_dir / run_id, run_id, self.progress[name], cancel=self._stop,
                           watch=watch, owns_consumers=owns_consumers, system_spec=self.opts.system.spec)

@@ -75,6 +75,11 @@ def _scenarios(args) -> list:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runtime", default=os.environ.get("HOURGLASS_RUNTIME", "auto"), choices=("auto", "container", "process", "external"))
     p.add_argument("--image", default=os.environ.get("HOURGLASS_IMAGE"), help="an existing broker image, e.g. apache/rocketmq:5.3.3")
+    p.add_argument("--namesrv", default=os.environ.get("HOURGLASS_NAMESRV"),
+                   help="--runtime external: HOST:PORT of the existing cluster's name server")
+    p.add_argument("--faults", default=os.environ.get("HOURGLASS_FAULTS"),
+                   help="--runtime external: TOML file of fault commands ([broker] kill = \"...\", stop, start, pause, "
+                        "resume; [namesrv] ...); scenarios needing a fault without a command are skipped")
     p.add_argument("--out", default=None, help="output directory (default runs/<timestamp>)")
     p.add_argument("--baseline", default=os.environ.get("HOURGLASS_BASELINE"), help="file of accepted violations")
     p.add_argument("--max-systems", type=int, default=2, help="real systems running at once")
@@ -86,15 +91,20 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="print the traceback of an error")
 
 
+def system_spec(args, system: str):
+    from harness.systems import SystemSpec
+
+    return SystemSpec(system, args.runtime, args.image, args.namesrv, args.faults)
+
+
 def check_inputs(args, systems: list[str]) -> Path:
     """Everything the command was given, checked before anything starts: the system specs, the
     baseline, the Spark master, and that ``--out`` is a directory we can write. Returns ``--out``."""
-    from harness.systems import SystemSpec
     from reports import baseline as baseline_mod
     from reports.spark import check_master
 
     for system in systems:
-        SystemSpec(system, args.runtime, args.image).check()
+        system_spec(args, system).check()
     if args.baseline:
         baseline_mod.load(args.baseline)
     check_master(args.master)
@@ -114,10 +124,9 @@ def check_inputs(args, systems: list[str]) -> Path:
 def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
     from harness.batch import BatchOptions, run_batch
     from harness.pytest_plugin import batch_verdicts, write_summary
-    from harness.systems import SystemSpec
     from harness.verdicts import describe
 
-    spec = SystemSpec(system, args.runtime, args.image)
+    spec = system_spec(args, system)
     started = time.monotonic()
     results, errors = run_batch(scenarios, BatchOptions(spec, out, args.max_systems))
     wall_s = time.monotonic() - started
@@ -132,6 +141,10 @@ def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
         print(describe(v))
     write_summary(out, system, verdicts, wall_s, scenarios)
     print(f"\n{system}: {len(verdicts)} runs in {wall_s:.0f} s; report: {out / 'index.html'}")
+    if not verdicts:  # every scenario skipped: nothing was observed, so nothing passed
+        print(f"{system}: every scenario was skipped: no verdict on the broker", file=sys.stderr)
+        verdicts.append({"run_id": f"{system}: nothing ran", "passed": None, "invariants": {},
+                         "undecided": {"messages": 0, "examples": [], "reason": "every scenario was skipped"}})
     return verdicts
 
 

@@ -87,3 +87,18 @@ class FaultDriver:
             self.apply("resume", target)
         for target in sorted(self.down, key=lambda t: 0 if t == "namesrv" else 1):
             self.apply("start", target)
+
+
+#: the primitive actions each schedulable step performs, heal included (a kill or stop is healed by
+#: a start, a pause by a resume)
+_STEP_PRIMITIVES = {
+    "kill": ("kill", "start"), "stop": ("stop", "start"), "start": ("start",), "pause": ("pause", "resume"),
+    "resume": ("resume",), "restart": ("stop", "start"), "kill_restart": ("kill", "start"),
+    "outage": ("kill", "start"), "slow_start": ("start", "pause", "resume"),
+}
+
+
+def primitives_needed(steps) -> set[tuple[str, str]]:
+    """Every (primitive action, target) a scenario's fault steps may perform, healing included:
+    what a system driven by user-supplied fault commands must be able to do."""
+    return {(p, s.target) for s in steps for p in _STEP_PRIMITIVES[s.action]}

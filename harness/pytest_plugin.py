@@ -35,6 +35,10 @@ def pytest_addoption(parser):
                 help="system(s) under test, comma-separated: rocketmq:<version>, dist:/path, jars:/path, simulated[defects]")
     g.addoption("--hg-runtime", default=os.environ.get("HOURGLASS_RUNTIME", "auto"), choices=("auto", "container", "process", "external"))
     g.addoption("--hg-image", default=os.environ.get("HOURGLASS_IMAGE"), help="an existing broker image (e.g. apache/rocketmq:5.3.3)")
+    g.addoption("--hg-namesrv", default=os.environ.get("HOURGLASS_NAMESRV"),
+                help="--hg-runtime external: HOST:PORT of the existing cluster's name server")
+    g.addoption("--hg-faults", default=os.environ.get("HOURGLASS_FAULTS"),
+                help="--hg-runtime external: TOML file of fault commands (see python -m harness run --help)")
     g.addoption("--hg-out", default=os.environ.get("HOURGLASS_OUT"), help="where run directories and reports go (default: runs/<timestamp>)")
     g.addoption("--hg-baseline", default=os.environ.get("HOURGLASS_BASELINE"), help="file of accepted violations")
     g.addoption("--hg-max-systems", type=int, default=int(os.environ.get("HOURGLASS_MAX_SYSTEMS", "2")),
@@ -152,7 +156,8 @@ class HgSession:
         if not scenarios:
             return
         c = self.config
-        spec = SystemSpec(system, c.getoption("--hg-runtime"), c.getoption("--hg-image"))
+        spec = SystemSpec(system, c.getoption("--hg-runtime"), c.getoption("--hg-image"), c.getoption("--hg-namesrv"),
+                          c.getoption("--hg-faults"))
         sys_dir = self.out_dir / _dirname(system)
         started = time.monotonic()
         results, errors = run_batch(scenarios, BatchOptions(spec, sys_dir, c.getoption("--hg-max-systems")))

@@ -185,6 +185,9 @@ class ScenarioRun:
                     now = clock.now_ms()
                     for group in sorted({c.group for c in sc.consumers}):
                         for rec in sysm.read_dlq(group):
+                            if rec.get("store_ms", now) < run["started_ms"]:  # an earlier run's, on a cluster that outlives runs
+                                run.setdefault("dlq_ignored", {})[group] = run.get("dlq_ignored", {}).get(group, 0) + 1
+                                continue
                             log.write({"type": "dlq", "ts_ms": now, **rec})
                 faults.snapshot()
             finally:

@@ -25,6 +25,15 @@ class SystemSpec:
     spec: str
     runtime: str = "auto"
     image: str | None = None
+    namesrv: str | None = None  # external runtime: the cluster's name server
+    faults_file: str | None = None  # external runtime: TOML of fault commands
+
+    def fault_commands(self) -> dict[str, str]:
+        if not self.faults_file:
+            return {}
+        from adapters.rocketmq.external import load_fault_commands
+
+        return load_fault_commands(self.faults_file)
 
     @property
     def virtual(self) -> bool:
@@ -51,6 +60,14 @@ class SystemSpec:
                                 self.spec)
         from adapters.rocketmq.provision import ProvisionError, resolve, valid_version
 
+        if self.runtime == "external":
+            from adapters.rocketmq.external import check_namesrv
+
+            check_namesrv(self.namesrv)
+            self.fault_commands()
+        elif self.namesrv or self.faults_file:
+            raise ContractError("--namesrv/--faults", None, "--runtime external (they name an existing cluster)",
+                                f"--runtime {self.runtime}")
         if kind == "rocketmq":
             if rest != "latest" and not valid_version(rest):
                 raise ContractError(where, None, "a version like 4.9.7 or 5.5.0, or latest", rest)
@@ -81,7 +98,8 @@ def open_system(spec: SystemSpec, profile: Profile, workdir: Path, seed: int = 0
     if spec.spec.startswith(("rocketmq:", "dist:", "jars:")):
         from adapters.rocketmq import open_system as open_rocketmq
 
-        return open_rocketmq(system=spec.spec, runtime=spec.runtime, workdir=workdir, profile=broker_profile(profile), image=spec.image)
+        return open_rocketmq(system=spec.spec, runtime=spec.runtime, workdir=workdir, profile=broker_profile(profile), image=spec.image,
+                             namesrv_addr=spec.namesrv, fault_commands=spec.fault_commands())
     raise AdapterError(
         f"unknown system {spec.spec!r}: expected rocketmq:<version>, dist:/path, jars:/path, simulated or simulated[defects]"
     )

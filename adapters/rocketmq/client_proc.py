@@ -87,6 +87,14 @@ class Client:
             self.admin.createAndUpdateTopicConfig(addr, TopicConfig(topic, queues, queues, perm))
         return {"brokers": addrs}
 
+    def broker_config(self) -> dict:
+        """Admin getBrokerConfig of every broker: address -> {key: value} as the broker reports it."""
+        out = {}
+        for addr in self.brokers().values():
+            props = self.admin.getBrokerConfig(addr)
+            out[addr] = {str(k): str(props.get(k)) for k in props.stringPropertyNames()}
+        return {"brokers": out}
+
     def broker_status(self) -> dict:
         out = {}
         for addr in self.brokers().values():
@@ -129,7 +137,9 @@ class Client:
         try:
             route = self.route(topic)
         except Exception as e:
-            if "No topic route info" in describe(e) or "TOPIC_NOT_EXIST" in describe(e):
+            text = describe(e)
+            if ("route" in text.lower() and ("not exist" in text.lower() or "not found" in text.lower())) \
+                    or "No topic route info" in text or "TOPIC_NOT_EXIST" in text:  # an absent DLQ is an empty DLQ
                 return {"messages": [], "note": f"no {topic} yet"}
             raise
         for broker_name, q in route["queues"].items():
@@ -193,6 +203,7 @@ def serve(client: Client, chan: Channel) -> None:
         "send_batch": lambda a: client.send_batch(a["messages"], int(a.get("threads", 8)), int(a.get("timeout_ms", 3000))),
         "read_dlq": lambda a: client.read_dlq(a["group"]),
         "broker_status": lambda a: client.broker_status(),
+        "broker_config": lambda a: client.broker_config(),
     }
     for line in sys.stdin:
         if not line.strip():

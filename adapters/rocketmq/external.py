@@ -16,12 +16,55 @@ consumer processes are still the harness's own and are cleaned up by the system.
 
 from __future__ import annotations
 
+import re
 import subprocess
+import tomllib
+from pathlib import Path
 
 from adapters.base import AdapterError
 from adapters.rocketmq.runtime import LaunchSpec
+from reference.contract import ContractError
 
 ACTIONS = ("start", "stop", "kill", "pause", "resume")
+COMPONENTS = ("broker", "namesrv")
+
+
+def load_fault_commands(path) -> dict[str, str]:
+    """A ``--faults`` file (TOML) as ``{"<action>:<component>": command}``::
+
+        [broker]
+        kill = "ssh b1 'pkill -9 -f BrokerStartup'"
+        start = "ssh b1 'systemctl start rocketmq-broker'"
+        [namesrv]
+        stop = "ssh n1 'systemctl stop rocketmq-namesrv'"
+
+    Errors name the file and the table/key (:class:`ContractError`)."""
+    where = str(path)
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except OSError as e:
+        raise ContractError(where, None, "a readable TOML file of fault commands", e.strerror or str(e)) from None
+    except tomllib.TOMLDecodeError as e:
+        raise ContractError(where, None, "TOML", str(e)) from None
+    out = {}
+    for component, table in data.items():
+        if component not in COMPONENTS or not isinstance(table, dict):
+            raise ContractError(where, component, f"a table named one of {', '.join(COMPONENTS)}", table)
+        for action, cmd in table.items():
+            if action not in ACTIONS:
+                raise ContractError(where, f"{component}.{action}", f"one of {', '.join(ACTIONS)}", action)
+            if not isinstance(cmd, str) or not cmd.strip():
+                raise ContractError(where, f"{component}.{action}", "a shell command (a non-empty string)", cmd)
+            out[f"{action}:{component}"] = cmd
+    return out
+
+
+def check_namesrv(addr: str | None) -> str:
+    """``--namesrv``: HOST:PORT (several separated by ';', as the client takes them)."""
+    if not addr or not all(re.fullmatch(r"[A-Za-z0-9._-]+:\d{1,5}", a) for a in addr.split(";")):
+        raise ContractError("--namesrv", None, "HOST:PORT of the cluster's name server (required by --runtime external)",
+                            addr or "none")
+    return addr
 
 
 class ExternalRuntime:
@@ -48,6 +91,10 @@ class ExternalRuntime:
         if proc.returncode != 0:
             raise AdapterError(f"external runtime: {key} command exited {proc.returncode}: {cmd}\n"
                                f"{self._last_output[component]}")
+
+    def can(self, action: str, component: str) -> bool:
+        """Whether the user supplied a command for ``action`` on ``component``."""
+        return f"{action}:{component}" in self.commands
 
     def launch(self, spec: LaunchSpec) -> None:
         raise AdapterError(f"external runtime: the cluster is not started by the harness (asked to launch {spec.component})")

@@ -317,6 +317,21 @@ class RocketMQSystem:
             self._stopped_consumers.add(name)
 
     # -- white box ----------------------------------------------------------------------------
+    def can_fault(self, action: str, target: str) -> bool:
+        """Whether this system can perform the primitive fault (an external cluster only where the
+        user gave a command for it)."""
+        if target == "consumer":
+            return True
+        can = getattr(self.runtime, "can", None)
+        return True if can is None else bool(can(action, target))
+
+    def broker_config(self) -> dict[str, str]:
+        """The first registered broker's configuration (getBrokerConfig)."""
+        brokers = self._request("broker_config", timeout_s=30)["brokers"]
+        if not brokers:
+            raise AdapterError("getBrokerConfig: no broker registered with the name server")
+        return brokers[sorted(brokers)[0]]
+
     def read_dlq(self, group: str) -> list[dict]:
         return self._request("read_dlq", timeout_s=60, group=group)["messages"]
 

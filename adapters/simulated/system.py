@@ -33,6 +33,8 @@ class SimulatedSystem:
             raise ValueError(f"BrokerProfile.flush_delay_offset_interval_ms: expected a positive int, "
                              f"found {profile.flush_delay_offset_interval_ms!r}")
         self.profile = Profile(level_table=table, flush_delay_offset_interval_ms=profile.flush_delay_offset_interval_ms)
+        self._config = {"messageDelayLevel": profile.message_delay_level,
+                        "flushDelayOffsetInterval": str(profile.flush_delay_offset_interval_ms)}
         self.defects = defects
         if put_failure_rate is None:
             put_failure_rate = 0.2 if Defect.LOST_REPUT_ON_WRITE_FAILURE in defects else 0.0
@@ -233,6 +235,10 @@ class SimulatedSystem:
     def read_dlq(self, group: str) -> list[dict]:
         return [{"key": m.key, "group": group, "msg_id": m.msg_id, "reconsume_times": m.reconsume_times,
                  "store_ms": m.store_ms} for m in self.broker.read_dlq(group)]
+
+    def broker_config(self) -> dict[str, str]:
+        """What the simulated broker runs (it always runs what it was opened with)."""
+        return dict(self._config)
 
     def snapshot(self) -> list[dict]:
         return self.broker.snapshot()

@@ -187,3 +187,29 @@ def test_a_bad_scenario_file_is_one_line_and_exit_3_before_anything_runs(tmp_pat
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"hourglass: {bad}: field '{field}'"), err
     assert _nothing_ran(out)
+
+
+def test_external_runtime_needs_a_name_server_and_readable_fault_commands(scenario_file, tmp_path, capsys):
+    assert main(["run", "--scenario", str(scenario_file), "--system", "rocketmq:4.9.7", "--runtime", "external",
+                 "--out", str(tmp_path / "o")]) == 3
+    assert "--namesrv: expected HOST:PORT of the cluster's name server" in capsys.readouterr().err
+    faults = tmp_path / "faults.toml"
+    faults.write_text('[broker]\nkil = "pkill -9 -f BrokerStartup"\n')
+    assert main(["run", "--scenario", str(scenario_file), "--system", "rocketmq:4.9.7", "--runtime", "external",
+                 "--namesrv", "127.0.0.1:9876", "--faults", str(faults), "--out", str(tmp_path / "o")]) == 3
+    assert f"{faults}: field 'broker.kil': expected one of start, stop, kill, pause, resume" in capsys.readouterr().err
+    assert _nothing_ran(tmp_path / "o")
+
+
+def test_every_scenario_skipped_is_not_a_pass(tmp_path, capsys, monkeypatch):
+    """A system that can run none of the scenarios (here: a simulator without timer messages)
+    observed nothing: undecided (2), never a pass."""
+    import harness.batch
+
+    timer_only = Scenario("timer-only", (Message("t", "Tm", deliver_after_ms=1000),), (ConsumerGroup("cg-tm", ("Tm",)),),
+                          requires=("timer",))
+    f = tmp_path / "t.json"
+    timer_only.save(f)
+    monkeypatch.setattr(harness.batch, "capabilities", lambda system: set())
+    assert main(["run", "--scenario", str(f), "--system", "simulated", "--out", str(tmp_path / "o")]) == 2
+    assert "every scenario was skipped" in capsys.readouterr().err
