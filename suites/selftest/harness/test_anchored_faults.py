@@ -15,6 +15,7 @@ from dataclasses import replace
 from adapters.simulated import DEFAULT_START_MS
 from adapters.simulated.broker import STARTUP_MS
 from adapters.simulated.consumers import PULL_LATENCY_MS
+from adapters.rundir import read_events
 from harness.anchors import ANCHOR_POLL_MS
 from harness.batch import BatchOptions, run_batch
 from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
@@ -27,10 +28,7 @@ FLUSH_TOLERANCE_MS = ANCHOR_POLL_MS
 
 
 def _events(run_dir) -> list[dict]:
-    out = []
-    for path in sorted((run_dir / EVENTS_DIR).glob("*.jsonl")):
-        out += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return out
+    return read_events(run_dir / EVENTS_DIR)  # every events file of the run
 
 
 def _harness_events(run_dir) -> list[dict]:
