@@ -19,10 +19,9 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.base import AdapterError, ConfigReading, FaultLimited, System
-from harness.faults import primitives_needed
+from adapters.base import AdapterError, ConfigReading, System
+from harness.runner import Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, skip_reason
 from reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
-from harness.runner import Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, capabilities
 from harness.scenario import Scenario
 from harness.systems import SystemSpec, open_system
 
@@ -181,16 +180,12 @@ class Batch:
         system.info.details["broker_config"] = {k: config[k] for k in BROKER_CONFIG_KEYS.values() if k in config}
 
     def _cannot_run(self, scenario: Scenario, system: System) -> tuple[str | None, str | None]:
-        """(why the scenario is skipped, why it is broken) before it starts, or (None, None)."""
-        info = system.info
-        missing = set(scenario.requires) - capabilities(system)
-        if missing:
-            return f"{info.adapter} {info.version} has no {', '.join(sorted(missing))}", None
-        if isinstance(system, FaultLimited):
-            lacking = sorted(f"{a} {t}" for a, t in primitives_needed(scenario.faults) if not system.can_fault(a, t))
-            if lacking:
-                return f"no fault command for {', '.join(lacking)} (give them in --faults)", None
-        mismatch = profile_mismatches(scenario.profile.to_run_profile(), info.details.get("broker_config") or {})
+        """(why the scenario is skipped, why it is broken) before it starts, or (None, None): what
+        the system cannot do (:func:`harness.runner.skip_reason`), or a profile the broker does not run."""
+        why = skip_reason(scenario, system)
+        if why:
+            return why, None
+        mismatch = profile_mismatches(scenario.profile.to_run_profile(), system.info.details.get("broker_config") or {})
         if mismatch:
             text = "; ".join(mismatch)
             if self.opts.system.runtime == "external":  # a cluster the harness did not configure

@@ -3,7 +3,8 @@ offsets, and its lifecycle (start → ready, graceful stop, kill -9, pause/resum
 
 While the broker is not serving (down, starting, paused) it stores nothing and re-puts nothing;
 its tasks wait (paused) or are dropped with the incarnation (stop/kill) and start over when it is
-ready again, the schedule service's first pass ``FIRST_DELAY_TIME`` after that.
+ready again, the schedule service's first pass ``FIRST_DELAY_TIME`` after that. A broker paused
+while it starts (``slow_start``) completes its start that much later: nothing happens while paused.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from reference.profile import Profile
 from reference.retry import dlq_topic, goes_to_dlq, goes_to_dlq_on_resend, requested_retry_level, retry_topic
 from reference.timer import TIMER_TOPIC
 
-UP, DOWN, STARTING, PAUSED = "up", "down", "starting", "paused"
+UP, DOWN, STARTING, PAUSED = "up", "down", "starting", "paused"  # STARTING may be paused: start_paused_at
 #: Virtual time from ``start`` to ``ready``.
 STARTUP_MS = 1500
 #: BrokerConfig.flushConsumerOffsetInterval: consumerOffset.json persisted every 5 s.
@@ -44,6 +45,8 @@ class SimBroker:
         self.state = DOWN
         self.incarnation = 0
         self.ready_at_ms: int | None = None
+        self._start_ready_ms = 0  # when the start in progress completes if nothing pauses it
+        self.start_paused_at: int | None = None  # paused while starting (slow_start): since when
         self.deferred: list[Callable[[], None]] = []
         self.pending_while_paused: list[Callable[[], None]] = []  # sends held in the socket buffer
         self.timer_heap: list[tuple[int, int, StoredMessage]] = []  # (deliver_ms, commit offset, entry)
@@ -79,7 +82,7 @@ class SimBroker:
             return
         self.incarnation += 1
         self.state = STARTING
-        self.ready_at_ms = self.clock.now_ms() + STARTUP_MS
+        self.ready_at_ms = self._start_ready_ms = self.clock.now_ms() + STARTUP_MS
         self._at(self.ready_at_ms, self._ready)
 
     def _ready(self) -> None:
@@ -100,12 +103,14 @@ class SimBroker:
     def stop(self, graceful: bool) -> None:
         if self.state == DOWN:
             return
+        now = self.clock.now_ms()
         if graceful and self.state in (UP, PAUSED):
-            self.schedule.shutdown(graceful=True)
+            self.schedule.shutdown(graceful=True, now_ms=now)
             self.consumer_offsets_persisted = dict(self.consumer_offsets)
         else:
-            self.schedule.shutdown(graceful=False)
+            self.schedule.shutdown(graceful=False, now_ms=now)
         self.state = DOWN
+        self.start_paused_at = None
         self.incarnation += 1
         self.deferred.clear()
         self.pending_while_paused.clear()  # requests in the socket buffer die with the process
@@ -113,8 +118,20 @@ class SimBroker:
     def pause(self) -> None:
         if self.state == UP:
             self.state = PAUSED
+        elif self.state == STARTING and self.start_paused_at is None:
+            # frozen in the middle of its start (slow_start): the rest of the start waits
+            self.start_paused_at = self.clock.now_ms()
+            self.ready_at_ms = None
+            self.incarnation += 1  # drops the pending ready; resume schedules it again
 
     def resume(self) -> None:
+        if self.state == STARTING and self.start_paused_at is not None:
+            now = self.clock.now_ms()
+            self.ready_at_ms = self._start_ready_ms + (now - self.start_paused_at)
+            self._start_ready_ms = self.ready_at_ms
+            self.start_paused_at = None
+            self._at(self.ready_at_ms, self._ready)
+            return
         if self.state != PAUSED:
             return
         self.state = UP
@@ -127,7 +144,7 @@ class SimBroker:
 
     # --- periodic persistence ---------------------------------------------------------------
     def _flush_schedule(self) -> None:
-        self.schedule.persist()
+        self.schedule.persist(self.clock.now_ms())
         self._at(self.clock.now_ms() + self.profile.flush_delay_offset_interval_ms, self._flush_schedule)
 
     def _flush_consumer_offsets(self) -> None:

@@ -36,6 +36,7 @@ class ScheduleService:
         self.put_failure_rate = put_failure_rate
         self.offsets: dict[int, int] = {}  # in memory
         self.persisted: dict[int, int] = {}  # delayOffset.json
+        self.persisted_ms: int | None = None  # when delayOffset.json was last written (virtual time)
         self.running = False
         self.reputs = 0
         self.failed_puts = 0
@@ -59,14 +60,15 @@ class ScheduleService:
             self.offsets[level] = offset
         self.running = True
 
-    def persist(self) -> None:
+    def persist(self, now_ms: int) -> None:
         """ScheduleMessageService.persist: write the in-memory offsets to delayOffset.json."""
         self.persisted = dict(self.offsets)
+        self.persisted_ms = now_ms
 
-    def shutdown(self, graceful: bool) -> None:
+    def shutdown(self, graceful: bool, now_ms: int) -> None:
         """ScheduleMessageService.shutdown persists (graceful); a kill -9 loses the in-memory table."""
         if graceful and Defect.DUPLICATE_AFTER_GRACEFUL_RESTART not in self.defects:
-            self.persist()
+            self.persist(now_ms)
         self.running = False
 
     # --- the per-level task -----------------------------------------------------------------
