@@ -29,21 +29,26 @@ STARTUP_MS = 1500
 CONSUMER_OFFSET_FLUSH_MS = 5000
 #: SubscriptionGroupConfig.retryQueueNums.
 RETRY_QUEUES = 1
+#: PERSIST_BEFORE_DELIVERY_STOPS: how long the delivery tasks go on after the shutdown persist.
+SHUTDOWN_TAIL_MS = 300
 
 
 class SimBroker:
     def __init__(self, clock: VirtualClock, profile: Profile, defects: frozenset[Defect], rng: random.Random,
-                 put_failure_rate: float = 0.0, timers: bool = True):
+                 put_failure_rate: float = 0.0, timers: bool = True, startup_ms: int = STARTUP_MS):
         self.clock = clock
         self.profile = profile
         self.defects = defects
         self.rng = rng
         self.timers = timers
+        self.startup_ms = startup_ms
         self.store = MessageStore()
         self.schedule = ScheduleService(profile.level_table, self.store, defects, rng, put_failure_rate)
         self.state = DOWN
         self.incarnation = 0
         self.ready_at_ms: int | None = None
+        self.started_ms: int | None = None  # when the current incarnation was started
+        self.stopping = False  # PERSIST_BEFORE_DELIVERY_STOPS: persisted, tasks still running
         self.deferred: list[Callable[[], None]] = []
         self.pending_while_paused: list[Callable[[], None]] = []  # sends held in the socket buffer
         self.timer_heap: list[tuple[int, int, StoredMessage]] = []  # (deliver_ms, commit offset, entry)
@@ -79,13 +84,15 @@ class SimBroker:
             return
         self.incarnation += 1
         self.state = STARTING
-        self.ready_at_ms = self.clock.now_ms() + STARTUP_MS
+        self.started_ms = self.clock.now_ms()
+        self.ready_at_ms = self.clock.now_ms() + self.startup_ms
         self._at(self.ready_at_ms, self._ready)
 
     def _ready(self) -> None:
         now = self.clock.now_ms()
         self.state = UP
         self.consumer_offsets = dict(self.consumer_offsets_persisted)
+        self.schedule.load_before_start(now - (self.started_ms or now), self.profile.first_flush_delay_ms)
         self.schedule.start()
         self.level_wake = {}
         for level in range(1, self.profile.max_level + 1):
@@ -100,8 +107,18 @@ class SimBroker:
     def stop(self, graceful: bool) -> None:
         if self.state == DOWN:
             return
+        if graceful and self.state == UP and Defect.PERSIST_BEFORE_DELIVERY_STOPS in self.defects:
+            if not self.stopping:  # ScheduleMessageService.shutdown (4.9.0-4.9.2): persist, tasks go on
+                self.schedule.persist()
+                self.stopping = True
+                self._at(self.clock.now_ms() + SHUTDOWN_TAIL_MS, lambda: self._stop(True, persisted_already=True))
+            return
+        self._stop(graceful)
+
+    def _stop(self, graceful: bool, persisted_already: bool = False) -> None:
+        self.stopping = False
         if graceful and self.state in (UP, PAUSED):
-            self.schedule.shutdown(graceful=True)
+            self.schedule.shutdown(graceful=True, persisted_already=persisted_already)
             self.consumer_offsets_persisted = dict(self.consumer_offsets)
         else:
             self.schedule.shutdown(graceful=False)
@@ -111,7 +128,9 @@ class SimBroker:
         self.pending_while_paused.clear()  # requests in the socket buffer die with the process
 
     def pause(self) -> None:
-        if self.state == UP:
+        """SIGSTOP: tasks are held until resume; paused while it starts (slow_start), it becomes
+        ready only after the resume."""
+        if self.state in (UP, STARTING):
             self.state = PAUSED
 
     def resume(self) -> None:
