@@ -165,8 +165,17 @@ class Snapshotting(Protocol):
 
 
 @runtime_checkable
+class OffsetFlushWatching(Protocol):
+    def last_offset_flush_ms(self) -> int | None:
+        """When the broker last persisted its schedule offsets (``delayOffset.json`` written:
+        the periodic flush every ``flushDelayOffsetInterval``, or a graceful shutdown), on the
+        system's clock; None before the first. Cheap: the harness polls it while it waits."""
+
+
+@runtime_checkable
 class System(Lifecycle, Producing, Consuming, Protocol):
-    """What every adapter offers. Pausable, DlqReading and Snapshotting are optional."""
+    """What every adapter offers. Pausable, DlqReading, Snapshotting and OffsetFlushWatching are
+    optional."""
 
 
 def supports(system: object, capability: type) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.base import System
-from harness.runner import Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, capabilities
+from harness.runner import Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, skip_reason
 from harness.scenario import Scenario
 from harness.systems import SystemSpec, open_system
 
@@ -161,10 +161,9 @@ class Batch:
     def _run_one(self, scenario: Scenario, system: System, name: str, watch: ConsumerWatch, owns_consumers: bool) -> None:
         tag = system.info.version + "".join("+" + d for d in self.opts.system.defects)
         run_id = f"{_slug(name)}-{_slug(tag)}-{self.stamp}"
-        missing = set(scenario.requires) - capabilities(system)
-        if missing:
+        why = skip_reason(scenario, system)
+        if why:
             self.progress[name].phase = "done"
-            why = f"{system.info.adapter} {system.info.version} has no {', '.join(sorted(missing))}"
             self.results[name] = RunResult(self.opts.out_dir / run_id, run_id, scenario, True, (), 0, 0, skipped=why)
             return
         run = ScenarioRun(scenario, system, self.opts.out_dir / run_id, run_id, self.progress[name], cancel=self._stop,

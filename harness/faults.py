@@ -2,8 +2,12 @@
 records each as a ``fault`` event, and heals whatever is still broken at the end of a run.
 
 Like a Jepsen nemesis package, a compound step (``restart``, ``kill_restart``, ``outage``, a
-``pause`` with a duration) expands into primitives with their own times, so sends scheduled
-during an outage still happen (and fail) while the broker is down, and every run ends healed.
+``pause`` with a duration, ``slow_start``) expands into primitives with their own times, so sends
+scheduled during an outage still happen (and fail) while the broker is down, and every run ends
+healed. Steps timed from the start are expanded up front (:func:`expand`); a step timed from what
+the broker did when its anchor comes (:func:`expand_step`, called by :mod:`harness.anchors`).
+Every broker stop is bracketed by ``snapshot`` events (``moment`` ``before_stop``/``after_stop``)
+and every start followed by one (``after_ready``), for the white-box offset checks.
 """
 
 from __future__ import annotations
@@ -16,70 +20,119 @@ from harness.scenario import FaultStep
 
 #: primitive actions a timed step performs
 PRIMITIVES = ("kill", "stop", "start", "pause", "resume")
+#: the first half of a ``slow_start``: start the target and pause it at once, before it is ready
+#: (the ``resume`` that ends it waits until the target is ready)
+START_PAUSED = "start_paused"
 
 
 @dataclass(frozen=True)
 class TimedFault:
     at_ms: int  # offset from the scenario start
-    action: str  # one of PRIMITIVES
+    action: str  # one of PRIMITIVES, or START_PAUSED
     target: str
+    step: int | None = None  # index of the scenario's fault step it belongs to
+    anchor: str | None = None  # an anchored step: what it was timed from
+    anchor_event_ms: int | None = None  # an anchored step: when that happened
+
+    def event_fields(self) -> dict:
+        """The optional ``fault`` event fields that say which step this is and what timed it."""
+        out = {"step": self.step, "anchor": self.anchor, "anchor_event_ms": self.anchor_event_ms}
+        return {k: v for k, v in out.items() if v is not None}
+
+
+def expand_step(s: FaultStep, at_ms: int, step: int | None = None, anchor: str | None = None,
+                anchor_event_ms: int | None = None) -> list[TimedFault]:
+    """The primitives of one step fired at ``at_ms`` (offset from the scenario start), in order."""
+    def tf(offset: int, action: str) -> TimedFault:
+        return TimedFault(at_ms + offset, action, s.target, step, anchor, anchor_event_ms)
+
+    if s.action in PRIMITIVES and not (s.action == "pause" and s.duration_ms):
+        return [tf(0, s.action)]
+    if s.action == "pause":
+        return [tf(0, "pause"), tf(s.duration_ms, "resume")]
+    if s.action == "restart":
+        return [tf(0, "stop"), tf(s.duration_ms, "start")]
+    if s.action in ("kill_restart", "outage"):
+        return [tf(0, "kill"), tf(s.duration_ms, "start")]
+    if s.action == "slow_start":
+        return [tf(0, START_PAUSED), tf(s.duration_ms, "resume")]
+    raise ValueError(f"fault step {s}: unknown action {s.action!r}")
 
 
 def expand(steps: tuple[FaultStep, ...]) -> list[TimedFault]:
-    """Primitive, time-ordered actions for a scenario's fault steps."""
+    """Primitive, time-ordered actions for a scenario's steps timed from its start (steps with
+    ``after`` are expanded by the runner when their anchor is seen, :mod:`harness.anchors`)."""
     out: list[TimedFault] = []
-    for s in steps:
-        if s.action in PRIMITIVES and not (s.action == "pause" and s.duration_ms):
-            out.append(TimedFault(s.at_ms, s.action, s.target))
-        elif s.action == "pause":
-            out += [TimedFault(s.at_ms, "pause", s.target), TimedFault(s.at_ms + s.duration_ms, "resume", s.target)]
-        elif s.action == "restart":
-            out += [TimedFault(s.at_ms, "stop", s.target), TimedFault(s.at_ms + s.duration_ms, "start", s.target)]
-        elif s.action in ("kill_restart", "outage"):
-            out += [TimedFault(s.at_ms, "kill", s.target), TimedFault(s.at_ms + s.duration_ms, "start", s.target)]
-        else:
-            raise ValueError(f"fault step {s}: unknown action {s.action!r}")
+    for i, s in enumerate(steps):
+        if s.after is None:
+            out += expand_step(s, s.at_ms, i)
     return sorted(out, key=lambda f: f.at_ms)
 
 
 class FaultDriver:
-    """Applies primitive faults to one system and writes the ``fault`` events."""
+    """Applies primitive faults to one system and writes the ``fault`` events, with a ``snapshot``
+    of the schedule offsets around each broker stop and after each start (``moment`` says which)."""
 
     def __init__(self, system: Lifecycle, log: EventLog):
         self.system = system
         self.log = log
         self.down: set[str] = set()  # stopped or killed
         self.paused: set[str] = set()
+        self.starting: set[str] = set()  # started paused (slow_start): ready only after resume
 
-    def _event(self, action: str, target: str) -> None:
-        self.log.write({"type": "fault", "ts_ms": self.system.clock.now_ms(), "action": action, "target": target})
+    def _event(self, action: str, target: str, extra: dict) -> None:
+        self.log.write({"type": "fault", "ts_ms": self.system.clock.now_ms(), "action": action, "target": target,
+                        **extra})
 
-    def apply(self, action: str, target: str) -> None:
-        sysm = self.system
+    def apply(self, action: str, target: str, extra: dict | None = None) -> None:
+        """Do ``action`` to ``target``; ``extra``: fields added to its fault events (its step)."""
+        sysm, extra = self.system, extra or {}
         if action in ("kill", "stop"):
-            self._event(action, target)  # recorded before: the outage starts when we act
+            if target == "broker":
+                self.snapshot("before_stop")  # the in-memory offsets the stop should persist
+            self._event(action, target, extra)  # recorded before: the outage starts when we act
             (sysm.kill if action == "kill" else sysm.stop)(target)
             self.down.add(target)
+            self.paused.discard(target)
+            self.starting.discard(target)
+            if target == "broker":
+                self.snapshot("after_stop")  # what the stop left in delayOffset.json
         elif action == "start":
-            self._event("start", target)
+            self._event("start", target, extra)
             sysm.start(target)
-            sysm.wait_ready(target)
-            self._event("ready", target)
+            self._ready(target, extra)
+        elif action == START_PAUSED:
+            if not isinstance(sysm, Pausable):
+                raise AdapterError(f"{type(sysm).__name__} cannot pause {target} while it starts (slow_start)")
+            self._event("start", target, extra)
+            sysm.start(target)
+            self._event("pause", target, extra)
+            sysm.pause(target)
             self.down.discard(target)
-            self.snapshot()
+            self.paused.add(target)
+            self.starting.add(target)
         elif action in ("pause", "resume"):
             if not isinstance(sysm, Pausable):
                 raise AdapterError(f"{type(sysm).__name__} cannot {action} {target}")
-            self._event(action, target)
+            self._event(action, target, extra)
             (sysm.pause if action == "pause" else sysm.resume)(target)
             (self.paused.add if action == "pause" else self.paused.discard)(target)
+            if action == "resume" and target in self.starting:
+                self._ready(target, extra)
         else:
             raise ValueError(f"unknown primitive fault {action!r}")
 
-    def snapshot(self) -> None:
+    def _ready(self, target: str, extra: dict) -> None:
+        self.system.wait_ready(target)
+        self._event("ready", target, extra)
+        self.down.discard(target)
+        self.starting.discard(target)
+        self.snapshot("after_ready")
+
+    def snapshot(self, moment: str) -> None:
         if isinstance(self.system, Snapshotting):
             for snap in self.system.snapshot():
-                self.log.write({"type": "snapshot", "ts_ms": self.system.clock.now_ms(), **snap})
+                self.log.write({"type": "snapshot", "ts_ms": self.system.clock.now_ms(), **snap, "moment": moment})
 
     def heal(self) -> None:
         """Resume what is paused and start what is down, so every run ends healed."""

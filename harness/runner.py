@@ -3,22 +3,26 @@
 ``RUN/run.json`` (written at the start, completed at the end), ``RUN/scenario.json`` (for replay),
 ``RUN/events/harness.jsonl`` (send, fault, snapshot, dlq — each flushed as it happens) and the
 consumers' own ``RUN/events/consumer-<name>.jsonl``. The timeline (sends and primitive faults) is
-executed in order on the system's clock; then the run drains until the model says every message
-is final (``harness.drain``), heals all faults, reads the DLQ and takes a last snapshot.
+executed in order on the system's clock; a fault step timed from what the broker did joins it when
+its anchor is observed (``harness.anchors``); then the run drains until the model says every
+message is final (``harness.drain``), heals all faults, reads the DLQ and takes a last snapshot.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import random
 import threading
 import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from adapters.base import ConsumerSpec, Consuming, DlqReading, SendRequest, System
+from adapters.base import ConsumerSpec, Consuming, DlqReading, OffsetFlushWatching, SendRequest, System
+from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from harness.drain import DrainState, drain_state
 from adapters.rundir import EventLog, EventTail, write_run_json
-from harness.faults import FaultDriver, expand
+from harness.faults import FaultDriver, TimedFault
 from harness.scenario import Scenario
 from reference.contract import CONSUMER_STARTED_BY_SCENARIO, consumer_fault
 from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, SCENARIO_JSON
@@ -67,6 +71,21 @@ def capabilities(system: System) -> set[str]:
     if info.adapter == "rocketmq" and info.version.split(".")[0].isdigit() and int(info.version.split(".")[0]) < 5:
         return set()
     return {"timer"}
+
+
+def skip_reason(scenario: Scenario, system: System) -> str | None:
+    """Why ``scenario`` cannot run on ``system`` (decided before the run), or None: a capability
+    it ``requires``, or a fault step timed from the broker's offset flushes on a system that
+    cannot tell when it flushes (:class:`~adapters.base.OffsetFlushWatching`; the external runtime)."""
+    info = system.info
+    missing = set(scenario.requires) - capabilities(system)
+    if missing:
+        return f"{info.adapter} {info.version} has no {', '.join(sorted(missing))}"
+    flush = [i for i, f in enumerate(scenario.faults) if f.after is not None and f.after.event == "flush"]
+    if flush and not isinstance(system, OffsetFlushWatching):
+        return (f"{info.adapter} {info.version} ({info.runtime} runtime) cannot tell when the broker persists its "
+                f"schedule offsets: fault step {flush[0]} is timed from a flush")
+    return None
 
 
 @dataclass
@@ -119,10 +138,15 @@ class ScenarioRun:
         self._cancel = cancel or threading.Event()
         self._watch = watch or ConsumerWatch(system)
         self._owns_consumers = owns_consumers  # False on a shared system: stopped at teardown
+        self._watched_ms = 0  # when consumers were last looked after (every POLL_MS)
 
     # --- the run ------------------------------------------------------------------------
     def execute(self) -> RunResult:
         sc, sysm, clock = self.scenario, self.system, self.system.clock
+        why = skip_reason(sc, sysm)
+        if why:
+            self.progress.phase = "done"
+            return RunResult(self.run_dir, self.run_id, sc, True, (), 0, 0, skipped=why)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.events_dir.mkdir(exist_ok=True)
         sc.save(self.run_dir / SCENARIO_JSON)
@@ -155,20 +179,17 @@ class ScenarioRun:
                     sysm.start_consumer(ConsumerSpec(name, c.group, c.topics, mrt, self.events_dir))
                     # a group's membership changes (rebalance): recorded like any consumer start
                     log.write(consumer_fault("start", clock.now_ms(), name, c.group, CONSUMER_STARTED_BY_SCENARIO))
-            faults.snapshot()
+            faults.snapshot("run_start")
             self.progress.phase = "sending"
-            t0 = clock.now_ms()
-            timeline = [(m.at_ms, 1, m) for m in sc.messages] + [(f.at_ms, 0, f) for f in expand(sc.faults)]
-            timeline.sort(key=lambda x: (x[0], x[1]))
-            for at_ms, kind, item in timeline:
-                self._wait_until(t0 + at_ms)
-                if kind == 0:
-                    self.progress.phase = f"fault {item.action} {item.target}"
-                    faults.apply(item.action, item.target)
-                else:
-                    self._send(item, log, t0)
-            self.progress.phase = "draining"
-            state = self._drain(run)
+            try:
+                self._play(faults, log)
+            except AnchorNeverCame as e:  # the scenario missed its state: broken, not the broker's doing
+                error = str(e)
+                self._seen.extend(self._tail.new_events())
+                state = drain_state(run, self._seen, clock.now_ms())
+            else:
+                self.progress.phase = "draining"
+                state = self._drain(run)
         except (Cancelled, KeyboardInterrupt, SystemExit) as e:  # stopped from outside: not the broker's doing
             why = str(e) if isinstance(e, Cancelled) else f"{type(e).__name__}: {e or 'Ctrl-C'}"
             interrupted = f"the run was stopped before it ended ({why})"
@@ -186,7 +207,7 @@ class ScenarioRun:
                     for group in sorted({c.group for c in sc.consumers}):
                         for rec in sysm.read_dlq(group):
                             log.write({"type": "dlq", "ts_ms": now, **rec})
-                faults.snapshot()
+                faults.snapshot("run_end")
             finally:
                 if isinstance(sysm, Consuming) and self._owns_consumers:
                     sysm.stop_consumers()
@@ -203,6 +224,47 @@ class ScenarioRun:
                 write_run_json(self.run_dir, run)
         self.progress.phase = "done"
         return RunResult(self.run_dir, self.run_id, sc, not state.pending, state.pending, run["started_ms"], run["ended_ms"], error)
+
+    def _play(self, faults: FaultDriver, log: EventLog) -> None:
+        """The timeline: sends and the primitives of the steps timed from the start at their
+        offsets; an anchored step's primitives join it when its anchor is seen (looked for every
+        ``ANCHOR_POLL_MS`` while a step is armed)."""
+        sc, sysm, clock = self.scenario, self.system, self.system.clock
+        t0 = clock.now_ms()
+        steps = StepPlan(sc, t0)
+        order = itertools.count()
+        timeline: list[tuple[int, int, int, object]] = []  # (when, faults before sends, order, item)
+        for f in steps.absolute():
+            heapq.heappush(timeline, (t0 + f.at_ms, 0, next(order), f))
+        for m in sc.messages:
+            heapq.heappush(timeline, (t0 + m.at_ms, 1, next(order), m))
+        flushes = sysm if isinstance(sysm, OffsetFlushWatching) else None
+        while timeline or steps.waiting():
+            if steps.armed():
+                new = list(self._tail.new_events())
+                self._seen.extend(new)
+                steps.watch.observe(new)
+                if flushes is not None and steps.needs_flushes():
+                    steps.watch.observe_flush(flushes.last_offset_flush_ms())
+                for f in steps.resolve():
+                    heapq.heappush(timeline, (t0 + f.at_ms, 0, next(order), f))
+                steps.check_overdue(clock.now_ms())
+            now = clock.now_ms()
+            if timeline and timeline[0][0] <= now:
+                _, kind, _, item = heapq.heappop(timeline)
+                if kind == 0:
+                    assert isinstance(item, TimedFault)
+                    self.progress.phase = f"fault {item.action} {item.target}"
+                    steps.firing(item, now)
+                    faults.apply(item.action, item.target, item.event_fields())
+                    steps.finished(item, clock.now_ms())
+                else:
+                    steps.sent(now)
+                    self._send(item, log, t0)
+                continue
+            wake = timeline[0][0] if timeline else now + ANCHOR_POLL_MS
+            armed = bool(steps.armed())
+            self._wait_until(min(wake, now + ANCHOR_POLL_MS) if armed else wake, armed)
 
     def _send(self, m, log: EventLog, t0: int) -> None:
         sc = self.scenario
@@ -231,7 +293,9 @@ class ScenarioRun:
             ev["error"] = res.error[:300]
         log.write(ev)
 
-    def _wait_until(self, ts_ms: int) -> None:
+    def _wait_until(self, ts_ms: int, armed: bool = False) -> None:
+        """Wait on the system's clock, having dead consumers restarted every ``POLL_MS`` or so
+        (``armed``: a short wait between looks for an anchor, polling consumers only when due)."""
         clock = self.system.clock
         while True:
             if self._cancel.is_set():
@@ -240,7 +304,10 @@ class ScenarioRun:
             if now >= ts_ms:
                 return
             clock.sleep_until(min(ts_ms, now + POLL_MS))
-            self._watch.poll()  # restarts dead consumers; their deaths and restarts record themselves
+            if not armed or clock.now_ms() - self._watched_ms >= POLL_MS:
+                # restarts dead consumers; their deaths and restarts record themselves
+                self._watched_ms = clock.now_ms()
+                self._watch.poll()
 
     def _drain(self, run: dict) -> DrainState:
         sc, clock = self.scenario, self.system.clock

@@ -31,6 +31,11 @@ SEND_STATUSES: tuple[str, ...] = ("SEND_OK", "FAILED", "UNKNOWN")
 FAULT_ACTIONS: tuple[str, ...] = ("kill", "stop", "start", "ready", "pause", "resume")
 FAULT_TARGETS: tuple[str, ...] = ("broker", "namesrv", "consumer", "proxy")
 EVENT_TYPES: tuple[str, ...] = ("send", "deliver", "dlq", "fault", "snapshot")
+#: ``moment`` of a ``snapshot`` event: when the harness took it — at the run's start, after a
+#: start of the broker answered (``ready``), right before a broker ``kill``/``stop`` (written
+#: before its ``fault`` event: the in-memory offsets at the stop), right after a ``kill``/``stop``
+#: returned (the broker down: what the stop left in ``delayOffset.json``), at the run's end
+SNAPSHOT_MOMENTS: tuple[str, ...] = ("run_start", "after_ready", "before_stop", "after_stop", "run_end")
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -118,10 +123,14 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("target", "str", True, FAULT_TARGETS),
         _f("name", "str", False),  # which consumer (target consumer)
         _f("group", "str", False),  # its group: a start changes the group's membership
+        _f("step", "int", False),  # the scenario's fault step (index in its faults) this action belongs to
+        _f("anchor", "str", False),  # an anchored step: what it was timed from ("reput level 3 #2 at ...")
+        _f("anchor_event_ms", "int", False),  # an anchored step: when that anchor event happened
     ),
     "snapshot": (
         _f("source", "str"),
         _f("offsets", "dict"),
+        _f("moment", "str", False, SNAPSHOT_MOMENTS),
     ),
 }
 

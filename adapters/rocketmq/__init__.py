@@ -43,9 +43,10 @@ def open_system(system: str = "rocketmq:latest", runtime: str = "auto", workdir:
                 profile: BrokerProfile | None = None, image: str | None = None, *, base_port: int = 19876,
                 labels: dict | None = None, namesrv_addr: str | None = None,
                 fault_commands: dict[str, str] | None = None):
-    """A :class:`~adapters.rocketmq.system.RocketMQSystem`, not yet started (call ``setup()``)."""
+    """A :class:`~adapters.rocketmq.system.RocketMQSystem`, not yet started (call ``setup()``):
+    a :class:`~adapters.rocketmq.system.LocalRocketMQSystem` for the process and container runtimes."""
     from adapters.rocketmq.provision import resolve
-    from adapters.rocketmq.system import RocketMQSystem
+    from adapters.rocketmq.system import LocalRocketMQSystem, RocketMQSystem
 
     if runtime not in RUNTIMES:
         raise AdapterError(f"runtime {runtime!r}: expected one of {', '.join(RUNTIMES)}")
@@ -72,5 +73,6 @@ def open_system(system: str = "rocketmq:latest", runtime: str = "auto", workdir:
         if not namesrv_addr:
             raise AdapterError("runtime 'external': namesrv_addr (host:port of the cluster's name server) is required")
         rt = ExternalRuntime(fault_commands or {})
-    return RocketMQSystem(dist, rt, workdir, profile, base_port=base_port,
-                          namesrv_addr=namesrv_addr if runtime == "external" else None)
+    if runtime == "external":  # the store is not ours to read: no OffsetFlushWatching
+        return RocketMQSystem(dist, rt, workdir, profile, base_port=base_port, namesrv_addr=namesrv_addr)
+    return LocalRocketMQSystem(dist, rt, workdir, profile, base_port=base_port)

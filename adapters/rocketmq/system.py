@@ -12,6 +12,7 @@ Harness-facing API (the protocols of ``adapters.base``)::
     system.kill("broker"); system.start("broker"); system.wait_ready("broker")
     system.pause("broker"); system.resume("broker")   # Pausable
     system.read_dlq("G"); system.snapshot()           # DlqReading, Snapshotting
+    system.last_offset_flush_ms()                     # OffsetFlushWatching (process, container)
     system.teardown()
 
 Targets: ``namesrv``, ``broker``, ``consumer`` (every consumer of the system). Readiness after a
@@ -23,6 +24,7 @@ component that exits is reported at once with its exit status and log tail (e.g.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -348,6 +350,21 @@ class RocketMQSystem:
                     self.info.details.setdefault("snapshot_errors", []).append(str(e)[:500])
                     return None
             time.sleep(0.5)  # poll interval while the broker's statistics warm up
+
+
+class LocalRocketMQSystem(RocketMQSystem):
+    """A system the harness started itself (process or container runtime): its store is on this
+    host (bind-mounted for containers), so it also tells when the broker persisted its schedule
+    offsets (:class:`~adapters.base.OffsetFlushWatching`). The external runtime cannot."""
+
+    def last_offset_flush_ms(self) -> int | None:
+        """The mtime of ``<store>/config/delayOffset.json``: the broker writes it (through a temp
+        file renamed over it, MixAll.string2File) at each flush and at a graceful shutdown. None
+        before the first write, and while the rename leaves no file."""
+        try:
+            return os.stat(cfg.delay_offset_path(self.layout)).st_mtime_ns // 1_000_000
+        except FileNotFoundError:
+            return None
 
 
 _ERROR_LINE = re.compile(r"\bERROR\b|Exception\b")

@@ -3,7 +3,8 @@ offsets, and its lifecycle (start → ready, graceful stop, kill -9, pause/resum
 
 While the broker is not serving (down, starting, paused) it stores nothing and re-puts nothing;
 its tasks wait (paused) or are dropped with the incarnation (stop/kill) and start over when it is
-ready again, the schedule service's first pass ``FIRST_DELAY_TIME`` after that.
+ready again, the schedule service's first pass ``FIRST_DELAY_TIME`` after that. A broker paused
+while it starts (``slow_start``) completes its start that much later: nothing happens while paused.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from reference.profile import Profile
 from reference.retry import dlq_topic, goes_to_dlq, goes_to_dlq_on_resend, requested_retry_level, retry_topic
 from reference.timer import TIMER_TOPIC
 
-UP, DOWN, STARTING, PAUSED = "up", "down", "starting", "paused"
+UP, DOWN, STARTING, PAUSED = "up", "down", "starting", "paused"  # STARTING may be paused: start_paused_at
 #: Virtual time from ``start`` to ``ready``.
 STARTUP_MS = 1500
 #: BrokerConfig.flushConsumerOffsetInterval: consumerOffset.json persisted every 5 s.
@@ -49,6 +50,8 @@ class SimBroker:
         self.ready_at_ms: int | None = None
         self.started_ms: int | None = None  # when the current incarnation was started
         self.stopping = False  # PERSIST_BEFORE_DELIVERY_STOPS: persisted, tasks still running
+        self._start_ready_ms = 0  # when the start in progress completes if nothing pauses it
+        self.start_paused_at: int | None = None  # paused while starting (slow_start): since when
         self.deferred: list[Callable[[], None]] = []
         self.pending_while_paused: list[Callable[[], None]] = []  # sends held in the socket buffer
         self.timer_heap: list[tuple[int, int, StoredMessage]] = []  # (deliver_ms, commit offset, entry)
@@ -85,7 +88,7 @@ class SimBroker:
         self.incarnation += 1
         self.state = STARTING
         self.started_ms = self.clock.now_ms()
-        self.ready_at_ms = self.clock.now_ms() + self.startup_ms
+        self.ready_at_ms = self._start_ready_ms = self.clock.now_ms() + self.startup_ms
         self._at(self.ready_at_ms, self._ready)
 
     def _ready(self) -> None:
@@ -109,7 +112,7 @@ class SimBroker:
             return
         if graceful and self.state == UP and Defect.PERSIST_BEFORE_DELIVERY_STOPS in self.defects:
             if not self.stopping:  # ScheduleMessageService.shutdown (4.9.0-4.9.2): persist, tasks go on
-                self.schedule.persist()
+                self.schedule.persist(self.clock.now_ms())
                 self.stopping = True
                 self._at(self.clock.now_ms() + SHUTDOWN_TAIL_MS, lambda: self._stop(True, persisted_already=True))
             return
@@ -117,23 +120,35 @@ class SimBroker:
 
     def _stop(self, graceful: bool, persisted_already: bool = False) -> None:
         self.stopping = False
+        now = self.clock.now_ms()
         if graceful and self.state in (UP, PAUSED):
-            self.schedule.shutdown(graceful=True, persisted_already=persisted_already)
+            self.schedule.shutdown(graceful=True, now_ms=now, persisted_already=persisted_already)
             self.consumer_offsets_persisted = dict(self.consumer_offsets)
         else:
-            self.schedule.shutdown(graceful=False)
+            self.schedule.shutdown(graceful=False, now_ms=now)
         self.state = DOWN
+        self.start_paused_at = None
         self.incarnation += 1
         self.deferred.clear()
         self.pending_while_paused.clear()  # requests in the socket buffer die with the process
 
     def pause(self) -> None:
-        """SIGSTOP: tasks are held until resume; paused while it starts (slow_start), it becomes
-        ready only after the resume."""
-        if self.state in (UP, STARTING):
+        if self.state == UP:
             self.state = PAUSED
+        elif self.state == STARTING and self.start_paused_at is None:
+            # frozen in the middle of its start (slow_start): the rest of the start waits
+            self.start_paused_at = self.clock.now_ms()
+            self.ready_at_ms = None
+            self.incarnation += 1  # drops the pending ready; resume schedules it again
 
     def resume(self) -> None:
+        if self.state == STARTING and self.start_paused_at is not None:
+            now = self.clock.now_ms()
+            self.ready_at_ms = self._start_ready_ms + (now - self.start_paused_at)
+            self._start_ready_ms = self.ready_at_ms
+            self.start_paused_at = None
+            self._at(self.ready_at_ms, self._ready)
+            return
         if self.state != PAUSED:
             return
         self.state = UP
@@ -146,7 +161,7 @@ class SimBroker:
 
     # --- periodic persistence ---------------------------------------------------------------
     def _flush_schedule(self) -> None:
-        self.schedule.persist()
+        self.schedule.persist(self.clock.now_ms())
         self._at(self.clock.now_ms() + self.profile.flush_delay_offset_interval_ms, self._flush_schedule)
 
     def _flush_consumer_offsets(self) -> None:

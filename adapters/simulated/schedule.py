@@ -37,6 +37,7 @@ class ScheduleService:
         self.offsets: dict[int, int] = {}  # in memory
         self.cursor: dict[int, int] = {}  # where each level's task chain goes on (== offsets unless a defect)
         self.persisted: dict[int, int] = {}  # delayOffset.json
+        self.persisted_ms: int | None = None  # when delayOffset.json was last written (virtual time)
         self.running = False
         self.reputs = 0
         self.failed_puts = 0
@@ -61,14 +62,15 @@ class ScheduleService:
         self.cursor = dict(self.offsets)
         self.running = True
 
-    def persist(self) -> None:
+    def persist(self, now_ms: int) -> None:
         """ScheduleMessageService.persist: write the in-memory offsets to delayOffset.json."""
         self.persisted = dict(self.offsets)
+        self.persisted_ms = now_ms
 
-    def shutdown(self, graceful: bool, persisted_already: bool = False) -> None:
+    def shutdown(self, graceful: bool, now_ms: int, persisted_already: bool = False) -> None:
         """ScheduleMessageService.shutdown persists (graceful); a kill -9 loses the in-memory table."""
         if graceful and not persisted_already and Defect.DUPLICATE_AFTER_GRACEFUL_RESTART not in self.defects:
-            self.persist()
+            self.persist(now_ms)
         self.running = False
 
     def load_before_start(self, start_took_ms: int, constructor_flush_ms: int) -> None:

@@ -1,5 +1,6 @@
 """The simulated system: the broker, its name server and the consumers behind the adapter protocol
-(Lifecycle, Pausable, Producing, Consuming, DlqReading, Snapshotting), in virtual time."""
+(Lifecycle, Pausable, Producing, Consuming, DlqReading, Snapshotting, OffsetFlushWatching), in
+virtual time."""
 
 from __future__ import annotations
 
@@ -237,3 +238,8 @@ class SimulatedSystem:
 
     def snapshot(self) -> list[dict]:
         return self.broker.snapshot()
+
+    # --- OffsetFlushWatching ----------------------------------------------------------------
+    def last_offset_flush_ms(self) -> int | None:
+        """The schedule service's last persist of its offsets (periodic or at a graceful stop)."""
+        return self.broker.schedule.persisted_ms

@@ -10,7 +10,7 @@ import pytest
 
 from adapters.rundir import EventLog, EventTail, read_events
 from harness.faults import TimedFault, expand
-from harness.scenario import ConsumerGroup, FaultStep, Message, Scenario, scenario_from_json
+from harness.scenario import ConsumerGroup, FaultAnchor, FaultStep, Message, Scenario, scenario_from_json
 from reference.contract import ContractError
 from suites.chaos.scenarios import NIGHTLY
 from suites.conformance.scenarios import CONFORMANCE
@@ -79,15 +79,19 @@ def test_compound_faults_expand_into_timed_primitives():
         FaultStep(500, "restart", "namesrv", 200),
         FaultStep(9000, "pause", "broker", 1000),
         FaultStep(12000, "kill", "consumer"),
+        FaultStep(13000, "slow_start", "broker", 4000),
+        FaultStep(0, "kill_restart", "broker", 100, after=FaultAnchor("ready")),  # expanded when its anchor comes
     )
     assert expand(steps) == [
-        TimedFault(500, "stop", "namesrv"),
-        TimedFault(700, "start", "namesrv"),
-        TimedFault(1000, "kill", "broker"),
-        TimedFault(6000, "start", "broker"),
-        TimedFault(9000, "pause", "broker"),
-        TimedFault(10000, "resume", "broker"),
-        TimedFault(12000, "kill", "consumer"),
+        TimedFault(500, "stop", "namesrv", step=1),
+        TimedFault(700, "start", "namesrv", step=1),
+        TimedFault(1000, "kill", "broker", step=0),
+        TimedFault(6000, "start", "broker", step=0),
+        TimedFault(9000, "pause", "broker", step=2),
+        TimedFault(10000, "resume", "broker", step=2),
+        TimedFault(12000, "kill", "consumer", step=3),
+        TimedFault(13000, "start_paused", "broker", step=4),
+        TimedFault(17000, "resume", "broker", step=4),
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.base import BrokerProfile, DlqReading, Pausable, Snapshotting, System
+from adapters.base import BrokerProfile, DlqReading, OffsetFlushWatching, Pausable, Snapshotting, System
 from adapters.simulated import open_simulated
 from suites.selftest.simulated.driver import Fault, Send, run_scenario
 from suites.selftest.simulated.judge import judge, violated
@@ -31,7 +31,7 @@ def test_same_seed_same_run(tmp_path):
 
 def test_simulator_offers_the_adapter_capabilities():
     s = open_simulated(BrokerProfile())
-    for capability in (System, Pausable, DlqReading, Snapshotting):
+    for capability in (System, Pausable, DlqReading, Snapshotting, OffsetFlushWatching):
         assert isinstance(s, capability), capability.__name__
 
 
