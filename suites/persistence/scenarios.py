@@ -34,7 +34,8 @@ BURST_SIZE = 30
 BURST_LEVELS = {Reput.ONE_AT_A_TIME: (), Reput.BACKLOG: (4,), Reput.LEVELS: (4, 5, 6)}
 PAUSED_BEFORE_KILL_MS = 1_500
 DOWN_MS = 1_000
-SLOW_START_MS = 4_000
+#: a store that takes longer to load than the first persist (10 s after start): 5.0.0-5.1.1 wipe the file
+SLOW_START_MS = 10_000
 #: the second stop of ``tworestarts``: this long after the first ready, well before its first flush (10 s)
 SECOND_STOP_AFTER_READY_MS = 2_000
 

@@ -3,7 +3,9 @@
 The conformance and chaos catalogues run through the real runner and batch (virtual time) on the
 clean simulator and on one simulator per injected defect; all runs are checked in one Spark job.
 The clean simulator must conform on every scenario (no false failure), and for each defect some
-scenario must fail the invariant that names it (the defect is caught).
+scenario must fail the invariant that names it (the defect is caught) — or the defect is one of
+the persistence suite's, which ``test_persistence_catches_defects`` shows caught by two of its
+scenarios each.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from harness.systems import SystemSpec
 from harness.verdicts import assert_conforms, describe
 from suites.chaos.scenarios import NIGHTLY
 from suites.conformance.scenarios import CONFORMANCE
+from suites.selftest.harness.test_persistence_catches_defects import PERSISTENCE_DEFECTS
 
 DEFECTS = list(Defect)
 
@@ -46,4 +49,7 @@ def test_clean_simulator_conforms_on_every_suite_scenario(verdicts_by_system):
 def test_suites_catch_the_defect(defect, verdicts_by_system):
     verdicts = verdicts_by_system[defect]
     caught = [v["run_id"] for v in verdicts if v["invariants"][defect.invariant]["passed"] is False]
+    if not caught and defect in PERSISTENCE_DEFECTS:
+        pytest.skip(f"{defect.slug}: not reached by conformance or chaos; caught by the persistence suite "
+                    "(test_persistence_catches_defects)")
     assert caught, f"no suite scenario failed {defect.invariant} with {defect.slug} injected:\n" + "\n".join(describe(v) for v in verdicts)
