@@ -9,22 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.simulated.defects import Defect
-from harness.batch import BatchOptions, run_batch
 from harness.scenario import validate_scenario
 from harness.summary import scenario_wait_ms
-from harness.systems import SystemSpec
 from harness.verdicts import assert_conforms, describe
+from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, verdicts_by_defect
 from reference.persistence_axes import AXES
 from suites.persistence.pairwise import all_pairs, pairs_of
 from suites.persistence.scenarios import FULL, FULL_COORDINATES, SHORT
 
-#: the defects of the schedule offset's persistence (stale, rewound, lost, and the new classes)
-PERSISTENCE_DEFECTS = [
-    Defect.DUPLICATE_AFTER_GRACEFUL_RESTART, Defect.OFFSETS_REWOUND_ON_RESTART, Defect.LOST_ON_RESTART,
-    Defect.LOST_REPUT_ON_WRITE_FAILURE, Defect.REPUT_OFFSET_FROM_TASK_START, Defect.PERSIST_BEFORE_DELIVERY_STOPS,
-    Defect.EMPTY_OFFSETS_PERSISTED_BEFORE_LOAD,
-]
 
 
 def test_full_is_a_pairwise_cover_and_short_has_every_axis_value():
@@ -45,17 +37,7 @@ def test_every_scenario_validates_and_the_sets_fit_their_time_budgets():
 
 @pytest.fixture(scope="module")
 def verdicts_by_system(tmp_path_factory):
-    from reports.check import check_runs
-
-    out = tmp_path_factory.mktemp("persistence")
-    runs = {}
-    for d in [None] + PERSISTENCE_DEFECTS:
-        spec = "simulated" if d is None else f"simulated[{d.slug}]"
-        results, errors = run_batch(list(FULL), BatchOptions(SystemSpec(spec), out / (d.slug if d else "clean"), progress=False))
-        assert not errors, errors
-        runs[d] = results
-    verdicts = {v["run_id"]: v for v in check_runs([r.run_dir for rs in runs.values() for r in rs])}
-    return {d: [verdicts[r.run_id] for r in rs] for d, rs in runs.items()}
+    return verdicts_by_defect(FULL, PERSISTENCE_DEFECTS, tmp_path_factory.mktemp("persistence"))
 
 
 def test_clean_simulator_conforms_on_every_persistence_scenario(verdicts_by_system):

@@ -13,29 +13,17 @@ from __future__ import annotations
 import pytest
 
 from adapters.simulated.defects import Defect
-from harness.batch import BatchOptions, run_batch
-from harness.systems import SystemSpec
 from harness.verdicts import assert_conforms, describe
 from suites.chaos.scenarios import NIGHTLY
 from suites.conformance.scenarios import CONFORMANCE
-from suites.selftest.harness.test_persistence_catches_defects import PERSISTENCE_DEFECTS
+from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, verdicts_by_defect
 
 DEFECTS = list(Defect)
 
 
 @pytest.fixture(scope="module")
 def verdicts_by_system(tmp_path_factory):
-    from reports.check import check_runs
-
-    out = tmp_path_factory.mktemp("defects")
-    runs = {}
-    for d in [None] + DEFECTS:
-        spec = "simulated" if d is None else f"simulated[{d.slug}]"
-        results, errors = run_batch(list(CONFORMANCE + NIGHTLY), BatchOptions(SystemSpec(spec), out / (d.slug if d else "clean"), progress=False))
-        assert not errors, errors
-        runs[d] = [r for r in results if not r.skipped]
-    verdicts = {v["run_id"]: v for v in check_runs([r.run_dir for rs in runs.values() for r in rs])}
-    return {d: [verdicts[r.run_id] for r in rs] for d, rs in runs.items()}
+    return verdicts_by_defect(CONFORMANCE + NIGHTLY, DEFECTS, tmp_path_factory.mktemp("defects"))
 
 
 def test_clean_simulator_conforms_on_every_suite_scenario(verdicts_by_system):
