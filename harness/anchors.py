@@ -10,7 +10,9 @@ offsets — and asks which armed step's anchor has come:
 - ``reput``: a first-attempt delivery (``reconsume_times`` 0) of a message sent with delay level L
   (clamped; 0 = any level > 0), one per stored copy, at its ``store_ms`` (the schedule service's
   re-put), counted in store order among the copies seen so far;
-- ``flush``: each distinct time the broker persisted its schedule offsets.
+- ``flush``: each distinct time the broker persisted its schedule offsets;
+- ``previous``: the previous step's firing itself (what follows a stop or a pause, when the
+  broker does nothing to be timed from).
 
 An anchor is seen only when the runner observes it (a delivery comes a little after its re-put): a
 step whose anchor time + ``at_ms`` is already past fires at once. An anchor that has not come when
@@ -73,6 +75,8 @@ class AnchorWatch:
             return [(t, "") for t in sorted(self.readies) if t > since_ms]
         if after.event == "flush":
             return [(t, "") for t in sorted(self.flushes) if t > since_ms]
+        if after.event == "previous":  # the previous step's firing itself (since_ms)
+            return [(since_ms, "")]
         if after.event == "reput":
             return [(ms, f" (key {key})") for ms, level, key in sorted(self.reputs.values())
                     if ms > since_ms and (after.level == 0 or level == after.level)]

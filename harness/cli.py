@@ -37,6 +37,8 @@ SUITES = {
     "conformance": ("suites.conformance.scenarios", "CONFORMANCE"),
     "chaos": ("suites.chaos.scenarios", "SHORT"),
     "nightly": ("suites.chaos.scenarios", "NIGHTLY"),
+    "persistence": ("suites.persistence.scenarios", "SHORT"),
+    "persistence-full": ("suites.persistence.scenarios", "FULL"),
 }
 SUITE_NAMES = (*SUITES, "generated")
 

@@ -42,8 +42,9 @@ FAULT_ACTIONS_SCHEDULABLE = ("kill", "stop", "start", "pause", "resume", "restar
 FAULT_ACTIONS_WITH_DURATION = ("pause", "restart", "kill_restart", "outage", "slow_start")
 #: what a fault step may be timed from (``FaultStep.after``): the broker's last ``ready``, the
 #: n-th re-put of a delay level seen by a consumer (its ``store_ms``), the n-th persist of the
-#: schedule offsets (``delayOffset.json`` written)
-ANCHOR_EVENTS = ("ready", "reput", "flush")
+#: schedule offsets (``delayOffset.json`` written), or the previous fault step itself (a step that
+#: follows a stop or a pause, when the broker does nothing to be timed from)
+ANCHOR_EVENTS = ("ready", "reput", "flush", "previous")
 #: capabilities a scenario may require of the system (``harness.runner.capabilities``)
 KNOWN_REQUIREMENTS = ("timer",)
 
@@ -93,8 +94,8 @@ class FaultAnchor:
     """What a fault step is timed from, so a scenario reaches the same scheduler state however long
     the broker took to start or whatever runs beside it: the ``count``-th ``event`` (``ready`` of
     the broker, ``reput`` of delay level ``level`` — 0: any level —, ``flush`` of the schedule
-    offsets) counted from when the previous fault step of the scenario fired (the first step:
-    from the run's first send)."""
+    offsets; ``previous``: the previous fault step's firing itself, count 1) counted from when the
+    previous fault step of the scenario fired (the first step: from the run's first send)."""
 
     event: str
     level: int = 0
@@ -272,7 +273,9 @@ def scenario_schema() -> dict:
                                                           "send).", {
                 "event": ({"enum": list(ANCHOR_EVENTS)}, "ready = the broker answers again after a start; reput = a "
                                                           "delayed message of the level re-put (seen by a consumer, at "
-                                                          "its store time); flush = delayOffset.json written."),
+                                                          "its store time); flush = delayOffset.json written; previous = "
+                                                          "when the previous step fired (count 1: a step "
+                                                          "after a stop or a pause)."),
                 "level": ({"type": "integer", "minimum": 0}, "For reput: the delay level (0: any level)."),
                 "count": ({"type": "integer", "minimum": 1}, "Which occurrence: 1 = the first."),
             }),
@@ -332,6 +335,8 @@ def _cross_check(raw: dict, where: str) -> None:
         after = f.get("after") or {}
         if after.get("level", 0) and after["event"] != "reput":
             fail(f"faults[{i}].after.level", f"0 or no such field ({after['event']} has no level)", after["level"])
+        if after.get("event") == "previous" and after.get("count", 1) != 1:
+            fail(f"faults[{i}].after.count", "1 or no such field (previous fires once)", after["count"])
         if after.get("level", 0) > max_level:
             fail(f"faults[{i}].after.level", f"a level of the profile's table (1..{max_level}, 0 = any)", after["level"])
         duration = f.get("duration_ms", "missing")

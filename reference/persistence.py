@@ -45,18 +45,25 @@ def last_flush_lower_bound_ms(broker_faults: list[tuple[int, str]], kill_ms: int
     somewhere between a ``start`` and its ``ready``: when a periodic persist surely happened in
     the killed incarnation the bound is ``max(kill - interval, start + 10 s) - jitter``; when none
     surely happened it is the previous incarnation's end: its graceful stop (persisted), or, for a
-    kill, that kill's own bound."""
-    start_ms = ready_ms = None
+    kill, that kill's own bound. A broker paused until the kill persisted nothing after its pause
+    (the persist task is frozen with it): the bound is taken at the pause."""
+    start_ms = ready_ms = paused_ms = None
     prev_end: tuple[int, str] | None = None
     for ts, action in broker_faults:
         if ts > kill_ms:
             break
+        if action == "pause" and paused_ms is None:
+            paused_ms = ts
+        elif action == "resume":
+            paused_ms = None
         if action == "start":
             start_ms, ready_ms = ts, None
         elif action == "ready" and start_ms is not None and ready_ms is None:
             ready_ms = ts
         elif action in ("stop", "kill") and ts < kill_ms:
-            prev_end, start_ms, ready_ms = (ts, action), None, None
+            prev_end, start_ms, ready_ms, paused_ms = (ts, action), None, None, None
+    if paused_ms is not None:  # frozen (SIGSTOP) until the kill: no persist ran after the pause
+        kill_ms = paused_ms
     if start_ms is None and prev_end is None:
         return kill_ms - interval_ms - jitter_ms  # running since before the run: steady state
     if start_ms is not None:

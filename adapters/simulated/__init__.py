@@ -43,5 +43,5 @@ def open_simulated(profile: BrokerProfile, defects: Iterable = (), seed: int = 0
     :class:`Defect` members. ``options``: ``put_failure_rate`` (re-put writes that fail),
     ``send_back_failure_rate`` (consumer send-backs and client re-sends that fail),
     ``unknown_stored_rate`` (sends to a paused broker stored at resume), ``timers`` (5.x timer
-    messages; False behaves as 4.x), ``version``."""
+    messages; False behaves as 4.x), ``version``, ``startup_ms`` (from start to ready)."""
     return SimulatedSystem(profile, parse_defects(defects), seed, start_ms, **options)

@@ -30,21 +30,26 @@ STARTUP_MS = 1500
 CONSUMER_OFFSET_FLUSH_MS = 5000
 #: SubscriptionGroupConfig.retryQueueNums.
 RETRY_QUEUES = 1
+#: PERSIST_BEFORE_DELIVERY_STOPS: how long the delivery tasks go on after the shutdown persist.
+SHUTDOWN_TAIL_MS = 300
 
 
 class SimBroker:
     def __init__(self, clock: VirtualClock, profile: Profile, defects: frozenset[Defect], rng: random.Random,
-                 put_failure_rate: float = 0.0, timers: bool = True):
+                 put_failure_rate: float = 0.0, timers: bool = True, startup_ms: int = STARTUP_MS):
         self.clock = clock
         self.profile = profile
         self.defects = defects
         self.rng = rng
         self.timers = timers
+        self.startup_ms = startup_ms
         self.store = MessageStore()
         self.schedule = ScheduleService(profile.level_table, self.store, defects, rng, put_failure_rate)
         self.state = DOWN
         self.incarnation = 0
         self.ready_at_ms: int | None = None
+        self.started_ms: int | None = None  # when the current incarnation was started
+        self.stopping = False  # PERSIST_BEFORE_DELIVERY_STOPS: persisted, tasks still running
         self._start_ready_ms = 0  # when the start in progress completes if nothing pauses it
         self.start_paused_at: int | None = None  # paused while starting (slow_start): since when
         self.deferred: list[Callable[[], None]] = []
@@ -82,13 +87,15 @@ class SimBroker:
             return
         self.incarnation += 1
         self.state = STARTING
-        self.ready_at_ms = self._start_ready_ms = self.clock.now_ms() + STARTUP_MS
+        self.started_ms = self.clock.now_ms()
+        self.ready_at_ms = self._start_ready_ms = self.clock.now_ms() + self.startup_ms
         self._at(self.ready_at_ms, self._ready)
 
     def _ready(self) -> None:
         now = self.clock.now_ms()
         self.state = UP
         self.consumer_offsets = dict(self.consumer_offsets_persisted)
+        self.schedule.load_before_start(now - (self.started_ms or now), self.profile.first_flush_delay_ms)
         self.schedule.start()
         self.level_wake = {}
         for level in range(1, self.profile.max_level + 1):
@@ -103,9 +110,19 @@ class SimBroker:
     def stop(self, graceful: bool) -> None:
         if self.state == DOWN:
             return
+        if graceful and self.state == UP and Defect.PERSIST_BEFORE_DELIVERY_STOPS in self.defects:
+            if not self.stopping:  # ScheduleMessageService.shutdown (4.9.0-4.9.2): persist, tasks go on
+                self.schedule.persist(self.clock.now_ms())
+                self.stopping = True
+                self._at(self.clock.now_ms() + SHUTDOWN_TAIL_MS, lambda: self._stop(True, persisted_already=True))
+            return
+        self._stop(graceful)
+
+    def _stop(self, graceful: bool, persisted_already: bool = False) -> None:
+        self.stopping = False
         now = self.clock.now_ms()
         if graceful and self.state in (UP, PAUSED):
-            self.schedule.shutdown(graceful=True, now_ms=now)
+            self.schedule.shutdown(graceful=True, now_ms=now, persisted_already=persisted_already)
             self.consumer_offsets_persisted = dict(self.consumer_offsets)
         else:
             self.schedule.shutdown(graceful=False, now_ms=now)

@@ -53,6 +53,23 @@ class Defect(enum.Enum):
         "NO_DUPLICATE", "on restart the schedule offsets are loaded as 0: every message ever re-put "
         "is re-put again", "delayed messages re-put before a restart")
 
+    REPUT_OFFSET_FROM_TASK_START = DefectInfo(
+        "NO_DUPLICATE", "after each successful re-put the in-memory schedule offset is set to the task "
+        "run's start offset + 1 instead of the entry's offset + 1 (4.9.3, #3966): a backlog re-put in one "
+        "task run is re-put again after the next restart (persisted and flushed offsets lag)",
+        "a backlog re-put in one task run (the first pass after a start) just before a graceful stop "
+        "(persistence: *-graceful-*-duringbacklog)")
+    PERSIST_BEFORE_DELIVERY_STOPS = DefectInfo(
+        "NO_DUPLICATE", "a graceful shutdown persists the schedule offsets before the delivery tasks stop "
+        "(4.9.0-4.9.2: timer.cancel does not wait): the re-puts of the last 300 ms of shutdown are not "
+        "persisted and are repeated after the restart", "re-puts falling due while the broker stops "
+        "gracefully (persistence: every *-graceful-* scenario with the trickle running)")
+    EMPTY_OFFSETS_PERSISTED_BEFORE_LOAD = DefectInfo(
+        "NO_DUPLICATE", "a persist timer created before load() writes an empty offset table over "
+        "delayOffset.json when the start takes 10 s or more (5.0.0-5.1.1, #6881): every message ever "
+        "re-put is re-put again", "a slow start (slow_start of >= 10 s) after re-puts "
+        "(persistence: every *-slow-* scenario)")
+
     @property
     def invariant(self) -> str:
         return self.value.invariant

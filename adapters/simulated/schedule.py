@@ -35,6 +35,7 @@ class ScheduleService:
         self.rng = rng
         self.put_failure_rate = put_failure_rate
         self.offsets: dict[int, int] = {}  # in memory
+        self.cursor: dict[int, int] = {}  # where each level's task chain goes on (== offsets unless a defect)
         self.persisted: dict[int, int] = {}  # delayOffset.json
         self.persisted_ms: int | None = None  # when delayOffset.json was last written (virtual time)
         self.running = False
@@ -58,6 +59,7 @@ class ScheduleService:
             else:
                 offset = corrected_delay_offset(self.persisted.get(level, 0), 0, len(q))
             self.offsets[level] = offset
+        self.cursor = dict(self.offsets)
         self.running = True
 
     def persist(self, now_ms: int) -> None:
@@ -65,11 +67,17 @@ class ScheduleService:
         self.persisted = dict(self.offsets)
         self.persisted_ms = now_ms
 
-    def shutdown(self, graceful: bool, now_ms: int) -> None:
+    def shutdown(self, graceful: bool, now_ms: int, persisted_already: bool = False) -> None:
         """ScheduleMessageService.shutdown persists (graceful); a kill -9 loses the in-memory table."""
-        if graceful and Defect.DUPLICATE_AFTER_GRACEFUL_RESTART not in self.defects:
+        if graceful and not persisted_already and Defect.DUPLICATE_AFTER_GRACEFUL_RESTART not in self.defects:
             self.persist(now_ms)
         self.running = False
+
+    def load_before_start(self, start_took_ms: int, constructor_flush_ms: int) -> None:
+        """ScheduleMessageService constructor timer (5.0.0-5.1.1, #6881, EMPTY_OFFSETS_PERSISTED_BEFORE_LOAD):
+        a start slower than the timer's first run writes the still empty table before load()."""
+        if Defect.EMPTY_OFFSETS_PERSISTED_BEFORE_LOAD in self.defects and start_took_ms >= constructor_flush_ms:
+            self.persisted = {}
 
     # --- the per-level task -----------------------------------------------------------------
     def due_ms(self, entry: StoredMessage, now_ms: int) -> int:
@@ -87,14 +95,14 @@ class ScheduleService:
         if not self.running:
             return None
         q = self.queue(level)
-        offset = self.offsets.get(level, 0)
+        offset = task_start = self.cursor.get(level, self.offsets.get(level, 0))
         reorder = Defect.REORDER_WITHIN_LEVEL in self.defects
         while offset < len(q):
             entry = q[offset]
             if (level, offset) in self.reput_ahead:  # REORDER_WITHIN_LEVEL: already re-put
                 self.reput_ahead.discard((level, offset))
                 offset += 1
-                self.offsets[level] = offset
+                self._advance(level, offset, task_start)
                 continue
             due = self.due_ms(entry, now_ms)
             if due > now_ms:
@@ -110,11 +118,19 @@ class ScheduleService:
                 self.failed_puts += 1
                 if Defect.LOST_REPUT_ON_WRITE_FAILURE in self.defects:
                     offset += 1
-                    self.offsets[level] = offset
+                    self._advance(level, offset, task_start)
                     continue
                 return now_ms + RETRY_PUT_MS
             reput(entry)
             self.reputs += 1
             offset += 1
-            self.offsets[level] = offset
+            self._advance(level, offset, task_start)
         return None
+
+    def _advance(self, level: int, offset: int, task_start: int) -> None:
+        """DeliverDelayedMessageTimerTask.executeOnTimeup: after a PUT_OK the offset becomes the
+        entry's offset + 1 (REPUT_OFFSET_FROM_TASK_START: the task run's start offset + 1, #3966);
+        the task chain itself goes on from the entry after it either way."""
+        self.cursor[level] = offset
+        wrong = Defect.REPUT_OFFSET_FROM_TASK_START in self.defects
+        self.offsets[level] = task_start + 1 if wrong else offset

@@ -8,7 +8,7 @@ import random
 import zlib
 
 from adapters.base import AdapterError, BrokerProfile, ConsumerSpec, NotReady, SendRequest, SendResult, SystemInfo
-from adapters.simulated.broker import PAUSED, STARTING, UP, SimBroker
+from adapters.simulated.broker import PAUSED, STARTING, STARTUP_MS, UP, SimBroker
 from adapters.simulated.clock import VirtualClock
 from adapters.simulated.consumers import SimConsumer
 from adapters.simulated.defects import Defect
@@ -28,7 +28,8 @@ SEND_LATENCY_MS = (1, 3)
 class SimulatedSystem:
     def __init__(self, profile: BrokerProfile, defects: frozenset[Defect], seed: int, start_ms: int,
                  put_failure_rate: float | None = None, send_back_failure_rate: float = 0.0,
-                 unknown_stored_rate: float = 0.5, timers: bool = True, version: str = "5.3.3-sim"):
+                 unknown_stored_rate: float = 0.5, timers: bool = True, version: str = "5.3.3-sim",
+                 startup_ms: int = STARTUP_MS):
         table = parse_level_table(profile.message_delay_level, "BrokerProfile", "message_delay_level")
         if profile.flush_delay_offset_interval_ms < 1:
             raise ValueError(f"BrokerProfile.flush_delay_offset_interval_ms: expected a positive int, "
@@ -41,7 +42,7 @@ class SimulatedSystem:
             put_failure_rate = 0.2 if Defect.LOST_REPUT_ON_WRITE_FAILURE in defects else 0.0
         self.rng = random.Random(seed)
         self.clock = VirtualClock(start_ms)
-        self.broker = SimBroker(self.clock, self.profile, defects, self.rng, put_failure_rate, timers)
+        self.broker = SimBroker(self.clock, self.profile, defects, self.rng, put_failure_rate, timers, startup_ms)
         self.broker.on_message = self._on_message
         self.broker.on_ready = self._on_broker_ready
         self.send_back_failure_rate = send_back_failure_rate

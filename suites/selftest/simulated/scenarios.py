@@ -30,6 +30,19 @@ def exposing(defect: Defect) -> tuple[list[Send], list[Fault], dict]:
         # re-puts between the first periodic flush (10 s after start) and a graceful stop
         sends = [Send(9000 + i * 50, f"g{i}", delay_level=1) for i in range(20)]
         return sends, [Fault(12_000, "stop"), Fault(13_000, "start")], {}
+    if defect is Defect.REPUT_OFFSET_FROM_TASK_START:
+        # level-2 messages fall due while the broker is down: the first pass re-puts them in one
+        # task run; a graceful restart right after re-puts all but the first again
+        sends = [Send(i * 20, f"b{i}", delay_level=2) for i in range(20)]
+        return sends, [Fault(500, "kill"), Fault(3000, "start"), Fault(6000, "stop"), Fault(7000, "start")], {}
+    if defect is Defect.PERSIST_BEFORE_DELIVERY_STOPS:
+        # re-puts every 50 ms while the broker stops gracefully
+        sends = [Send(i * 50, f"s{i}", delay_level=1) for i in range(60)]
+        return sends, [Fault(2000, "stop"), Fault(3000, "start")], {}
+    if defect is Defect.EMPTY_OFFSETS_PERSISTED_BEFORE_LOAD:
+        # re-puts persisted by the first flush, then a graceful restart whose start takes 11 s
+        sends = [Send(i * 100, f"e{i}", delay_level=1) for i in range(20)]
+        return sends, [Fault(12_000, "stop"), Fault(13_000, "start")], {"startup_ms": 11_000}
     return steady, [], {}
 
 

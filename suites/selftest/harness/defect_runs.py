@@ -1,0 +1,30 @@
+"""Run scenarios on the clean simulator and on one simulator per defect, and check them all in one
+Spark job: the verdicts by defect (``None``: clean), each list in the scenarios' order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from adapters.simulated.defects import Defect
+from harness.batch import BatchOptions, run_batch
+from harness.systems import SystemSpec
+
+#: the defects of the schedule offset's persistence (stale, rewound, lost, and the new classes)
+PERSISTENCE_DEFECTS = [
+    Defect.DUPLICATE_AFTER_GRACEFUL_RESTART, Defect.OFFSETS_REWOUND_ON_RESTART, Defect.LOST_ON_RESTART,
+    Defect.LOST_REPUT_ON_WRITE_FAILURE, Defect.REPUT_OFFSET_FROM_TASK_START, Defect.PERSIST_BEFORE_DELIVERY_STOPS,
+    Defect.EMPTY_OFFSETS_PERSISTED_BEFORE_LOAD,
+]
+
+
+def verdicts_by_defect(scenarios, defects, out: Path) -> dict:
+    from reports.check import check_runs
+
+    runs = {}
+    for d in [None] + list(defects):
+        spec = "simulated" if d is None else f"simulated[{d.slug}]"
+        results, errors = run_batch(list(scenarios), BatchOptions(SystemSpec(spec), out / (d.slug if d else "clean"), progress=False))
+        assert not errors, errors
+        runs[d] = [r for r in results if not r.skipped]
+    verdicts = {v["run_id"]: v for v in check_runs([r.run_dir for rs in runs.values() for r in rs])}
+    return {d: [verdicts[r.run_id] for r in rs] for d, rs in runs.items()}
