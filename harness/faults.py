@@ -57,16 +57,20 @@ class FaultDriver:
     def apply(self, action: str, target: str) -> None:
         sysm = self.system
         if action in ("kill", "stop"):
+            if target == "broker":
+                self.snapshot("before_stop")  # the in-memory offsets the stop should persist
             self._event(action, target)  # recorded before: the outage starts when we act
             (sysm.kill if action == "kill" else sysm.stop)(target)
             self.down.add(target)
+            if target == "broker":
+                self.snapshot("after_stop")  # what the stop left in delayOffset.json
         elif action == "start":
             self._event("start", target)
             sysm.start(target)
             sysm.wait_ready(target)
             self._event("ready", target)
             self.down.discard(target)
-            self.snapshot()
+            self.snapshot("after_ready")
         elif action in ("pause", "resume"):
             if not isinstance(sysm, Pausable):
                 raise AdapterError(f"{type(sysm).__name__} cannot {action} {target}")
@@ -76,10 +80,10 @@ class FaultDriver:
         else:
             raise ValueError(f"unknown primitive fault {action!r}")
 
-    def snapshot(self) -> None:
+    def snapshot(self, moment: str) -> None:
         if isinstance(self.system, Snapshotting):
             for snap in self.system.snapshot():
-                self.log.write({"type": "snapshot", "ts_ms": self.system.clock.now_ms(), **snap})
+                self.log.write({"type": "snapshot", "ts_ms": self.system.clock.now_ms(), **snap, "moment": moment})
 
     def heal(self) -> None:
         """Resume what is paused and start what is down, so every run ends healed."""

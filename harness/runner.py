@@ -155,7 +155,7 @@ class ScenarioRun:
                     sysm.start_consumer(ConsumerSpec(name, c.group, c.topics, mrt, self.events_dir))
                     # a group's membership changes (rebalance): recorded like any consumer start
                     log.write(consumer_fault("start", clock.now_ms(), name, c.group, CONSUMER_STARTED_BY_SCENARIO))
-            faults.snapshot()
+            faults.snapshot("run_start")
             self.progress.phase = "sending"
             t0 = clock.now_ms()
             timeline = [(m.at_ms, 1, m) for m in sc.messages] + [(f.at_ms, 0, f) for f in expand(sc.faults)]
@@ -186,7 +186,7 @@ class ScenarioRun:
                     for group in sorted({c.group for c in sc.consumers}):
                         for rec in sysm.read_dlq(group):
                             log.write({"type": "dlq", "ts_ms": now, **rec})
-                faults.snapshot()
+                faults.snapshot("run_end")
             finally:
                 if isinstance(sysm, Consuming) and self._owns_consumers:
                     sysm.stop_consumers()

@@ -22,6 +22,7 @@ INVARIANTS: tuple[str, ...] = (
     "RETRY_SCHEDULE",
     "DLQ_ROUTING",
     "NO_DUPLICATE",
+    "OFFSET_PERSISTENCE",
     "INTEGRITY",
 )
 
@@ -31,6 +32,15 @@ SEND_STATUSES: tuple[str, ...] = ("SEND_OK", "FAILED", "UNKNOWN")
 FAULT_ACTIONS: tuple[str, ...] = ("kill", "stop", "start", "ready", "pause", "resume")
 FAULT_TARGETS: tuple[str, ...] = ("broker", "namesrv", "consumer", "proxy")
 EVENT_TYPES: tuple[str, ...] = ("send", "deliver", "dlq", "fault", "snapshot")
+#: ``moment`` of a ``snapshot`` event: when the harness took it — at the run's start, after a
+#: start of the broker answered (``ready``), right before a broker ``kill``/``stop`` (written
+#: before its ``fault`` event: the in-memory offsets at the stop), right after a ``kill``/``stop``
+#: returned (the broker down: what the stop left in ``delayOffset.json``), at the run's end
+SNAPSHOT_MOMENTS: tuple[str, ...] = ("run_start", "after_ready", "before_stop", "after_stop", "run_end")
+#: ``source`` of a ``snapshot``: the persisted file, and the broker's in-memory offsets (admin
+#: ``brokerStatus``: ``scheduleMessageOffset_<level>`` = offset, schedule queue max offset)
+PERSISTED_SOURCE = "delayOffset.json"
+MEMORY_SOURCE = "brokerStatus"
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -122,6 +132,9 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
     "snapshot": (
         _f("source", "str"),
         _f("offsets", "dict"),
+        _f("moment", "str", False, SNAPSHOT_MOMENTS),
+        _f("broker", "str", False),  # brokerStatus: which broker
+        _f("max_offsets", "dict", False),  # brokerStatus: level -> max offset of its schedule queue
     ),
 }
 

@@ -100,3 +100,36 @@ def scheduler_duplicate_allowed(faults: Iterable[Mapping], first_store_ms: int, 
     return False, (f"new stored copy with no broker kill -9 between the first re-put ({first_store_ms}) "
                    f"and the second ({second_store_ms}) (broker faults between them: {seen}): "
                    "graceful stops persist the offsets")
+
+
+# --- OFFSET_PERSISTENCE: white-box rules on the offsets themselves (``snapshot`` events) ---------
+
+def persisted_after_graceful_stop(memory_before_stop: int, persisted_after_stop: int) -> str | None:
+    """ScheduleMessageService.shutdown → persist (4.9.3+; 5.x via BrokerController.shutdownBasicService):
+    a graceful stop writes the in-memory offsets to ``delayOffset.json``, so the offset persisted by
+    the stop is not below the in-memory offset read before it (the offset only moves forward; it
+    may have moved between that reading and the stop, so more is no finding). Returns why it
+    fails, or None."""
+    if persisted_after_stop < memory_before_stop:
+        return (f"persisted {persisted_after_stop} after the graceful stop, below the in-memory offset "
+                f"{memory_before_stop} read before it: the re-puts in between will be made again after the restart")
+    return None
+
+
+def resumed_after_start(persisted_before_start: int, max_offset: int | None, memory_after_ready: int,
+                        reputs_between: int) -> str | None:
+    """ScheduleMessageService.start → load → correctDelayOffset (4.9.2+/5.x): the schedule service
+    resumes from the persisted offset, moved into [0, max offset of the schedule queue]; by the
+    first in-memory reading after the start it has moved past at most the re-puts made since the
+    start. Lower: rewound (re-puts repeat); higher: skipped ahead (messages never re-put).
+    ``max_offset`` None: no correction (the reading did not say). Returns why it fails, or None."""
+    expected = persisted_before_start if max_offset is None else corrected_delay_offset(persisted_before_start, 0, max_offset)
+    corrected = "" if expected == persisted_before_start else f" (corrected to {expected}, the schedule queue's max)"
+    if memory_after_ready < expected:
+        return (f"in memory {memory_after_ready} after the start, below the persisted {persisted_before_start}{corrected}: "
+                "rewound, the re-puts in between will be made again")
+    if memory_after_ready > expected + reputs_between:
+        return (f"in memory {memory_after_ready} after the start, above the persisted {persisted_before_start}{corrected} "
+                f"by more than the {reputs_between} re-put(s) observed since the start: skipped ahead, "
+                "messages in between are never re-put")
+    return None
