@@ -22,6 +22,7 @@ INVARIANTS: tuple[str, ...] = (
     "RETRY_SCHEDULE",
     "DLQ_ROUTING",
     "NO_DUPLICATE",
+    "OFFSET_PERSISTENCE",
     "INTEGRITY",
 )
 
@@ -36,6 +37,10 @@ EVENT_TYPES: tuple[str, ...] = ("send", "deliver", "dlq", "fault", "snapshot")
 #: before its ``fault`` event: the in-memory offsets at the stop), right after a ``kill``/``stop``
 #: returned (the broker down: what the stop left in ``delayOffset.json``), at the run's end
 SNAPSHOT_MOMENTS: tuple[str, ...] = ("run_start", "after_ready", "before_stop", "after_stop", "run_end")
+#: ``source`` of a ``snapshot``: the persisted file, and the broker's in-memory offsets (admin
+#: ``brokerStatus``: ``scheduleMessageOffset_<level>`` = offset, schedule queue max offset)
+PERSISTED_SOURCE = "delayOffset.json"
+MEMORY_SOURCE = "brokerStatus"
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -131,6 +136,8 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("source", "str"),
         _f("offsets", "dict"),
         _f("moment", "str", False, SNAPSHOT_MOMENTS),
+        _f("broker", "str", False),  # brokerStatus: which broker
+        _f("max_offsets", "dict", False),  # brokerStatus: level -> max offset of its schedule queue
     ),
 }
 

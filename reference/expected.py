@@ -248,7 +248,8 @@ def same_stored_copy(first: Mapping, second: Mapping) -> bool:
 
 def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, second: Mapping) -> DuplicateRuling:
     """Rule on a second delivery ``second`` of the same (key, attempt) as ``first`` (both
-    ``deliver`` events), given the run's ``fault`` events: NO_DUPLICATE of DESIGN.md.
+    ``deliver`` events, in either order), given the run's ``fault`` events: NO_DUPLICATE of
+    DESIGN.md. The same stored copy is ordered by delivery time, two copies by store time.
 
     Consumer redelivery (same stored copy): RemoteBrokerOffsetStore.persistAll /
     ConsumeMessageConcurrentlyService (4.9.x) — consume offsets reach the broker every 5 s, so a
@@ -260,16 +261,19 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
     ScheduleMessageService.persist (4.9.x) — see :func:`reference.persistence.scheduler_duplicate_allowed`."""
     profile = profile_from_run(run)
     faults = list(faults)
-    if first["ts_ms"] > second["ts_ms"]:
-        first, second = second, first
     if same_stored_copy(first, second):
+        if first["ts_ms"] > second["ts_ms"]:
+            first, second = second, first
         return _consumer_redelivery(faults, first, second)
+    # two stored copies: in the order they were stored (the later-stored one may arrive first)
+    if (first["store_ms"], first["ts_ms"]) > (second["store_ms"], second["ts_ms"]):
+        first, second = second, first
     if first.get("outcome") == CRASH and first.get("reconsume_times", 0) > 0:
         return DuplicateRuling(True, "consumer", f"the first delivery (at {first['ts_ms']}) was a local re-consume "
                                "answered CRASH: that retry lived only in the crashed consumer, whose redelivered "
                                "previous attempt sent it back again as a new stored copy")
     allowed, reason = scheduler_duplicate_allowed([f for f in faults if f.get("type", "fault") == "fault"],
-                                                  first["store_ms"], second["ts_ms"],
+                                                  first["store_ms"], second["store_ms"],
                                                   profile.flush_delay_offset_interval_ms,
                                                   profile.first_flush_delay_ms, profile.slack_ms)
     return DuplicateRuling(allowed, "scheduler", reason)

@@ -80,23 +80,63 @@ def last_flush_lower_bound_ms(broker_faults: list[tuple[int, str]], kill_ms: int
     return last_flush_lower_bound_ms(before, end_ms, interval_ms, first_flush_delay_ms, jitter_ms)
 
 
-def scheduler_duplicate_allowed(faults: Iterable[Mapping], first_store_ms: int, second_ts_ms: int,
+def scheduler_duplicate_allowed(faults: Iterable[Mapping], first_store_ms: int, second_store_ms: int,
                                 interval_ms: int, first_flush_delay_ms: int, jitter_ms: int) -> tuple[bool, str]:
     """ScheduleMessageService.persist vs. a kill -9 (4.9.x): a second stored copy of an attempt is
     allowed when the first was re-put after the last persist before a broker kill that happened
-    between the first re-put and the second delivery. Returns (allowed, reason)."""
+    between the two re-puts (``first_store_ms`` .. ``second_store_ms``: the offset was restored
+    there, so that is where the cause lies). Returns (allowed, reason); the reason names the
+    broker's faults between the two re-puts."""
     broker = _broker_faults(faults)
     # the harness records a kill before it signals: the broker may still re-put for a moment after
     # the event (container kill latency), so a re-put up to ``jitter_ms`` after it precedes the kill
-    kills = [ts for ts, action in broker if action == "kill" and first_store_ms - jitter_ms <= ts <= second_ts_ms]
+    between = [(ts, action) for ts, action in broker if first_store_ms - jitter_ms <= ts <= second_store_ms]
+    kills = [ts for ts, action in between if action == "kill"]
     for kill_ms in kills:
         bound = last_flush_lower_bound_ms(broker, kill_ms, interval_ms, first_flush_delay_ms, jitter_ms)
         if bound is None or first_store_ms >= bound:
             since = "the run began" if bound is None else f"{bound}"
             return True, (f"first copy re-put at {first_store_ms}, after the last persist of schedule "
-                          f"offsets (not before {since}) and before the broker kill -9 at {kill_ms}")
+                          f"offsets (not before {since}) and before the broker kill -9 at {kill_ms}; "
+                          f"second copy re-put at {second_store_ms}")
+    seen = ", ".join(f"{action} at {ts}" for ts, action in between) or "none"
     if kills:
         return False, (f"first copy re-put at {first_store_ms}, before the last persist of schedule "
-                       f"offsets preceding the broker kill -9 at {kills[0]}: its offset was already persisted")
+                       f"offsets preceding the broker kill -9 at {kills[0]}: its offset was already persisted; "
+                       f"second copy re-put at {second_store_ms} (broker faults between the re-puts: {seen})")
     return False, (f"new stored copy with no broker kill -9 between the first re-put ({first_store_ms}) "
-                   f"and the second delivery ({second_ts_ms}): graceful stops persist the offsets")
+                   f"and the second ({second_store_ms}) (broker faults between them: {seen}): "
+                   "graceful stops persist the offsets")
+
+
+# --- OFFSET_PERSISTENCE: white-box rules on the offsets themselves (``snapshot`` events) ---------
+
+def persisted_after_graceful_stop(memory_before_stop: int, persisted_after_stop: int) -> str | None:
+    """ScheduleMessageService.shutdown → persist (4.9.3+; 5.x via BrokerController.shutdownBasicService):
+    a graceful stop writes the in-memory offsets to ``delayOffset.json``, so the offset persisted by
+    the stop is not below the in-memory offset read before it (the offset only moves forward; it
+    may have moved between that reading and the stop, so more is no finding). Returns why it
+    fails, or None."""
+    if persisted_after_stop < memory_before_stop:
+        return (f"persisted {persisted_after_stop} after the graceful stop, below the in-memory offset "
+                f"{memory_before_stop} read before it: the re-puts in between will be made again after the restart")
+    return None
+
+
+def resumed_after_start(persisted_before_start: int, max_offset: int | None, memory_after_ready: int,
+                        reputs_between: int) -> str | None:
+    """ScheduleMessageService.start → load → correctDelayOffset (4.9.2+/5.x): the schedule service
+    resumes from the persisted offset, moved into [0, max offset of the schedule queue]; by the
+    first in-memory reading after the start it has moved past at most the re-puts made since the
+    start. Lower: rewound (re-puts repeat); higher: skipped ahead (messages never re-put).
+    ``max_offset`` None: no correction (the reading did not say). Returns why it fails, or None."""
+    expected = persisted_before_start if max_offset is None else corrected_delay_offset(persisted_before_start, 0, max_offset)
+    corrected = "" if expected == persisted_before_start else f" (corrected to {expected}, the schedule queue's max)"
+    if memory_after_ready < expected:
+        return (f"in memory {memory_after_ready} after the start, below the persisted {persisted_before_start}{corrected}: "
+                "rewound, the re-puts in between will be made again")
+    if memory_after_ready > expected + reputs_between:
+        return (f"in memory {memory_after_ready} after the start, above the persisted {persisted_before_start}{corrected} "
+                f"by more than the {reputs_between} re-put(s) observed since the start: skipped ahead, "
+                "messages in between are never re-put")
+    return None

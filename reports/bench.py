@@ -72,7 +72,7 @@ def baseline_scan(spark, files: list[str]) -> None:
     df = spark.read.schema(event_schema()).json(files)
     aggs = []
     for c in EVENT_COLUMNS:
-        if c in ("plan", "offsets"):
+        if c in ("plan", "offsets", "max_offsets"):
             aggs.append(F.max(F.size(c)))
         elif c in ("key", "type", "topic", "group", "status", "outcome", "msg_id", "queue_topic", "action", "target", "source"):
             aggs.append(F.approx_count_distinct(c))

@@ -22,7 +22,7 @@ from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
 from reports import baseline as baseline_mod
-from reports import plots, spark_jobs
+from reports import offsets, plots, spark_jobs
 from reports.completeness import assess, judging_end_ms
 from reports.inputs import BrokenRun, _display, discover_runs, read_events, rescan_file
 from reports.level_order import level_order
@@ -199,6 +199,10 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, o
         run = by_id[rid].run
         faults = [e for e in unkeyed.get(rid, []) if e["type"] == "fault"]
         got = per_run[rid]
+        checks = offsets.plan(unkeyed.get(rid, []))  # OFFSET_PERSISTENCE: once per run, from its unkeyed events
+        n, found = offsets.judge(checks, {w: {int(lv): c for lv, c in per_level.items()} for w, per_level in got["reputs"].items()})
+        got["checked"][offsets.INVARIANT] += n
+        got["violations"].extend(dict(v, run_id=rid) for v in found)
         vdf = _violation_frame(got["violations"])
         if accepted is not None:
             vdf = accepted.mark(vdf, run)
@@ -217,7 +221,8 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, o
 def _gather(rows, lo) -> dict[str, dict]:
     """The judged rows of all runs, merged per run (counts summed over buckets)."""
     per_run: dict[str, dict] = defaultdict(lambda: {"violations": [], "checked": defaultdict(int), "pending": [],
-                                                    "stats": defaultdict(int), "plots": [], "events": 0, "last_ts_ms": None})
+                                                    "stats": defaultdict(int), "plots": [], "events": 0, "last_ts_ms": None,
+                                                    "reputs": defaultdict(lambda: defaultdict(int))})
     for r in rows:
         got = per_run[r.run_id]
         payload = json.loads(r.payload)
@@ -238,6 +243,10 @@ def _gather(rows, lo) -> dict[str, dict]:
                 got["last_ts_ms"] = max(got["last_ts_ms"] or payload["last_ts_ms"], payload["last_ts_ms"])
         elif r.kind == "plot":
             got["plots"].append(payload)
+        elif r.kind == "rp":  # re-puts per delay level in the windows OFFSET_PERSISTENCE needs
+            for start_ms, until_ms, per_level in payload:
+                for lv, n in per_level.items():
+                    got["reputs"][(start_ms, until_ms)][lv] += n
         elif r.kind == "lc":
             got["checked"]["LEVEL_ORDER"] += payload
         elif r.kind == "lv":

@@ -26,8 +26,9 @@ import pyarrow.compute as pc
 
 from reference import expected as model
 from reference.contract import ContractError
+from reports import offsets
 from reports.judge_events import judge_keys
-from reports.rows import (EXPECTED_COL, LATENESS_BIN_MS, LATENESS_RANGE_MS, TOPIC_GROUP_KEY, Judgements, error_row,
+from reports.rows import (EXPECTED_COL, JSON_FIELDS, LATENESS_BIN_MS, LATENESS_RANGE_MS, TOPIC_GROUP_KEY, Judgements, error_row,
                           output_layout, rows_table)
 
 _COL = EXPECTED_COL
@@ -38,7 +39,7 @@ DELIVER_FIELDS = ("type", "ts_ms", "key", "group", "topic", "queue_id", "queue_o
                   "commit_log_offset", "body_crc", "reconsume_times", "born_ms", "store_ms", "outcome")
 DLQ_FIELDS = ("type", "ts_ms", "key", "group", "reconsume_times", "store_ms")
 FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group")
-SNAPSHOT_FIELDS = ("type", "ts_ms", "source", "offsets")
+SNAPSHOT_FIELDS = ("type", "ts_ms", "source", "offsets", "moment", "broker", "max_offsets")
 
 
 def _dicts(table: pa.Table, names) -> list[dict]:
@@ -51,15 +52,17 @@ def _dicts(table: pa.Table, names) -> list[dict]:
         for d in out:
             if isinstance(d.get("plan"), str):
                 d["plan"] = d["plan"].split(",") if d["plan"] else []
-    if "offsets" in names:
+    for name in JSON_FIELDS:
+        if name not in names:
+            continue
         for d in out:
-            o = d.get("offsets")
+            o = d.get(name)
             if isinstance(o, str):
-                d["offsets"] = json.loads(o)
+                d[name] = json.loads(o)
             elif isinstance(o, list):  # an Arrow map: (key, value) pairs
-                d["offsets"] = dict(o)
+                d[name] = dict(o)
             elif isinstance(o, dict):  # a struct inferred from JSON: absent keys come back as None
-                d["offsets"] = {k: v for k, v in o.items() if v is not None}
+                d[name] = {k: v for k, v in o.items() if v is not None}
     return out
 
 
@@ -113,6 +116,7 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, t
     sent_topics = sorted({s["topic"] for s in sends})
     out.emit("tg", {"pairs": sorted(pairs), "sent_topics": sent_topics})
 
+    _count_reputs(out, unkeyed, rows, deliv)
     slow = _judge_plain(out, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline_bin_ms)
 
     if slow:
@@ -126,6 +130,25 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, t
     out.emit("c", dict(out.checked))
     out.emit_plot()
     return _as_table(out)
+
+
+def _count_reputs(out: Judgements, unkeyed: list[dict], rows: list[tuple], deliv: pa.Table) -> None:
+    """OFFSET_PERSISTENCE's re-puts (kind ``rp``): the bucket's stored copies of each delay level in
+    each window a start rule needs (:func:`reports.offsets.plan`); the driver sums the buckets."""
+    windows = sorted({c.window for c in offsets.plan(unkeyed) if c.window is not None})
+    if not windows:
+        return
+    store = deliv.column("store_ms")
+    inside = None
+    for lo, hi in windows:
+        w = pc.and_(pc.greater_equal(store, lo), pc.less_equal(store, hi))
+        inside = w if inside is None else pc.or_(inside, w)
+    found = _dicts(deliv.filter(inside), DELIVER_FIELDS) if deliv.num_rows else []
+    keys = {d["key"] for d in found}
+    key_i, group_i, attempt_i, level_i = _COL["key"], _COL["group"], _COL["attempt"], _COL["level"]
+    levels = {(r[key_i], r[group_i] or "", r[attempt_i]): r[level_i] for r in rows if r[key_i] in keys}
+    counts = offsets.count_reputs(windows, found, lambda d: levels.get((d["key"], d["group"], d["reconsume_times"])) or 0)
+    out.emit("rp", [[lo, hi, {str(lv): n for lv, n in c.items()}] for (lo, hi), c in counts.items()])
 
 
 def judge_or_error(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, timeline_bin_ms: int,

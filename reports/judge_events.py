@@ -81,7 +81,7 @@ def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict]
             for d in ds:
                 out.plot["timeline"][((d["ts_ms"] - started_ms) // timeline_bin_ms, d["outcome"])] += 1
         if attempt == 0 and x is not None and (x[_COL["level"]] or 0) > 0:
-            store = ds[0]["store_ms"]
+            store = min(d["store_ms"] for d in ds)  # the earliest-stored copy's re-put
             if key not in firsts or store < firsts[key][1]:
                 firsts[key] = (x[_COL["level"]], store)
     for key, (level, store) in firsts.items():
@@ -91,8 +91,26 @@ def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict]
 
 
 
+def stored_copies(ds: list[dict]) -> list[list[dict]]:
+    """The deliveries of one attempt (in time order) grouped by stored copy
+    (:func:`reference.expected.same_stored_copy`), the copies in the order they were stored: the
+    first is the attempt's (its time), the others are duplicates only."""
+    copies: list[list[dict]] = []
+    for d in ds:
+        for c in copies:
+            if model.same_stored_copy(c[0], d):
+                c.append(d)
+                break
+        else:
+            copies.append([d])
+    if len(copies) > 1:
+        copies.sort(key=lambda c: (c[0]["store_ms"], c[0]["ts_ms"]))
+    return copies
+
+
 def _attempt(out: Judgements, run, faults, key, group, attempt, ds, prev, x, send) -> None:
-    first = ds[0]
+    copies = stored_copies(ds)
+    first = copies[0][0]  # the first delivery of the earliest-stored copy: the attempt's time
     local = attempt >= 1 and prev is not None and prev[1] is not None and model.same_stored_copy(prev[1], first)
     observed = first["ts_ms"] if local else first["store_ms"]
     lo = _x(x, "local_earliest_ms" if local else "earliest_ms")
@@ -124,21 +142,30 @@ def _attempt(out: Judgements, run, faults, key, group, attempt, ds, prev, x, sen
             detail = f"attempt {attempt - 1} was never delivered: a gap in reconsume_times"
         elif prev[1] is None:
             detail = f"attempt {attempt - 1} was never answered LATER"
-        elif prev[1]["ts_ms"] > first["ts_ms"]:
+        elif prev[1]["ts_ms"] > ds[0]["ts_ms"]:
             detail = "delivered before the LATER it should follow"
         elif x is None:
             detail = "the plan does not lead to this attempt"
         if detail:
-            out.violation("RETRY_SCHEDULE", key, group=group, attempt=attempt, observed_ms=first["ts_ms"],
+            out.violation("RETRY_SCHEDULE", key, group=group, attempt=attempt, observed_ms=ds[0]["ts_ms"],
                           anchor_ms=prev[1]["ts_ms"] if prev and prev[1] else None, detail=detail)
     out.checked["NO_DUPLICATE"] += 1
-    for second in ds[1:]:
-        ruling = model.rule_duplicate(run, faults, first, second)
+    # each copy's redeliveries against its first delivery; each later-stored copy against the copy
+    # stored before it (its re-put repeats that one: the cause lies between the two re-puts)
+    pairs = [(c[0], d) for c in copies for d in c[1:]] + [(copies[i - 1][0], copies[i][0]) for i in range(1, len(copies))]
+    for one, other in pairs:
+        ruling = model.rule_duplicate(run, faults, one, other)
         out.plot["duplicates"][f"{ruling.cause} {'allowed' if ruling.allowed else 'not allowed'}"] += 1
         if not ruling.allowed:
-            out.violation("NO_DUPLICATE", key, group=group, attempt=attempt, anchor_ms=first["ts_ms"],
-                          observed_ms=second["ts_ms"], cause=ruling.cause,
-                          detail=f"{ruling.cause} duplicate not allowed: {ruling.reason}")
+            if ruling.cause == "scheduler":  # explained by the faults between the two re-puts
+                anchor, observed_dup = one["store_ms"], other["store_ms"]
+                detail = (f"scheduler duplicate not allowed: {ruling.reason}; delivered at {one['ts_ms']} and "
+                          f"{other['ts_ms']}")
+            else:
+                anchor, observed_dup = one["ts_ms"], other["ts_ms"]
+                detail = f"{ruling.cause} duplicate not allowed: {ruling.reason}"
+            out.violation("NO_DUPLICATE", key, group=group, attempt=attempt, anchor_ms=anchor,
+                          observed_ms=observed_dup, cause=ruling.cause, detail=detail)
     want_topic = _x(x, "topic") or (send["topic"] if send else None)
     for d in ds:
         out.checked["INTEGRITY"] += 1

@@ -14,6 +14,7 @@ arrays and maps). Out of it: rows of :data:`OUTPUT_SCHEMA`, whose ``kind`` says 
 ``lo``      a delayed message's first attempt, for LEVEL_ORDER (typed columns)
 ``lv``      a LEVEL_ORDER violation judged in the task; ``lc`` its checked count
 ``u``       the run's unkeyed events (faults, snapshots), bucket 0 only
+``rp``      re-puts per delay level in the windows OFFSET_PERSISTENCE needs (each bucket its own)
 ``tg``      the (topic, group) pairs a bucket saw, and the topics it sent to
 ``f``       a file holding a row that breaks the contract (the driver rescans it)
 ``e``       the run could not be judged (payload: ``message`` and whether to ``rescan`` its files)
@@ -57,6 +58,8 @@ def _judge_columns() -> set[str]:
 
 
 JUDGE_COLUMNS = _judge_columns()
+#: Contract fields that are JSON objects (``offsets``, ``max_offsets``): they travel as JSON text.
+JSON_FIELDS: tuple[str, ...] = tuple(sorted({f.name for t in EVENT_FIELDS for f in EVENT_FIELDS[t] if f.kind == "dict"}))
 
 
 def transport_schema() -> pa.Schema:
@@ -75,8 +78,9 @@ def table_from_events(events: list[dict]) -> pa.Table:
         row = {n: e.get(n) for n in schema.names}
         if row.get("plan") is not None:
             row["plan"] = ",".join(row["plan"])
-        if row.get("offsets") is not None:
-            row["offsets"] = json.dumps(row["offsets"])
+        for name in JSON_FIELDS:
+            if row.get(name) is not None:
+                row[name] = json.dumps(row[name])
         row["echo"] = False
         rows.append(row)
     return pa.Table.from_pylist(rows, schema=schema)

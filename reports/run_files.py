@@ -26,15 +26,15 @@ import pyarrow.compute as pc
 from reference.contract import EVENT_FIELDS, EVENT_TYPES, ContractError, validate_event
 from reports.judge_columnar import judge_or_error
 from reports.level_order import judge_level
-from reports.rows import error_row, rows_table, table_from_events, transport_schema
+from reports.rows import JSON_FIELDS, error_row, rows_table, table_from_events, transport_schema
 
 #: Runs up to this many (estimated) events are judged whole, in one task.
 WHOLE_RUN_MAX_EVENTS = 1_000_000
 
 
 def _parse_schema() -> pa.Schema:
-    """Every contract field but ``offsets`` (a JSON object: inferred as a struct)."""
-    fields = [f for f in transport_schema() if f.name not in ("offsets", "plan", "bad_file", "echo")]
+    """Every contract field but the JSON objects (``offsets``, ``max_offsets``: inferred as structs)."""
+    fields = [f for f in transport_schema() if f.name not in (*JSON_FIELDS, "plan", "bad_file", "echo")]
     return pa.schema(fields + [("plan", pa.list_(pa.string()))])
 
 
@@ -109,7 +109,7 @@ def _conform(table: pa.Table, uri: str) -> tuple[pa.Table, bool]:
         elif name == "plan":
             col = table.column(name)
             cols.append(pc.binary_join(col, ",") if pa.types.is_list(col.type) else col.cast(pa.string()))
-        elif name == "offsets":
+        elif name in JSON_FIELDS:
             col = table.column(name)
             cols.append(_json_strings(col))
         else:

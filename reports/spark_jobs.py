@@ -19,7 +19,7 @@ from reference import expected as model
 from reference.contract import ContractError
 from reports.inputs import _display
 from reports.judge_columnar import judge_or_error
-from reports.rows import JUDGE_COLUMNS, OUTPUT_SCHEMA
+from reports.rows import JSON_FIELDS, JUDGE_COLUMNS, OUTPUT_SCHEMA
 from reports.run_files import judge_runs
 
 #: Target number of events handed to one model call (bounds Python memory per group).
@@ -63,7 +63,7 @@ def spread_events(events: DataFrame, buckets: dict[str, int], only: set[tuple[st
     own = F.pmod(F.xxhash64("key"), F.col("buckets"))
     everywhere = ok & (F.col("type").isin(*UNKEYED_TYPES) | ((F.col("type") == "deliver") & (F.col("outcome") == "CRASH")))
     encoded = {"plan": F.when(F.col("plan").isNotNull(), F.concat_ws(",", "plan")).alias("plan"),
-               "offsets": F.when(F.col("offsets").isNotNull(), F.to_json("offsets")).alias("offsets")}
+               **{n: F.when(F.col(n).isNotNull(), F.to_json(n)).alias(n) for n in JSON_FIELDS}}
     cols = [encoded.get(c, F.col(c)) for c in events.columns if c in JUDGE_COLUMNS]
     spread = (
         events.join(F.broadcast(sizes), "run_id")

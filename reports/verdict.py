@@ -58,7 +58,7 @@ def explain(v: Mapping, faults: list[Mapping]) -> dict:
     who = f"{key} attempt {attempt}" if attempt is not None else f"{key}"
     if _str(v.get("group")):
         who += f" (group {v['group']})"
-    parts = [f"{who}: {v['detail']}"]
+    parts = [f"{who}: {v['detail']}" if key is not None else str(v["detail"])]  # no key: the run's (offsets)
     if level is not None and inv in ("NOT_EARLY", "ON_TIME", "LEVEL_ORDER"):
         lv = f"delay level {level}"
         if bool(v.get("clamped")) and requested is not None:

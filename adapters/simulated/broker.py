@@ -18,7 +18,7 @@ from adapters.simulated.clock import VirtualClock
 from adapters.simulated.defects import Defect
 from adapters.simulated.schedule import ScheduleService
 from adapters.simulated.store import MessageStore, StoredMessage
-from reference.contract import SCHEDULE_TOPIC
+from reference.contract import MEMORY_SOURCE, PERSISTED_SOURCE, SCHEDULE_TOPIC
 from reference.profile import Profile
 from reference.retry import dlq_topic, goes_to_dlq, goes_to_dlq_on_resend, requested_retry_level, retry_topic
 from reference.timer import TIMER_TOPIC
@@ -28,6 +28,8 @@ UP, DOWN, STARTING, PAUSED = "up", "down", "starting", "paused"  # STARTING may 
 STARTUP_MS = 1500
 #: BrokerConfig.flushConsumerOffsetInterval: consumerOffset.json persisted every 5 s.
 CONSUMER_OFFSET_FLUSH_MS = 5000
+#: The simulated broker's address in its ``brokerStatus`` snapshot.
+BROKER_ADDR = "simulated:10911"
 #: SubscriptionGroupConfig.retryQueueNums.
 RETRY_QUEUES = 1
 #: PERSIST_BEFORE_DELIVERY_STOPS: how long the delivery tasks go on after the shutdown persist.
@@ -261,9 +263,16 @@ class SimBroker:
 
     # --- white-box --------------------------------------------------------------------------
     def snapshot(self) -> list[dict]:
-        out = [{"source": "delayOffset.json",
-                "offsets": {str(k): v for k, v in sorted(self.schedule.persisted.items())}}]
+        """As the RocketMQ adapter reads them: ``delayOffset.json`` (once written: the store survives
+        a stop), and while the broker serves its ``brokerStatus`` (ScheduleMessageService.buildRunningStats:
+        each level's in-memory offset and its schedule queue's max offset)."""
+        out = []
+        if self.schedule.persisted:  # no file before the first persist: nothing to read, as on a real store
+            out.append({"source": PERSISTED_SOURCE,
+                        "offsets": {str(k): v for k, v in sorted(self.schedule.persisted.items())}})
         if self.serving:
-            out.append({"source": "scheduleMessageOffset (memory)",
-                        "offsets": {str(k): v for k, v in sorted(self.schedule.offsets.items())}})
+            levels = sorted(self.schedule.offsets)
+            out.append({"source": MEMORY_SOURCE, "broker": BROKER_ADDR,
+                        "offsets": {str(k): self.schedule.offsets[k] for k in levels},
+                        "max_offsets": {str(k): len(self.schedule.queue(k)) for k in levels}})
         return out

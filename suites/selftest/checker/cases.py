@@ -109,6 +109,28 @@ def scheduler_duplicate() -> RunBuilder:
             .deliver("s", 1060, copy=7100, at=1200))
 
 
+def reversed_arrival_allowed() -> RunBuilder:
+    """A kill -9 right after a re-put (no persist since): the broker re-puts ``r`` again after its
+    restart, and that new copy reaches the consumer 40 ms before the old one. ``q`` (same level,
+    born after ``r``'s send returned) was stored between the two copies. The attempt's time is
+    the old copy's (1050): on time, in order; the new copy is an allowed scheduler duplicate."""
+    return (RunBuilder("reversed-arrival-allowed").send("r", 0, level=1).send("q", 100, level=1)
+            .fault(5000, "kill").fault(6000, "start").fault(8000, "ready")
+            .deliver("q", 1150, copy=7200)
+            .deliver("r", 17_050, copy=7100, at=17_060).deliver("r", 1050, copy=7000, at=17_100))
+
+
+def reversed_arrival_persisted() -> RunBuilder:
+    """As above, but the old copy was re-put long before the last persist preceding the kill at
+    30 s: the new copy (re-put at 40 s, delivered first) is a scheduler duplicate not allowed.
+    A consumer kill between the two deliveries is no cause of the re-put."""
+    return (RunBuilder("reversed-arrival-persisted").send("r", 0, level=1).send("q", 100, level=1)
+            .fault(30_000, "kill").fault(31_000, "start").fault(33_000, "ready")
+            .deliver("q", 1150, copy=7200)
+            .deliver("r", 40_050, copy=7100, at=40_060).fault(40_080, "kill", "consumer")
+            .deliver("r", 1050, copy=7000, at=40_100))
+
+
 def integrity_topic() -> RunBuilder:
     """A retry delivered with the retry topic not restored."""
     return (RunBuilder("integrity-topic").send("t", 0, plan=["LATER", "OK"]).deliver("t", 10, outcome="LATER")
@@ -135,5 +157,6 @@ def timer_too_far() -> RunBuilder:
 
 ALL = [clean_mix, lost, pending_at_end, unknown_sends, early, early_clamped, late_with_kill, late_plain,
        level_order_broken, level_order_kept, retry_gap, retry_after_ok, dlq_kept, dlq_wrong_message, dlq_twice,
-       consumer_duplicate, consumer_redelivery_after_crash, scheduler_duplicate, integrity_topic, integrity_body,
+       consumer_duplicate, consumer_redelivery_after_crash, scheduler_duplicate, reversed_arrival_allowed,
+       reversed_arrival_persisted, integrity_topic, integrity_body,
        integrity_unknown_key, timer_kept, timer_too_far]

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 import pandas as pd
 import pytest
 
+from reference.contract import INVARIANTS
 from reports.cli import main
 from suites.selftest.checker import cases
 from suites.selftest.checker.runs import RunBuilder
@@ -86,7 +87,7 @@ def test_outputs_for_ci(checked):
     early = out / "early"
     suite = ET.parse(early / "junit.xml").getroot()
     cases_by_name = {c.get("name"): c for c in suite.iter("testcase")}
-    assert len(cases_by_name) == 8
+    assert len(cases_by_name) == len(INVARIANTS)  # every invariant, OFFSET_PERSISTENCE skipped (no snapshots)
     failure = cases_by_name["NOT_EARLY"].find("failure")
     assert failure is not None and "hasty attempt 0" in failure.get("message")
     assert cases_by_name["DLQ_ROUTING"].find("skipped") is not None

@@ -110,7 +110,7 @@ def test_simulated_runs_judged_alike(simulated_runs):
         _assert_same(run, events)
 
 
-MUTATIONS = ("drop", "duplicate", "shift", "retopic", "rebody", "reanswer", "restatus", "locally")
+MUTATIONS = ("drop", "duplicate", "recopy", "shift", "retopic", "rebody", "reanswer", "restatus", "locally")
 
 
 def _mutate(events: list[dict], picks: list[tuple[str, int, int]]) -> list[dict]:
@@ -128,6 +128,10 @@ def _mutate(events: list[dict], picks: list[tuple[str, int, int]]) -> list[dict]
             if amount % 2:
                 twin["store_ms"] = d["store_ms"] + amount
                 twin["commit_log_offset"] = d.get("commit_log_offset", 0) + 10_000
+            events.append(twin)
+        elif what == "recopy":  # a later-stored copy (a scheduler re-put repeated) that arrives first
+            twin = dict(d, ts_ms=d["ts_ms"] - 1 - amount % 50, store_ms=d["store_ms"] + 1 + amount,
+                        commit_log_offset=d.get("commit_log_offset", 0) + 20_000, queue_offset=d["queue_offset"] + 20_000)
             events.append(twin)
         elif what == "shift":
             d["store_ms"] += amount * (1 if i % 2 else -1)

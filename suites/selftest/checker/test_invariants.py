@@ -143,6 +143,23 @@ def test_duplicates_are_told_apart_by_stored_copy(verdicts):
     assert example(v, "NO_DUPLICATE")["cause"] == "scheduler"
 
 
+def test_copies_of_an_attempt_are_timed_by_the_earliest_stored_one(verdicts):
+    """A new copy that reaches the consumer before the old one is judged only as a duplicate: the
+    attempt is timed (NOT_EARLY, ON_TIME, LEVEL_ORDER) by the old copy's re-put."""
+    v = verdicts["reversed-arrival-allowed"]
+    assert v["passed"] is True, json.dumps(v, indent=1)
+    assert v["invariants"]["LEVEL_ORDER"]["passed"] is True and v["invariants"]["NO_DUPLICATE"]["checked"] == 2
+    v = verdicts["reversed-arrival-persisted"]
+    assert only_failure(v) == "NO_DUPLICATE"
+    assert v["invariants"]["NO_DUPLICATE"]["violations"] == 1
+    e = example(v, "NO_DUPLICATE")
+    assert e["cause"] == "scheduler"
+    # the cause lies between the two re-puts (1050 .. 40050): the broker kill, not the consumer kill
+    # between the two deliveries
+    assert f"broker kill -9 at {T0 + 30_000}" in e["explanation"]
+    assert f"broker kill at {T0 + 30_000}" in e["fault"] and "consumer" not in e["fault"]
+
+
 def test_integrity(verdicts):
     v = verdicts["integrity-topic"]
     assert only_failure(v) == "INTEGRITY"

@@ -204,12 +204,12 @@ def test_external_runtime_needs_a_name_server_and_readable_fault_commands(scenar
 def test_every_scenario_skipped_is_not_a_pass(tmp_path, capsys, monkeypatch):
     """A system that can run none of the scenarios (here: a simulator without timer messages)
     observed nothing: undecided (2), never a pass."""
-    import harness.batch
+    import harness.runner
 
     timer_only = Scenario("timer-only", (Message("t", "Tm", deliver_after_ms=1000),), (ConsumerGroup("cg-tm", ("Tm",)),),
                           requires=("timer",))
     f = tmp_path / "t.json"
     timer_only.save(f)
-    monkeypatch.setattr(harness.batch, "capabilities", lambda system: set())
+    monkeypatch.setattr(harness.runner, "capabilities", lambda system: set())
     assert main(["run", "--scenario", str(f), "--system", "simulated", "--out", str(tmp_path / "o")]) == 2
     assert "every scenario was skipped" in capsys.readouterr().err

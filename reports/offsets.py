@@ -1,0 +1,142 @@
+"""OFFSET_PERSISTENCE: the schedule offsets read from ``snapshot`` events around the broker's
+stops and starts, judged once per run by the rules of :mod:`reference.persistence`.
+
+Snapshots and faults are unkeyed: every bucket holds them, and the driver judges them once per
+run from the unkeyed rows bucket 0 hands over (kind ``u``), the same on the whole-run and the
+bucketed path. Only the re-puts a start rule needs (stored copies of a delay level between a start
+and the first in-memory reading after it) come from the deliveries: each bucket counts its own
+(kind ``rp``), the driver sums them.
+
+Which readings are compared (``moment`` when the snapshot has one, else the times relative to
+the broker's ``fault`` events; an ambiguous reading is left out, never guessed):
+
+- graceful ``stop`` at S: the last in-memory reading (``brokerStatus``) at or before S, after the
+  broker's last ``ready`` before S (``moment`` not ``after_stop``), against the first persisted
+  reading (``delayOffset.json``) after S and before the next ``start`` (``moment`` ``after_stop``;
+  without one, strictly after S).
+- ``ready`` R of a ``start`` St that follows a ``stop``/``kill`` E: the last persisted reading
+  after E and at or before St (``moment`` ``after_stop``; without one, strictly after E), against
+  the first in-memory reading at or after R and before the next stop or kill (``moment`` not
+  ``after_stop``), with the re-puts of its level stored in [St, that reading].
+
+Levels missing from either reading are not judged; a run without such pairs (no stop/start, no
+snapshots, the external runtime without ``brokerStatus``) checks nothing: ``not judged``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from reference.contract import MEMORY_SOURCE, PERSISTED_SOURCE
+from reference.persistence import persisted_after_graceful_stop, resumed_after_start
+
+INVARIANT = "OFFSET_PERSISTENCE"
+
+
+@dataclass(frozen=True)
+class OffsetCheck:
+    rule: str  # "stop" (persisted by a graceful stop) or "start" (resumed after a start)
+    fault_ms: int  # the stop, or the start
+    first: Mapping  # the earlier snapshot: in memory before the stop / persisted before the start
+    second: Mapping  # the later one: persisted after the stop / in memory after the ready
+    ready_ms: int | None = None  # rule "start": its ready
+
+    @property
+    def window(self) -> tuple[int, int] | None:
+        """Rule ``start``: the re-puts counted between the start and the in-memory reading."""
+        return (self.fault_ms, self.second["ts_ms"]) if self.rule == "start" else None
+
+
+def _is(snap: Mapping, source: str) -> bool:
+    return snap.get("source") == source and isinstance(snap.get("offsets"), Mapping)
+
+
+def plan(unkeyed: Iterable[Mapping]) -> list[OffsetCheck]:
+    """The pairs of readings the run allows to compare (see the module docstring)."""
+    events = list(unkeyed)
+    faults = sorted(((e["ts_ms"], e["action"]) for e in events
+                     if e.get("type") == "fault" and e.get("target") == "broker"), key=lambda f: f[0])
+    snaps = sorted((e for e in events if e.get("type") == "snapshot"), key=lambda e: e["ts_ms"])
+    memory = [s for s in snaps if _is(s, MEMORY_SOURCE) and s.get("moment") != "after_stop"]
+    persisted = [s for s in snaps if _is(s, PERSISTED_SOURCE)]
+    checks: list[OffsetCheck] = []
+    for i, (ts, action) in enumerate(faults):
+        later = faults[i + 1:]
+        if action == "stop":
+            since = max((t for t, a in faults[:i] if a == "ready"), default=None)
+            before = [s for s in memory if s["ts_ms"] <= ts and (since is None or s["ts_ms"] >= since)
+                      and s.get("moment") in (None, "before_stop", "after_ready", "run_start")]
+            next_start = next((t for t, a in later if a == "start"), None)
+            after = [s for s in persisted if (s["ts_ms"] >= ts if s.get("moment") == "after_stop"
+                                              else s.get("moment") is None and s["ts_ms"] > ts)
+                     and (next_start is None or s["ts_ms"] <= next_start)]
+            if before and after:
+                checks.append(OffsetCheck("stop", ts, before[-1], after[0]))
+        elif action == "start":
+            end = max((t for t, a in faults[:i] if a in ("stop", "kill")), default=None)
+            ready = next((t for t, a in later if a == "ready"), None)
+            if end is None or ready is None:
+                continue
+            nxt = [t for t, a in later if a in ("stop", "kill", "start") and t >= ready]
+            until = nxt[0] if nxt else None
+            before = [s for s in persisted if s["ts_ms"] <= ts and (
+                s["ts_ms"] >= end if s.get("moment") == "after_stop" else s.get("moment") is None and s["ts_ms"] > end)]
+            after = [s for s in memory if s["ts_ms"] >= ready and (until is None or s["ts_ms"] <= until)
+                     and s.get("moment") in (None, "after_ready", "before_stop", "run_end")]
+            if before and after:
+                checks.append(OffsetCheck("start", ts, before[-1], after[0], ready))
+    return checks
+
+
+def count_reputs(windows: list[tuple[int, int]], deliveries: Iterable[Mapping], level_of) -> dict[tuple[int, int], dict[int, int]]:
+    """Stored copies re-put by each delay level in each window (inclusive), each copy once:
+    ``level_of(delivery)`` says the level its attempt waited at (0: none)."""
+    out: dict[tuple[int, int], dict[int, int]] = {w: defaultdict(int) for w in windows}
+    seen: set = set()
+    for d in sorted(deliveries, key=lambda d: d.get("reconsume_times", 0)):
+        store = d["store_ms"]
+        hits = [w for w in windows if w[0] <= store <= w[1]]
+        if not hits:
+            continue
+        clo = d.get("commit_log_offset")
+        copy = clo if clo is not None else (d.get("queue_topic") or d["topic"], d["queue_id"], d["queue_offset"])
+        if copy in seen:
+            continue
+        seen.add(copy)
+        level = level_of(d)
+        if level:
+            for w in hits:
+                out[w][level] += 1
+    return {w: dict(c) for w, c in out.items()}
+
+
+def judge(checks: list[OffsetCheck], reputs: Mapping[tuple[int, int], Mapping[int, int]]) -> tuple[int, list[dict]]:
+    """(checked, violations) of OFFSET_PERSISTENCE: one check per (pair of readings, level in both)."""
+    checked, violations = 0, []
+    for c in checks:
+        first = {int(k): v for k, v in c.first["offsets"].items() if v is not None}
+        second = {int(k): v for k, v in c.second["offsets"].items() if v is not None}
+        for level in sorted(set(first) & set(second)):
+            checked += 1
+            if c.rule == "stop":
+                why = persisted_after_graceful_stop(first[level], second[level])
+                where = (f"in memory {first[level]} at {c.first['ts_ms']} ({c.first.get('moment') or 'before the stop'}), "
+                         f"persisted {second[level]} at {c.second['ts_ms']} ({c.second.get('moment') or 'after the stop'}), "
+                         f"broker stop at {c.fault_ms}")
+            else:
+                max_offsets = c.second.get("max_offsets") or {}
+                mx = max_offsets.get(str(level), max_offsets.get(level))
+                n = dict(reputs.get(c.window, {})).get(level, 0)
+                why = resumed_after_start(first[level], mx, second[level], n)
+                where = (f"persisted {first[level]} at {c.first['ts_ms']} ({c.first.get('moment') or 'before the start'}), "
+                         f"in memory {second[level]} at {c.second['ts_ms']} ({c.second.get('moment') or 'after the ready'}; "
+                         f"schedule queue max {mx if mx is not None else 'not read'}), broker start at {c.fault_ms}, "
+                         f"ready at {c.ready_ms}, {n} re-put(s) of the level observed in between")
+            if why:
+                violations.append({"invariant": INVARIANT, "key": None, "level": level,
+                                   "anchor_ms": c.first["ts_ms"], "observed_ms": c.second["ts_ms"],
+                                   "cause": "graceful stop" if c.rule == "stop" else "restart",
+                                   "detail": f"delay level {level}: {why}; {where}"})
+    return checked, violations
