@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.base import AdapterError, ConfigReading, System
-from harness.runner import Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, skip_reason
+from harness.runner import BROKER_SETUP, Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, skip_reason
 from reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
 from harness.scenario import Scenario
 from harness.systems import SystemSpec, open_system
@@ -136,7 +136,9 @@ class Batch:
         with self._lock:
             self._systems.append(system)
         try:
+            setup_started = system.clock.now_ms()
             system.setup()
+            system.info.details[BROKER_SETUP] = [setup_started, system.clock.now_ms()]
             self._read_broker_config(system)
             watch = ConsumerWatch(system)
             scenarios = job.scenarios

@@ -22,6 +22,26 @@ CONSUMER_REDELIVERY_MS = 25_000
 CONSUMER_RECOVERY_MS = 30_000
 
 
+#: After the broker restarted from a kill or stop, the schedule service re-puts what it had not
+#: persisted at once, before it answers; consumers receive those copies (scheduler duplicates, or
+#: their absence) only once they pulled again. A run whose messages are all final still watches
+#: this long after the broker's last ``ready`` (found on 4.9.7: copies re-put before the ready were
+#: not delivered yet when the run ended 3 s after it). Waiting only: it changes no verdict rule.
+DUPLICATE_WATCH_MS = 15_000
+
+
+def duplicate_watch_until_ms(events: list[dict]) -> int | None:
+    """Until when a run whose messages are all final keeps watching for scheduler duplicates:
+    :data:`DUPLICATE_WATCH_MS` after the broker's last ``ready`` that followed a kill or stop."""
+    last_down = last_ready = None
+    for e in sorted((e for e in events if e.get("type") == "fault" and e.get("target") == "broker"), key=lambda e: e["ts_ms"]):
+        if e["action"] in ("kill", "stop"):
+            last_down = e["ts_ms"]
+        elif e["action"] == "ready" and last_down is not None:
+            last_ready = e["ts_ms"]
+    return None if last_ready is None else last_ready + DUPLICATE_WATCH_MS
+
+
 @dataclass(frozen=True)
 class DrainState:
     pending: tuple[str, ...]  # keys not final yet

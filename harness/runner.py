@@ -20,12 +20,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from adapters.base import ConsumerSpec, Consuming, DlqReading, FaultLimited, OffsetFlushWatching, SendRequest, System
 from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
-from harness.drain import DrainState, drain_state
+from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
 from adapters.rundir import EventLog, EventTail, write_run_json
 from harness.faults import FaultDriver, TimedFault, primitives_needed
 from harness.scenario import Scenario
 from reference.contract import CONSUMER_STARTED_BY_SCENARIO, consumer_fault
 from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, SCENARIO_JSON
+
+#: ``system.info.details`` key: [start, ready] of the system's setup (the broker's start before the
+#: run), recorded as the run's first broker ``start``/``ready`` events (``cause: setup``): a kill
+#: soon after the broker started may repeat every re-put since — its first persist comes 10 s
+#: after its schedule service started (ScheduleMessageService.start), maybe after the run began
+BROKER_SETUP = "broker_setup_ms"
 
 #: how often the runner has dead consumers restarted, and looks at progress, while it waits
 POLL_MS = 250
@@ -169,6 +175,10 @@ class ScenarioRun:
         }
         write_run_json(self.run_dir, run)
         log = EventLog(self.events_dir / HARNESS_EVENTS)
+        setup = info.details.get(BROKER_SETUP)
+        if setup:  # the broker's own start, before the run: when its schedule service can first have persisted
+            for action, ts in zip(("start", "ready"), setup):
+                log.write({"type": "fault", "ts_ms": ts, "action": action, "target": "broker", "cause": "setup"})
         faults = FaultDriver(sysm, log)
         state = DrainState((), None, len(sc.messages), 0)
         error = interrupted = None
@@ -323,8 +333,8 @@ class ScenarioRun:
             now = clock.now_ms()
             state = drain_state(run, self._seen, now)
             self.progress.messages, self.progress.final, self.progress.deadline_ms = state.messages, state.final, state.deadline_ms
-            if not state.pending:
-                self._wait_until(now + sc.drain_margin_ms)  # late duplicates show up here
+            if not state.pending:  # late duplicates show up here
+                self._wait_until(max(now + sc.drain_margin_ms, duplicate_watch_until_ms(self._seen) or 0))
                 return state
             if state.deadline_ms is None or now > state.deadline_ms + sc.drain_margin_ms:
                 return state

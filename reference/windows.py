@@ -39,7 +39,9 @@ class DeliveryWindow:
 def broker_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Outage]:
     """Outages of ``target`` from its ``fault`` events (any order), sorted by ``down_ms``.
     An outage ends at the first ``ready`` after a ``start`` (kill/stop) or at ``resume`` (pause);
-    a second ``down`` while already down does not open a new outage."""
+    a second ``down`` while already down does not open a new outage, but a kill or stop of a paused
+    target turns its pause into that outage (a ``resume`` no longer ends it: a slow start's pause
+    and resume happen inside it)."""
     events = sorted(((f["ts_ms"], f["action"]) for f in faults if f.get("target") == target),
                     key=lambda e: e[0])
     out: list[Outage] = []
@@ -49,6 +51,8 @@ def broker_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Ou
         if action in _DOWN:
             if down is None:
                 down, started = (action, ts), False
+            elif down[0] == "pause" and action != "pause":  # killed or stopped while paused: it
+                down, started = (action, down[1]), False    # is back only when a start is ready
         elif down is None:
             continue
         elif action == "start":
