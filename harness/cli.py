@@ -32,11 +32,12 @@ from reference.contract import ContractError  # noqa: E402 - after the testconta
 from reports.command import Parser, UsageError, run_command  # noqa: E402
 from reports.verdict import EXIT_CODES, EXIT_USAGE, BROKEN, exit_code  # noqa: E402
 
-#: suite name -> (module, attribute) of its scenario catalogue
+#: suite name -> (module, attribute) of its scenario catalogue; catalogues ship in the package
+#: (``harness.catalogue``), never in ``suites`` (tests only: not installed)
 SUITES = {
-    "conformance": ("suites.conformance.scenarios", "CONFORMANCE"),
-    "chaos": ("suites.chaos.scenarios", "SHORT"),
-    "nightly": ("suites.chaos.scenarios", "NIGHTLY"),
+    "conformance": ("harness.catalogue.conformance", "CONFORMANCE"),
+    "chaos": ("harness.catalogue.chaos", "SHORT"),
+    "nightly": ("harness.catalogue.chaos", "NIGHTLY"),
 }
 SUITE_NAMES = (*SUITES, "generated")
 
@@ -48,7 +49,7 @@ class Interrupted(BaseException):
 
 def load_suite(name: str, seed: int = 0, count: int = 10):
     if name == "generated":
-        return list(importlib.import_module("suites.chaos.generate").sample(seed, count))
+        return list(importlib.import_module("harness.catalogue.generate").sample(seed, count))
     mod, attr = SUITES[name]
     return list(getattr(importlib.import_module(mod), attr))
 
@@ -225,10 +226,10 @@ def cmd_main(args) -> int:
 
     out = check_inputs(args, [args.system])
     print(f"hourglass main job: {args.system} ({args.runtime} runtime) -> {out}", flush=True)
-    root = Path(__file__).resolve().parent.parent
+    from harness import main_job
+
     argv = [
-        str(root / "suites" / "conformance"), str(root / "suites" / "chaos"),
-        "-m", "main", "-p", "no:cacheprovider", "-q",
+        main_job.__file__, "-p", "no:cacheprovider", "-q",
         f"--hg-system={args.system}", f"--hg-runtime={args.runtime}", f"--hg-out={out}",
         f"--hg-max-systems={args.max_systems}", f"--junitxml={out / 'junit-suite.xml'}",
     ]

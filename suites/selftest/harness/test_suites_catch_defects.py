@@ -14,8 +14,8 @@ from adapters.simulated.defects import Defect
 from harness.batch import BatchOptions, run_batch
 from harness.systems import SystemSpec
 from harness.verdicts import assert_conforms, describe
-from suites.chaos.scenarios import NIGHTLY
-from suites.conformance.scenarios import CONFORMANCE
+from harness.catalogue.chaos import NIGHTLY
+from harness.catalogue.conformance import CONFORMANCE
 
 DEFECTS = list(Defect)
 
