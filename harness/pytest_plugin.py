@@ -55,6 +55,7 @@ def pytest_configure(config):
         config.addinivalue_line("markers", line)
     out = config.getoption("--hg-out") or f"runs/{time.strftime('%Y%m%dT%H%M%S')}"
     config._hourglass = HgSession(config, Path(out).resolve())
+    config.pluginmanager.register(JunitNames(config), "hourglass-junit-names")
 
 
 def _systems(config) -> list[str]:
@@ -92,6 +93,7 @@ def pytest_collection_modifyitems(session, config, items):
         system = _item_system(item) or _systems(config)[0]
         if scenario is not None:
             hs.register(system, scenario)
+            hs.junit_names[item.nodeid] = (system, scenario.name, junit_case(item, system, scenario.name))
             if system.startswith(("rocketmq:", "dist:", "jars:")):
                 item.add_marker(pytest.mark.realbroker)
 
@@ -111,6 +113,7 @@ class HgSession:
         self.pending: dict[str, dict[str, object]] = {}  # system -> scenario name -> scenario
         self.verdicts: dict[tuple[str, str], dict] = {}
         self.batches: list[dict] = []
+        self.junit_names: dict[str, tuple[str, str, tuple[str, str]]] = {}  # nodeid -> system, scenario, (classname, name)
 
     def register(self, system: str, scenario) -> None:
         """Queue ``scenario`` for ``system``'s batch; a scenario that breaks the schema or its
@@ -129,6 +132,17 @@ class HgSession:
             self.register(system, scenario)
             self._run(system)
         return self.verdicts[(system, scenario.name)]
+
+    def run_seconds(self, system: str, scenario_name: str) -> float:
+        """The run's own duration (run.json ``started_ms`` to ``ended_ms``), 0 without a run."""
+        from adapters.rundir import read_run_json
+        from reports.junit import run_seconds
+
+        run_dir = self.verdicts.get((system, scenario_name), {}).get("run_dir")
+        try:
+            return run_seconds(read_run_json(Path(run_dir))) if run_dir else 0.0
+        except (OSError, ValueError):
+            return 0.0
 
     def verdict_now(self, system: str, scenario) -> dict:
         """Run one scenario now, alone, under a fresh name (hypothesis examples, generated on the fly)."""
@@ -164,6 +178,41 @@ class HgSession:
             return
         self.batches.append({"system": system, "dir": str(sys_dir), "wall_s": round(wall_s, 1), "scenarios": len(scenarios)})
         write_summary(sys_dir, system, [self.verdicts[(system, s.name)] for s in scenarios], wall_s, scenarios)
+
+
+def junit_case(item, system: str, scenario_name: str) -> tuple[str, str]:
+    """(classname, name) of a scenario test in ``--junitxml``: ``suite`` and ``scenario[system]``
+    (read together: ``suite.scenario[system]``), the same every run so CI keeps the history. The
+    suite is the catalogue's, else the test module's name without ``test_``."""
+    from harness.catalogue import suite_of
+
+    suite = suite_of(scenario_name) or item.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    return suite, f"{scenario_name}[{system}]"
+
+
+class JunitNames:
+    """Registered per session: before junitxml records a scenario test's report, the stable names,
+    and — at teardown, just before the case is written — the run's own duration instead of the
+    phases' (the first test's setup runs the whole batch). junitxml adds the teardown's own
+    duration on top: we leave room for it."""
+
+    def __init__(self, config):
+        self.config = config
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report):
+        from _pytest.junitxml import xml_key
+
+        hs = getattr(self.config, "_hourglass", None)
+        xml = self.config.stash.get(xml_key, None)
+        if hs is None or xml is None or report.nodeid not in hs.junit_names:
+            return
+        system, name, (classname, case) = hs.junit_names[report.nodeid]
+        reporter = xml.node_reporter(report)
+        reporter.add_attribute("classname", classname)
+        reporter.add_attribute("name", case)
+        if report.when == "teardown":
+            reporter.duration = max(0.0, hs.run_seconds(system, name) - float(getattr(report, "duration", 0.0)))
 
 
 def _dirname(system: str) -> str:

@@ -19,6 +19,7 @@ from adapters.base import ConsumerSpec, Consuming, DlqReading, SendRequest, Syst
 from harness.drain import DrainState, drain_state
 from adapters.rundir import EventLog, EventTail, write_run_json
 from harness.faults import FaultDriver, expand
+from harness.catalogue import suite_of
 from harness.scenario import Scenario
 from reference.contract import CONSUMER_STARTED_BY_SCENARIO, consumer_fault
 from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, SCENARIO_JSON
@@ -139,6 +140,9 @@ class ScenarioRun:
             "seed": sc.seed,
             "description": sc.description,
         }
+        suite = suite_of(sc.name)
+        if suite:
+            run["suite"] = suite
         write_run_json(self.run_dir, run)
         log = EventLog(self.events_dir / HARNESS_EVENTS)
         faults = FaultDriver(sysm, log)
