@@ -6,6 +6,8 @@ and the main job.
     python -m harness run --scenario my-scenario.json --system simulated
     python -m harness matrix --systems rocketmq:4.9.7,rocketmq:latest --suite conformance --out runs/m
     python -m harness replay runs/x/<run-id> [--system rocketmq:5.5.0]
+    python -m harness list [--suite chaos]
+    python -m harness run --suite chaos --scenario-name 'kill9-*' --system simulated
 
 Exit codes (``reports.verdict``, the same as the checker's): 0 no violation, 1 a violation (wins
 over everything: never retry it), 2 undecided, 3 the run or the input is broken (a bad scenario
@@ -58,10 +60,12 @@ def _scenarios(args) -> list:
     from harness.scenario import Scenario, validate_scenario
 
     out = []
-    for s in args.suite or []:
+    for s in args.suite or ([] if args.scenario or not args.scenario_name else ["conformance", "nightly"]):
         out += load_suite(s, args.seed, args.count)
     for f in args.scenario or []:
         out.append(Scenario.load(Path(f)))
+    if args.scenario_name:
+        out = pick_by_name(out, args.scenario_name)
     if not out:
         raise UsageError("nothing to run: give --suite and/or --scenario")
     for sc in out:
@@ -71,6 +75,33 @@ def _scenarios(args) -> list:
     if dup:
         raise ContractError("the scenarios given", "name", "unique scenario names", ", ".join(dup))
     return out
+
+
+def pick_by_name(scenarios: list, patterns: list[str]) -> list:
+    """The scenarios whose name matches one of ``patterns`` (shell globs, ``fnmatch``), in catalogue
+    order; a pattern that matches nothing is a usage error naming it and what there is."""
+    from fnmatch import fnmatchcase
+
+    unmatched = [p for p in patterns if not any(fnmatchcase(s.name, p) for s in scenarios)]
+    if unmatched:
+        raise UsageError(f"--scenario-name {', '.join(unmatched)}: no such scenario in the selected suites "
+                         f"(there are: {', '.join(s.name for s in scenarios) or 'none'}; see python -m harness list)")
+    return [s for s in scenarios if any(fnmatchcase(s.name, p) for p in patterns)]
+
+
+def cmd_list(args) -> int:
+    """Each suite, its scenarios, each one's own wait (``harness.summary.scenario_wait_ms``),
+    whether it faults and what it requires of the system."""
+    from harness.summary import scenario_wait_ms
+
+    for suite in args.suite or SUITE_NAMES:
+        scenarios = load_suite(suite, args.seed, args.count)
+        print(f"{suite}: {len(scenarios)} scenarios" + (f" (seed {args.seed})" if suite == "generated" else ""))
+        for s in scenarios:
+            faults = "faults: " + ("yes" if s.faults else "no")
+            needs = "requires: " + (", ".join(s.requires) or "-")
+            print(f"  {s.name:<28} wait {scenario_wait_ms(s) / 1000:6.1f} s  {faults:<11} {needs}")
+    return 0
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -261,20 +292,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", default=os.environ.get("HOURGLASS_SYSTEM", "rocketmq:latest"))
     p.add_argument("--suite", action="append", choices=SUITE_NAMES, help="a suite (repeatable)")
     p.add_argument("--scenario", action="append", help="a scenario JSON file (repeatable)")
+    _scenario_name(p)
     _common(p)
     p.set_defaults(fn=cmd_run)
     p = sub.add_parser("matrix", help="the same seeded scenarios on several systems, side by side")
     p.add_argument("--systems", required=True, help="comma-separated, e.g. rocketmq:4.9.7,rocketmq:latest")
     p.add_argument("--suite", action="append", choices=SUITE_NAMES)
     p.add_argument("--scenario", action="append")
+    _scenario_name(p)
     _common(p)
     p.set_defaults(fn=cmd_matrix)
+    p = sub.add_parser("list", help="the suites, their scenarios, each one's wait, faults and requirements")
+    p.add_argument("--suite", action="append", choices=SUITE_NAMES, help="only this suite (repeatable)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated suite")
+    p.add_argument("--count", type=int, default=10, help="scenarios in the generated suite")
+    p.set_defaults(fn=cmd_list)
     p = sub.add_parser("replay", help="run a run directory's scenario again, on the exact system it recorded")
     p.add_argument("run_dir")
     p.add_argument("--system", default=None, help="default: the system of the original run")
     _common(p)
     p.set_defaults(fn=cmd_replay)
     return ap
+
+
+def _scenario_name(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scenario-name", action="append", metavar="NAME",
+                   help="only the scenarios of the selected suites (default: conformance and nightly) whose name "
+                        "matches (shell glob, repeatable; python -m harness list shows them)")
 
 
 def _on_sigterm(signum, frame):
