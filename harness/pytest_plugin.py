@@ -40,6 +40,11 @@ def pytest_addoption(parser):
     g.addoption("--hg-max-systems", type=int, default=int(os.environ.get("HOURGLASS_MAX_SYSTEMS", "2")),
                 help="real systems running at once (default 2 on a 2-core machine)")
     g.addoption("--hg-master", default=os.environ.get("HOURGLASS_SPARK_MASTER"), help="Spark master for the checker")
+    g.addoption("--hg-progress", default=os.environ.get("HOURGLASS_PROGRESS", "auto"), choices=("auto", "always", "off"),
+                help="progress lines on the real stderr while a batch runs, not captured (auto: real systems only; "
+                     "always: virtual-time systems too)")
+    g.addoption("--hg-progress-interval", type=float, default=float(os.environ.get("HOURGLASS_PROGRESS_INTERVAL_S", "5")),
+                help="seconds between progress lines (default 5)")
 
 
 def pytest_configure(config):
@@ -55,7 +60,28 @@ def pytest_configure(config):
         config.addinivalue_line("markers", line)
     out = config.getoption("--hg-out") or f"runs/{time.strftime('%Y%m%dT%H%M%S')}"
     config._hourglass = HgSession(config, Path(out).resolve())
+    if config.getoption("--hg-progress-interval") <= 0:
+        raise pytest.UsageError("--hg-progress-interval (HOURGLASS_PROGRESS_INTERVAL_S) must be more than 0 seconds")
+    config._hourglass.progress_out = _uncaptured_stderr()
     config.pluginmanager.register(JunitNames(config), "hourglass-junit-names")
+
+
+def _uncaptured_stderr():
+    """A duplicate of the real stderr, taken at ``pytest_configure`` while pytest's capture is
+    suspended: a batch runs inside a fixture, where fd 2 (and ``sys.__stderr__`` with it) is
+    captured until the test ends — progress written here reaches the CI log as it happens."""
+    try:
+        return open(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace", closefd=True)
+    except OSError:
+        return None
+
+
+def pytest_unconfigure(config):
+    hs = getattr(config, "_hourglass", None)
+    out = getattr(hs, "progress_out", None)
+    if out is not None:
+        hs.progress_out = None
+        out.close()
 
 
 def _systems(config) -> list[str]:
@@ -113,6 +139,7 @@ class HgSession:
         self.pending: dict[str, dict[str, object]] = {}  # system -> scenario name -> scenario
         self.verdicts: dict[tuple[str, str], dict] = {}
         self.batches: list[dict] = []
+        self.progress_out = None  # the real stderr, duplicated before capture (pytest_configure)
         self.junit_names: dict[str, tuple[str, str, tuple[str, str]]] = {}  # nodeid -> system, scenario, (classname, name)
 
     def register(self, system: str, scenario) -> None:
@@ -169,7 +196,10 @@ class HgSession:
         spec = SystemSpec(system, c.getoption("--hg-runtime"), c.getoption("--hg-image"))
         sys_dir = self.out_dir / _dirname(system)
         started = time.monotonic()
-        results, errors = run_batch(scenarios, BatchOptions(spec, sys_dir, c.getoption("--hg-max-systems")))
+        mode = c.getoption("--hg-progress")
+        results, errors = run_batch(scenarios, BatchOptions(
+            spec, sys_dir, c.getoption("--hg-max-systems"), progress=mode != "off", progress_interval_s=c.getoption("--hg-progress-interval"),
+            progress_out=self.progress_out, progress_virtual=mode == "always"))
         wall_s = time.monotonic() - started
         by_name = batch_verdicts(scenarios, results, errors, c.getoption("--hg-baseline"), c.getoption("--hg-master"))
         for sc in scenarios:
