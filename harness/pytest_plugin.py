@@ -284,7 +284,7 @@ def batch_verdicts(scenarios, results, errors: dict[str, str], baseline, master:
 
 
 def write_summary(sys_dir: Path, system: str, verdicts: list[dict], wall_s: float, scenarios) -> None:
-    from harness.summary import write_index
+    from harness.summary import write_index, write_markdown
 
     longest_wait_s = max((expected_wait_s(s) for s in scenarios), default=0)
     sys_dir.mkdir(parents=True, exist_ok=True)
@@ -294,6 +294,7 @@ def write_summary(sys_dir: Path, system: str, verdicts: list[dict], wall_s: floa
         "verdicts": verdicts,
     }, indent=1, default=str))
     write_index(sys_dir, system, verdicts, wall_s, longest_wait_s)
+    write_markdown(sys_dir, system, verdicts, wall_s)
 
 
 def expected_wait_s(scenario) -> float:
