@@ -12,17 +12,11 @@ from harness.catalogue.conformance import CONFORMANCE
 from harness.verdicts import assert_conforms
 
 
-@pytest.mark.conformance
-@pytest.mark.parametrize("scenario", CONFORMANCE, ids=lambda s: s.name)
-def test_conforms(scenario, hg_verdict):
-    if hg_verdict.get("skipped"):
-        pytest.skip(hg_verdict["skipped"])
-    assert_conforms(hg_verdict)
+SCENARIOS = [pytest.param(s, marks=pytest.mark.conformance) for s in CONFORMANCE] + [pytest.param(s, marks=pytest.mark.chaos) for s in SHORT]
 
 
-@pytest.mark.chaos
-@pytest.mark.parametrize("scenario", SHORT, ids=lambda s: s.name)
-def test_survives(scenario, hg_verdict):
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_main_job(scenario, hg_verdict):
     if hg_verdict.get("skipped"):
         pytest.skip(hg_verdict["skipped"])
     assert_conforms(hg_verdict)
