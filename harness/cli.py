@@ -261,6 +261,8 @@ def cmd_main(args) -> int:
 
     argv = [
         main_job.__file__, "-p", "no:cacheprovider", "-q",
+        # the installed plugin's packages are imported already (this process): nothing to rewrite
+        "-W", "ignore::pytest.PytestAssertRewriteWarning",
         f"--hg-system={args.system}", f"--hg-runtime={args.runtime}", f"--hg-out={out}",
         f"--hg-max-systems={args.max_systems}", f"--junitxml={out / 'junit-suite.xml'}",
     ]
