@@ -18,11 +18,13 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from adapters.base import AdapterError, ConfigReading, System
 from harness.runner import BROKER_SETUP, Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, skip_reason
 from reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
 from harness.scenario import Scenario
+from harness.summary import scenario_wait_ms
 from harness.systems import SystemSpec, open_system
 
 
@@ -37,6 +39,11 @@ class BatchOptions:
     max_systems: int = 2
     progress: bool = True
     progress_interval_s: float = 5.0
+    #: where progress lines go (default ``sys.__stderr__``); the pytest plugin hands a duplicate of
+    #: the real stderr taken before capture, so the lines reach a CI log while a fixture runs
+    progress_out: TextIO | None = None
+    #: progress also for a virtual-time system (off by default: its runs take milliseconds)
+    progress_virtual: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,13 +89,15 @@ class Batch:
         self.results: dict[str, RunResult] = {}
         self.errors: dict[str, str] = {}
         self.started = time.monotonic()
+        self.started_at: dict[str, float] = {}  # scenario -> when its job began (monotonic)
+        self.expected_s = {s.name: scenario_wait_ms(s) / 1000 for s in scenarios}
 
     def run(self) -> list[RunResult]:
         self.opts.out_dir.mkdir(parents=True, exist_ok=True)
         jobs = plan_jobs(self.scenarios, self.opts.system.virtual)
         shower = None
-        if self.opts.progress and not self.opts.system.virtual:
-            shower = threading.Thread(target=self._show_progress, daemon=True)
+        if self.opts.progress and (self.opts.progress_virtual or not self.opts.system.virtual):
+            shower = threading.Thread(target=self._show_progress, daemon=True, name="hg-progress")
             shower.start()
         workers = 1 if self.opts.system.virtual else max(1, self.opts.max_systems)
         pool = ThreadPoolExecutor(workers, thread_name_prefix="hg-job")
@@ -107,6 +116,8 @@ class Batch:
             pool.shutdown(wait=False, cancel_futures=True)
             wait(futures, timeout=RECORD_TIMEOUT_S)
             self.teardown_all()
+            if shower is not None:
+                shower.join(timeout=5)
         return [self.results[s.name] for s in self.scenarios if s.name in self.results]
 
     def teardown_all(self) -> None:
@@ -124,6 +135,7 @@ class Batch:
         workdir.mkdir(parents=True, exist_ok=True)
         for s in job.scenarios:
             self.progress[s.name].phase = "starting broker"
+            self.started_at[s.name] = time.monotonic()
         if self._stop.is_set():
             return
         try:
@@ -219,8 +231,35 @@ class Batch:
             self.results[name] = RunResult(run.run_dir, run_id, scenario, False, (), 0, 0, self.errors[name])
 
     def _show_progress(self) -> None:
+        """A line at the start, every ``progress_interval_s`` and at the end (CI systems kill a
+        job silent for 10 minutes)."""
+        self._print_progress()
         while not self._stop.wait(self.opts.progress_interval_s):
-            print(self.progress_line(), file=sys.__stderr__, flush=True)
+            self._print_progress()
+        self._print_progress()
+
+    def _print_progress(self) -> None:
+        out = self.opts.progress_out or sys.__stderr__
+        try:
+            print(self.progress_line(), file=out, flush=True)
+        except (OSError, ValueError):  # a closed or broken stream never stops the batch
+            pass
+
+    def eta_s(self) -> float:
+        """Seconds until the batch should be done, from the scenarios' own waits (the model's
+        expected table, ``harness.summary.scenario_wait_ms``): what the running ones still have
+        to wait, plus the queued ones spread over the systems that run at once."""
+        now = time.monotonic()
+        running = queued = 0.0
+        workers = 1 if self.opts.system.virtual else max(1, self.opts.max_systems)
+        for name, p in self.progress.items():
+            if p.phase in ("done", "error", "interrupted"):
+                continue
+            if name in self.started_at:
+                running = max(running, self.expected_s[name] - (now - self.started_at[name]))
+            else:
+                queued += self.expected_s[name]
+        return max(0.0, running) + queued / workers
 
     def progress_line(self) -> str:
         now_ms = int(time.time() * 1000)
@@ -236,7 +275,9 @@ class Batch:
                     part += f", window closes in {max(0, (p.deadline_ms - now_ms) // 1000)}s"
             waiting.append(part)
         elapsed = int(time.monotonic() - self.started)
-        head = f"[hourglass {elapsed // 60:02d}:{elapsed % 60:02d}] {done}/{len(self.progress)} scenarios done"
+        eta = int(self.eta_s() + 0.5)
+        head = (f"[hourglass {elapsed // 60:02d}:{elapsed % 60:02d}] {done}/{len(self.progress)} scenarios done"
+                + (f", ETA {eta // 60:02d}:{eta % 60:02d}" if done < len(self.progress) else ""))
         return head + ("" if not waiting else " | " + " | ".join(waiting[:4]) + (" | …" if len(waiting) > 4 else ""))
 
 

@@ -6,6 +6,8 @@ and the main job.
     python -m harness run --scenario my-scenario.json --system simulated
     python -m harness matrix --systems rocketmq:4.9.7,rocketmq:latest --suite conformance --out runs/m
     python -m harness replay runs/x/<run-id> [--system rocketmq:5.5.0]
+    python -m harness list [--suite chaos]
+    python -m harness run --suite chaos --scenario-name 'kill9-*' --system simulated
 
 Exit codes (``reports.verdict``, the same as the checker's): 0 no violation, 1 a violation (wins
 over everything: never retry it), 2 undecided, 3 the run or the input is broken (a bad scenario
@@ -32,13 +34,14 @@ from reference.contract import ContractError  # noqa: E402 - after the testconta
 from reports.command import Parser, UsageError, run_command  # noqa: E402
 from reports.verdict import EXIT_CODES, EXIT_USAGE, BROKEN, exit_code  # noqa: E402
 
-#: suite name -> (module, attribute) of its scenario catalogue
+#: suite name -> (module, attribute) of its scenario catalogue; catalogues ship in the package
+#: (``harness.catalogue``), never in ``suites`` (tests only: not installed)
 SUITES = {
-    "conformance": ("suites.conformance.scenarios", "CONFORMANCE"),
-    "chaos": ("suites.chaos.scenarios", "SHORT"),
-    "nightly": ("suites.chaos.scenarios", "NIGHTLY"),
-    "persistence": ("suites.persistence.scenarios", "SHORT"),
-    "persistence-full": ("suites.persistence.scenarios", "FULL"),
+    "conformance": ("harness.catalogue.conformance", "CONFORMANCE"),
+    "chaos": ("harness.catalogue.chaos", "SHORT"),
+    "nightly": ("harness.catalogue.chaos", "NIGHTLY"),
+    "persistence": ("harness.catalogue.persistence", "SHORT"),
+    "persistence-full": ("harness.catalogue.persistence", "FULL"),
 }
 SUITE_NAMES = (*SUITES, "generated")
 
@@ -50,7 +53,7 @@ class Interrupted(BaseException):
 
 def load_suite(name: str, seed: int = 0, count: int = 10):
     if name == "generated":
-        return list(importlib.import_module("suites.chaos.generate").sample(seed, count))
+        return list(importlib.import_module("harness.catalogue.generate").sample(seed, count))
     mod, attr = SUITES[name]
     return list(getattr(importlib.import_module(mod), attr))
 
@@ -59,10 +62,12 @@ def _scenarios(args) -> list:
     from harness.scenario import Scenario, validate_scenario
 
     out = []
-    for s in args.suite or []:
+    for s in args.suite or ([] if args.scenario or not args.scenario_name else ["conformance", "nightly"]):
         out += load_suite(s, args.seed, args.count)
     for f in args.scenario or []:
         out.append(Scenario.load(Path(f)))
+    if args.scenario_name:
+        out = pick_by_name(out, args.scenario_name)
     if not out:
         raise UsageError("nothing to run: give --suite and/or --scenario")
     for sc in out:
@@ -72,6 +77,33 @@ def _scenarios(args) -> list:
     if dup:
         raise ContractError("the scenarios given", "name", "unique scenario names", ", ".join(dup))
     return out
+
+
+def pick_by_name(scenarios: list, patterns: list[str]) -> list:
+    """The scenarios whose name matches one of ``patterns`` (shell globs, ``fnmatch``), in catalogue
+    order; a pattern that matches nothing is a usage error naming it and what there is."""
+    from fnmatch import fnmatchcase
+
+    unmatched = [p for p in patterns if not any(fnmatchcase(s.name, p) for s in scenarios)]
+    if unmatched:
+        raise UsageError(f"--scenario-name {', '.join(unmatched)}: no such scenario in the selected suites "
+                         f"(there are: {', '.join(s.name for s in scenarios) or 'none'}; see python -m harness list)")
+    return [s for s in scenarios if any(fnmatchcase(s.name, p) for p in patterns)]
+
+
+def cmd_list(args) -> int:
+    """Each suite, its scenarios, each one's own wait (``harness.summary.scenario_wait_ms``),
+    whether it faults and what it requires of the system."""
+    from harness.summary import scenario_wait_ms
+
+    for suite in args.suite or SUITE_NAMES:
+        scenarios = load_suite(suite, args.seed, args.count)
+        print(f"{suite}: {len(scenarios)} scenarios" + (f" (seed {args.seed})" if suite == "generated" else ""))
+        for s in scenarios:
+            faults = "faults: " + ("yes" if s.faults else "no")
+            needs = "requires: " + (", ".join(s.requires) or "-")
+            print(f"  {s.name:<28} wait {scenario_wait_ms(s) / 1000:6.1f} s  {faults:<11} {needs}")
+    return 0
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -240,10 +272,12 @@ def cmd_main(args) -> int:
 
     out = check_inputs(args, [args.system])
     print(f"hourglass main job: {args.system} ({args.runtime} runtime) -> {out}", flush=True)
-    root = Path(__file__).resolve().parent.parent
+    from harness import main_job
+
     argv = [
-        str(root / "suites" / "conformance"), str(root / "suites" / "chaos"),
-        "-m", "main", "-p", "no:cacheprovider", "-q",
+        main_job.__file__, "-p", "no:cacheprovider", "-q",
+        # the installed plugin's packages are imported already (this process): nothing to rewrite
+        "-W", "ignore::pytest.PytestAssertRewriteWarning",
         f"--hg-system={args.system}", f"--hg-runtime={args.runtime}", f"--hg-out={out}",
         f"--hg-max-systems={args.max_systems}", f"--junitxml={out / 'junit-suite.xml'}",
     ]
@@ -275,20 +309,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", default=os.environ.get("HOURGLASS_SYSTEM", "rocketmq:latest"))
     p.add_argument("--suite", action="append", choices=SUITE_NAMES, help="a suite (repeatable)")
     p.add_argument("--scenario", action="append", help="a scenario JSON file (repeatable)")
+    _scenario_name(p)
     _common(p)
     p.set_defaults(fn=cmd_run)
     p = sub.add_parser("matrix", help="the same seeded scenarios on several systems, side by side")
     p.add_argument("--systems", required=True, help="comma-separated, e.g. rocketmq:4.9.7,rocketmq:latest")
     p.add_argument("--suite", action="append", choices=SUITE_NAMES)
     p.add_argument("--scenario", action="append")
+    _scenario_name(p)
     _common(p)
     p.set_defaults(fn=cmd_matrix)
+    p = sub.add_parser("list", help="the suites, their scenarios, each one's wait, faults and requirements")
+    p.add_argument("--suite", action="append", choices=SUITE_NAMES, help="only this suite (repeatable)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated suite")
+    p.add_argument("--count", type=int, default=10, help="scenarios in the generated suite")
+    p.set_defaults(fn=cmd_list)
     p = sub.add_parser("replay", help="run a run directory's scenario again, on the exact system it recorded")
     p.add_argument("run_dir")
     p.add_argument("--system", default=None, help="default: the system of the original run")
     _common(p)
     p.set_defaults(fn=cmd_replay)
     return ap
+
+
+def _scenario_name(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scenario-name", action="append", metavar="NAME",
+                   help="only the scenarios of the selected suites (default: conformance and nightly) whose name "
+                        "matches (shell glob, repeatable; python -m harness list shows them)")
 
 
 def _on_sigterm(signum, frame):

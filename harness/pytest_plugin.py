@@ -44,6 +44,11 @@ def pytest_addoption(parser):
     g.addoption("--hg-max-systems", type=int, default=int(os.environ.get("HOURGLASS_MAX_SYSTEMS", "2")),
                 help="real systems running at once (default 2 on a 2-core machine)")
     g.addoption("--hg-master", default=os.environ.get("HOURGLASS_SPARK_MASTER"), help="Spark master for the checker")
+    g.addoption("--hg-progress", default=os.environ.get("HOURGLASS_PROGRESS", "auto"), choices=("auto", "always", "off"),
+                help="progress lines on the real stderr while a batch runs, not captured (auto: real systems only; "
+                     "always: virtual-time systems too)")
+    g.addoption("--hg-progress-interval", type=float, default=float(os.environ.get("HOURGLASS_PROGRESS_INTERVAL_S", "5")),
+                help="seconds between progress lines (default 5)")
 
 
 def pytest_configure(config):
@@ -60,6 +65,28 @@ def pytest_configure(config):
         config.addinivalue_line("markers", line)
     out = config.getoption("--hg-out") or f"runs/{time.strftime('%Y%m%dT%H%M%S')}"
     config._hourglass = HgSession(config, Path(out).resolve())
+    if config.getoption("--hg-progress-interval") <= 0:
+        raise pytest.UsageError("--hg-progress-interval (HOURGLASS_PROGRESS_INTERVAL_S) must be more than 0 seconds")
+    config._hourglass.progress_out = _uncaptured_stderr()
+    config.pluginmanager.register(JunitNames(config), "hourglass-junit-names")
+
+
+def _uncaptured_stderr():
+    """A duplicate of the real stderr, taken at ``pytest_configure`` while pytest's capture is
+    suspended: a batch runs inside a fixture, where fd 2 (and ``sys.__stderr__`` with it) is
+    captured until the test ends — progress written here reaches the CI log as it happens."""
+    try:
+        return open(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace", closefd=True)
+    except OSError:
+        return None
+
+
+def pytest_unconfigure(config):
+    hs = getattr(config, "_hourglass", None)
+    out = getattr(hs, "progress_out", None)
+    if out is not None:
+        hs.progress_out = None
+        out.close()
 
 
 def _systems(config) -> list[str]:
@@ -97,6 +124,7 @@ def pytest_collection_modifyitems(session, config, items):
         system = _item_system(item) or _systems(config)[0]
         if scenario is not None:
             hs.register(system, scenario)
+            hs.junit_names[item.nodeid] = (system, scenario.name, junit_case(item, system, scenario.name))
             if system.startswith(("rocketmq:", "dist:", "jars:")):
                 item.add_marker(pytest.mark.realbroker)
 
@@ -116,6 +144,8 @@ class HgSession:
         self.pending: dict[str, dict[str, object]] = {}  # system -> scenario name -> scenario
         self.verdicts: dict[tuple[str, str], dict] = {}
         self.batches: list[dict] = []
+        self.progress_out = None  # the real stderr, duplicated before capture (pytest_configure)
+        self.junit_names: dict[str, tuple[str, str, tuple[str, str]]] = {}  # nodeid -> system, scenario, (classname, name)
 
     def register(self, system: str, scenario) -> None:
         """Queue ``scenario`` for ``system``'s batch; a scenario that breaks the schema or its
@@ -134,6 +164,17 @@ class HgSession:
             self.register(system, scenario)
             self._run(system)
         return self.verdicts[(system, scenario.name)]
+
+    def run_seconds(self, system: str, scenario_name: str) -> float:
+        """The run's own duration (run.json ``started_ms`` to ``ended_ms``), 0 without a run."""
+        from adapters.rundir import read_run_json
+        from reports.junit import run_seconds
+
+        run_dir = self.verdicts.get((system, scenario_name), {}).get("run_dir")
+        try:
+            return run_seconds(read_run_json(Path(run_dir))) if run_dir else 0.0
+        except (OSError, ValueError):
+            return 0.0
 
     def verdict_now(self, system: str, scenario) -> dict:
         """Run one scenario now, alone, under a fresh name (hypothesis examples, generated on the fly)."""
@@ -161,7 +202,10 @@ class HgSession:
                           c.getoption("--hg-faults"))
         sys_dir = self.out_dir / _dirname(system)
         started = time.monotonic()
-        results, errors = run_batch(scenarios, BatchOptions(spec, sys_dir, c.getoption("--hg-max-systems")))
+        mode = c.getoption("--hg-progress")
+        results, errors = run_batch(scenarios, BatchOptions(
+            spec, sys_dir, c.getoption("--hg-max-systems"), progress=mode != "off", progress_interval_s=c.getoption("--hg-progress-interval"),
+            progress_out=self.progress_out, progress_virtual=mode == "always"))
         wall_s = time.monotonic() - started
         by_name = batch_verdicts(scenarios, results, errors, c.getoption("--hg-baseline"), c.getoption("--hg-master"))
         for sc in scenarios:
@@ -170,6 +214,41 @@ class HgSession:
             return
         self.batches.append({"system": system, "dir": str(sys_dir), "wall_s": round(wall_s, 1), "scenarios": len(scenarios)})
         write_summary(sys_dir, system, [self.verdicts[(system, s.name)] for s in scenarios], wall_s, scenarios)
+
+
+def junit_case(item, system: str, scenario_name: str) -> tuple[str, str]:
+    """(classname, name) of a scenario test in ``--junitxml``: ``suite`` and ``scenario[system]``
+    (read together: ``suite.scenario[system]``), the same every run so CI keeps the history. The
+    suite is the catalogue's, else the test module's name without ``test_``."""
+    from harness.catalogue import suite_of
+
+    suite = suite_of(scenario_name) or item.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    return suite, f"{scenario_name}[{system}]"
+
+
+class JunitNames:
+    """Registered per session: before junitxml records a scenario test's report, the stable names,
+    and — at teardown, just before the case is written — the run's own duration instead of the
+    phases' (the first test's setup runs the whole batch). junitxml adds the teardown's own
+    duration on top: we leave room for it."""
+
+    def __init__(self, config):
+        self.config = config
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report):
+        from _pytest.junitxml import xml_key
+
+        hs = getattr(self.config, "_hourglass", None)
+        xml = self.config.stash.get(xml_key, None)
+        if hs is None or xml is None or report.nodeid not in hs.junit_names:
+            return
+        system, name, (classname, case) = hs.junit_names[report.nodeid]
+        reporter = xml.node_reporter(report)
+        reporter.add_attribute("classname", classname)
+        reporter.add_attribute("name", case)
+        if report.when == "teardown":
+            reporter.duration = max(0.0, hs.run_seconds(system, name) - float(getattr(report, "duration", 0.0)))
 
 
 def _dirname(system: str) -> str:
@@ -211,7 +290,7 @@ def batch_verdicts(scenarios, results, errors: dict[str, str], baseline, master:
 
 
 def write_summary(sys_dir: Path, system: str, verdicts: list[dict], wall_s: float, scenarios) -> None:
-    from harness.summary import write_index
+    from harness.summary import write_index, write_markdown
 
     longest_wait_s = max((expected_wait_s(s) for s in scenarios), default=0)
     sys_dir.mkdir(parents=True, exist_ok=True)
@@ -221,6 +300,7 @@ def write_summary(sys_dir: Path, system: str, verdicts: list[dict], wall_s: floa
         "verdicts": verdicts,
     }, indent=1, default=str))
     write_index(sys_dir, system, verdicts, wall_s, longest_wait_s)
+    write_markdown(sys_dir, system, verdicts, wall_s)
 
 
 def expected_wait_s(scenario) -> float:

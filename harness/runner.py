@@ -23,6 +23,7 @@ from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
 from adapters.rundir import EventLog, EventTail, write_run_json
 from harness.faults import FaultDriver, TimedFault, primitives_needed
+from harness.catalogue import suite_of
 from harness.scenario import Scenario
 from reference.contract import CONSUMER_STARTED_BY_SCENARIO, consumer_fault
 from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, SCENARIO_JSON
@@ -173,6 +174,9 @@ class ScenarioRun:
             "seed": sc.seed,
             "description": sc.description,
         }
+        suite = suite_of(sc.name)
+        if suite:
+            run["suite"] = suite
         write_run_json(self.run_dir, run)
         log = EventLog(self.events_dir / HARNESS_EVENTS)
         setup = info.details.get(BROKER_SETUP)

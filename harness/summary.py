@@ -1,4 +1,5 @@
-"""The batch summary: ``index.html`` over all runs of a system, and each scenario's own wait.
+"""The batch summary: ``index.html`` over all runs of a system, ``summary.md`` beside it (Markdown
+for a PR comment), and each scenario's own wait.
 
 A scenario's *own wait* is how long the model says it takes when everything goes right: the last
 send plus, for each message, the delay of its level and of every retry its plan asks for (and the
@@ -16,7 +17,7 @@ from reference.contract import INVARIANTS
 from reference.levels import parse_level_table
 from reference.plans import plan_outcome
 from reference.retry import retry_level
-from reports.verdict import VIOLATED, status
+from reports.verdict import BROKEN, EXIT_CODES, PASSED, UNDECIDED, VIOLATED, status
 
 
 def scenario_wait_ms(scenario) -> int:
@@ -114,4 +115,57 @@ def write_index(out_dir: Path, system: str, verdicts: list[dict], wall_s: float,
 {''.join(rows)}</table></body></html>"""
     path = out_dir / "index.html"
     path.write_text(page)
+    return path
+
+
+SUMMARY_MD = "summary.md"
+_MARK = {PASSED: "✅", VIOLATED: "❌", UNDECIDED: "⏳", BROKEN: "⚠️"}
+
+
+def _md(text) -> str:
+    """One table cell: no line breaks, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def failures(verdict: dict) -> list[tuple[str, str]]:
+    """(invariant, its first explanation) for each invariant the run failed, in the contract's order."""
+    out = []
+    for name in INVARIANTS:
+        inv = verdict.get("invariants", {}).get(name) or {}
+        if inv.get("passed") is False:
+            examples = inv.get("examples") or []
+            first = examples[0].get("explanation", "") if examples else ""
+            gating = int(inv.get("violations") or 0) - int(inv.get("accepted") or 0)
+            count = f"{inv.get('violations')}/{inv.get('checked')}" + (f", {inv['accepted']} accepted" if inv.get("accepted") else "")
+            out.append((f"{name} ({count})" + ("" if gating > 0 else " accepted by the baseline"), first))
+    return out
+
+
+def markdown_summary(system: str, verdicts: list[dict], wall_s: float) -> str:
+    """``summary.md``: a header with the count per status (``reports.verdict.status``), then one
+    row per run: its status, failed invariants and the first explanation of each failure (a broken
+    or interrupted run: why)."""
+    counts = {st: 0 for st in EXIT_CODES}
+    for v in verdicts:
+        counts[status(v)] += 1
+    head = ", ".join(f"{_MARK[st]} {n} {st}" for st, n in counts.items() if n or st == PASSED)
+    lines = [f"### Hourglass — `{_md(system)}`", "", f"{len(verdicts)} runs in {wall_s:.0f} s: {head}", "",
+             "| run | status | failed invariants | first explanation |", "|---|---|---|---|"]
+    for v in verdicts:
+        st = status(v)
+        failed = failures(v)
+        why = [e for _, e in failed]
+        reason = v.get("broken") or v.get("interrupted")
+        if reason:
+            why.append(f"{'broken' if v.get('broken') else 'interrupted'}: {reason}")
+        if st == UNDECIDED and not reason and (v.get("undecided") or {}).get("examples"):
+            why.append(v["undecided"]["examples"][0].get("reason", ""))
+        lines.append(f"| {_md(v.get('scenario') or v.get('run_id', '?'))} | {_MARK[st]} {st} | "
+                     f"{_md('; '.join(n for n, _ in failed)) or '—'} | {'<br>'.join(_md(w) for w in why if w) or '—'} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(out_dir: Path, system: str, verdicts: list[dict], wall_s: float) -> Path:
+    path = out_dir / SUMMARY_MD
+    path.write_text(markdown_summary(system, verdicts, wall_s), encoding="utf-8")
     return path

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html
 import json
+import re
+from datetime import datetime, timezone
 
 from reference.contract import INVARIANTS
 from reports import plots
@@ -18,11 +20,38 @@ table{border-collapse:collapse;font-size:.9em} td,th{border:1px solid #ccc;paddi
 .pass{background:#e6f4ea}.fail{background:#fce8e6}.none{background:#f1f3f4}.acc{background:#fef7e0}
 .badge{display:inline-block;padding:.2em .7em;border-radius:1em;font-weight:bold}
 code{font-size:.9em} .plot svg{max-width:100%;height:auto}
+.t{border-bottom:1px dotted #888;white-space:nowrap} details>summary{cursor:pointer}
 """
 
 
 def _e(x) -> str:
     return html.escape("" if x is None else str(x))
+
+
+#: an epoch-millisecond time in an explanation (13 digits: 2001..2286)
+_EPOCH_MS = re.compile(r"(?<![\d.])1\d{12}(?![\d.])")
+#: how far from the run's start a number may be and still be read as one of its times
+_RUN_SPAN_MS = 30 * 24 * 3600 * 1000
+
+
+def iso_ms(ts_ms: int) -> str:
+    return datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def offset(ts_ms: int, started_ms: int) -> str:
+    """``t+12.345 s``: a time as an offset from the run's start, the ISO time (and the raw epoch
+    ms) on hover."""
+    d = (ts_ms - started_ms) / 1000
+    return f"<span class='t' title='{iso_ms(ts_ms)} ({ts_ms})'>t{'+' if d >= 0 else '−'}{abs(d):.3f} s</span>"
+
+
+def _timed(text, started_ms: int | None) -> str:
+    """``text`` escaped, with every epoch-ms time of the run shown as an offset from its start."""
+    out = _e(text)
+    if not started_ms:
+        return out
+    return _EPOCH_MS.sub(lambda m: offset(int(m.group()), started_ms) if abs(int(m.group()) - started_ms) <= _RUN_SPAN_MS
+                         else m.group(), out)
 
 
 def _state(passed, accepted_only=False) -> tuple[str, str]:
@@ -48,24 +77,29 @@ def report_html(verdict: dict, violations, plot_data: dict | None, run: dict | N
     parts.append(f"<p>{_e(run.get('scenario'))} — {_e(system.get('adapter'))} {_e(system.get('version'))} "
                  f"({_e(system.get('runtime'))}); {verdict['messages']} messages, {verdict['attempts']} attempts, "
                  f"{verdict['recovered']} recovered indeterminate sends.</p>")
+    started_ms = int(run.get("started_ms") or 0) or None
+    if started_ms:
+        parts.append(f"<p>Started {_e(iso_ms(started_ms))}; times below are offsets from the start "
+                     f"(<code>t+s</code>, hover for the ISO time and the epoch ms).</p>")
     if verdict.get("broken"):
         parts.append(f"<p class='fail'>The run could not be checked: <code>{_e(verdict['broken'])}</code></p>")
     for t in verdict.get("torn_lines", []):
         parts.append(f"<p class='acc'>Torn last line skipped: <code>{_e(t['file'])}:{t['line']}</code></p>")
-    parts.append(_invariant_table(verdict))
+    parts.append(_invariant_table(verdict, started_ms))
     if verdict.get("undecided"):
         u = verdict["undecided"]
         parts.append(f"<h2>Undecided ({u['messages']} messages still open at the run's end)</h2><ul>")
-        parts.extend(f"<li><code>{_e(x['key'])}</code> attempt {_e(x['attempt'])} ({x['invariant']}): {_e(x['reason'])}</li>"
+        parts.extend(f"<li><code>{_e(x['key'])}</code> attempt {_e(x['attempt'])} ({x['invariant']}): {_timed(x['reason'], started_ms)}</li>"
                      for x in u["examples"])
         parts.append("</ul>")
-    parts.append(_violation_list(violations, faults))
+    parts.append(_violation_list(violations, faults, started_ms))
     parts.append(_plots(plot_data, faults, run))
-    parts.append(f"<h2>verdict.json</h2><pre>{_e(json.dumps(verdict, indent=1))}</pre></body></html>")
+    parts.append(f"<h2>verdict.json</h2><details><summary>the raw verdict (JSON, as in <code>verdict.json</code>)</summary>"
+                 f"<pre>{_e(json.dumps(verdict, indent=1))}</pre></details></body></html>")
     return "".join(parts)
 
 
-def _invariant_table(verdict: dict) -> str:
+def _invariant_table(verdict: dict, started_ms: int | None = None) -> str:
     rows = ["<h2>Invariants</h2><table><tr><th>invariant</th><th>verdict</th><th>checked</th><th>violations</th><th>first example</th></tr>"]
     for inv in INVARIANTS:
         e = verdict["invariants"][inv]
@@ -75,12 +109,12 @@ def _invariant_table(verdict: dict) -> str:
             word += f" ({e['undecided']} undecided)"
         first = e["examples"][0]["explanation"] if e["examples"] else ""
         rows.append(f"<tr class='{cls}'><td><b>{inv}</b></td><td>{word}</td><td>{e['checked']}</td>"
-                    f"<td>{e['violations']}{' (' + str(e['accepted']) + ' accepted)' if e.get('accepted') else ''}</td><td>{_e(first)}</td></tr>")
+                    f"<td>{e['violations']}{' (' + str(e['accepted']) + ' accepted)' if e.get('accepted') else ''}</td><td>{_timed(first, started_ms)}</td></tr>")
     rows.append("</table>")
     return "".join(rows)
 
 
-def _violation_list(violations, faults) -> str:
+def _violation_list(violations, faults, started_ms: int | None = None) -> str:
     if violations is None or len(violations) == 0:
         return "<h2>Violations</h2><p>None.</p>"
     out = [f"<h2>Violations ({len(violations)}; first {min(len(violations), VIOLATIONS_LISTED)} listed)</h2>",
@@ -90,7 +124,7 @@ def _violation_list(violations, faults) -> str:
         cls = "acc" if ex.get("accepted") else "fail"
         note = f" <i>(accepted: {_e(ex['accepted'])})</i>" if ex.get("accepted") else ""
         out.append(f"<tr class='{cls}'><td>{_e(row['invariant'])}</td><td><code>{_e(ex['key'])}</code></td>"
-                   f"<td>{_e(ex['attempt'])}</td><td>{_e(ex['explanation'])}{note}</td></tr>")
+                   f"<td>{_e(ex['attempt'])}</td><td>{_timed(ex['explanation'], started_ms)}{note}</td></tr>")
     out.append("</table>")
     return "".join(out)
 

@@ -14,7 +14,7 @@ def write_run_outputs(target: Path, verdict: dict, violations, plot_data, run, f
     """``violations``: pandas frame of the run's violation rows (None for a broken run)."""
     target.mkdir(parents=True, exist_ok=True)
     (target / VERDICT_JSON).write_text(json.dumps(verdict, indent=1) + "\n")
-    (target / JUNIT_XML).write_text(junit_xml(verdict))
+    (target / JUNIT_XML).write_text(junit_xml(verdict, run))
     if violations is not None:
         _write_violations(target / VIOLATIONS_DIR, violations)
     (target / REPORT_HTML).write_text(report_html(verdict, violations, plot_data, run, faults or []))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from harness.verdicts import assert_conforms
-from suites.chaos.scenarios import NIGHTLY, SHORT
+from harness.catalogue.chaos import NIGHTLY, SHORT
 
 pytestmark = pytest.mark.chaos
 _short = {s.name for s in SHORT}

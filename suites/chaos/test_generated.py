@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 from harness.verdicts import assert_conforms
-from suites.chaos.generate import chaos_scenarios, sample
+from harness.catalogue.generate import chaos_scenarios, sample
 
 pytestmark = pytest.mark.chaos
 

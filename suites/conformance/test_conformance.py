@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from harness.verdicts import assert_conforms
-from suites.conformance.scenarios import CONFORMANCE
+from harness.catalogue.conformance import CONFORMANCE
 
 pytestmark = [pytest.mark.conformance, pytest.mark.main]
 

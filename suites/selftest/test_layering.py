@@ -23,8 +23,16 @@ ALLOWED = {
     "reports": {"reports", "reference"},
     "harness": {"harness", "reference", "adapters", "reports"},
 }
-#: The harness loads the suites' scenario catalogues by name for ``--suite`` (importlib, not an
-#: import statement); that is the one known exception, tracked by issue 11 (ship the catalogues).
+SHIPPED = tuple(ALLOWED)  # what the wheel installs; ``suites`` is tests only
+
+
+def names_suites_module(path: Path) -> list[str]:
+    """String constants in ``path`` that name a module of ``suites`` (``"suites"``,
+    ``"suites.chaos.scenarios"``): an ``importlib.import_module``, ``__import__`` or plugin name
+    by string is an import too, and the installed package has no ``suites``."""
+    return [f"line {node.lineno}: {node.value!r}" for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and (node.value == "suites" or node.value.startswith("suites."))]
 
 
 def project_imports(path: Path) -> set[str]:
@@ -49,3 +57,15 @@ def test_imports_run_downhill(package):
         if bad:
             wrong[str(path.relative_to(ROOT))] = sorted(bad)
     assert not wrong, f"{package} may import only {sorted(ALLOWED[package])}: {wrong}"
+
+
+@pytest.mark.parametrize("package", SHIPPED)
+def test_no_shipped_module_names_suites(package):
+    found = {str(p.relative_to(ROOT)): hits for p in sorted((ROOT / package).rglob("*.py")) if (hits := names_suites_module(p))}
+    assert not found, f"{package} ships, suites does not: no module of suites by name either: {found}"
+
+
+def test_the_string_check_sees_importlib(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text('import importlib\nimportlib.import_module("suites.chaos.generate")\n')
+    assert names_suites_module(probe) == ["line 2: 'suites.chaos.generate'"]

@@ -26,9 +26,9 @@ from reference.profile import LOCAL_RETRY_DELAY_MS
 from reports.judge_columnar import judge_table
 from reports.judge_events import judge_bucket
 from reports.rows import table_from_events
-from suites.chaos.generate import sample
-from suites.chaos.scenarios import NIGHTLY
-from suites.conformance.scenarios import CONFORMANCE
+from harness.catalogue.generate import sample
+from harness.catalogue.chaos import NIGHTLY
+from harness.catalogue.conformance import CONFORMANCE
 from suites.selftest.checker import cases
 
 def _summary(rows: list[tuple]) -> dict:

@@ -12,8 +12,8 @@ from adapters.rundir import EventLog, EventTail, read_events
 from harness.faults import TimedFault, expand
 from harness.scenario import ConsumerGroup, FaultAnchor, FaultStep, Message, Scenario, scenario_from_json
 from reference.contract import ContractError
-from suites.chaos.scenarios import NIGHTLY
-from suites.conformance.scenarios import CONFORMANCE
+from harness.catalogue.chaos import NIGHTLY
+from harness.catalogue.conformance import CONFORMANCE
 
 
 @pytest.mark.parametrize("scenario", CONFORMANCE + NIGHTLY, ids=lambda s: s.name)

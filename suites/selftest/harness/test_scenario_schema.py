@@ -27,9 +27,9 @@ from harness.scenario import (
     validate_scenario,
 )
 from reference.contract import FAULT_TARGETS, PLAN_WORDS, ContractError
-from suites.chaos.generate import sample
-from suites.chaos.scenarios import NIGHTLY, SHORT
-from suites.conformance.scenarios import CONFORMANCE
+from harness.catalogue.generate import sample
+from harness.catalogue.chaos import NIGHTLY, SHORT
+from harness.catalogue.conformance import CONFORMANCE
 
 ROOT = SCHEMA_PATH.parent.parent
 

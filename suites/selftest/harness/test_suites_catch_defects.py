@@ -14,8 +14,8 @@ import pytest
 
 from adapters.simulated.defects import Defect
 from harness.verdicts import assert_conforms, describe
-from suites.chaos.scenarios import NIGHTLY
-from suites.conformance.scenarios import CONFORMANCE
+from harness.catalogue.chaos import NIGHTLY
+from harness.catalogue.conformance import CONFORMANCE
 from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, verdicts_by_defect
 
 DEFECTS = list(Defect)

@@ -1,0 +1,94 @@
+"""The chaos catalogue: the contract must hold through broker, name-server and consumer faults.
+
+Each scenario's tolerance comes from the model, not from a number raised until it passes: an
+outage widens the window of what was due during it (``ON_TIME``), a kill -9 allows the re-puts
+since the last offset flush to repeat (``NO_DUPLICATE``), a consumer crash allows a redelivery.
+The ``SHORT`` set runs in the main job and in CI; ``NIGHTLY`` adds the long ones.
+"""
+
+from __future__ import annotations
+
+from harness.scenario import ConsumerGroup, FaultStep, Message, Scenario
+
+LATER, OK, CRASH = "LATER", "OK", "CRASH"
+
+
+def _group(name: str, topic: str) -> tuple[ConsumerGroup, ...]:
+    return (ConsumerGroup(f"cg-{name}", (topic,)),)
+
+
+def kill9_during_level_delivery() -> Scenario:
+    """kill -9 of the broker while level-4 messages are being re-put; restart at once."""
+    msgs = tuple(Message(f"K{i:03d}", "Kill9", at_ms=i * 40, delay_level=4) for i in range(60))
+    faults = (FaultStep(at_ms=4_800, action="kill_restart"),)
+    return Scenario("kill9-during-delivery", msgs, _group("kill9", "Kill9"), faults, description=kill9_during_level_delivery.__doc__)
+
+
+def graceful_restart_while_due() -> Scenario:
+    """Graceful restart while messages of two levels fall due (offsets flushed on shutdown)."""
+    msgs = tuple(Message(f"G{i:03d}", "Graceful", at_ms=i * 50, delay_level=3 + i % 3, plan=(LATER, OK) if i % 5 == 0 else ()) for i in range(40))
+    faults = (FaultStep(at_ms=3_500, action="restart", duration_ms=2_000),)
+    return Scenario("graceful-restart-while-due", msgs, _group("graceful", "Graceful"), faults, description=graceful_restart_while_due.__doc__)
+
+
+def outage_short() -> Scenario:
+    """Broker down (kill -9) for 6 s across the due times of levels 2..5."""
+    msgs = tuple(Message(f"O{i:03d}", "Outage", at_ms=i * 30, delay_level=2 + i % 4) for i in range(40))
+    faults = (FaultStep(at_ms=1_500, action="outage", duration_ms=6_000),)
+    return Scenario("outage-short", msgs, _group("outage", "Outage"), faults, description=outage_short.__doc__)
+
+
+def outage_long() -> Scenario:
+    """Broker down 40 s: everything falls due while it is down and comes after ready."""
+    msgs = tuple(Message(f"OL{i:03d}", "OutageLong", at_ms=i * 30, delay_level=1 + i % 10, plan=(LATER, OK) if i % 7 == 0 else ()) for i in range(50))
+    faults = (FaultStep(at_ms=2_000, action="outage", duration_ms=40_000),)
+    return Scenario("outage-long", msgs, _group("outagelong", "OutageLong"), faults, description=outage_long.__doc__)
+
+
+def repeated_crashes() -> Scenario:
+    """Three kill -9 restarts in a row while messages of several levels are in flight."""
+    msgs = tuple(Message(f"RC{i:03d}", "Repeated", at_ms=i * 100, delay_level=1 + i % 8) for i in range(60))
+    faults = tuple(FaultStep(at_ms=t, action="kill_restart") for t in (3_000, 12_000, 21_000))
+    return Scenario("repeated-crashes", msgs, _group("repeated", "Repeated"), faults, description=repeated_crashes.__doc__)
+
+
+def namesrv_loss() -> Scenario:
+    """The name server is killed for 8 s; the broker keeps scheduling, clients keep their routes."""
+    msgs = tuple(Message(f"N{i:03d}", "Namesrv", at_ms=i * 50, delay_level=2 + i % 3) for i in range(30))
+    faults = (FaultStep(at_ms=1_000, action="outage", target="namesrv", duration_ms=8_000),)
+    return Scenario("namesrv-loss", msgs, _group("namesrv", "Namesrv"), faults, description=namesrv_loss.__doc__)
+
+
+def consumer_crash_mid_consume() -> Scenario:
+    """Consumers die mid-consume (CRASH) on delayed and retried messages; each is redelivered."""
+    msgs = (
+        Message("CC-0", "ConsumerCrash", delay_level=2, plan=(CRASH, OK)),
+        Message("CC-1", "ConsumerCrash", at_ms=100, plan=(LATER, CRASH, OK)),
+        Message("CC-2", "ConsumerCrash", at_ms=200, delay_level=1),
+    )
+    return Scenario("consumer-crash", msgs, _group("ccrash", "ConsumerCrash"), description=consumer_crash_mid_consume.__doc__)
+
+
+def consumer_killed() -> Scenario:
+    """The consumer process is killed (kill -9) while messages fall due, then started again."""
+    msgs = tuple(Message(f"CK{i:02d}", "ConsumerKill", at_ms=i * 100, delay_level=2 + i % 2) for i in range(20))
+    faults = (FaultStep(at_ms=2_500, action="outage", target="consumer", duration_ms=4_000),)
+    return Scenario("consumer-killed", msgs, _group("ckill", "ConsumerKill"), faults, description=consumer_killed.__doc__)
+
+
+def broker_paused() -> Scenario:
+    """The broker is frozen (SIGSTOP / docker pause) for 6 s while messages fall due."""
+    msgs = tuple(Message(f"P{i:03d}", "Paused", at_ms=i * 50, delay_level=2 + i % 3) for i in range(30))
+    faults = (FaultStep(at_ms=1_500, action="pause", duration_ms=6_000),)
+    return Scenario("broker-paused", msgs, _group("paused", "Paused"), faults, description=broker_paused.__doc__)
+
+
+SHORT: tuple[Scenario, ...] = (kill9_during_level_delivery(), graceful_restart_while_due(), consumer_crash_mid_consume())
+NIGHTLY: tuple[Scenario, ...] = SHORT + (
+    outage_short(),
+    outage_long(),
+    repeated_crashes(),
+    namesrv_loss(),
+    consumer_killed(),
+    broker_paused(),
+)

@@ -1,0 +1,107 @@
+"""The conformance catalogue: every rule of the model as a scenario against the broker.
+
+All scenarios use an 18-level *compressed* table (waits of seconds, so retry levels 3..18 exist as
+in the default table) unless the rule is about the table itself. None of them faults the broker,
+so a batch runs them concurrently on one broker per table.
+"""
+
+from __future__ import annotations
+
+from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, Message, Profile, Scenario
+
+LATER, OK, CRASH = "LATER", "OK", "CRASH"
+
+
+def _one_group(name: str, topic: str, max_reconsume_times: int | None = None, instances: int = 1) -> tuple[ConsumerGroup, ...]:
+    return (ConsumerGroup(f"cg-{name}", (topic,), instances=instances, max_reconsume_times=max_reconsume_times),)
+
+
+def each_level() -> Scenario:
+    """Every level of the table delays by exactly its delay (two messages per level)."""
+    msgs = tuple(Message(f"L{lv:02d}-{i}", "Levels", at_ms=i * 300, delay_level=lv) for lv in range(1, 19) for i in range(2))
+    return Scenario("each-level", msgs, _one_group("levels", "Levels"), description=each_level.__doc__)
+
+
+def level_zero() -> Scenario:
+    """Level 0 and negative levels are not delayed."""
+    msgs = tuple(Message(f"Z{lv}-{i}", "Zero", at_ms=i * 200, delay_level=lv) for lv in (0, -1) for i in range(3))
+    return Scenario("level-zero", msgs, _one_group("zero", "Zero"), description=level_zero.__doc__)
+
+
+def above_max() -> Scenario:
+    """A level above the table's maximum behaves as the maximum (18)."""
+    msgs = tuple(Message(f"A{lv}", "AboveMax", at_ms=i * 200, delay_level=lv) for i, lv in enumerate((18, 19, 25, 100)))
+    return Scenario("above-max", msgs, _one_group("above", "AboveMax"), description=above_max.__doc__)
+
+
+def level_order_burst() -> Scenario:
+    """A burst into one level is re-put in send order (one schedule queue per level)."""
+    msgs = tuple(Message(f"B{i:03d}", "Burst", at_ms=i * 5, delay_level=3 if i % 3 else 2) for i in range(120))
+    return Scenario("level-order-burst", msgs, _one_group("burst", "Burst"), description=level_order_burst.__doc__)
+
+
+def retry_then_ok() -> Scenario:
+    """LATER k times then OK: reconsume_times 0..k, each retry at level 3 + k - 1."""
+    msgs = tuple(Message(f"R{k}-{i}", "Retry", at_ms=i * 150, plan=(LATER,) * k + (OK,)) for k in (1, 2, 4) for i in range(2))
+    return Scenario("retry-then-ok", msgs, _one_group("retry", "Retry"), description=retry_then_ok.__doc__)
+
+
+def retry_of_delayed() -> Scenario:
+    """A delayed message that is answered LATER is retried at the retry level, not its own."""
+    msgs = tuple(Message(f"D{lv}", "DelayedRetry", at_ms=lv * 100, delay_level=lv, plan=(LATER, OK)) for lv in (1, 5, 9))
+    return Scenario("retry-of-delayed", msgs, _one_group("dretry", "DelayedRetry"), description=retry_of_delayed.__doc__)
+
+
+def dlq_default() -> Scenario:
+    """Failing 17 times with the default maxReconsumeTimes (16) lands in %DLQ%group once."""
+    msgs = (Message("DLQ16-0", "DlqDefault", plan=(LATER,) * 17), Message("DLQ16-ok", "DlqDefault", at_ms=100, plan=(LATER,) * 16 + (OK,)))
+    return Scenario("dlq-default", msgs, _one_group("dlq16", "DlqDefault"), description=dlq_default.__doc__)
+
+
+def dlq_small() -> Scenario:
+    """With maxReconsumeTimes = 2 the third failure goes to the DLQ; two failures do not."""
+    msgs = tuple(Message(f"DLQ2-{i}", "DlqSmall", at_ms=i * 100, plan=(LATER,) * 3) for i in range(3)) + (
+        Message("DLQ2-ok", "DlqSmall", at_ms=400, plan=(LATER, LATER, OK)),
+    )
+    return Scenario("dlq-small", msgs, _one_group("dlq2", "DlqSmall", max_reconsume_times=2), description=dlq_small.__doc__)
+
+
+def consumer_redelivery() -> Scenario:
+    """A consumer that dies mid-consume gets the same stored copy again (not a new attempt)."""
+    msgs = (Message("C-0", "Crash", plan=(CRASH, OK)), Message("C-1", "Crash", at_ms=200, delay_level=2, plan=(CRASH, OK)))
+    return Scenario("consumer-redelivery", msgs, _one_group("crash", "Crash"), description=consumer_redelivery.__doc__)
+
+
+def custom_table() -> Scenario:
+    """A custom 3-level table: its own delays, clamping to level 3, retries clamped to level 3."""
+    prof = Profile(message_delay_level="2s 4s 6s")
+    msgs = tuple(Message(f"T{lv}", "Custom", at_ms=lv * 100, delay_level=lv) for lv in (1, 2, 3, 5)) + (
+        Message("T-retry", "Custom", at_ms=600, plan=(LATER, LATER, OK)),
+    )
+    return Scenario("custom-table", msgs, _one_group("custom", "Custom"), profile=prof, description=custom_table.__doc__)
+
+
+def timer_messages() -> Scenario:
+    """5.x timer messages arrive at their deliver time (precision 1 s), not before."""
+    msgs = tuple(Message(f"TM{d}", "Timer", at_ms=i * 100, deliver_after_ms=d) for i, d in enumerate((1500, 3000, 7000, 12000)))
+    return Scenario("timer-messages", msgs, _one_group("timer", "Timer"), requires=("timer",), description=timer_messages.__doc__)
+
+
+CONFORMANCE: tuple[Scenario, ...] = tuple(
+    f()
+    for f in (
+        each_level,
+        level_zero,
+        above_max,
+        level_order_burst,
+        retry_then_ok,
+        retry_of_delayed,
+        dlq_default,
+        dlq_small,
+        consumer_redelivery,
+        custom_table,
+        timer_messages,
+    )
+)
+
+assert all(s.profile.message_delay_level == COMPRESSED_LEVELS or s.name == "custom-table" for s in CONFORMANCE)

@@ -1,0 +1,110 @@
+"""The persistence suite: the schedule offset's life at a stop, one scenario per state.
+
+Each scenario is a point of :mod:`reference.persistence_axes` (how due messages were re-put, when
+the stop comes relative to the offset flush, how the broker stops and starts, what follows), named
+by its coordinates (``persist-backlog-beforeflush-kill9-fast-tworestarts``) so a failure says which
+state broke. Faults are timed from what the broker did (``FaultStep.after``): the same scenario
+reaches the same state whether the broker took 5 s or 20 s to start, alone or in a batch.
+
+The workload of every scenario: a trickle of level-3 messages (one falls due every 300 ms: the
+scheduler re-puts them one at a time and always has some pending, so every outage leaves a backlog
+that the first pass after the start re-puts in one task run), plus, for ``backlog``, a burst of one
+level (falls due at once, re-put in one go) and, for ``levels``, bursts of three levels.
+
+``FULL`` is a pairwise cover of the axes (every pair of axis values in some scenario); ``SHORT``
+(CI, newest 4.9.x and 5.x) is a subset that still has every value of every axis.
+"""
+
+from __future__ import annotations
+
+from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
+from reference.persistence_axes import AXES, Coordinates, Follow, Reput, Start, Stop, StopTiming, expected
+from harness.catalogue.pairwise import pairwise
+
+#: flushDelayOffsetInterval of the suite's brokers (the first persist is still 10 s after start)
+FLUSH_INTERVAL_MS = 2_000
+PROFILE = Profile(message_delay_level=COMPRESSED_LEVELS, flush_delay_offset_interval_ms=FLUSH_INTERVAL_MS)
+
+TRICKLE_LEVEL = 3  # 3 s in the compressed table
+TRICKLE_EVERY_MS = 300
+TRICKLE_END_MS = 20_000
+BURST_AT_MS = 1_000
+BURST_SIZE = 30
+#: the burst levels of ``backlog`` (one) and ``levels`` (three); the last one anchors the stop
+BURST_LEVELS = {Reput.ONE_AT_A_TIME: (), Reput.BACKLOG: (4,), Reput.LEVELS: (4, 5, 6)}
+PAUSED_BEFORE_KILL_MS = 1_500
+DOWN_MS = 1_000
+#: a store that takes longer to load than the first persist (10 s after start): 5.0.0-5.1.1 wipe the file
+SLOW_START_MS = 10_000
+#: the second stop of ``tworestarts``: this long after the first ready, well before its first flush (10 s)
+SECOND_STOP_AFTER_READY_MS = 2_000
+
+
+def _messages(c: Coordinates, topic: str) -> tuple[Message, ...]:
+    msgs = [Message(f"t{i:03d}", topic, at_ms=t, delay_level=TRICKLE_LEVEL)
+            for i, t in enumerate(range(0, TRICKLE_END_MS, TRICKLE_EVERY_MS))]
+    for level in BURST_LEVELS[c.reput]:
+        msgs += [Message(f"b{level}-{i:02d}", topic, at_ms=BURST_AT_MS + i, delay_level=level) for i in range(BURST_SIZE)]
+    return tuple(sorted(msgs, key=lambda m: (m.at_ms, m.key)))
+
+
+def _stop_anchor(c: Coordinates) -> tuple[int, FaultAnchor]:
+    """When the first stop comes: (at_ms, after)."""
+    bursts = BURST_LEVELS[c.reput]
+    if c.timing is StopTiming.BEFORE_FLUSH:
+        if bursts:  # right after the (last) burst was re-put: a whole backlog not yet persisted
+            return 200, FaultAnchor("reput", level=bursts[-1])
+        return FLUSH_INTERVAL_MS - 300, FaultAnchor("flush")  # 300 ms before the next flush
+    if c.timing is StopTiming.AFTER_FLUSH:  # the flush after the bursts' re-put (they fall due at ~5-7 s)
+        return 100, FaultAnchor("flush", count=2 if bursts else 1)
+    return FLUSH_INTERVAL_MS // 2, FaultAnchor("flush", count=4)  # several intervals after the bursts
+
+
+def _stop_and_start(c: Coordinates, at_ms: int, after: FaultAnchor) -> list[FaultStep]:
+    prev = FaultAnchor("previous")
+    if c.stop is Stop.PAUSE_KILL:
+        steps = [FaultStep(at_ms, "pause", after=after), FaultStep(PAUSED_BEFORE_KILL_MS, "kill", after=prev)]
+    else:
+        steps = [FaultStep(at_ms, "stop" if c.stop is Stop.GRACEFUL else "kill", after=after)]
+    if c.start is Start.SLOW:
+        steps.append(FaultStep(DOWN_MS, "slow_start", duration_ms=SLOW_START_MS, after=prev))
+    else:
+        steps.append(FaultStep(DOWN_MS, "start", after=prev))
+    return steps
+
+
+def faults(c: Coordinates) -> tuple[FaultStep, ...]:
+    steps = _stop_and_start(c, *_stop_anchor(c))
+    if c.follow is Follow.TWO_RESTARTS:  # again, before the new incarnation's first flush
+        steps += _stop_and_start(c, SECOND_STOP_AFTER_READY_MS, FaultAnchor("ready"))
+    elif c.follow is Follow.DURING_BACKLOG:  # again, while the outage's backlog is being re-put
+        steps += _stop_and_start(c, 0, FaultAnchor("reput", level=TRICKLE_LEVEL))
+    return tuple(steps)
+
+
+def scenario(c: Coordinates) -> Scenario:
+    """The scenario that puts the broker in state ``c`` (its description says what must hold)."""
+    e = expected(c)
+    topic = "Persist" + "".join(v.value[:3].capitalize() for v in c.values())
+    must = ("delayOffset.json == offsetTable after the stop, no duplicate" if e.persisted_equals_memory
+            else "re-puts since the last flush may repeat")
+    return Scenario(
+        name=c.name, messages=_messages(c, topic), consumers=(ConsumerGroup(f"cg-{topic}", (topic,)),),
+        faults=faults(c), profile=PROFILE,
+        description=f"{c.reput.value} re-puts, stop {c.timing.value} ({e.unpersisted_at_stop} unpersisted), "
+                    f"{c.stop.value}, {c.start.value} start, {c.follow.value}: {must}; nothing lost; the "
+                    f"scheduler resumes at the persisted offset")
+
+
+#: the pairwise cover, in a fixed order
+FULL_COORDINATES: tuple[Coordinates, ...] = tuple(Coordinates.of(v) for v in pairwise([list(a) for a in AXES]))
+FULL: tuple[Scenario, ...] = tuple(scenario(c) for c in FULL_COORDINATES)
+
+
+def _short(coords: tuple[Coordinates, ...], size: int = 6) -> tuple[Coordinates, ...]:
+    """The first ``size`` of the pairwise cover: greedy, so they cover the most pairs (and every
+    value of every axis, checked by the suite's self-test)."""
+    return coords[:size]
+
+
+SHORT: tuple[Scenario, ...] = tuple(scenario(c) for c in _short(FULL_COORDINATES))

@@ -1,0 +1,41 @@
+"""``summary.md`` beside each system's ``index.html``: a header with the count per status, one row
+per run with its status, failed invariants and the first explanation of each failure."""
+
+from __future__ import annotations
+
+from reference.contract import INVARIANTS
+from harness.cli import main
+from harness.summary import markdown_summary
+
+
+def _v(scenario, **over) -> dict:
+    inv = {n: {"passed": True, "checked": 3, "violations": 0, "examples": []} for n in INVARIANTS}
+    v = {"run_id": f"{scenario}-sim-20260101T000000", "scenario": scenario, "passed": True, "invariants": inv}
+    v.update(over)
+    return v
+
+
+def test_counts_statuses_and_explains_each_failure():
+    bad = _v("early", passed=False)
+    bad["invariants"]["NOT_EARLY"] = {"passed": False, "checked": 4, "violations": 2,
+                                      "examples": [{"explanation": "hasty attempt 0: came | early; 900 ms early"}]}
+    bad["invariants"]["NO_LOSS"] = {"passed": False, "checked": 4, "violations": 1, "examples": [{"explanation": "gone attempt 0: never delivered"}]}
+    broken = _v("nobroker", passed=None, broken="AdapterError: broker never ready")
+    md = markdown_summary("simulated[early-delivery]", [_v("ok"), bad, broken, _v("open", passed=None)], 12.3)
+    lines = md.splitlines()
+    assert "4 runs in 12 s: ✅ 1 passed, ❌ 1 violated, ⏳ 1 undecided, ⚠️ 1 broken" in md
+    row = next(line for line in lines if line.startswith("| early |"))
+    assert "❌ violated" in row and "NOT_EARLY (2/4)" in row and "NO_LOSS (1/4)" in row
+    assert "gone attempt 0: never delivered<br>hasty attempt 0: came \\| early; 900 ms early" in row  # a pipe cannot break the table
+    assert "⚠️ broken" in next(line for line in lines if line.startswith("| nobroker |"))
+    assert "broker never ready" in md
+    assert all(line.count(" | ") == 3 for line in lines if line.startswith("| ") and "---" not in line)
+
+
+def test_the_cli_writes_summary_md_beside_index_html(tmp_path):
+    out = tmp_path / "out"
+    assert main(["run", "--suite", "conformance", "--scenario-name", "each-level", "--system", "simulated[early-delivery]",
+                 "--out", str(out)]) == 1
+    md = (out / "summary.md").read_text()
+    assert (out / "index.html").is_file()
+    assert "❌ 1 violated" in md and "| each-level | ❌ violated |" in md
