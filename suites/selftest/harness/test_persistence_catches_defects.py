@@ -14,7 +14,7 @@ from harness.summary import scenario_wait_ms
 from harness.verdicts import assert_conforms, describe
 from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, verdicts_by_defect
 from reference.persistence_axes import AXES
-from suites.persistence.pairwise import all_pairs, pairs_of
+from harness.catalogue.pairwise import all_pairs, pairs_of
 from suites.persistence.scenarios import FULL, FULL_COORDINATES, SHORT
 
 

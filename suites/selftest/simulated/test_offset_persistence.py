@@ -11,7 +11,7 @@ from harness.batch import BatchOptions, run_batch
 from harness.systems import SystemSpec
 from reports.check import check_runs
 from harness.scenario import FaultStep, Message, Scenario
-from suites.chaos.scenarios import _group, graceful_restart_while_due
+from harness.catalogue.chaos import _group, graceful_restart_while_due
 
 
 def restart_after_a_flush() -> Scenario:
