@@ -22,30 +22,45 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 from reference.contract import INVARIANTS, ContractError
 
-_COMPARATOR = re.compile(r"^\s*(>=|<=|==|!=|>|<|=)?\s*([0-9A-Za-z.\-+]+)\s*$")
 
 
-def version_key(version: str) -> tuple:
-    """Dotted versions compared part by part, numbers as numbers (``4.9.10`` > ``4.9.8``)."""
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.\-+]", version) if p)
+def _version(version: str) -> Version | None:
+    """A system's version as ``packaging`` compares it; a suffix it does not know (``5.3.3-sim``,
+    a fork's ``4.9.7-acme.2``) is dropped, keeping the release numbers."""
+    try:
+        return Version(version)
+    except InvalidVersion:
+        m = re.match(r"\d+(\.\d+)*", version.strip())
+        return Version(m.group()) if m else None
+
+
+def _specifiers(spec: str) -> SpecifierSet:
+    """``>=4.9.0,<5.0``, ``4.9.3`` or ``=4.9.3`` (both mean ``==4.9.3``) as a ``SpecifierSet``."""
+    parts = []
+    for part in spec.split(","):
+        part = part.strip()
+        if re.match(r"^=[^=]", part):
+            part = "=" + part
+        elif re.match(r"^\d", part):
+            part = "==" + part
+        parts.append(part)
+    try:
+        return SpecifierSet(",".join(parts))
+    except InvalidSpecifier as e:
+        raise ValueError(f"bad version range {spec!r}: {e}") from None
 
 
 def in_range(version: str, spec: str | None) -> bool:
+    """Whether ``version`` is in ``spec`` (``packaging`` specifiers, pre-releases included)."""
     if not spec or spec.strip() in ("*", ""):
         return True
-    v = version_key(version)
-    for part in spec.split(","):
-        m = _COMPARATOR.match(part)
-        if not m:
-            raise ValueError(f"bad version comparator {part!r}")
-        op, bound = m.group(1) or "==", version_key(m.group(2))
-        ok = {">=": v >= bound, "<=": v <= bound, ">": v > bound, "<": v < bound,
-              "==": v == bound, "=": v == bound, "!=": v != bound}[op]
-        if not ok:
-            return False
-    return True
+    v = _version(version)
+    return v is not None and _specifiers(spec).contains(v, prereleases=True)
 
 
 @dataclass(frozen=True)
