@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from reference.contract import ContractError, validate_run
-from reference.rundir import RUN_JSON, SCENARIO_JSON, encode_event
+from reference.rundir import RUN_JSON, encode_event
 
 
 class EventLog:
@@ -111,6 +111,3 @@ def read_run_json(run_dir: Path) -> dict:
         raise ContractError(str(path), None, "a JSON object", f"unreadable JSON ({e})") from None
     return validate_run(run, str(path))
 
-
-def scenario_path(run_dir: Path) -> Path:
-    return Path(run_dir) / SCENARIO_JSON

@@ -31,7 +31,7 @@ from pathlib import Path
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 from reference.contract import ContractError  # noqa: E402 - after the testcontainers switch
-from reports.command import Parser, UsageError, run_command  # noqa: E402
+from reports.command import Parser, UsageError, run_command, writable_dir  # noqa: E402
 from reports.verdict import EXIT_CODES, EXIT_USAGE, BROKEN, exit_code  # noqa: E402
 
 #: suite name -> (module, attribute) of its scenario catalogue; catalogues ship in the package
@@ -144,15 +144,7 @@ def check_inputs(args, systems: list[str]) -> Path:
     check_master(args.master)
     if args.max_systems < 1 or args.repeat < 1 or args.count < 1:
         raise UsageError("--max-systems, --repeat and --count must be at least 1")
-    out = Path(args.out or f"runs/{args.cmd}-{time.strftime('%Y%m%dT%H%M%S')}").resolve()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".hourglass-write-probe"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        raise ContractError("--out", None, "a directory Hourglass can write", f"{out} ({e.strerror or e})") from None
-    return out
+    return writable_dir(Path(args.out or f"runs/{args.cmd}-{time.strftime('%Y%m%dT%H%M%S')}").resolve(), "Hourglass")
 
 
 def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
@@ -252,11 +244,12 @@ def replay_system(run: dict) -> str:
 
 
 def cmd_replay(args) -> int:
-    from adapters.rundir import read_run_json, scenario_path
+    from adapters.rundir import read_run_json
+    from reference.rundir import scenario_json
     from harness.scenario import Scenario, validate_scenario
 
     run_dir = Path(args.run_dir)
-    scenario = Scenario.load(scenario_path(run_dir))
+    scenario = Scenario.load(scenario_json(run_dir))
     validate_scenario(scenario)
     run = read_run_json(run_dir)
     system = args.system or replay_system(run)

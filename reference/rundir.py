@@ -48,10 +48,6 @@ def _dir(run_dir) -> PurePath:
     return run_dir if isinstance(run_dir, PurePath) else PurePath(run_dir)
 
 
-def events_dir(run_dir) -> PurePath:
-    return _dir(run_dir) / EVENTS_DIR
-
-
 def run_json(run_dir) -> PurePath:
     return _dir(run_dir) / RUN_JSON
 

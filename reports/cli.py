@@ -12,8 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from reference.contract import ContractError
-from reports.command import Parser, run_command
+from reports.command import Parser, run_command, writable_dir
 from reports.verdict import BROKEN, VIOLATED, exit_code, status
 
 
@@ -36,15 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _writable(out: str | None) -> None:
-    if out is None or "://" in out:
-        return
-    try:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        probe = Path(out) / ".hourglass-write-probe"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        raise ContractError("--out", None, "a directory the checker can write", f"{out} ({e.strerror or e})") from None
+    if out is not None and "://" not in out:  # any other URI: Spark's to write
+        writable_dir(Path(out), "the checker")
 
 
 def _check(args) -> int:

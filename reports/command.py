@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Callable
 
 from reference.contract import ContractError
@@ -51,6 +52,19 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str] | None, prefix:
               file=sys.stderr)
         _traceback(debug)
         return EXIT_CODES[BROKEN]
+
+
+def writable_dir(path: Path, who: str) -> Path:
+    """``--out``: make ``path`` and prove it can be written, before anything runs (ContractError
+    naming the option otherwise)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".hourglass-write-probe"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise ContractError("--out", None, f"a directory {who} can write", f"{path} ({e.strerror or e})") from None
+    return path
 
 
 def _traceback(debug: bool) -> None:
