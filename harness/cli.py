@@ -5,6 +5,7 @@ and the main job.
     python -m harness run --suite conformance --system rocketmq:4.9.7 --runtime process --out runs/x
     python -m harness run --scenario my-scenario.json --system simulated
     python -m harness matrix --systems rocketmq:4.9.7,rocketmq:latest --suite conformance --out runs/m
+    python -m harness matrix --systems rocketmq:4.9.7,rocketmq:5.5.0 --across-store   # persistence, upgrade + back
     python -m harness replay runs/x/<run-id> [--system rocketmq:5.5.0]
     python -m harness list [--suite chaos]
     python -m harness run --suite chaos --scenario-name 'kill9-*' --system simulated
@@ -58,11 +59,13 @@ def load_suite(name: str, seed: int = 0, count: int = 10):
     return list(getattr(importlib.import_module(mod), attr))
 
 
-def _scenarios(args) -> list:
+def _scenarios(args, default: tuple[str, ...] = ("conformance", "nightly")) -> list:
+    """The scenarios of ``--suite``/``--scenario``, filtered by ``--scenario-name``; with only
+    ``--scenario-name``, picked from the ``default`` suites."""
     from harness.scenario import Scenario, validate_scenario
 
     out = []
-    for s in args.suite or ([] if args.scenario or not args.scenario_name else ["conformance", "nightly"]):
+    for s in args.suite or ([] if args.scenario or not args.scenario_name else list(default)):
         out += load_suite(s, args.seed, args.count)
     for f in args.scenario or []:
         out.append(Scenario.load(Path(f)))
@@ -209,11 +212,33 @@ def repeat_summary(rounds: list[list[dict]]) -> dict:
     return {"runs": sum(s["runs"] for s in per.values()), "passed": sum(s["passed"] for s in per.values()), "scenarios": per}
 
 
+#: what ``matrix`` runs when given no --suite/--scenario: the states where versions differ in how
+#: they keep their schedule offsets (an upgrade's risk)
+MATRIX_DEFAULT_SUITES = ("persistence",)
+
+
+def matrix_systems(systems: list[str], across_store: bool) -> list[str]:
+    """The columns of a matrix: each system alone and, ``across_store``, each pair of consecutive
+    ones on one store both ways (``A+B``: A, then B after the broker's first restart, then A again;
+    ``B+A``: the downgrade first)."""
+    from adapters.rocketmq.provision import CHAIN_SEP
+
+    if not across_store:
+        return systems
+    pairs = [(a, b) for a, b in zip(systems, systems[1:])]
+    return systems + [x + CHAIN_SEP + y for a, b in pairs for x, y in ((a, b), (b, a))]
+
+
 def cmd_matrix(args) -> int:
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     if len(systems) < 2:
         raise UsageError("--systems needs at least two systems, comma-separated")
-    scenarios = _scenarios(args)
+    if args.across_store and any(system_spec(args, s).virtual for s in systems):
+        raise UsageError("--across-store needs real brokers (rocketmq:, dist:, jars:): a simulated broker has no store")
+    if not (args.suite or args.scenario):
+        args.suite = list(MATRIX_DEFAULT_SUITES) if not args.scenario_name else None
+    scenarios = _scenarios(args, MATRIX_DEFAULT_SUITES)
+    systems = matrix_systems(systems, args.across_store)
     out = check_inputs(args, systems)
     by_system = {}
     for system in systems:
@@ -307,7 +332,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_run)
     p = sub.add_parser("matrix", help="the same seeded scenarios on several systems, side by side")
     p.add_argument("--systems", required=True, help="comma-separated, e.g. rocketmq:4.9.7,rocketmq:latest")
-    p.add_argument("--suite", action="append", choices=SUITE_NAMES)
+    p.add_argument("--suite", action="append", choices=SUITE_NAMES,
+                   help="a suite (repeatable; default: " + ", ".join(MATRIX_DEFAULT_SUITES) + ")")
+    p.add_argument("--across-store", action="store_true",
+                   help="also run each pair of consecutive systems on one store, both ways (OLD+NEW: "
+                        "OLD until the broker's first restart, then NEW, then OLD again; NEW+OLD)")
     p.add_argument("--scenario", action="append")
     _scenario_name(p)
     _common(p)

@@ -124,6 +124,8 @@ class FaultDriver:
 
     def _ready(self, target: str, extra: dict) -> None:
         self.system.wait_ready(target)
+        if target == "broker" and self.system.info.details.get("versions"):  # an across-store chain: which one
+            extra = {**extra, "version": self.system.broker_version}
         self._event("ready", target, extra)
         self.down.discard(target)
         self.starting.discard(target)

@@ -75,7 +75,9 @@ def capabilities(system: System) -> set[str]:
     info = system.info
     if "capabilities" in info.details:
         return set(info.details["capabilities"])
-    if info.adapter == "rocketmq" and info.version.split(".")[0].isdigit() and int(info.version.split(".")[0]) < 5:
+    # an across-store chain can do what every one of its versions can
+    versions = info.details.get("versions") or [info.version]
+    if info.adapter == "rocketmq" and any(v.split(".")[0].isdigit() and int(v.split(".")[0]) < 5 for v in versions):
         return set()
     return {"timer"}
 
@@ -181,8 +183,10 @@ class ScenarioRun:
         log = EventLog(self.events_dir / HARNESS_EVENTS)
         setup = info.details.get(BROKER_SETUP)
         if setup:  # the broker's own start, before the run: when its schedule service can first have persisted
+            chain = info.details.get("versions")  # an across-store chain starts at its first version
             for action, ts in zip(("start", "ready"), setup):
-                log.write({"type": "fault", "ts_ms": ts, "action": action, "target": "broker", "cause": "setup"})
+                log.write({"type": "fault", "ts_ms": ts, "action": action, "target": "broker", "cause": "setup",
+                           **({"version": chain[0]} if chain and action == "ready" else {})})
         faults = FaultDriver(sysm, log)
         state = DrainState((), None, len(sc.messages), 0)
         error = interrupted = None

@@ -3,6 +3,8 @@
 - ``rocketmq:<version>`` (``rocketmq:latest`` = the newest 5.x on Maven Central), ``dist:/path``
   (a local distribution: bin/ conf/ lib/), ``jars:/path`` (a folder of jars): a real broker, in a
   container or as processes (``runtime``), or ``external`` (an existing cluster).
+- ``rocketmq:4.9.7+5.5.0`` (any of those joined by ``+``): versions that take turns on one store,
+  the broker's first start runs the first and each later start the next (an upgrade, then back).
 - ``simulated`` or ``simulated[defect,defect]``: the model run as a broker in virtual time, with
   injected defects (``adapters.simulated``).
 """
@@ -53,6 +55,20 @@ class SystemSpec:
             except ValueError:
                 bad = next(d for d in self.defects if d.strip().upper().replace("-", "_") not in Defect.__members__)
                 raise ContractError(where, None, "defects among " + ", ".join(x.slug for x in Defect), bad) from None
+            return
+        from adapters.rocketmq.provision import CHAIN_SEP, split_chain
+
+        parts = split_chain(self.spec)
+        if len(parts) > 1:
+            if self.runtime == "external" or self.image:
+                raise ContractError(where, None, "--runtime process or container and no --image (each version of a "
+                                    f"chain on one store runs from its own jars)",
+                                    f"--runtime {self.runtime}" + (f" --image {self.image}" if self.image else ""))
+            if len(set(parts)) < 2:
+                raise ContractError(where, None, f"two different systems joined by {CHAIN_SEP!r}, e.g. rocketmq:4.9.7+5.5.0",
+                                    self.spec)
+            for part in parts:
+                SystemSpec(part, self.runtime).check()
             return
         kind, _, rest = self.spec.partition(":")
         if kind not in ("rocketmq", "dist", "jars") or not rest:

@@ -131,6 +131,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("step", "int", False),  # the scenario's fault step (index in its faults) this action belongs to
         _f("anchor", "str", False),  # an anchored step: what it was timed from ("reput level 3 #2 at ...")
         _f("anchor_event_ms", "int", False),  # an anchored step: when that anchor event happened
+        _f("version", "str", False),  # a broker's ready in an across-store chain: the version now running
     ),
     "snapshot": (
         _f("source", "str"),

@@ -76,7 +76,9 @@ class Acceptance:
             return False
         if self.adapter and system.get("adapter") != self.adapter:
             return False
-        if self.versions and not in_range(str(system.get("version", "")), self.versions):
+        # an across-store chain (``versions``): the entry holds if it holds for one of its versions
+        versions = system.get("versions") or [str(system.get("version", ""))]
+        if self.versions and not any(in_range(str(v), self.versions) for v in versions):
             return False
         return not self.key or (key is not None and fnmatch.fnmatchcase(key, self.key))
 

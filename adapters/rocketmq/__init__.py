@@ -7,7 +7,9 @@ Harness-facing API::
     system.setup(); ...; system.teardown()
 
 ``system``: ``rocketmq:<version>`` (jars from Maven Central, cached), ``rocketmq:latest``
-(= ``provision.LATEST``), ``dist:/path`` (a distribution dir: bin/ conf/ lib/) or ``jars:/path``.
+(= ``provision.LATEST``), ``dist:/path`` (a distribution dir: bin/ conf/ lib/) or ``jars:/path``;
+or a chain of them on one store, ``rocketmq:4.9.7+5.5.0`` (``provision.CHAIN_SEP``: each start of
+the broker after the first launches the next version).
 ``runtime``: ``auto`` (container when a Docker engine answers ``docker info``, else process),
 ``process``, ``container`` (``image`` names an existing image instead of building one), or
 ``external`` (an existing cluster: pass ``namesrv_addr`` and ``fault_commands``, see
@@ -45,7 +47,7 @@ def open_system(system: str = "rocketmq:latest", runtime: str = "auto", workdir:
                 fault_commands: dict[str, str] | None = None):
     """A :class:`~adapters.rocketmq.system.RocketMQSystem`, not yet started (call ``setup()``):
     a :class:`~adapters.rocketmq.system.LocalRocketMQSystem` for the process and container runtimes."""
-    from adapters.rocketmq.provision import resolve
+    from adapters.rocketmq.provision import resolve_chain
     from adapters.rocketmq.system import LocalRocketMQSystem, RocketMQSystem
 
     if runtime not in RUNTIMES:
@@ -54,7 +56,11 @@ def open_system(system: str = "rocketmq:latest", runtime: str = "auto", workdir:
         raise AdapterError("open_system: workdir is required (the system's store, configs and logs go there)")
     workdir = Path(workdir)
     profile = profile or BrokerProfile()
-    dist = resolve(system)
+    chain = resolve_chain(system)
+    dist = chain[0]
+    if len(chain) > 1 and (runtime == "external" or image):
+        raise AdapterError(f"{system}: a chain of versions on one store needs the process or container runtime "
+                           "and the jars of each version (not --runtime external, not --image)")
     if runtime == "auto":
         runtime = "container" if docker_engine_answers() else "process"
     if runtime == "process":
@@ -75,4 +81,4 @@ def open_system(system: str = "rocketmq:latest", runtime: str = "auto", workdir:
         rt = ExternalRuntime(fault_commands or {})
     if runtime == "external":  # the store is not ours to read: no OffsetFlushWatching
         return RocketMQSystem(dist, rt, workdir, profile, base_port=base_port, namesrv_addr=namesrv_addr)
-    return LocalRocketMQSystem(dist, rt, workdir, profile, base_port=base_port)
+    return LocalRocketMQSystem(dist, rt, workdir, profile, base_port=base_port, chain=chain)

@@ -166,6 +166,12 @@ class ContainerRuntime:
                 self._image = ensure_image(self.distribution, self.client)
         return self._image
 
+    def use_distribution(self, distribution) -> None:
+        """Launch the next components from ``distribution`` (an across-store chain: its own image)."""
+        if distribution != self.distribution:
+            self.distribution = distribution
+            self._image = None
+
     # --- lifecycle -----------------------------------------------------------------------------
 
     def launch(self, spec: LaunchSpec) -> None:

@@ -158,6 +158,28 @@ def cache_root() -> Path:
     return Path(base) if base else Path.home() / ".cache" / "hourglass"
 
 
+#: Systems that share one store, in turn (``rocketmq:4.9.7+5.5.0``, ``rocketmq:5.5.0+4.9.7``): the
+#: broker starts as the first, and each later start of it launches the next one, wrapping around (an
+#: upgrade, then a downgrade, across the same store). A part without a kind takes the one before it.
+CHAIN_SEP = "+"
+
+
+def split_chain(system: str) -> list[str]:
+    """``rocketmq:4.9.7+5.5.0`` -> ``['rocketmq:4.9.7', 'rocketmq:5.5.0']``; one system -> itself."""
+    parts = [p.strip() for p in system.split(CHAIN_SEP)]
+    out: list[str] = []
+    for part in parts:
+        if out and ":" not in part:
+            part = out[-1].partition(":")[0] + ":" + part
+        out.append(part)
+    return out
+
+
+def resolve_chain(system: str) -> tuple[Distribution, ...]:
+    """Every distribution of ``system`` (one, or a chain: :data:`CHAIN_SEP`)."""
+    return tuple(resolve(s) for s in split_chain(system))
+
+
 def resolve(system: str) -> Distribution:
     """Turn ``rocketmq:<version>`` / ``rocketmq:latest`` / ``dist:/path`` / ``jars:/path`` into a
     :class:`Distribution`, fetching jars once where needed."""

@@ -35,7 +35,7 @@ from adapters.rocketmq import config as cfg
 from reference.contract import RETRY_PREFIX
 from adapters.rocketmq.clientlink import ClientError, ClientProcess, ConsumerProcess
 from adapters.rocketmq.process import tail_file
-from adapters.rocketmq.provision import MAIN_CLASS, Distribution
+from adapters.rocketmq.provision import CHAIN_SEP, MAIN_CLASS, Distribution
 from adapters.rocketmq.runtime import LaunchSpec, Runtime
 
 READY_TOPIC = "HG_READY"
@@ -55,8 +55,14 @@ class WallClock:
 
 class RocketMQSystem:
     def __init__(self, dist: Distribution, runtime: Runtime, workdir: Path, profile: BrokerProfile,
-                 base_port: int = 19876, namesrv_addr: str | None = None):
+                 base_port: int = 19876, namesrv_addr: str | None = None, chain: tuple[Distribution, ...] = ()):
+        #: the name server, the clients and the broker's first start run ``dist``; with a ``chain``
+        #: (``provision.CHAIN_SEP``: ``dist`` is its first), each later start of the broker launches
+        #: the next distribution of the chain on the same store
+        self.chain = chain or (dist,)
         self.dist = dist
+        self.broker_dist = dist
+        self._broker_starts = 0
         self.runtime = runtime
         self.profile = profile
         self.layout = cfg.StoreLayout.under(workdir)
@@ -74,8 +80,12 @@ class RocketMQSystem:
         self._launched: set[str] = set()
         self._paused: set[str] = set()  # SIGSTOPped components: white-box reads skip them
         self._is_setup = False
-        self.info = SystemInfo("rocketmq", dist.version, runtime.name,
-                               {"system": dist.system, "source": dist.source, "workdir": str(self.layout.root)})
+        version = CHAIN_SEP.join(d.version for d in self.chain)
+        self.info = SystemInfo("rocketmq", version, runtime.name,
+                               {"system": CHAIN_SEP.join(d.system for d in self.chain), "source": dist.source,
+                                "workdir": str(self.layout.root)})
+        if len(self.chain) > 1:
+            self.info.details["versions"] = [d.version for d in self.chain]
 
     # -- lifecycle --------------------------------------------------------------------------
     @property
@@ -89,14 +99,29 @@ class RocketMQSystem:
     def _spec(self, component: str) -> LaunchSpec:
         home = self.layout.home_dir
         props = ("-Duser.home=" + str(home), "-Drocketmq.home.dir=" + str(home))
-        conf = self.layout.conf_dir / f"{component}.conf"
+        dist = self.broker_dist if component == "broker" else self.dist
+        conf = self.runtime_spec_conf(component)
+        if component == "broker":  # a chain's versions may take different keys: written at each launch
+            cfg.write_properties(conf, cfg.broker_config(dist, self.profile, self.ports, self.layout,
+                                                         broker_name=self.broker_name))
         return LaunchSpec(
-            component=component, main_class=MAIN_CLASS[component], classpath=self.dist.classpath(),
-            jvm_opts=self.dist.jvm_opts(component) + props, args=("-c", str(conf)),
+            component=component, main_class=MAIN_CLASS[component], classpath=dist.classpath(),
+            jvm_opts=dist.jvm_opts(component) + props, args=("-c", str(conf)),
             env=(("ROCKETMQ_HOME", str(home)),), log_file=self.layout.logs_dir / f"{component}.out",
-            mounts=(self.layout.root, self.dist.lib_dir),
+            mounts=(self.layout.root, dist.lib_dir),
             ports=(self.ports.namesrv,) if component == "namesrv" else self.ports.all()[1:],
-            labels={"hourglass.component": component, "hourglass.version": self.dist.version})
+            labels={"hourglass.component": component, "hourglass.version": dist.version})
+
+    def runtime_spec_conf(self, component: str) -> Path:
+        """The config file ``component`` was last launched with."""
+        if component == "broker" and len(self.chain) > 1:
+            return self.layout.conf_dir / f"broker-{self.broker_dist.version}.conf"
+        return self.layout.conf_dir / f"{component}.conf"
+
+    @property
+    def broker_version(self) -> str:
+        """The version the broker runs now (changes at each start of an across-store chain)."""
+        return self.broker_dist.version
 
     def setup(self) -> None:
         if self._is_setup:
@@ -108,8 +133,6 @@ class RocketMQSystem:
                 self._lease = cfg.lease_ports(self._base_port)
                 self.ports = self._lease.ports
                 self.info.details["ports"] = {"namesrv": self.ports.namesrv, "broker": self.ports.broker}
-                conf = cfg.broker_config(self.dist, self.profile, self.ports, self.layout, broker_name=self.broker_name)
-                cfg.write_properties(self.layout.conf_dir / "broker.conf", conf)
                 cfg.write_properties(self.layout.conf_dir / "namesrv.conf", cfg.namesrv_config(self.ports))
                 self._launch("namesrv")
             self.layout.logs_dir.mkdir(parents=True, exist_ok=True)
@@ -153,6 +176,13 @@ class RocketMQSystem:
         if target == "consumer":
             self._stopped_consumers.clear()
             self.poll_consumers()
+        elif target == "broker" and len(self.chain) > 1 and not self.runtime.running("broker"):
+            self._broker_starts += 1  # the next of the chain, on the same store
+            self.broker_dist = self.chain[self._broker_starts % len(self.chain)]
+            switch = getattr(self.runtime, "use_distribution", None)
+            if switch is not None:
+                switch(self.broker_dist)
+            self._launch("broker")
         else:
             self.runtime.start(target)
 
@@ -212,8 +242,10 @@ class RocketMQSystem:
             return
         code = self.runtime.exit_code(component)
         if code is not None:
-            raise AdapterError(f"{component} of {self.dist.system} exited with status {code} "
-                               f"(config {self.layout.conf_dir / (component + '.conf')}).\n{self.log_tail(component)}")
+            dist = self.broker_dist if component == "broker" else self.dist
+            conf = self.runtime_spec_conf(component)
+            raise AdapterError(f"{component} of {dist.system} exited with status {code} "
+                               f"(config {conf}).\n{self.log_tail(component)}")
 
     def wait_ready(self, target: str, timeout_s: float = 120.0) -> None:
         self._check(target)
@@ -233,7 +265,7 @@ class RocketMQSystem:
             except ClientError as e:
                 last = str(e)
             if time.monotonic() > deadline:
-                raise NotReady(f"{target} of {self.dist.system} did not answer a round trip within {timeout_s:.0f} s "
+                raise NotReady(f"{target} of {(self.broker_dist if target == 'broker' else self.dist).system} did not answer a round trip within {timeout_s:.0f} s "
                                f"(last: {last}).\n{self.log_tail(target)}")
             time.sleep(0.25)  # poll interval between round trips, not a wait for readiness
 
