@@ -23,6 +23,7 @@ from typing import TextIO
 from adapters.base import AdapterError, ConfigReading, System
 from harness.runner import BROKER_SETUP, Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, skip_reason
 from reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
+from harness.fit import MAX_WAIT_MS, fit_to_broker
 from harness.scenario import Scenario
 from harness.summary import scenario_wait_ms
 from harness.systems import SystemSpec, open_system
@@ -44,6 +45,8 @@ class BatchOptions:
     progress_out: TextIO | None = None
     #: progress also for a virtual-time system (off by default: its runs take milliseconds)
     progress_virtual: bool = False
+    #: on a cluster that runs another table: a message not done within this is left out (harness.fit)
+    max_wait_ms: int = MAX_WAIT_MS
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ class Batch:
         self._stop = threading.Event()
         self.results: dict[str, RunResult] = {}
         self.errors: dict[str, str] = {}
+        self.fitted: dict[str, dict] = {}  # scenario -> what harness.fit changed to run it on this broker
         self.started = time.monotonic()
         self.started_at: dict[str, float] = {}  # scenario -> when its job began (monotonic)
         self.expected_s = {s.name: scenario_wait_ms(s) / 1000 for s in scenarios}
@@ -193,24 +197,37 @@ class Batch:
             return
         system.info.details["broker_config"] = {k: config[k] for k in BROKER_CONFIG_KEYS.values() if k in config}
 
-    def _cannot_run(self, scenario: Scenario, system: System) -> tuple[str | None, str | None]:
-        """(why the scenario is skipped, why it is broken) before it starts, or (None, None): what
-        the system cannot do (:func:`harness.runner.skip_reason`), or a profile the broker does not run."""
+    def _prepare(self, scenario: Scenario, system: System) -> tuple[Scenario, dict | None, str | None, str | None]:
+        """(the scenario as it runs, what was fitted to the broker, why it is skipped, why it is
+        broken), decided before it starts: what the system cannot do
+        (:func:`harness.runner.skip_reason`); a profile the broker does not run — on a cluster the
+        harness did not configure the scenario is fitted to it (:mod:`harness.fit`), on its own
+        broker that is broken."""
         why = skip_reason(scenario, system)
         if why:
-            return why, None
-        mismatch = profile_mismatches(scenario.profile.to_run_profile(), system.info.details.get("broker_config") or {})
-        if mismatch:
-            text = "; ".join(mismatch)
-            if self.opts.system.runtime == "external":  # a cluster the harness did not configure
-                return text, None
-            return None, f"the broker does not run what the harness configured: {text}"
-        return None, None
+            return scenario, None, why, None
+        config = system.info.details.get("broker_config") or {}
+        mismatch = profile_mismatches(scenario.profile.to_run_profile(), config)
+        if not mismatch:
+            return scenario, None, None, None
+        text = "; ".join(mismatch)
+        if self.opts.system.runtime != "external":
+            return scenario, None, None, f"the broker does not run what the harness configured: {text}"
+        fitted = fit_to_broker(scenario, config, self.opts.max_wait_ms)
+        if fitted.scenario is None:
+            return scenario, fitted.note(), f"{text}; fitted to the broker: {fitted.reason}", None
+        return fitted.scenario, fitted.note(), None, None
 
     def _run_one(self, scenario: Scenario, system: System, name: str, watch: ConsumerWatch, owns_consumers: bool) -> None:
         tag = system.info.version + "".join("+" + d for d in self.opts.system.defects)
         run_id = f"{_slug(name)}-{_slug(tag)}-{self.stamp}"
-        skipped, broken = self._cannot_run(scenario, system)
+        scenario, fitted, skipped, broken = self._prepare(scenario, system)
+        if fitted:
+            self.fitted[name] = fitted
+            out = self.opts.progress_out or sys.stderr
+            print(f"[hourglass] {name}: fitted to the broker: " + "; ".join(fitted["changes"])
+                  + (f"; left out {len(fitted['left_out'])} message(s): " + "; ".join(fitted["left_out"][:3])
+                     + (" …" if len(fitted["left_out"]) > 3 else "") if fitted["left_out"] else ""), file=out, flush=True)
         if skipped or broken:
             self.progress[name].phase = "done" if skipped else "error"
             if broken:
@@ -219,7 +236,7 @@ class Batch:
                                            error=broken, skipped=skipped)
             return
         run = ScenarioRun(scenario, system, self.opts.out_dir / run_id, run_id, self.progress[name], cancel=self._stop,
-                          watch=watch, owns_consumers=owns_consumers, system_spec=self.opts.system.spec)
+                          watch=watch, owns_consumers=owns_consumers, system_spec=self.opts.system.spec, fitted=fitted)
         try:
             self.results[name] = run.execute()
         except Cancelled:  # run.json says it was interrupted: the checker judges it undecided

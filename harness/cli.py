@@ -34,6 +34,7 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 from reference.contract import ContractError  # noqa: E402 - after the testcontainers switch
 from reports.command import Parser, UsageError, run_command, writable_dir  # noqa: E402
 from reports.verdict import EXIT_CODES, EXIT_USAGE, BROKEN, exit_code  # noqa: E402
+from harness.fit import MAX_WAIT_MS  # noqa: E402
 
 #: suite name -> (module, attribute) of its scenario catalogue; catalogues ship in the package
 #: (``harness.catalogue``), never in ``suites`` (tests only: not installed)
@@ -125,6 +126,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--count", type=int, default=10, help="scenarios in the generated suite")
     p.add_argument("--repeat", type=int, default=1, help="run the scenarios this many times (run only): "
                    "a summary of how often each scenario passed and each invariant failed (flakiness)")
+    p.add_argument("--max-wait", type=float, default=float(os.environ.get("HOURGLASS_MAX_WAIT_S", MAX_WAIT_MS / 1000)),
+                   metavar="SECONDS", help="on a cluster that runs another delay table than a scenario's: leave out the "
+                   f"messages not done within this on its table (default {MAX_WAIT_MS // 1000}; harness.fit)")
     p.add_argument("--debug", action="store_true", help="print the traceback of an error")
 
 
@@ -145,8 +149,8 @@ def check_inputs(args, systems: list[str]) -> Path:
     if args.baseline:
         baseline_mod.load(args.baseline)
     check_master(args.master)
-    if args.max_systems < 1 or args.repeat < 1 or args.count < 1:
-        raise UsageError("--max-systems, --repeat and --count must be at least 1")
+    if args.max_systems < 1 or args.repeat < 1 or args.count < 1 or args.max_wait <= 0:
+        raise UsageError("--max-systems, --repeat and --count must be at least 1, --max-wait above 0")
     return writable_dir(Path(args.out or f"runs/{args.cmd}-{time.strftime('%Y%m%dT%H%M%S')}").resolve(), "Hourglass")
 
 
@@ -157,7 +161,7 @@ def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
 
     spec = system_spec(args, system)
     started = time.monotonic()
-    results, errors = run_batch(scenarios, BatchOptions(spec, out, args.max_systems))
+    results, errors = run_batch(scenarios, BatchOptions(spec, out, args.max_systems, max_wait_ms=int(args.max_wait * 1000)))
     wall_s = time.monotonic() - started
     by_name = batch_verdicts(scenarios, results, errors, args.baseline, args.master)
     verdicts = []

@@ -30,6 +30,8 @@ DEFAULT_SYSTEM = "rocketmq:latest"
 
 
 def pytest_addoption(parser):
+    from harness.fit import MAX_WAIT_MS
+
     g = parser.getgroup("hourglass")
     g.addoption("--hg-system", default=os.environ.get("HOURGLASS_SYSTEM", DEFAULT_SYSTEM),
                 help="system(s) under test, comma-separated: rocketmq:<version>, dist:/path, jars:/path, simulated[defects]")
@@ -49,6 +51,9 @@ def pytest_addoption(parser):
                      "always: virtual-time systems too)")
     g.addoption("--hg-progress-interval", type=float, default=float(os.environ.get("HOURGLASS_PROGRESS_INTERVAL_S", "5")),
                 help="seconds between progress lines (default 5)")
+    g.addoption("--hg-max-wait", type=float, default=float(os.environ.get("HOURGLASS_MAX_WAIT_S", MAX_WAIT_MS / 1000)),
+                help="on a cluster that runs another delay table: leave out messages not done within this many "
+                     f"seconds on its table (default {MAX_WAIT_MS // 1000})")
 
 
 def pytest_configure(config):
@@ -205,7 +210,8 @@ class HgSession:
         mode = c.getoption("--hg-progress")
         results, errors = run_batch(scenarios, BatchOptions(
             spec, sys_dir, c.getoption("--hg-max-systems"), progress=mode != "off", progress_interval_s=c.getoption("--hg-progress-interval"),
-            progress_out=self.progress_out, progress_virtual=mode == "always"))
+            progress_out=self.progress_out, progress_virtual=mode == "always",
+            max_wait_ms=int(c.getoption("--hg-max-wait") * 1000)))
         wall_s = time.monotonic() - started
         by_name = batch_verdicts(scenarios, results, errors, c.getoption("--hg-baseline"), c.getoption("--hg-master"))
         for sc in scenarios:

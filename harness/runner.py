@@ -138,8 +138,10 @@ class ScenarioRun:
         watch: ConsumerWatch | None = None,
         owns_consumers: bool = True,
         system_spec: str | None = None,
+        fitted: dict | None = None,
     ):
         self.scenario = scenario
+        self.fitted = fitted  # what harness.fit changed to run it on this broker: run.json ``fitted``
         self.system = system
         self.run_dir = Path(run_dir)
         self.run_id = run_id or self.run_dir.name
@@ -179,6 +181,8 @@ class ScenarioRun:
         suite = suite_of(sc.name)
         if suite:
             run["suite"] = suite
+        if self.fitted:
+            run["fitted"] = self.fitted
         write_run_json(self.run_dir, run)
         log = EventLog(self.events_dir / HARNESS_EVENTS)
         setup = info.details.get(BROKER_SETUP)

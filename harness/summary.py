@@ -20,21 +20,26 @@ from reference.retry import retry_level
 from reports.verdict import BROKEN, EXIT_CODES, PASSED, UNDECIDED, VIOLATED, status
 
 
+def message_wait_ms(scenario, m, table=None) -> int:
+    """When the model says message ``m`` of ``scenario`` is done (ms after the first send): its
+    send, its delay and the delay of every retry its plan asks for."""
+    table = table or parse_level_table(scenario.profile.message_delay_level)
+    mrt = next((c.max_reconsume_times for c in scenario.consumers if m.topic in c.topics and c.max_reconsume_times is not None),
+               scenario.profile.max_reconsume_times)
+    t = m.at_ms
+    if m.deliver_after_ms is not None and m.delay_level <= 0:
+        t += m.deliver_after_ms
+    elif m.delay_level > 0:
+        t += table.delay_ms(table.clamp(m.delay_level))
+    out = plan_outcome(tuple(m.plan), mrt)
+    for k in range(1, out.last_attempt + 1):
+        t += table.delay_ms(retry_level(k, table.max_level))
+    return t
+
+
 def scenario_wait_ms(scenario) -> int:
     table = parse_level_table(scenario.profile.message_delay_level)
-    longest = 0
-    for m in scenario.messages:
-        mrt = next((c.max_reconsume_times for c in scenario.consumers if m.topic in c.topics and c.max_reconsume_times is not None),
-                   scenario.profile.max_reconsume_times)
-        t = m.at_ms
-        if m.deliver_after_ms is not None and m.delay_level <= 0:
-            t += m.deliver_after_ms
-        elif m.delay_level > 0:
-            t += table.delay_ms(table.clamp(m.delay_level))
-        out = plan_outcome(tuple(m.plan), mrt)
-        for k in range(1, out.last_attempt + 1):
-            t += table.delay_ms(retry_level(k, table.max_level))
-        longest = max(longest, t)
+    longest = max((message_wait_ms(scenario, m, table) for m in scenario.messages), default=0)
     anchored = any(f.after is not None for f in scenario.faults)
     for fired_ms, f in fault_times_ms(scenario, table):
         # an anchored scenario waits for its broker's ready (unanchored ones keep their old estimate)

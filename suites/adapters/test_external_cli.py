@@ -3,7 +3,9 @@
 The test starts a cluster itself (processes, as nobody's harness would) and runs the CLI against it
 twice in a row on the same store: names are unique per run, so the second run does not read the
 first run's DLQ entries; a scenario that needs a fault without a command is skipped with the
-reason, and so is one whose level table the broker does not run — all decided before the run.
+reason; one written for another level table is fitted to the broker's (``harness.fit``), or skipped
+with the reason when nothing of it fits the budget — all decided before the run. A cluster with
+RocketMQ's default 18-level table (1s … 2h) gets a conformance run of what fits in the budget.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import pytest
 from adapters.base import BrokerProfile
 from adapters.rocketmq import open_system
 from harness.cli import main
-from harness.scenario import ConsumerGroup, FaultStep, Message, Profile, Scenario
+from harness.cli import load_suite
+from harness.scenario import DEFAULT_LEVELS, ConsumerGroup, FaultStep, Message, Profile, Scenario
 
 pytestmark = [pytest.mark.realbroker]
 
@@ -34,11 +37,16 @@ OTHER_TABLE = replace(Scenario("ext-table", (Message("t", "ExtT", delay_level=1)
                       profile=Profile(message_delay_level="1s 5s 10s"))
 
 
+def _cluster(workdir, table: str):
+    system = open_system(SYSTEM, runtime="process", workdir=workdir,
+                         profile=BrokerProfile(table, PROFILE.flush_delay_offset_interval_ms))
+    system.setup()
+    return system
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    system = open_system(SYSTEM, runtime="process", workdir=tmp_path_factory.mktemp("staging"),
-                         profile=BrokerProfile(PROFILE.message_delay_level, PROFILE.flush_delay_offset_interval_ms))
-    system.setup()
+    system = _cluster(tmp_path_factory.mktemp("staging"), PROFILE.message_delay_level)
     try:
         yield system.namesrv_addr
     finally:
@@ -55,21 +63,54 @@ def test_two_runs_in_a_row_on_one_cluster_both_pass(cluster, tmp_path):
         code = main(["run", *files, "--system", SYSTEM, "--runtime", "external", "--namesrv", cluster, "--out", str(out)])
         summary = json.loads((out / "summary.json").read_text())
         assert code == 0, json.dumps(summary["verdicts"], indent=1)[:4000]
-        assert sorted(v["scenario"] for v in summary["verdicts"]) == ["ext-delayed", "ext-dlq"]
+        assert sorted(v["scenario"] for v in summary["verdicts"]) == ["ext-delayed", "ext-dlq", "ext-table"]
         dlq = next(v for v in summary["verdicts"] if v["scenario"] == "ext-dlq")
         assert dlq["invariants"]["DLQ_ROUTING"]["checked"] >= 1 and dlq["invariants"]["DLQ_ROUTING"]["passed"] is True
         run = json.loads((out / next(p.name for p in out.iterdir() if p.name.startswith("ext-dlq")) / "run.json").read_text())
         assert run["system"]["broker_config"]["messageDelayLevel"] == PROFILE.message_delay_level
         sent = json.loads((out / run["run_id"] / "scenario.json").read_text())
         assert sent["consumers"][0]["group"] != "cg-ext-q"  # unique per run: the group carries the run's token
+        fitted = json.loads((out / next(p.name for p in out.iterdir() if p.name.startswith("ext-table")) / "run.json").read_text())
+        assert fitted["profile"]["message_delay_level"] == PROFILE.message_delay_level  # judged against what the broker runs
+        assert "messageDelayLevel" in fitted["fitted"]["changes"][0] and fitted["fitted"]["left_out"] == []
 
 
 def test_skips_are_decided_before_the_run_and_say_why(cluster, tmp_path, capsys):
     for sc in (NEEDS_KILL, OTHER_TABLE):
         sc.save(tmp_path / f"{sc.name}.json")
     code = main(["run", "--scenario", str(tmp_path / "ext-kill.json"), "--scenario", str(tmp_path / "ext-table.json"),
-                 "--system", SYSTEM, "--runtime", "external", "--namesrv", cluster, "--out", str(tmp_path / "o")])
+                 "--system", SYSTEM, "--runtime", "external", "--namesrv", cluster, "--out", str(tmp_path / "o"),
+                 "--max-wait", "0.5"])
     out = capsys.readouterr().out
     assert "skipped ext-kill: no fault command for kill broker, start broker (give them in --faults)" in out
     assert "skipped ext-table: the broker runs messageDelayLevel=" in out and "'1s 5s 10s'" in out
+    assert "no message of it is done within 0.5 s on the broker's table" in out
     assert code == 2  # nothing ran: no verdict on the broker, never a pass
+
+
+def test_a_cluster_with_the_default_table_gets_the_conformance_that_fits(tmp_path_factory, capsys):
+    """RocketMQ's default table (1s 5s 10s 30s 1m … 2h): each scenario keeps the messages done
+    within the budget on it, says what it left out, and the verdicts are judged against that table."""
+    system = _cluster(tmp_path_factory.mktemp("default-table"), DEFAULT_LEVELS)
+    out = tmp_path_factory.mktemp("conf")
+    try:
+        code = main(["run", "--suite", "conformance", "--system", SYSTEM, "--runtime", "external",
+                     "--namesrv", system.namesrv_addr, "--out", str(out), "--max-wait", "45"])
+    finally:
+        system.teardown()
+    printed = capsys.readouterr()
+    summary = json.loads((out / "summary.json").read_text())
+    assert code == 0, json.dumps(summary["verdicts"], indent=1)[:4000]
+    ran = {v["scenario"] for v in summary["verdicts"]}
+    catalogue = {s.name for s in load_suite("conformance")}
+    # nothing of these is done within 45 s on the default table: the clamp to level 18 waits 2 h,
+    # 16 retries hours; timer messages need 5.x
+    assert catalogue - ran == {"above-max", "dlq-default", "timer-messages"}
+    assert "skipped above-max:" in printed.out and "no message of it is done within 45 s" in printed.out
+    runs = {json.loads(p.read_text())["scenario"]: json.loads(p.read_text()) for p in out.glob("*/run.json")}
+    each = runs["each-level"]
+    assert each["profile"]["message_delay_level"] == DEFAULT_LEVELS
+    kept = json.loads((out / each["run_id"] / "scenario.json").read_text())["messages"]
+    assert sorted({m["delay_level"] for m in kept}) == [1, 2, 3, 4]  # 1s 5s 10s 30s: the levels that fit
+    assert len(each["fitted"]["left_out"]) == 28 and "over the budget of 45 s" in each["fitted"]["left_out"][0]
+    assert "fitted to the broker" in printed.err
