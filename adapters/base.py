@@ -38,6 +38,7 @@ class BrokerProfile:
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     flush_delay_offset_interval_ms: int = 10_000
     extra: tuple[tuple[str, str], ...] = ()  # further broker.conf key=value pairs
+    fillable_store: bool = False  # the store on a size-limited filesystem, for the disk_full fault
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,20 @@ class FaultLimited(Protocol):
         """Whether the system can perform this primitive fault (``kill``/``stop``/``start``/
         ``pause``/``resume`` on ``broker``/``namesrv``/``consumer``); a system without this
         capability can perform all of them."""
+
+
+@runtime_checkable
+class DiskFaults(Protocol):
+    """Fills the store of a target to the brim and frees it again (the ``disk_full`` fault,
+    :mod:`reference.disk`); ``can_fault('disk_full', target)`` says whether it can here (a real
+    broker: only when its store is on a size-limited filesystem the harness made)."""
+
+    def can_fault(self, action: str, target: str) -> bool: ...
+
+    def fill_disk(self, target: str) -> None:
+        """Leave the store's filesystem above the broker's disk-full ratio (a few MB free)."""
+
+    def free_disk(self, target: str) -> None: ...
 
 
 @runtime_checkable

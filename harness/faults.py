@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapters.base import AdapterError, Lifecycle, Pausable, Snapshotting
+from adapters.base import AdapterError, DiskFaults, Lifecycle, Pausable, Snapshotting
 from adapters.rundir import EventLog
 from harness.scenario import FaultStep
+from reference.disk import DISK_ACTIONS, FILL, FREE
 
 #: primitive actions a timed step performs
-PRIMITIVES = ("kill", "stop", "start", "pause", "resume")
+PRIMITIVES = ("kill", "stop", "start", "pause", "resume", FILL, FREE)
 #: the first half of a ``slow_start``: start the target and pause it at once, before it is ready
 #: (the ``resume`` that ends it waits until the target is ready)
 START_PAUSED = "start_paused"
@@ -46,8 +47,10 @@ def expand_step(s: FaultStep, at_ms: int, step: int | None = None, anchor: str |
     def tf(offset: int, action: str) -> TimedFault:
         return TimedFault(at_ms + offset, action, s.target, step, anchor, anchor_event_ms)
 
-    if s.action in PRIMITIVES and not (s.action == "pause" and s.duration_ms):
+    if s.action in PRIMITIVES and not (s.action in ("pause", FILL) and s.duration_ms):
         return [tf(0, s.action)]
+    if s.action == FILL:
+        return [tf(0, FILL), tf(s.duration_ms, FREE)]
     if s.action == "pause":
         return [tf(0, "pause"), tf(s.duration_ms, "resume")]
     if s.action == "restart":
@@ -79,6 +82,7 @@ class FaultDriver:
         self.down: set[str] = set()  # stopped or killed
         self.paused: set[str] = set()
         self.starting: set[str] = set()  # started paused (slow_start): ready only after resume
+        self.full: set[str] = set()  # stores filled (disk_full), freed by the heal
 
     def _event(self, action: str, target: str, extra: dict) -> None:
         self.log.write({"type": "fault", "ts_ms": self.system.clock.now_ms(), "action": action, "target": target,
@@ -111,6 +115,12 @@ class FaultDriver:
             self.down.discard(target)
             self.paused.add(target)
             self.starting.add(target)
+        elif action in DISK_ACTIONS:
+            if not isinstance(sysm, DiskFaults) or not sysm.can_fault(action, target):
+                raise AdapterError(f"{type(sysm).__name__} cannot fill the store of {target} ({action})")
+            self._event(action, target, extra)  # recorded before: the broker may notice at once
+            (sysm.fill_disk if action == FILL else sysm.free_disk)(target)
+            (self.full.add if action == FILL else self.full.discard)(target)
         elif action in ("pause", "resume"):
             if not isinstance(sysm, Pausable):
                 raise AdapterError(f"{type(sysm).__name__} cannot {action} {target}")
@@ -138,6 +148,8 @@ class FaultDriver:
 
     def heal(self) -> None:
         """Resume what is paused and start what is down, so every run ends healed."""
+        for target in sorted(self.full):
+            self.apply(FREE, target)
         for target in sorted(self.paused):
             self.apply("resume", target)
         for target in sorted(self.down, key=lambda t: 0 if t == "namesrv" else 1):
@@ -149,7 +161,7 @@ class FaultDriver:
 _STEP_PRIMITIVES = {
     "kill": ("kill", "start"), "stop": ("stop", "start"), "start": ("start",), "pause": ("pause", "resume"),
     "resume": ("resume",), "restart": ("stop", "start"), "kill_restart": ("kill", "start"),
-    "outage": ("kill", "start"), "slow_start": ("start", "pause", "resume"),
+    "outage": ("kill", "start"), "slow_start": ("start", "pause", "resume"), FILL: DISK_ACTIONS,
 }
 
 

@@ -18,7 +18,8 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from adapters.base import ConsumerSpec, Consuming, DlqReading, FaultLimited, OffsetFlushWatching, SendRequest, System
+from adapters.base import (ConsumerSpec, Consuming, DiskFaults, DlqReading, FaultLimited, OffsetFlushWatching, SendRequest,
+                           System)
 from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
 from adapters.rundir import EventLog, EventTail, write_run_json
@@ -26,6 +27,7 @@ from harness.faults import FaultDriver, TimedFault, primitives_needed
 from harness.catalogue import suite_of
 from harness.scenario import Scenario
 from reference.contract import CONSUMER_STARTED_BY_SCENARIO, consumer_fault
+from reference.disk import DISK_ACTIONS
 from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, SCENARIO_JSON
 
 #: ``system.info.details`` key: [start, ready] of the system's setup (the broker's start before the
@@ -94,8 +96,13 @@ def skip_reason(scenario: Scenario, system: System) -> str | None:
     if flush and not isinstance(system, OffsetFlushWatching):
         return (f"{info.adapter} {info.version} ({info.runtime} runtime) cannot tell when the broker persists its "
                 f"schedule offsets: fault step {flush[0]} is timed from a flush")
+    needed = primitives_needed(scenario.faults)
+    disk = sorted({t for a, t in needed if a in DISK_ACTIONS})
+    if disk and not (isinstance(system, DiskFaults) and all(system.can_fault(a, t) for a, t in needed if a in DISK_ACTIONS)):
+        why = system.info.details.get("disk_faults") or "the system cannot fill a store"
+        return f"{info.adapter} {info.version} ({info.runtime} runtime) cannot fill the store of {', '.join(disk)}: {why}"
     if isinstance(system, FaultLimited):  # an external cluster: only the faults the user gave commands for
-        lacking = sorted(f"{a} {t}" for a, t in primitives_needed(scenario.faults) if not system.can_fault(a, t))
+        lacking = sorted(f"{a} {t}" for a, t in needed if a not in DISK_ACTIONS and not system.can_fault(a, t))
         if lacking:
             return f"no fault command for {', '.join(lacking)} (give them in --faults)"
     return None

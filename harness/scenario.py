@@ -37,9 +37,11 @@ DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 COMPRESSED_LEVELS = "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 1s 2s 3s 4s 5s 6s 7s 8s"
 
 FAULT_ACTIONS_SCHEDULABLE = ("kill", "stop", "start", "pause", "resume", "restart", "kill_restart", "outage",
-                             "slow_start")
+                             "slow_start", "disk_full")
 #: actions whose ``duration_ms`` means something (the others must leave it 0)
-FAULT_ACTIONS_WITH_DURATION = ("pause", "restart", "kill_restart", "outage", "slow_start")
+FAULT_ACTIONS_WITH_DURATION = ("pause", "restart", "kill_restart", "outage", "slow_start", "disk_full")
+#: actions only the broker can take (its store): ``disk_full``
+BROKER_ONLY_ACTIONS = ("disk_full",)
 #: what a fault step may be timed from (``FaultStep.after``): the broker's last ``ready``, the
 #: n-th re-put of a delay level seen by a consumer (its ``store_ms``), the n-th persist of the
 #: schedule offsets (``delayOffset.json`` written), or the previous fault step itself (a step that
@@ -107,8 +109,10 @@ class FaultStep:
     """One fault at ``at_ms``. ``restart`` = graceful stop then start; ``kill_restart`` = kill -9
     then start; ``outage`` = kill -9, stay down ``duration_ms``, start. ``pause`` with a
     ``duration_ms`` resumes by itself. ``slow_start`` = start, and pause the process at once for
-    ``duration_ms`` before it is ready (a store that takes long to load). Without ``after``,
-    ``at_ms`` counts from the scenario's start; with it, from the anchor event."""
+    ``duration_ms`` before it is ready (a store that takes long to load). ``disk_full`` = fill
+    the broker's store to the brim for ``duration_ms`` (0: until the run ends), then free it
+    (:mod:`reference.disk`). Without ``after``, ``at_ms`` counts from the scenario's start; with it,
+    from the anchor event."""
 
     at_ms: int
     action: str
@@ -259,7 +263,9 @@ def scenario_schema() -> dict:
                                                       "after duration_ms; kill_restart = kill -9, then start after "
                                                       "duration_ms; outage = kill -9, down duration_ms (> 0), start; "
                                                       "pause with a duration_ms resumes by itself; slow_start = start "
-                                                      "and pause it duration_ms (> 0) before it is ready.", {
+                                                      "and pause it duration_ms (> 0) before it is ready; disk_full = "
+                                                      "fill the broker's store for duration_ms (0: to the end), then "
+                                                      "free it.", {
                 "at_ms": (ms, "When, in milliseconds after the scenario starts (with after: after the anchor event)."),
                 "action": ({"enum": list(FAULT_ACTIONS_SCHEDULABLE)}, "What to do to the target."),
                 "target": ({"enum": list(FAULT_TARGETS)}, "Which part of the system."),
@@ -342,6 +348,8 @@ def _cross_check(raw: dict, where: str) -> None:
         duration = f.get("duration_ms", "missing")
         if f["action"] in ("outage", "slow_start") and (duration == "missing" or duration <= 0):
             fail(f"faults[{i}].duration_ms", f"how long the {f['action']} lasts, an integer > 0", duration)
+        if f["action"] in BROKER_ONLY_ACTIONS and f.get("target", "broker") != "broker":
+            fail(f"faults[{i}].target", f"broker ({f['action']} fills the broker's store)", f["target"])
         if f["action"] not in FAULT_ACTIONS_WITH_DURATION and duration not in (0, "missing"):
             fail(f"faults[{i}].duration_ms", f"0 or no such field ({f['action']} takes no duration; "
                                              f"use {'/'.join(FAULT_ACTIONS_WITH_DURATION)})", duration)

@@ -29,7 +29,7 @@ INVARIANTS: tuple[str, ...] = (
 #: What a consumer answers on one delivery of a message.
 PLAN_WORDS: tuple[str, ...] = ("OK", "LATER", "CRASH")
 SEND_STATUSES: tuple[str, ...] = ("SEND_OK", "FAILED", "UNKNOWN")
-FAULT_ACTIONS: tuple[str, ...] = ("kill", "stop", "start", "ready", "pause", "resume")
+FAULT_ACTIONS: tuple[str, ...] = ("kill", "stop", "start", "ready", "pause", "resume", "disk_full", "disk_free")
 FAULT_TARGETS: tuple[str, ...] = ("broker", "namesrv", "consumer", "proxy")
 EVENT_TYPES: tuple[str, ...] = ("send", "deliver", "dlq", "fault", "snapshot")
 #: ``moment`` of a ``snapshot`` event: when the harness took it — at the run's start, after a

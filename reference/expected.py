@@ -35,7 +35,8 @@ from reference.plans import CRASH, parse_plan, plan_outcome
 from reference.profile import Profile, profile_from_run
 from reference.retry import requested_retry_level, retry_level
 from reference.timer import rounded_deliver_ms
-from reference.windows import OutageIndex, broker_outages
+from reference.disk import write_outages
+from reference.windows import OutageIndex, broker_outages, merge_outages
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
             sends[key] = e
         elif t == "fault":
             faults.append(e)
-    outages = broker_outages(faults)
+    outages = merge_outages(broker_outages(faults) + write_outages(faults))
     slack = profile.slack_ms
     first_delay = profile.first_delay_ms
     widen = OutageIndex(outages, first_delay, slack).widen

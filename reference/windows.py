@@ -20,13 +20,33 @@ _DOWN = {"kill", "stop", "pause"}
 class Outage:
     """The broker did not serve from ``down_ms`` to ``up_ms`` (``None``: not back by the run's end)."""
 
-    action: str  # kill / stop / pause
+    action: str  # kill / stop / pause; disk_full (reference.disk: its writes failed)
     down_ms: int
     up_ms: int | None
+    note: str | None = None  # outages merged into this one (merge_outages): what each was
 
     def describe(self) -> str:
+        if self.note:
+            return self.note
+        if self.action == "disk_full":
+            end = "never freed" if self.up_ms is None else f"writable again by {self.up_ms}"
+            return f"broker store full at {self.down_ms}, {end}"
         end = "never ready again" if self.up_ms is None else f"ready at {self.up_ms}"
         return f"broker {self.action} at {self.down_ms}, {end}"
+
+
+def merge_outages(outages: Iterable[Outage]) -> list[Outage]:
+    """Outages of several kinds (a broker kill, a full store) as one disjoint, time-ordered list:
+    overlapping ones become one, from the first down to the last up, described by both."""
+    out: list[Outage] = []
+    for o in sorted(outages, key=lambda o: o.down_ms):
+        if out and (out[-1].up_ms is None or o.down_ms <= out[-1].up_ms):
+            last = out[-1]
+            up = None if last.up_ms is None or o.up_ms is None else max(last.up_ms, o.up_ms)
+            out[-1] = Outage(last.action, last.down_ms, up, f"{last.describe()}; {o.describe()}")
+        else:
+            out.append(o)
+    return out
 
 
 @dataclass(frozen=True)

@@ -164,6 +164,8 @@ def broker_config(dist: Distribution, profile: BrokerProfile, ports: SystemPorts
             "timerMaxDelaySec": str(3 * 24 * 3600),
             "enableControllerMode": "false",
         })
+    if profile.fillable_store:  # notice a full store within 1 s (reference.disk; 60 s after start)
+        conf["cleanResourceInterval"] = "1000"
     for key, value in profile.extra:
         conf[key] = value
     return conf

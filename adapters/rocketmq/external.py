@@ -8,7 +8,8 @@ Harness-facing API::
                 fault_commands={"kill:broker": "ssh b1 'pkill -9 -f BrokerStartup'",
                                 "start:broker": "ssh b1 'systemctl start rocketmq-broker'"})
 
-Keys are ``<action>:<component>`` with action ``start``/``stop``/``kill``/``pause``/``resume`` and
+Keys are ``<action>:<component>`` with action ``start``/``stop``/``kill``/``pause``/``resume``
+(``disk_full``/``disk_free``: fill the broker's store above its disk-full ratio, and free it) and
 component ``broker``/``namesrv``. A fault without a command raises :class:`AdapterError` naming the
 key it looked for. The harness starts nothing here, so ``close()`` stops nothing; the client and
 consumer processes are still the harness's own and are cleaned up by the system.
@@ -24,8 +25,9 @@ from pathlib import Path
 from adapters.base import AdapterError
 from adapters.rocketmq.runtime import LaunchSpec
 from reference.contract import ContractError
+from reference.disk import DISK_ACTIONS
 
-ACTIONS = ("start", "stop", "kill", "pause", "resume")
+ACTIONS = ("start", "stop", "kill", "pause", "resume", *DISK_ACTIONS)
 COMPONENTS = ("broker", "namesrv")
 
 
@@ -80,7 +82,7 @@ class ExternalRuntime:
         self.timeout_s = timeout_s
         self._last_output: dict[str, str] = {}
 
-    def _run(self, action: str, component: str) -> None:
+    def run(self, action: str, component: str) -> None:
         key = f"{action}:{component}"
         cmd = self.commands.get(key)
         if cmd is None:
@@ -100,19 +102,19 @@ class ExternalRuntime:
         raise AdapterError(f"external runtime: the cluster is not started by the harness (asked to launch {spec.component})")
 
     def start(self, component: str) -> None:
-        self._run("start", component)
+        self.run("start", component)
 
     def stop(self, component: str, timeout_s: float = 60.0) -> None:
-        self._run("stop", component)
+        self.run("stop", component)
 
     def kill(self, component: str) -> None:
-        self._run("kill", component)
+        self.run("kill", component)
 
     def pause(self, component: str) -> None:
-        self._run("pause", component)
+        self.run("pause", component)
 
     def resume(self, component: str) -> None:
-        self._run("resume", component)
+        self.run("resume", component)
 
     def running(self, component: str) -> bool:
         return True  # the harness cannot tell; readiness round trips can

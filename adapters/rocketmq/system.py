@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -33,8 +34,10 @@ from adapters.base import (AdapterError, BrokerProfile, ConsumerSpec, NotReady, 
                            SystemInfo)
 from adapters.rocketmq import config as cfg
 from reference.contract import RETRY_PREFIX
+from reference.disk import DISK_ACTIONS, FILL, FREE
 from adapters.rocketmq.clientlink import ClientError, ClientProcess, ConsumerProcess
-from adapters.rocketmq.process import tail_file
+from adapters.rocketmq import disk
+from adapters.rocketmq.process import owner_alive, owner_tag, tail_file
 from adapters.rocketmq.provision import CHAIN_SEP, MAIN_CLASS, Distribution
 from adapters.rocketmq.runtime import LaunchSpec, Runtime
 
@@ -79,6 +82,7 @@ class RocketMQSystem:
         self._stopped_consumers: set[str] = set()
         self._launched: set[str] = set()
         self._paused: set[str] = set()  # SIGSTOPped components: white-box reads skip them
+        self._fillable = False  # the store is a size-limited filesystem we mounted (disk_full)
         self._is_setup = False
         version = CHAIN_SEP.join(d.version for d in self.chain)
         self.info = SystemInfo("rocketmq", version, runtime.name,
@@ -128,6 +132,8 @@ class RocketMQSystem:
             return
         try:
             if not self.external:
+                if self.profile.fillable_store:
+                    self._mount_fillable_store()
                 self.layout.make()
                 self.dist.make_home(self.layout.home_dir)
                 self._lease = cfg.lease_ports(self._base_port)
@@ -142,6 +148,8 @@ class RocketMQSystem:
                 self.wait_ready("namesrv")
                 self._launch("broker")
             else:
+                if not all(self.can_fault(a, "broker") for a in DISK_ACTIONS):
+                    self.info.details["disk_faults"] = "no fault command for disk_full/disk_free broker (give them in --faults)"
                 names = self._request("brokers", timeout_s=30)["brokers"]
                 if not names:
                     raise NotReady(f"external cluster at {self.namesrv_addr}: no broker registered")
@@ -162,6 +170,9 @@ class RocketMQSystem:
             self.client.close()
             self.client = None
         self.runtime.close()
+        if self._fillable:
+            disk.unmount(self.layout.store_dir)
+            self._fillable = False
         self._is_setup = False
         if self._lease is not None:
             self._lease.release()
@@ -351,9 +362,38 @@ class RocketMQSystem:
             self._stopped_consumers.add(name)
 
     # -- white box ----------------------------------------------------------------------------
+    def _mount_fillable_store(self) -> None:
+        """The store on a size-limited filesystem (adapters.rocketmq.disk), or the reason it is
+        not in ``info.details['disk_faults']`` (then scenarios that fill it are skipped)."""
+        why = disk.unavailable()
+        if why:
+            self.info.details["disk_faults"] = why
+            return
+        _sweep_leftover_mounts()
+        disk.mount_limited(self.layout.store_dir, owner_tag())
+        self._fillable = True
+        self.info.details["store_limit_mb"] = disk.STORE_LIMIT_MB
+
+    def fill_disk(self, target: str) -> None:
+        if self.external:  # the user's command (--faults: [broker] disk_full = "...")
+            self.runtime.run(FILL, target)
+            return
+        if target != "broker" or not self._fillable:
+            raise AdapterError(f"cannot fill the store of {target}: " + self.info.details.get("disk_faults", "not a fillable store"))
+        disk.fill(self.layout.store_dir)
+
+    def free_disk(self, target: str) -> None:
+        if self.external:
+            self.runtime.run(FREE, target)
+            return
+        if target == "broker" and self._fillable:
+            disk.free(self.layout.store_dir)
+
     def can_fault(self, action: str, target: str) -> bool:
         """Whether this system can perform the primitive fault (an external cluster only where the
-        user gave a command for it)."""
+        user gave a command for it; filling a store only where it is size-limited)."""
+        if action in DISK_ACTIONS and not self.external:
+            return target == "broker" and self._fillable
         if target == "consumer":
             return True
         can = getattr(self.runtime, "can", None)
@@ -412,6 +452,16 @@ class LocalRocketMQSystem(RocketMQSystem):
             return os.stat(cfg.delay_offset_path(self.layout)).st_mtime_ns // 1_000_000
         except FileNotFoundError:
             return None
+
+
+_MOUNTS_SWEPT = False
+
+
+def _sweep_leftover_mounts() -> None:
+    global _MOUNTS_SWEPT
+    if not _MOUNTS_SWEPT:
+        _MOUNTS_SWEPT = True
+        disk.remove_leftover_mounts(owner_alive, lambda line: print(line, file=sys.stderr, flush=True))
 
 
 _ERROR_LINE = re.compile(r"\bERROR\b|Exception\b")

@@ -83,6 +83,11 @@ class SimBroker:
     def serving(self) -> bool:
         return self.state == UP
 
+    @property
+    def writable(self) -> bool:
+        """DefaultMessageStore.checkStoreStatus: serving, and the store not marked disk full."""
+        return self.state == UP and not self.schedule.store_full
+
     # --- lifecycle --------------------------------------------------------------------------
     def start(self) -> None:
         if self.state in (UP, PAUSED, STARTING):

@@ -158,10 +158,10 @@ class SimConsumer:
         failing = system.send_back_failure_rate
         rng: random.Random = system.rng
         attempt = msg if msg.reconsume_times == reconsume_times else replace(msg, reconsume_times=reconsume_times)
-        if broker.serving and not (failing and rng.random() < failing):
+        if broker.writable and not (failing and rng.random() < failing):
             broker.send_back(attempt, self.group, self.max_reconsume_times)
             return
-        if broker.serving and not (failing and rng.random() < failing):
+        if broker.writable and not (failing and rng.random() < failing):
             broker.send_back(attempt, self.group, self.max_reconsume_times, resend=True)
             return
         inc = self.incarnation

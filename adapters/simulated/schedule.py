@@ -34,6 +34,7 @@ class ScheduleService:
         self.defects = defects
         self.rng = rng
         self.put_failure_rate = put_failure_rate
+        self.store_full = False  # disk_full: every re-put write fails (reference.disk)
         self.offsets: dict[int, int] = {}  # in memory
         self.cursor: dict[int, int] = {}  # where each level's task chain goes on (== offsets unless a defect)
         self.persisted: dict[int, int] = {}  # delayOffset.json
@@ -114,7 +115,7 @@ class ScheduleService:
                     self.reputs += 1
                     self.reput_ahead.add((level, offset + 1))
                 return due
-            if self.put_failure_rate and self.rng.random() < self.put_failure_rate:
+            if self.store_full or (self.put_failure_rate and self.rng.random() < self.put_failure_rate):
                 self.failed_puts += 1
                 if Defect.LOST_REPUT_ON_WRITE_FAILURE in self.defects:
                     offset += 1

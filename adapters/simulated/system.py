@@ -14,6 +14,7 @@ from adapters.simulated.consumers import SimConsumer
 from adapters.simulated.defects import Defect
 from adapters.simulated.store import StoredMessage
 from reference.contract import FAULT_TARGETS, retry_topic
+from reference.disk import DISK_ACTIONS
 from reference.levels import parse_level_table
 from reference.plans import PlanCursor, parse_plan
 from reference.profile import Profile
@@ -116,6 +117,17 @@ class SimulatedSystem:
         if b.state != UP:
             raise NotReady(f"simulated broker is {b.state} (not serving) after waiting {timeout_s} s")
 
+    # --- DiskFaults -------------------------------------------------------------------------
+    def can_fault(self, action: str, target: str) -> bool:
+        return target == "broker" or action not in DISK_ACTIONS
+
+    def fill_disk(self, target: str) -> None:
+        """reference.disk: the store is marked full at once (a real broker within DISK_CHECK_MS)."""
+        self.broker.schedule.store_full = True
+
+    def free_disk(self, target: str) -> None:
+        self.broker.schedule.store_full = False  # failed re-puts are tried again every RETRY_PUT_MS
+
     # --- Pausable ---------------------------------------------------------------------------
     def pause(self, target: str) -> None:
         self._check_target(target)
@@ -149,6 +161,9 @@ class SimulatedSystem:
         if broker.state not in (UP, PAUSED):
             clock.advance(self.rng.randint(*SEND_LATENCY_MS))
             return SendResult("FAILED", clock.now_ms(), born, msg_id, crc, "connection refused: broker not serving")
+        if broker.state == UP and not broker.writable:
+            clock.advance(self.rng.randint(*SEND_LATENCY_MS))
+            return SendResult("FAILED", clock.now_ms(), born, msg_id, crc, "SERVICE_NOT_AVAILABLE: the store is full")
         count = broker.store.queue_counts.get(req.topic) or (broker.store.create_topic(req.topic, 4) or 4)
         queue_id = self._queue_cursor.get(req.topic, 0) % count
         self._queue_cursor[req.topic] = queue_id + 1

@@ -83,6 +83,22 @@ def broker_paused() -> Scenario:
     return Scenario("broker-paused", msgs, _group("paused", "Paused"), faults, description=broker_paused.__doc__)
 
 
+#: a 5.x broker first checks its disk 60 s after it started (DefaultMessageStore.addScheduleTask:
+#: cleanFilesPeriodically): a store filled earlier is not noticed, so the fill comes after that
+DISK_NOTICED_AFTER_START_MS = 62_000
+
+
+def disk_full_while_due() -> Scenario:
+    """The broker's store fills up for 8 s while level-2 and level-3 messages fall due and some are
+    retried: sends and send-backs are refused, due messages are re-put late (never dropped), and
+    nothing is lost once space returns (reference.disk)."""
+    t0 = DISK_NOTICED_AFTER_START_MS - 6_000
+    msgs = tuple(Message(f"DF{i:03d}", "DiskFull", at_ms=t0 + i * 250, delay_level=2 + i % 2,
+                         plan=(LATER, OK) if i % 6 == 0 else ()) for i in range(60))
+    faults = (FaultStep(at_ms=DISK_NOTICED_AFTER_START_MS + 2_000, action="disk_full", duration_ms=8_000),)
+    return Scenario("disk-full-while-due", msgs, _group("diskfull", "DiskFull"), faults, description=disk_full_while_due.__doc__)
+
+
 SHORT: tuple[Scenario, ...] = (kill9_during_level_delivery(), graceful_restart_while_due(), consumer_crash_mid_consume())
 NIGHTLY: tuple[Scenario, ...] = SHORT + (
     outage_short(),
@@ -91,4 +107,5 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     namesrv_loss(),
     consumer_killed(),
     broker_paused(),
+    disk_full_while_due(),
 )

@@ -1,0 +1,54 @@
+"""The ``disk_full`` fault on real brokers: the store on a size-limited filesystem the harness
+mounts, filled to the brim while delayed messages fall due and retries are sent back, then freed.
+
+What the test holds a broker to is the model's (``reference.disk``): sends and send-backs may be
+refused while the store is full, due messages are re-put late but never dropped, no duplicate —
+the chaos scenario ``disk-full-while-due`` judged by the checker. It also checks the fault was
+real (the broker logged that it marked its disk full, and refused sends) and that nothing stays
+mounted after the run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from adapters.rocketmq import disk
+from harness.batch import BatchOptions, run_batch
+from harness.catalogue.chaos import disk_full_while_due
+from harness.systems import SystemSpec
+from harness.verdicts import describe
+from reference.rundir import EVENTS_DIR, HARNESS_EVENTS
+
+pytestmark = pytest.mark.realbroker
+
+
+def _tmpfs_mounts_under(path: Path) -> list[str]:
+    root = str(path.resolve())
+    return [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
+            if line.split()[2] == "tmpfs" and line.split()[1].startswith(root)]
+
+
+@pytest.mark.skipif(disk.unavailable() is not None, reason=str(disk.unavailable()))
+def test_a_full_store_delays_but_loses_nothing(system_name, runtime_name, tmp_path):
+    from reports.check import check_runs
+
+    sc = disk_full_while_due()
+    results, errors = run_batch([sc], BatchOptions(SystemSpec(system_name, runtime_name), tmp_path, progress=False))
+    assert not errors, errors
+    (res,) = results
+    assert res.skipped is None, res.skipped
+    (verdict,) = check_runs([res.run_dir])
+    run = json.loads((res.run_dir / "run.json").read_text())
+    events = [json.loads(x) for x in (res.run_dir / EVENTS_DIR / HARNESS_EVENTS).read_text().splitlines()]
+    failed = [e["key"] for e in events if e["type"] == "send" and e["status"] == "FAILED"]
+    logs = Path(run["system"]["workdir"]) / "home" / "logs"
+    marked = any("so mark disk full" in p.read_text(errors="replace") for p in logs.rglob("*.log"))
+    print(f"\n{system_name} ({runtime_name}): {len(failed)} of {len(sc.messages)} sends refused while full; "
+          f"store limit {run['system'].get('store_limit_mb')} MB; broker logged 'mark disk full': {marked}")
+    assert marked, f"the broker never marked its store full (logs under {logs})"
+    assert failed, "no send was refused: the store never looked full to the broker"
+    assert verdict["passed"] is True, describe(verdict)
+    assert _tmpfs_mounts_under(tmp_path) == []  # the store was unmounted with the system
