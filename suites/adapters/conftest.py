@@ -63,6 +63,12 @@ def runtime_name(request) -> str:
     return request.param
 
 
+def process_first_runtimes() -> list:
+    """The runtimes for a long test: the process runtime in every run, the container runtime
+    (the same broker and fault, another launcher) nightly only (``slow``): CI's hour is shared."""
+    return [pytest.param(r, id=r, marks=() if r == "process" else pytest.mark.slow) for r in runtime_params()]
+
+
 def _open(system_name: str, runtime_name: str, workdir: Path, profile: BrokerProfile = PROFILE):
     from adapters.rocketmq import open_system
 

@@ -21,6 +21,7 @@ from harness.catalogue.chaos import disk_full_while_due
 from harness.systems import SystemSpec
 from harness.verdicts import describe
 from reference.rundir import EVENTS_DIR, HARNESS_EVENTS
+from suites.adapters.conftest import process_first_runtimes
 
 pytestmark = pytest.mark.realbroker
 
@@ -32,6 +33,7 @@ def _tmpfs_mounts_under(path: Path) -> list[str]:
 
 
 @pytest.mark.skipif(disk.unavailable() is not None, reason=str(disk.unavailable()))
+@pytest.mark.parametrize("runtime_name", process_first_runtimes())
 def test_a_full_store_delays_but_loses_nothing(system_name, runtime_name, tmp_path):
     from reports.check import check_runs
 
