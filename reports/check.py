@@ -213,7 +213,7 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, o
                                 interrupted.get(rid))
         target = _target_dir(out_dir, by_id[rid].run_dir, rid)
         if target is not None:
-            jobs.append((target, verdict, vdf, plots.merge(got["plots"], run), run, faults,
+            jobs.append((target, verdict, vdf, plots.merge(got["plots"], run, plots.lost_due_ms(got["violations"])), run, faults,
                          run_logs(verdict, run, by_id[rid].run_dir, target)))
         else:
             _log(f"{by_id[rid].run_dir}: not a local directory, outputs not written (give --out)")

@@ -157,7 +157,8 @@ def _plots(data: dict | None, faults: list[dict], run: dict) -> str:
         return "<h2>Plots</h2><p>No deliveries to plot.</p>"
     slack = int((run.get("profile") or {}).get("slack_ms") or 0)
     figures = [
-        ("Lateness per delay level", plots.lateness_svg(data, slack)),
+        ("Lateness over time", plots.lateness_time_svg(data, faults, run, slack)),
+        ("Lateness per delay level", plots.lateness_svg(data, slack, faults)),
         ("Deliveries over time", plots.timeline_svg(data, faults, run)),
         ("Retry gaps", plots.gaps_svg(data, slack)),
         ("Duplicates by cause", plots.duplicates_svg(data)),
