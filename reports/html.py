@@ -1,4 +1,6 @@
-"""report.html of one run: self-contained (inline CSS and SVG), opens from disk."""
+"""report.html of one run: self-contained (inline CSS and SVG), opens from disk. Links to the run's
+copied logs are relative to the page (``reports.logs``); a failed run shows the end of the broker's
+log folded, as is the raw verdict JSON."""
 
 from __future__ import annotations
 
