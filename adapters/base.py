@@ -204,9 +204,26 @@ class OffsetFlushWatching(Protocol):
 
 
 @runtime_checkable
+class LogFiles(Protocol):
+    """Jepsen's ``LogFiles``: the system's logs, which the runner copies into each run's
+    ``RUN/logs/`` at the run's end (``harness.logcopy``). The runner knows no layout: the system
+    names its files."""
+
+    def log_files(self) -> dict[str, Path]:
+        """Its log files on this host (those that exist now), each by the name of its copy in
+        ``RUN/logs/`` (a relative path, ``/``-separated). The broker's own log and its console
+        output take the names in :data:`reference.rundir.BROKER_LOGS`, so a failed run's report
+        can show their tail."""
+
+    def logs_not_collected(self) -> str | None:
+        """What :meth:`log_files` cannot give and why (e.g. an external cluster's broker logs stay
+        on its hosts), shown in the report; None when it gives everything."""
+
+
+@runtime_checkable
 class System(Lifecycle, Producing, Consuming, Protocol):
-    """What every adapter offers. Pausable, DlqReading, Snapshotting and OffsetFlushWatching are
-    optional."""
+    """What every adapter offers. Pausable, DlqReading, Snapshotting, OffsetFlushWatching and
+    LogFiles are optional."""
 
 
 def supports(system: object, capability: type) -> bool:

@@ -166,7 +166,7 @@ class Batch:
                 external = self.opts.system.runtime == "external"  # already unique per run
                 threads = [
                     threading.Thread(target=self._run_one, args=(s if external else s.with_prefix(_slug(s.name)[:24] + "_"),
-                                                                 system, s.name, watch, False), name=f"hg-{s.name}")
+                                                                 system, s.name, watch, True), name=f"hg-{s.name}")
                     for s in job.scenarios
                 ]
                 for t in threads:
@@ -175,7 +175,7 @@ class Batch:
                     t.join()
             else:
                 for s in job.scenarios:
-                    self._run_one(s, system, s.name, watch, True)
+                    self._run_one(s, system, s.name, watch, False)
         except Exception as e:  # noqa: BLE001 - the scenarios of this job are reported broken
             for s in job.scenarios:
                 self.errors.setdefault(s.name, f"{type(e).__name__}: {e}")
@@ -219,7 +219,9 @@ class Batch:
             return scenario, fitted.note(), f"{text}; fitted to the broker: {fitted.reason}", None
         return fitted.scenario, fitted.note(), None, None
 
-    def _run_one(self, scenario: Scenario, system: System, name: str, watch: ConsumerWatch, owns_consumers: bool) -> None:
+    def _run_one(self, scenario: Scenario, system: System, name: str, watch: ConsumerWatch, shared: bool) -> None:
+        """``shared``: other runs use ``system`` at the same time: the run leaves the consumers to
+        the system's teardown, and its copy of the logs is the part written while it ran."""
         tag = system.info.version + "".join("+" + d for d in self.opts.system.defects)
         run_id = f"{_slug(name)}-{_slug(tag)}-{self.stamp}"
         scenario, fitted, skipped, broken = self._prepare(scenario, system)
@@ -237,7 +239,8 @@ class Batch:
                                            error=broken, skipped=skipped)
             return
         run = ScenarioRun(scenario, system, self.opts.out_dir / run_id, run_id, self.progress[name], cancel=self._stop,
-                          watch=watch, owns_consumers=owns_consumers, system_spec=self.opts.system.spec, fitted=fitted)
+                          watch=watch, owns_consumers=not shared, system_spec=self.opts.system.spec, shared_system=shared,
+                          fitted=fitted)
         try:
             self.results[name] = run.execute()
         except Cancelled:  # run.json says it was interrupted: the checker judges it undecided

@@ -1,8 +1,9 @@
 """The runner: executes one scenario against one system and writes its run directory.
 
 ``RUN/run.json`` (written at the start, completed at the end), ``RUN/scenario.json`` (for replay),
-``RUN/events/harness.jsonl`` (send, fault, snapshot, dlq — each flushed as it happens) and the
-consumers' own ``RUN/events/consumer-<name>.jsonl``. The timeline (sends and primitive faults) is
+``RUN/events/harness.jsonl`` (send, fault, snapshot, dlq — each flushed as it happens), the
+consumers' own ``RUN/events/consumer-<name>.jsonl`` and, at the end, copies of the system's logs in
+``RUN/logs/`` (``harness.logcopy``). The timeline (sends and primitive faults) is
 executed in order on the system's clock; a fault step timed from what the broker did joins it when
 its anchor is observed (``harness.anchors``); then the run drains until the model says every
 message is final (``harness.drain``), heals all faults, reads the DLQ and takes a last snapshot.
@@ -18,12 +19,13 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from adapters.base import (ConsumerSpec, Consuming, DiskFaults, DlqReading, FaultLimited, OffsetFlushWatching, SendRequest,
-                           System)
+from adapters.base import (ConsumerSpec, Consuming, DiskFaults, DlqReading, FaultLimited, LogFiles, OffsetFlushWatching,
+                           SendRequest, System)
 from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
 from adapters.rundir import EventLog, EventTail, write_run_json
 from harness.faults import FaultDriver, TimedFault, primitives_needed
+from harness.logcopy import copy_logs, log_sizes
 from harness.catalogue import suite_of
 from harness.scenario import Scenario
 from reference.contract import CONSUMER_STARTED_BY_SCENARIO, consumer_fault
@@ -145,6 +147,7 @@ class ScenarioRun:
         watch: ConsumerWatch | None = None,
         owns_consumers: bool = True,
         system_spec: str | None = None,
+        shared_system: bool = False,
         fitted: dict | None = None,
     ):
         self.scenario = scenario
@@ -160,6 +163,7 @@ class ScenarioRun:
         self._cancel = cancel or threading.Event()
         self._watch = watch or ConsumerWatch(system)
         self._owns_consumers = owns_consumers  # False on a shared system: stopped at teardown
+        self._shared_system = shared_system  # other runs use the system meanwhile: its logs are copied from this run's start
         self._watched_ms = 0  # when consumers were last looked after (every POLL_MS)
 
     # --- the run ------------------------------------------------------------------------
@@ -191,6 +195,7 @@ class ScenarioRun:
         if self.fitted:
             run["fitted"] = self.fitted
         write_run_json(self.run_dir, run)
+        logs_since = self._log_sizes() if self._shared_system else {}
         log = EventLog(self.events_dir / HARNESS_EVENTS)
         setup = info.details.get(BROKER_SETUP)
         if setup:  # the broker's own start, before the run: when its schedule service can first have persisted
@@ -249,6 +254,7 @@ class ScenarioRun:
                     sysm.stop_consumers()
                 log.close()
                 run["ended_ms"] = clock.now_ms()
+                self._copy_logs(run, logs_since)
                 run["drained"] = not state.pending
                 run["pending"] = list(state.pending[:50])
                 if error:
@@ -260,6 +266,31 @@ class ScenarioRun:
                 write_run_json(self.run_dir, run)
         self.progress.phase = "done"
         return RunResult(self.run_dir, self.run_id, sc, not state.pending, state.pending, run["started_ms"], run["ended_ms"], error)
+
+    def _log_sizes(self) -> dict[str, int]:
+        if not isinstance(self.system, LogFiles):
+            return {}
+        try:
+            return log_sizes(self.system.log_files())
+        except Exception:  # noqa: BLE001 - the copy at the end says what failed
+            return {}
+
+    def _copy_logs(self, run: dict, since: dict[str, int]) -> None:
+        """The system's logs into ``RUN/logs/`` (``harness.logcopy``), recorded in run.json's
+        ``logs``; what the system cannot give, or a copy that failed, in ``logs_not_collected``."""
+        sysm = self.system
+        if not isinstance(sysm, LogFiles):
+            return
+        try:
+            missing = sysm.logs_not_collected()
+            record = copy_logs(sysm.log_files(), self.run_dir, since)
+        except Exception as e:  # noqa: BLE001 - the run's observations stand without its logs
+            run["logs_not_collected"] = f"logs: not collected ({type(e).__name__}: {e})"[:500]
+            return
+        if record:
+            run["logs"] = record
+        if missing:
+            run["logs_not_collected"] = missing
 
     def _play(self, faults: FaultDriver, log: EventLog) -> None:
         """The timeline: sends and the primitives of the steps timed from the start at their

@@ -11,7 +11,9 @@ processes, the simulator); the checker reads the same names (``reports.inputs``)
       scenario.json                 SCENARIO_JSON: the scenario as data (replay)
       events/harness.jsonl          HARNESS_EVENTS: send, fault, snapshot, dlq
       events/consumer-<name>.jsonl  consumer_events(name): deliver, and the consumer's deaths and restarts
-      logs/                         LOGS_DIR: broker, name server and consumer logs (optional)
+      logs/                         LOGS_DIR: copies of the system's logs (broker, name server,
+                                    clients, consumers), taken at the run's end; none for a
+                                    system without logs (the simulator)
       verdict.json junit.xml report.html violations/   written by the checker
 """
 
@@ -30,6 +32,9 @@ HARNESS_EVENTS = "harness.jsonl"
 CONSUMER_EVENTS_PREFIX = "consumer-"
 EVENTS_SUFFIX = ".jsonl"
 LOGS_DIR = "logs"
+#: Copies in ``LOGS_DIR`` whose tail the report of a failed run shows, the first present: the
+#: broker's own log, then its console output (where a JVM that dies at start says why).
+BROKER_LOGS = ("broker.log", "broker.out")
 VERDICT_JSON = "verdict.json"
 JUNIT_XML = "junit.xml"
 REPORT_HTML = "report.html"
@@ -54,6 +59,27 @@ def run_json(run_dir) -> PurePath:
 
 def scenario_json(run_dir) -> PurePath:
     return _dir(run_dir) / SCENARIO_JSON
+
+
+#: URI schemes of run directories on a remote file system (read through Spark, never as local files).
+REMOTE_SCHEMES = ("hdfs:", "s3a:", "s3:", "gs:", "abfs:")
+
+
+def local_path(where: str) -> PurePath | None:
+    """A run directory (or a file of it) given as a path or a URI (``file:/…``, as Hadoop qualifies
+    it), as a local path; None where it lies on a remote file system."""
+    from urllib.parse import unquote
+
+    if where.startswith("file:"):
+        return PurePath(unquote(where[len("file:"):]))
+    if "://" in where or where.startswith(REMOTE_SCHEMES):
+        return None
+    return PurePath(where)
+
+
+def log_copy(run_dir, name: str) -> PurePath:
+    """Where the copy of the log named ``name`` (a relative ``/``-separated path) goes."""
+    return _dir(run_dir) / LOGS_DIR / PurePath(name)
 
 
 # --- one event line ----------------------------------------------------------------------------

@@ -21,11 +21,13 @@ from pathlib import Path
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
+from reference.rundir import local_path
 from reports import baseline as baseline_mod
 from reports import offsets, plots, spark_jobs
 from reports.completeness import assess, judging_end_ms
 from reports.inputs import BrokenRun, _display, discover_runs, read_events, rescan_file
 from reports.level_order import level_order
+from reports.logs import run_logs
 from reports.rows import VIOLATION_COLUMNS
 from reports.run_files import WHOLE_RUN_MAX_EVENTS
 from reports.outputs import write_run_outputs
@@ -62,6 +64,7 @@ def check_runs(run_dirs, out_dir=None, master=None, baseline=None) -> list[dict]
     spark = get_spark(master)
     accepted = baseline_mod.load(baseline) if isinstance(baseline, (str, os.PathLike)) else baseline
     runs, broken = discover_runs(spark, [str(p) for p in run_dirs])
+    run_json = {r.run_id: r.run for r in runs}  # a broken run's report still links its logs
     for run_id, message in spark_jobs.validate_profiles([r.run for r in runs]).items():
         broken.append(BrokenRun(next(r.run_dir for r in runs if r.run_id == run_id), message, run_id))
     runs = [r for r in runs if r.run_id not in {b.run_id for b in broken}]
@@ -74,7 +77,7 @@ def check_runs(run_dirs, out_dir=None, master=None, baseline=None) -> list[dict]
         v = broken_verdict(run_id, b.message)
         target = _target_dir(out_dir, b.where, run_id)
         if target is not None:
-            write_run_outputs(target, v, None, None, None)
+            write_run_outputs(target, v, None, None, None, logs=run_logs(v, run_json.get(b.run_id), b.where, target))
         verdicts.append(v)
     return verdicts
 
@@ -82,8 +85,8 @@ def check_runs(run_dirs, out_dir=None, master=None, baseline=None) -> list[dict]
 def _target_dir(out_dir, run_dir: str, run_id: str) -> Path | None:
     if out_dir is not None:
         return Path(out_dir) / run_id
-    local = _display(run_dir)
-    return Path(local) if "://" not in local and not local.startswith(("hdfs:", "s3a:", "s3:", "gs:", "abfs:")) else None
+    local = local_path(run_dir)
+    return Path(local) if local is not None else None
 
 
 def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
@@ -210,7 +213,8 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, o
                                 interrupted.get(rid))
         target = _target_dir(out_dir, by_id[rid].run_dir, rid)
         if target is not None:
-            jobs.append((target, verdict, vdf, plots.merge(got["plots"], run), run, faults))
+            jobs.append((target, verdict, vdf, plots.merge(got["plots"], run, plots.lost_due_ms(got["violations"])), run, faults,
+                         run_logs(verdict, run, by_id[rid].run_dir, target)))
         else:
             _log(f"{by_id[rid].run_dir}: not a local directory, outputs not written (give --out)")
         verdicts.append(verdict)

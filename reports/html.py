@@ -1,4 +1,6 @@
-"""report.html of one run: self-contained (inline CSS and SVG), opens from disk."""
+"""report.html of one run: self-contained (inline CSS and SVG), opens from disk. Links to the run's
+copied logs are relative to the page (``reports.logs``); a failed run shows the end of the broker's
+log folded, as is the raw verdict JSON."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from datetime import datetime, timezone
 
 from reference.contract import INVARIANTS
 from reports import plots
+from reports.logs import RunLogs
 from reports.verdict import explain
 
 VIOLATIONS_LISTED = 200
@@ -62,7 +65,10 @@ def _state(passed, accepted_only=False) -> tuple[str, str]:
     return "none", "not judged"
 
 
-def report_html(verdict: dict, violations, plot_data: dict | None, run: dict | None, faults: list[dict]) -> str:
+def report_html(verdict: dict, violations, plot_data: dict | None, run: dict | None, faults: list[dict],
+                logs: RunLogs | None = None) -> str:
+    """``logs``: the run's copied logs (:func:`reports.logs.run_logs`); None: the run has none (no
+    section)."""
     run = run or {}
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Hourglass — {_e(verdict['run_id'])}</title>",
              f"<style>{_CSS}</style></head><body>"]
@@ -93,6 +99,8 @@ def report_html(verdict: dict, violations, plot_data: dict | None, run: dict | N
                      for x in u["examples"])
         parts.append("</ul>")
     parts.append(_violation_list(violations, faults, started_ms))
+    if logs is not None:
+        parts.append(_logs(logs))
     parts.append(_plots(plot_data, faults, run))
     parts.append(f"<h2>verdict.json</h2><details><summary>the raw verdict (JSON, as in <code>verdict.json</code>)</summary>"
                  f"<pre>{_e(json.dumps(verdict, indent=1))}</pre></details></body></html>")
@@ -129,12 +137,30 @@ def _violation_list(violations, faults, started_ms: int | None = None) -> str:
     return "".join(out)
 
 
+def _logs(logs: RunLogs) -> str:
+    out = ["<h2>Logs</h2>"]
+    if logs.not_collected:
+        out.append(f"<p class='none'>{_e(logs.not_collected)}</p>")
+    if logs.links:
+        out.append("<p>Copied into the run directory's <code>logs/</code> at the run's end.</p><ul>")
+        for link in logs.links:
+            name = f"<a href='{_e(link.href)}'><code>{_e(link.name)}</code></a>" if link.href else f"<code>{_e(link.name)}</code>"
+            out.append(f"<li>{name} ({_e(link.note)})</li>")
+        out.append("</ul>")
+    if logs.tail is not None:
+        name, text = logs.tail
+        out.append(f"<details><summary>the last {len(text.splitlines())} lines of <code>{_e(name)}</code></summary>"
+                   f"<pre>{_e(text)}</pre></details>")
+    return "".join(out)
+
+
 def _plots(data: dict | None, faults: list[dict], run: dict) -> str:
     if not data:
         return "<h2>Plots</h2><p>No deliveries to plot.</p>"
     slack = int((run.get("profile") or {}).get("slack_ms") or 0)
     figures = [
-        ("Lateness per delay level", plots.lateness_svg(data, slack)),
+        ("Lateness over time", plots.lateness_time_svg(data, faults, run, slack)),
+        ("Lateness per delay level", plots.lateness_svg(data, slack, faults)),
         ("Deliveries over time", plots.timeline_svg(data, faults, run)),
         ("Retry gaps", plots.gaps_svg(data, slack)),
         ("Duplicates by cause", plots.duplicates_svg(data)),

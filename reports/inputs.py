@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from reference.contract import EVENT_FIELDS, EVENT_TYPES, ContractError, validate_event, validate_run
-from reference.rundir import EVENT_GLOBS, RUN_JSON, lone_surrogate
+from reference.rundir import EVENT_GLOBS, RUN_JSON, local_path, lone_surrogate
 
 #: Typical bytes per event (JSONL as the harness writes it; Parquet compressed), for bucket sizing.
 BYTES_PER_JSON_EVENT = 200
@@ -299,6 +299,4 @@ def _rescan_parquet(fs: _FS, uri: str) -> FileFinding:
 
 def _display(uri: str) -> str:
     """A local file's path as people type it; other URIs unchanged."""
-    from urllib.parse import unquote
-
-    return unquote(uri[len("file:"):]) if uri.startswith("file:") else uri
+    return str(local_path(uri)) if uri.startswith("file:") else uri

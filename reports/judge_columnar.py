@@ -28,8 +28,8 @@ from reference import expected as model
 from reference.contract import ContractError
 from reports import offsets
 from reports.judge_events import judge_keys
-from reports.rows import (EXPECTED_COL, JSON_FIELDS, LATENESS_BIN_MS, LATENESS_RANGE_MS, TOPIC_GROUP_KEY, Judgements, error_row,
-                          output_layout, rows_table)
+from reports.rows import (EXPECTED_COL, JSON_FIELDS, LATENESS_BIN_MS, LATENESS_RANGE_MS, LATENESS_TIME_BIN_MS, TOPIC_GROUP_KEY,
+                          Judgements, error_row, output_layout, rows_table)
 
 _COL = EXPECTED_COL
 
@@ -249,6 +249,7 @@ def _judge_plain(out: Judgements, run, rows, sends_t, deliv, dlq_t, ended_ms, ti
         return set(key_dict.to_pylist())
     e_level, e_lo, e_hi, e_llo, e_lhi = icol("level"), icol("earliest_ms"), icol("latest_ms"), icol("local_earliest_ms"), icol("local_latest_ms")
     e_anchor, e_delay = icol("anchor_ms"), icol("delay_ms")
+    e_widened = pc.is_valid(scol("widened_by")).to_numpy(zero_copy_only=False)  # a broker outage widened the window
     e_plainmsg = pc.and_(pc.and_(pc.equal(scol("send_status"), "SEND_OK"), pc.equal(scol("final_state"), "CONSUMED")),
                          pc.is_null(scol("expected_rejection"))).to_numpy(zero_copy_only=False)
     slow[ek[~e_plainmsg]] = True
@@ -335,8 +336,16 @@ def _judge_plain(out: Judgements, run, rows, sends_t, deliv, dlq_t, ended_ms, ti
         att = a_att[plain_a]
         out.checked["RETRY_SCHEDULE"] += int((att >= 1).sum())
         lo_r, hi_r = LATENESS_RANGE_MS
-        late_bin = (np.clip(observed[plain_a] - lo[plain_a], lo_r, hi_r) // LATENESS_BIN_MS) * LATENESS_BIN_MS
+        late = np.clip(observed[plain_a] - lo[plain_a], lo_r, hi_r)
+        late_bin = (late // LATENESS_BIN_MS) * LATENESS_BIN_MS
         _count_into(out.plot["lateness"], lv, late_bin)
+        widened = e_widened[xa] & ~local[plain_a]
+        _count_into(out.plot["lateness_widened"], lv[widened], late_bin[widened])
+        over_time = np.stack([(observed[plain_a] - started_ms) // timeline_bin_ms,
+                              (late // LATENESS_TIME_BIN_MS) * LATENESS_TIME_BIN_MS, widened.astype(np.int64)])
+        combos, n_each = np.unique(over_time, axis=1, return_counts=True)
+        for (b, late_ms, w), c in zip(combos.T.tolist(), n_each.tolist()):
+            out.plot["lateness_time"][(b, late_ms, w)] += c
         r = att >= 1
         if r.any():
             gap = observed[plain_a][r] - e_anchor[xa][r] - e_delay[xa][r]

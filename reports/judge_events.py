@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from reference import expected as model
-from reports.rows import EXPECTED_COL, LATENESS_BIN_MS, LATENESS_RANGE_MS, TOPIC_GROUP_KEY, Judgements
+from reports.rows import EXPECTED_COL, LATENESS_BIN_MS, LATENESS_RANGE_MS, LATENESS_TIME_BIN_MS, TOPIC_GROUP_KEY, Judgements
 
 _COL = EXPECTED_COL
 
@@ -26,9 +26,9 @@ def _x(row, name):
     return None if row is None else row[_COL[name]]
 
 
-def _clip_bin(value_ms: int) -> int:
+def _clip_bin(value_ms: int, bin_ms: int = LATENESS_BIN_MS) -> int:
     lo, hi = LATENESS_RANGE_MS
-    return (min(max(value_ms, lo), hi) // LATENESS_BIN_MS) * LATENESS_BIN_MS
+    return (min(max(value_ms, lo), hi) // bin_ms) * bin_ms
 
 
 def judge_bucket(run: dict, events: list[dict], ended_ms: int | None, timeline_bin_ms: int, bucket: int = 0) -> list[tuple]:
@@ -76,7 +76,7 @@ def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict]
     for (key, group, attempt), (ds, later) in attempts.items():
         x = exp.get((key, group, attempt))
         prev = attempts.get((key, group, attempt - 1))
-        _attempt(out, run, faults, key, group, attempt, ds, prev, x, sends.get(key))
+        _attempt(out, run, faults, key, group, attempt, ds, prev, x, sends.get(key), timeline_bin_ms)
         if timeline:
             for d in ds:
                 out.plot["timeline"][((d["ts_ms"] - started_ms) // timeline_bin_ms, d["outcome"])] += 1
@@ -108,7 +108,7 @@ def stored_copies(ds: list[dict]) -> list[list[dict]]:
     return copies
 
 
-def _attempt(out: Judgements, run, faults, key, group, attempt, ds, prev, x, send) -> None:
+def _attempt(out: Judgements, run, faults, key, group, attempt, ds, prev, x, send, timeline_bin_ms: int) -> None:
     copies = stored_copies(ds)
     first = copies[0][0]  # the first delivery of the earliest-stored copy: the attempt's time
     local = attempt >= 1 and prev is not None and prev[1] is not None and model.same_stored_copy(prev[1], first)
@@ -117,7 +117,12 @@ def _attempt(out: Judgements, run, faults, key, group, attempt, ds, prev, x, sen
     hi = _x(x, "local_latest_ms" if local else "latest_ms")
     if lo is not None:
         out.checked["NOT_EARLY"] += 1
-        out.plot["lateness"][x[_COL["level"]]][_clip_bin(observed - lo)] += 1
+        level, widened = x[_COL["level"]], not local and _x(x, "widened_by") is not None
+        out.plot["lateness"][level][_clip_bin(observed - lo)] += 1
+        if widened:
+            out.plot["lateness_widened"][level][_clip_bin(observed - lo)] += 1
+        time_bin = (observed - int(run.get("started_ms") or 0)) // timeline_bin_ms
+        out.plot["lateness_time"][(time_bin, _clip_bin(observed - lo, LATENESS_TIME_BIN_MS), int(widened))] += 1
     if hi is not None:
         out.checked["ON_TIME"] += 1
     early = lo is not None and observed < lo

@@ -1,4 +1,5 @@
-"""Writing one run's outputs: verdict.json, violations/ (Parquet), junit.xml, report.html."""
+"""Writing one run's outputs: verdict.json, violations/ (Parquet), junit.xml, report.html (linking the
+run's copied logs, ``RUN/logs/``)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,18 @@ from pathlib import Path
 from reference.rundir import JUNIT_XML, REPORT_HTML, RUN_JSON, VERDICT_JSON, VIOLATIONS_DIR
 from reports.html import report_html
 from reports.junit import junit_xml
+from reports.logs import RunLogs
 
 
-def write_run_outputs(target: Path, verdict: dict, violations, plot_data, run, faults=None) -> None:
-    """``violations``: pandas frame of the run's violation rows (None for a broken run)."""
+def write_run_outputs(target: Path, verdict: dict, violations, plot_data, run, faults=None, logs: RunLogs | None = None) -> None:
+    """``violations``: pandas frame of the run's violation rows (None for a broken run); ``logs``:
+    the run's logs as the report links them (:func:`reports.logs.run_logs`; None: no section)."""
     target.mkdir(parents=True, exist_ok=True)
     (target / VERDICT_JSON).write_text(json.dumps(verdict, indent=1) + "\n")
     (target / JUNIT_XML).write_text(junit_xml(verdict, run))
     if violations is not None:
         _write_violations(target / VIOLATIONS_DIR, violations)
-    (target / REPORT_HTML).write_text(report_html(verdict, violations, plot_data, run, faults or []))
+    (target / REPORT_HTML).write_text(report_html(verdict, violations, plot_data, run, faults or [], logs))
     if run is not None and not (target / RUN_JSON).exists():  # the matrix reads scenario and system from it
         (target / RUN_JSON).write_text(json.dumps(run, indent=1) + "\n")
 

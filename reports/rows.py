@@ -47,6 +47,8 @@ VIOLATION_COLUMNS: tuple[tuple[str, str], ...] = (
 EXPECTED_COL = {name: i for i, name in enumerate(EXPECTED_COLUMNS)}
 LATENESS_BIN_MS = 250
 LATENESS_RANGE_MS = (-30_000, 120_000)
+#: Lateness bin of the lateness-over-time plot (coarser: one point per time bin and lateness bin).
+LATENESS_TIME_BIN_MS = 1000
 #: The key of the marker deliveries that tell the model which groups consume a topic.
 TOPIC_GROUP_KEY = "\u0000topic-group"
 
@@ -114,8 +116,11 @@ class Judgements:
         self.bucket = bucket
         self.rows: list[tuple] = []
         self.checked: Counter = Counter()
-        self.plot = {"lateness": defaultdict(Counter), "gaps": defaultdict(Counter), "gap_expected": {},
-                     "timeline": Counter(), "duplicates": Counter()}
+        # lateness: level -> lateness bin -> attempts; lateness_widened: the same for attempts whose
+        # window a broker outage widened; lateness_time: (time bin of the attempt, lateness bin of
+        # LATENESS_TIME_BIN_MS, widened 0/1) -> attempts
+        self.plot = {"lateness": defaultdict(Counter), "lateness_widened": defaultdict(Counter), "lateness_time": Counter(),
+                     "gaps": defaultdict(Counter), "gap_expected": {}, "timeline": Counter(), "duplicates": Counter()}
 
     def violation(self, invariant: str, key, **fields) -> None:
         fields.update(invariant=invariant, key=key)
@@ -128,6 +133,8 @@ class Judgements:
         plot = self.plot
         self.emit("plot", {
             "lateness": {str(lv): dict(c) for lv, c in plot["lateness"].items()},
+            "lateness_widened": {str(lv): dict(c) for lv, c in plot["lateness_widened"].items()},
+            "lateness_time": [[b, late, w, n] for (b, late, w), n in plot["lateness_time"].items()],
             "gaps": {str(a): dict(c) for a, c in plot["gaps"].items()},
             "gap_expected": {str(a): v for a, v in plot["gap_expected"].items()},
             "timeline": [[b, o, n] for (b, o), n in plot["timeline"].items()],

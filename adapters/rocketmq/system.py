@@ -13,6 +13,7 @@ Harness-facing API (the protocols of ``adapters.base``)::
     system.pause("broker"); system.resume("broker")   # Pausable
     system.read_dlq("G"); system.snapshot()           # DlqReading, Snapshotting
     system.last_offset_flush_ms()                     # OffsetFlushWatching (process, container)
+    system.log_files(); system.logs_not_collected()   # LogFiles: copied into each run's logs/
     system.teardown()
 
 Targets: ``namesrv``, ``broker``, ``consumer`` (every consumer of the system). Readiness after a
@@ -42,6 +43,8 @@ from adapters.rocketmq.provision import CHAIN_SEP, MAIN_CLASS, Distribution
 from adapters.rocketmq.runtime import LaunchSpec, Runtime
 
 READY_TOPIC = "HG_READY"
+#: where 5.x's own logback configuration writes the servers' logs, under ``${user.home}/logs``
+SERVER_LOG_FOLDER = "rocketmqlogs"
 SERVER_COMPONENTS = ("namesrv", "broker")
 TARGETS = SERVER_COMPONENTS + ("consumer",)
 
@@ -237,8 +240,8 @@ class RocketMQSystem:
 
     def log_tail(self, component: str, lines: int = 40) -> str:
         parts = [f"--- {component} JVM output ---", self.runtime.log_tail(component, lines)]
-        internal = {"broker": ("broker.log", "rocketmqlogs/broker.log", "rocketmqlogs/store.log"),
-                    "namesrv": ("namesrv.log", "rocketmqlogs/namesrv.log")}.get(component, ())
+        internal = {"broker": ("broker.log", f"{SERVER_LOG_FOLDER}/broker.log", f"{SERVER_LOG_FOLDER}/store.log"),
+                    "namesrv": ("namesrv.log", f"{SERVER_LOG_FOLDER}/namesrv.log")}.get(component, ())
         for rel in internal:
             path = self.layout.home_dir / "logs" / rel
             if path.exists():
@@ -247,6 +250,38 @@ class RocketMQSystem:
                     parts += [f"--- first errors in {path} ---", errors]
                 parts += [f"--- {path} (tail) ---", tail_file(path, lines // 2)]
         return "\n".join(parts)
+
+    # -- logs (adapters.base.LogFiles) ---------------------------------------------------------
+    def log_files(self) -> dict[str, Path]:
+        """Every log of this system on this host, by the name of its copy in the run's ``logs/``:
+        the JVM console outputs (``broker.out``, ``namesrv.out``) and the client and consumer
+        processes' logs (``client-process.log``, ``consumer-<name>.log``, ``rocketmq_client.log``)
+        by their own names, the client JVMs' own log folders under ``clients/``; and, where the
+        harness started the servers, RocketMQ's own logs from ``$ROCKETMQ_HOME/logs``
+        (``broker.log``, ``namesrv.log``, 5.x's ``store.log``, ``remoting.log``, …: the
+        ``rocketmqlogs/`` folder of 5.x is flattened, so the broker's log is ``broker.log`` on
+        every version)."""
+        files: dict[str, Path] = {}
+        logs = self.layout.logs_dir
+        for path in _files_under(logs):
+            rel = path.relative_to(logs).parts
+            if len(rel) == 1:
+                files[rel[0]] = path
+            else:  # a client JVM's own logs (user.home is the logs folder: 5.x writes logs/rocketmqlogs/)
+                files["/".join(("clients",) + (rel[1:] if rel[0] == "logs" else rel))] = path
+        if self.external:
+            return files
+        home_logs = self.layout.home_dir / "logs"
+        for path in _files_under(home_logs):
+            rel = path.relative_to(home_logs).parts
+            name = "/".join(rel[1:] if rel[0] == SERVER_LOG_FOLDER and len(rel) > 1 else rel)
+            files[name if name not in files else "server/" + "/".join(rel)] = path
+        return files
+
+    def logs_not_collected(self) -> str | None:
+        if self.external:
+            return "broker and name server logs: not collected (external cluster: they stay on its hosts)"
+        return None
 
     def _exited(self, component: str) -> None:
         if self.external or component not in self._launched:
@@ -482,6 +517,11 @@ def first_errors(path: Path, limit: int = 8, context: int = 2) -> str:
             if found >= limit:
                 break
     return "\n".join(picked)
+
+
+def _files_under(folder: Path) -> list[Path]:
+    """The files below ``folder`` (none if it does not exist), sorted."""
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
 
 
 def schedule_offsets(table: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:

@@ -34,7 +34,8 @@ from suites.selftest.checker import cases
 def _summary(rows: list[tuple]) -> dict:
     """Judgements, order-free: violations and pending as multisets, counts summed, plots merged."""
     out = {"v": Counter(), "p": Counter(), "c": Counter(), "s": Counter(), "lo": set(), "e": [],
-           "plot": {"lateness": Counter(), "gaps": Counter(), "gap_expected": {}, "timeline": Counter(), "duplicates": Counter()}}
+           "plot": {"lateness": Counter(), "lateness_widened": Counter(), "lateness_time": Counter(), "gaps": Counter(),
+                    "gap_expected": {}, "timeline": Counter(), "duplicates": Counter()}}
     for run_id, bucket, kind, key, level, store, send_ts, born, payload in rows:
         if kind in ("v", "p"):
             out[kind][json.dumps(json.loads(payload), sort_keys=True)] += 1
@@ -46,8 +47,10 @@ def _summary(rows: list[tuple]) -> dict:
             out["e"].append(payload)
         elif kind == "plot":
             p = json.loads(payload)
-            for lv, bins in p["lateness"].items():
-                out["plot"]["lateness"].update({(lv, b): n for b, n in bins.items()})
+            for part in ("lateness", "lateness_widened"):
+                for lv, bins in p[part].items():
+                    out["plot"][part].update({(lv, b): n for b, n in bins.items()})
+            out["plot"]["lateness_time"].update({(b, late, w): n for b, late, w, n in p["lateness_time"]})
             for a, bins in p["gaps"].items():
                 out["plot"]["gaps"].update({(a, b): n for b, n in bins.items()})
             out["plot"]["gap_expected"].update(p["gap_expected"])

@@ -70,7 +70,10 @@ def venv(tmp_path_factory):
 
 
 def _clean_env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS")
+    # PYSPARK_PYTHON too: the checker in this process set it to its own interpreter, whose editable
+    # install would have the venv's Spark workers judge with the checkout's code, not the wheel's
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
            and not k.startswith("HOURGLASS_")}
     return env
 

@@ -1,0 +1,157 @@
+"""Each run directory gets a copy of its system's logs (``RUN/logs/``), recorded in run.json.
+
+The runner knows no layout: a system that has logs names them (``adapters.base.LogFiles``). A run
+alone on its system gets each file whole; a run sharing it, the part written while it ran; a
+copy holds at most the end of its part and its first line says when it was cut. The simulator has
+no logs: its runs have no ``logs/`` and their report no logs section.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from adapters.base import BrokerProfile, LogFiles
+from adapters.rocketmq.provision import Distribution
+from adapters.rocketmq.system import RocketMQSystem
+from adapters.simulated import DEFAULT_START_MS, SimulatedSystem, open_simulated
+from harness.logcopy import CUT_MARK, copy_logs
+from harness.runner import ScenarioRun
+from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, Message, Scenario
+from reference.rundir import BROKER_LOGS, LOGS_DIR, RUN_JSON
+from reports.html import report_html
+from reports.logs import run_logs
+
+BEFORE = "broker started\n"
+
+
+class LoggedSimulation(SimulatedSystem):
+    """The simulator with log files, as a real system has: its broker log gets a line per send."""
+
+    def __init__(self, logs: Path):
+        super().__init__(BrokerProfile(message_delay_level=COMPRESSED_LEVELS), frozenset(), 0, DEFAULT_START_MS)
+        self.logs = logs
+        logs.mkdir(parents=True, exist_ok=True)
+        (logs / "broker.log").write_text(BEFORE)
+        (logs / "g.log").write_text("consumer up\n")
+
+    def log_files(self) -> dict[str, Path]:
+        return {"broker.log": self.logs / "broker.log", "clients/g.log": self.logs / "g.log"}
+
+    def logs_not_collected(self) -> str | None:
+        return None
+
+    def send(self, req):
+        with open(self.logs / "broker.log", "a") as f:
+            f.write(f"stored {req.key}\n")
+        return super().send(req)
+
+
+def _scenario() -> Scenario:
+    return Scenario("logged", (Message("k1", "T"), Message("k2", "T", at_ms=100)), (ConsumerGroup("g", ("T",)),))
+
+
+def _run(system, run_dir: Path, shared: bool = False) -> dict:
+    system.setup()
+    try:
+        ScenarioRun(_scenario(), system, run_dir, shared_system=shared).execute()
+    finally:
+        system.teardown()
+    return json.loads((run_dir / RUN_JSON).read_text())
+
+
+def _verdict(passed):
+    return {"run_id": "r", "passed": passed, "messages": 2, "attempts": 2, "recovered": 0, "invariants": {}}
+
+
+def test_a_simulated_run_has_no_logs_and_its_report_no_logs_section(tmp_path):
+    system = open_simulated(BrokerProfile(message_delay_level=COMPRESSED_LEVELS))
+    assert not isinstance(system, LogFiles)
+    run = _run(system, tmp_path / "run")
+    assert not (tmp_path / "run" / LOGS_DIR).exists()
+    assert "logs" not in run and "logs_not_collected" not in run
+    assert run_logs(_verdict(False), run, str(tmp_path / "run"), tmp_path / "run") is None
+
+
+def test_a_run_alone_on_its_system_gets_each_log_whole_linked_from_its_report(tmp_path):
+    system = LoggedSimulation(tmp_path / "system-logs")
+    assert isinstance(system, LogFiles)
+    run_dir = tmp_path / "run"
+    run = _run(system, run_dir)
+    copy = run_dir / LOGS_DIR / "broker.log"
+    assert copy.read_text() == BEFORE + "stored k1\nstored k2\n"
+    assert (run_dir / LOGS_DIR / "clients" / "g.log").read_text() == "consumer up\n"
+    assert run["logs"]["broker.log"] == {"source": str(system.logs / "broker.log"), "from_byte": 0,
+                                         "to_byte": copy.stat().st_size}
+    logs = run_logs(_verdict(True), run, str(run_dir), run_dir)
+    assert [(link.name, link.href) for link in logs.links] == [("broker.log", "logs/broker.log"),
+                                                               ("clients/g.log", "logs/clients/g.log")]
+    page = report_html(_verdict(True) | {"invariants": _invariants()}, None, None, run, [], logs)
+    assert "<a href='logs/broker.log'>" in page and "<a href='logs/clients/g.log'>" in page
+    assert logs.tail is None, "a passed run shows no log tail"
+
+
+def test_a_run_sharing_its_system_gets_the_part_written_while_it_ran(tmp_path):
+    system = LoggedSimulation(tmp_path / "system-logs")
+    run = _run(system, tmp_path / "run", shared=True)
+    assert (tmp_path / "run" / LOGS_DIR / "broker.log").read_text() == "stored k1\nstored k2\n"
+    assert run["logs"]["broker.log"]["from_byte"] == len(BEFORE)
+
+
+def test_a_copy_keeps_the_end_from_a_line_start_and_says_in_its_first_line_that_it_was_cut(tmp_path):
+    source = tmp_path / "broker.log"
+    lines = [f"line {i:02d} of the broker's log\n" for i in range(40)]
+    source.write_text("".join(lines))
+    record = copy_logs({"broker.log": source}, tmp_path / "run", since={"broker.log": len(lines[0])}, max_bytes=100)
+    head, *kept = (tmp_path / "run" / LOGS_DIR / "broker.log").read_text().splitlines(keepends=True)
+    assert head.startswith(CUT_MARK) and str(source) in head
+    assert kept == lines[-len(kept):] and 0 < sum(map(len, kept)) <= 100  # whole lines, the last ones
+    entry = record["broker.log"]
+    assert entry["from_byte"] == len(lines[0]) and entry["to_byte"] == source.stat().st_size
+    assert entry["cut_bytes"] == entry["to_byte"] - entry["from_byte"] - sum(map(len, kept))
+    uncut = copy_logs({"broker.log": source}, tmp_path / "whole")
+    assert "cut_bytes" not in uncut["broker.log"]
+    assert (tmp_path / "whole" / LOGS_DIR / "broker.log").read_text() == "".join(lines)
+
+
+def _invariants() -> dict:
+    from reference.contract import INVARIANTS
+
+    return {n: {"passed": True, "checked": 1, "violations": 0, "examples": []} for n in INVARIANTS}
+
+
+def _rocketmq(tmp_path: Path, external: bool) -> RocketMQSystem:
+    dist = Distribution("rocketmq:5.5.0", "5.5.0", tmp_path / "lib")
+    return RocketMQSystem(dist, SimpleNamespace(name="external" if external else "process"), tmp_path / "system",
+                          BrokerProfile(), namesrv_addr="127.0.0.1:9876" if external else None)
+
+
+def _touch(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(path.name + "\n")
+
+
+def test_rocketmq_names_its_logs_so_the_broker_log_is_found_on_every_version(tmp_path):
+    system = _rocketmq(tmp_path, external=False)
+    logs, home = system.layout.logs_dir, system.layout.home_dir / "logs"
+    for rel in ("broker.out", "namesrv.out", "client-process.log", "consumer-g-0.log", "logs/rocketmqlogs/broker.log"):
+        _touch(logs / rel)
+    for rel in ("rocketmqlogs/broker.log", "rocketmqlogs/store.log"):  # 5.x's own logback layout
+        _touch(home / rel)
+    files = system.log_files()
+    assert set(files) == {"broker.out", "namesrv.out", "client-process.log", "consumer-g-0.log",
+                          "clients/rocketmqlogs/broker.log", "broker.log", "store.log"}
+    assert files["broker.log"] == home / "rocketmqlogs" / "broker.log"  # the broker's, not the client's
+    assert set(BROKER_LOGS) <= set(files)
+    assert system.logs_not_collected() is None
+    _touch(home / "broker.log")  # 4.x: the harness's logback config writes here
+    assert system.log_files()["broker.log"] == home / "broker.log"
+
+
+def test_an_external_cluster_gives_the_harness_client_logs_and_says_the_servers_are_not_collected(tmp_path):
+    system = _rocketmq(tmp_path, external=True)
+    _touch(system.layout.logs_dir / "consumer-g-0.log")
+    _touch(system.layout.home_dir / "logs" / "broker.log")
+    assert set(system.log_files()) == {"consumer-g-0.log"}
+    assert "not collected (external cluster" in system.logs_not_collected()
