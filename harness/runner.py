@@ -104,7 +104,8 @@ def skip_reason(scenario: Scenario, system: System) -> str | None:
         return f"{info.adapter} {info.version} ({info.runtime} runtime) cannot fill the store of {', '.join(disk)}: {why}"
     net = sorted({t for a, t in needed if a in NET_ACTIONS})
     if net and not (isinstance(system, NetworkFaults) and all(system.can_fault(a, t) for a, t in needed if a in NET_ACTIONS)):
-        why = system.info.details.get("network_faults") or "the system cannot cut or slow a network"
+        details = system.info.details
+        why = details.get("network_faults") or details.get("latency_faults") or "the system cannot cut or slow a network"
         return f"{info.adapter} {info.version} ({info.runtime} runtime) cannot act on the network of {', '.join(net)}: {why}"
     if isinstance(system, FaultLimited):  # an external cluster: only the faults the user gave commands for
         lacking = sorted(f"{a} {t}" for a, t in needed if a not in DISK_ACTIONS + NET_ACTIONS and not system.can_fault(a, t))
