@@ -118,9 +118,10 @@ def create(owner: str) -> BrokerNet:
 
 
 def remove(net: BrokerNet) -> None:
-    """Delete the namespace (and with it the veth pair); idempotent."""
+    """Delete the namespace and the veth pair (the kernel would delete the pair with the namespace,
+    but asynchronously: deleted here so it is gone on return); idempotent."""
     _run("ip", "netns", "del", net.name, check=False)
-    _run("ip", "link", "del", net.host_if, check=False)  # gone with the namespace unless it never moved in
+    _run("ip", "link", "del", net.host_if, check=False)
 
 
 def command_prefix(net: BrokerNet) -> tuple[str, ...]:
@@ -180,7 +181,8 @@ def remove_leftovers(owner_alive, say=None) -> list[str]:
     for name in namespaces():
         owner = owner_of(name)
         if owner is not None and not owner_alive(owner):
-            _run("ip", "netns", "del", name, check=False)
+            x = name.rsplit("-", 1)[1]  # the kernel deletes the veth with the namespace, but later: now
+            remove(BrokerNet(name, f"hgnet{x}h", f"hgnet{x}n", f"{SUBNET}.{x}.1", f"{SUBNET}.{x}.2"))
             gone.append(name)
     if gone and say is not None:
         say(f"hourglass: deleted network namespaces left by harnesses that are gone: {', '.join(gone)}")
