@@ -39,6 +39,7 @@ class BrokerProfile:
     flush_delay_offset_interval_ms: int = 10_000
     extra: tuple[tuple[str, str], ...] = ()  # further broker.conf key=value pairs
     fillable_store: bool = False  # the store on a size-limited filesystem, for the disk_full fault
+    own_network: bool = False  # the broker in its own network namespace, for partition and latency
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,24 @@ class DiskFaults(Protocol):
         """Leave the store's filesystem above the broker's disk-full ratio (a few MB free)."""
 
     def free_disk(self, target: str) -> None: ...
+
+
+@runtime_checkable
+class NetworkFaults(Protocol):
+    """Cuts a target off from every client and the name server, or slows what it sends (the
+    ``partition`` and ``latency`` faults, :mod:`reference.network`); ``can_fault('partition',
+    target)`` says whether it can here (a real broker: only when it runs in a network namespace the
+    harness made)."""
+
+    def can_fault(self, action: str, target: str) -> bool: ...
+
+    def partition(self, target: str) -> None: ...
+
+    def heal_partition(self, target: str) -> None: ...
+
+    def add_latency(self, target: str, delay_ms: int) -> None: ...
+
+    def remove_latency(self, target: str) -> None: ...
 
 
 @runtime_checkable

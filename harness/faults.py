@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapters.base import AdapterError, DiskFaults, Lifecycle, Pausable, Snapshotting
+from adapters.base import AdapterError, DiskFaults, Lifecycle, NetworkFaults, Pausable, Snapshotting
 from adapters.rundir import EventLog
 from harness.scenario import FaultStep
 from reference.disk import DISK_ACTIONS, FILL, FREE
+from reference.network import LATENCY, LATENCY_END, NET_ACTIONS, PARTITION, PARTITION_END
 
 #: primitive actions a timed step performs
-PRIMITIVES = ("kill", "stop", "start", "pause", "resume", FILL, FREE)
+PRIMITIVES = ("kill", "stop", "start", "pause", "resume", FILL, FREE, *NET_ACTIONS)
+#: the primitive that ends each network fault
+_NET_END = {PARTITION: PARTITION_END, LATENCY: LATENCY_END}
 #: the first half of a ``slow_start``: start the target and pause it at once, before it is ready
 #: (the ``resume`` that ends it waits until the target is ready)
 START_PAUSED = "start_paused"
@@ -34,10 +37,12 @@ class TimedFault:
     step: int | None = None  # index of the scenario's fault step it belongs to
     anchor: str | None = None  # an anchored step: what it was timed from
     anchor_event_ms: int | None = None  # an anchored step: when that happened
+    delay_ms: int | None = None  # a latency: the delay it adds
 
     def event_fields(self) -> dict:
         """The optional ``fault`` event fields that say which step this is and what timed it."""
-        out = {"step": self.step, "anchor": self.anchor, "anchor_event_ms": self.anchor_event_ms}
+        out = {"step": self.step, "anchor": self.anchor, "anchor_event_ms": self.anchor_event_ms,
+               "delay_ms": self.delay_ms}
         return {k: v for k, v in out.items() if v is not None}
 
 
@@ -45,12 +50,15 @@ def expand_step(s: FaultStep, at_ms: int, step: int | None = None, anchor: str |
                 anchor_event_ms: int | None = None) -> list[TimedFault]:
     """The primitives of one step fired at ``at_ms`` (offset from the scenario start), in order."""
     def tf(offset: int, action: str) -> TimedFault:
-        return TimedFault(at_ms + offset, action, s.target, step, anchor, anchor_event_ms)
+        delay = s.delay_ms if action == LATENCY else None
+        return TimedFault(at_ms + offset, action, s.target, step, anchor, anchor_event_ms, delay)
 
-    if s.action in PRIMITIVES and not (s.action in ("pause", FILL) and s.duration_ms):
+    if s.action in PRIMITIVES and not (s.action in ("pause", FILL, PARTITION, LATENCY) and s.duration_ms):
         return [tf(0, s.action)]
     if s.action == FILL:
         return [tf(0, FILL), tf(s.duration_ms, FREE)]
+    if s.action in _NET_END:
+        return [tf(0, s.action), tf(s.duration_ms, _NET_END[s.action])]
     if s.action == "pause":
         return [tf(0, "pause"), tf(s.duration_ms, "resume")]
     if s.action == "restart":
@@ -83,6 +91,7 @@ class FaultDriver:
         self.paused: set[str] = set()
         self.starting: set[str] = set()  # started paused (slow_start): ready only after resume
         self.full: set[str] = set()  # stores filled (disk_full), freed by the heal
+        self.cut: set[tuple[str, str]] = set()  # (partition/latency, target) in force, ended by the heal
 
     def _event(self, action: str, target: str, extra: dict) -> None:
         self.log.write({"type": "fault", "ts_ms": self.system.clock.now_ms(), "action": action, "target": target,
@@ -121,6 +130,19 @@ class FaultDriver:
             self._event(action, target, extra)  # recorded before: the broker may notice at once
             (sysm.fill_disk if action == FILL else sysm.free_disk)(target)
             (self.full.add if action == FILL else self.full.discard)(target)
+        elif action in NET_ACTIONS:
+            if not isinstance(sysm, NetworkFaults) or not sysm.can_fault(action, target):
+                raise AdapterError(f"{type(sysm).__name__} cannot act on the network of {target} ({action})")
+            self._event(action, target, extra)  # recorded before: the model's periods start no later
+            if action == PARTITION:
+                sysm.partition(target)
+                self.cut.add((action, target))
+            elif action == LATENCY:
+                sysm.add_latency(target, extra["delay_ms"])
+                self.cut.add((action, target))
+            else:
+                (sysm.heal_partition if action == PARTITION_END else sysm.remove_latency)(target)
+                self.cut.discard((PARTITION if action == PARTITION_END else LATENCY, target))
         elif action in ("pause", "resume"):
             if not isinstance(sysm, Pausable):
                 raise AdapterError(f"{type(sysm).__name__} cannot {action} {target}")
@@ -150,6 +172,8 @@ class FaultDriver:
         """Resume what is paused and start what is down, so every run ends healed."""
         for target in sorted(self.full):
             self.apply(FREE, target)
+        for action, target in sorted(self.cut):
+            self.apply(_NET_END[action], target)
         for target in sorted(self.paused):
             self.apply("resume", target)
         for target in sorted(self.down, key=lambda t: 0 if t == "namesrv" else 1):
@@ -162,6 +186,7 @@ _STEP_PRIMITIVES = {
     "kill": ("kill", "start"), "stop": ("stop", "start"), "start": ("start",), "pause": ("pause", "resume"),
     "resume": ("resume",), "restart": ("stop", "start"), "kill_restart": ("kill", "start"),
     "outage": ("kill", "start"), "slow_start": ("start", "pause", "resume"), FILL: DISK_ACTIONS,
+    PARTITION: (PARTITION, PARTITION_END), LATENCY: (LATENCY, LATENCY_END),
 }
 
 

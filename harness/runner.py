@@ -19,8 +19,8 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from adapters.base import (ConsumerSpec, Consuming, DiskFaults, DlqReading, FaultLimited, LogFiles, OffsetFlushWatching,
-                           SendRequest, System)
+from adapters.base import (ConsumerSpec, Consuming, DiskFaults, DlqReading, FaultLimited, LogFiles, NetworkFaults,
+                           OffsetFlushWatching, SendRequest, System)
 from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
 from adapters.rundir import EventLog, EventTail, write_run_json
@@ -30,6 +30,7 @@ from harness.catalogue import suite_of
 from harness.scenario import Scenario
 from reference.contract import CONSUMER_STARTED_BY_SCENARIO, consumer_fault
 from reference.disk import DISK_ACTIONS
+from reference.network import NET_ACTIONS
 from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, SCENARIO_JSON
 
 #: ``system.info.details`` key: [start, ready] of the system's setup (the broker's start before the
@@ -103,8 +104,13 @@ def skip_reason(scenario: Scenario, system: System) -> str | None:
     if disk and not (isinstance(system, DiskFaults) and all(system.can_fault(a, t) for a, t in needed if a in DISK_ACTIONS)):
         why = system.info.details.get("disk_faults") or "the system cannot fill a store"
         return f"{info.adapter} {info.version} ({info.runtime} runtime) cannot fill the store of {', '.join(disk)}: {why}"
+    net = sorted({t for a, t in needed if a in NET_ACTIONS})
+    if net and not (isinstance(system, NetworkFaults) and all(system.can_fault(a, t) for a, t in needed if a in NET_ACTIONS)):
+        details = system.info.details
+        why = details.get("network_faults") or details.get("latency_faults") or "the system cannot cut or slow a network"
+        return f"{info.adapter} {info.version} ({info.runtime} runtime) cannot act on the network of {', '.join(net)}: {why}"
     if isinstance(system, FaultLimited):  # an external cluster: only the faults the user gave commands for
-        lacking = sorted(f"{a} {t}" for a, t in needed if a not in DISK_ACTIONS and not system.can_fault(a, t))
+        lacking = sorted(f"{a} {t}" for a, t in needed if a not in DISK_ACTIONS + NET_ACTIONS and not system.can_fault(a, t))
         if lacking:
             return f"no fault command for {', '.join(lacking)} (give them in --faults)"
     return None

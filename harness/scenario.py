@@ -31,17 +31,23 @@ from jsonschema.exceptions import best_match
 from harness.schema_errors import Found, explain, join_path
 from reference.contract import FAULT_TARGETS, PLAN_WORDS, ContractError
 from reference.levels import parse_level_table
+from reference.network import MAX_DELAY_MS, MAX_PARTITION_MS
 
 DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 #: 18 levels like the default table (so retry levels 3..18 exist) with waits of seconds.
 COMPRESSED_LEVELS = "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 1s 2s 3s 4s 5s 6s 7s 8s"
 
 FAULT_ACTIONS_SCHEDULABLE = ("kill", "stop", "start", "pause", "resume", "restart", "kill_restart", "outage",
-                             "slow_start", "disk_full")
+                             "slow_start", "disk_full", "partition", "latency")
 #: actions whose ``duration_ms`` means something (the others must leave it 0)
-FAULT_ACTIONS_WITH_DURATION = ("pause", "restart", "kill_restart", "outage", "slow_start", "disk_full")
-#: actions only the broker can take (its store): ``disk_full``
-BROKER_ONLY_ACTIONS = ("disk_full",)
+FAULT_ACTIONS_WITH_DURATION = ("pause", "restart", "kill_restart", "outage", "slow_start", "disk_full", "partition",
+                               "latency")
+#: steps that fill the broker's store (its system needs a fillable store)
+STORE_FILL_ACTIONS = ("disk_full",)
+#: steps that act on the broker's network (its system runs the broker in its own network namespace)
+NETWORK_ACTIONS = ("partition", "latency")
+#: actions only the broker can take (its store, its network)
+BROKER_ONLY_ACTIONS = STORE_FILL_ACTIONS + NETWORK_ACTIONS
 #: what a fault step may be timed from (``FaultStep.after``): the broker's last ``ready``, the
 #: n-th re-put of a delay level seen by a consumer (its ``store_ms``), the n-th persist of the
 #: schedule offsets (``delayOffset.json`` written), or the previous fault step itself (a step that
@@ -111,14 +117,17 @@ class FaultStep:
     ``duration_ms`` resumes by itself. ``slow_start`` = start, and pause the process at once for
     ``duration_ms`` before it is ready (a store that takes long to load). ``disk_full`` = fill
     the broker's store to the brim for ``duration_ms`` (0: until the run ends), then free it
-    (:mod:`reference.disk`). Without ``after``, ``at_ms`` counts from the scenario's start; with it,
-    from the anchor event."""
+    (:mod:`reference.disk`). ``partition`` = cut the broker off from every client and the name
+    server for ``duration_ms`` (> 0); ``latency`` = delay every packet the broker sends by
+    ``delay_ms`` for ``duration_ms`` (0: until the run ends) (:mod:`reference.network`). Without
+    ``after``, ``at_ms`` counts from the scenario's start; with it, from the anchor event."""
 
     at_ms: int
     action: str
     target: str = "broker"
     duration_ms: int = 0
     after: FaultAnchor | None = None
+    delay_ms: int = 0  # latency only: the delay added to each packet
 
 
 @dataclass(frozen=True)
@@ -265,7 +274,9 @@ def scenario_schema() -> dict:
                                                       "pause with a duration_ms resumes by itself; slow_start = start "
                                                       "and pause it duration_ms (> 0) before it is ready; disk_full = "
                                                       "fill the broker's store for duration_ms (0: to the end), then "
-                                                      "free it.", {
+                                                      "free it; partition = cut the broker off from its clients and "
+                                                      "the name server for duration_ms (> 0); latency = delay what "
+                                                      "the broker sends by delay_ms for duration_ms (0: to the end).", {
                 "at_ms": (ms, "When, in milliseconds after the scenario starts (with after: after the anchor event)."),
                 "action": ({"enum": list(FAULT_ACTIONS_SCHEDULABLE)}, "What to do to the target."),
                 "target": ({"enum": list(FAULT_TARGETS)}, "Which part of the system."),
@@ -273,6 +284,9 @@ def scenario_schema() -> dict:
                                     + ", ".join(FAULT_ACTIONS_WITH_DURATION) + "; must be 0 for the others."),
                 "after": ({"oneOf": [{"type": "null"}, {"$ref": "#/$defs/anchor"}]},
                           "Time this step from what the broker did, not from the scenario's start (null: from the start)."),
+                "delay_ms": ({"type": "integer", "minimum": 0, "maximum": MAX_DELAY_MS},
+                             f"latency only: the delay added to every packet the broker sends (1..{MAX_DELAY_MS}); "
+                             "must be 0 for the others."),
             }),
             "anchor": _object(FaultAnchor, "Fault anchor", "The broker event a fault step is timed from, counted from "
                                                           "when the previous fault step fired (the first: from the first "
@@ -349,7 +363,16 @@ def _cross_check(raw: dict, where: str) -> None:
         if f["action"] in ("outage", "slow_start") and (duration == "missing" or duration <= 0):
             fail(f"faults[{i}].duration_ms", f"how long the {f['action']} lasts, an integer > 0", duration)
         if f["action"] in BROKER_ONLY_ACTIONS and f.get("target", "broker") != "broker":
-            fail(f"faults[{i}].target", f"broker ({f['action']} fills the broker's store)", f["target"])
+            what = "fills the broker's store" if f["action"] in STORE_FILL_ACTIONS else "acts on the broker's network"
+            fail(f"faults[{i}].target", f"broker ({f['action']} {what})", f["target"])
+        if f["action"] == "partition" and (duration == "missing" or not 0 < duration <= MAX_PARTITION_MS):
+            fail(f"faults[{i}].duration_ms", f"how long the partition lasts, 1..{MAX_PARTITION_MS} (a longer one "
+                                             "outlives the broker's 120 s channel expiry: reference.network)", duration)
+        delay = f.get("delay_ms", 0)
+        if f["action"] == "latency" and delay <= 0:
+            fail(f"faults[{i}].delay_ms", f"the delay the latency adds, 1..{MAX_DELAY_MS}", delay)
+        if f["action"] != "latency" and delay != 0:
+            fail(f"faults[{i}].delay_ms", "0 or no such field (only latency takes a delay)", delay)
         if f["action"] not in FAULT_ACTIONS_WITH_DURATION and duration not in (0, "missing"):
             fail(f"faults[{i}].duration_ms", f"0 or no such field ({f['action']} takes no duration; "
                                              f"use {'/'.join(FAULT_ACTIONS_WITH_DURATION)})", duration)
@@ -394,7 +417,8 @@ def scenario_from_json(raw: Any, where: str = "scenario") -> Scenario:
         ),
         faults=tuple(FaultStep(at_ms=int(f["at_ms"]), action=f["action"], target=f.get("target", "broker"),
                                duration_ms=int(f.get("duration_ms", 0)),
-                               after=None if f.get("after") is None else FaultAnchor(**f["after"]))
+                               after=None if f.get("after") is None else FaultAnchor(**f["after"]),
+                               delay_ms=int(f.get("delay_ms", 0)))
                      for f in raw.get("faults", [])),
         profile=Profile(**{k: (int(v) if k != "message_delay_level" else v) for k, v in prof.items()}),
         seed=int(raw.get("seed", 0)),

@@ -101,14 +101,16 @@ class SystemSpec:
         return tuple(d.strip() for d in m.group("defects").split(",") if d.strip())
 
 
-def broker_profile(p: Profile, fillable_store: bool = False) -> BrokerProfile:
+def broker_profile(p: Profile, fillable_store: bool = False, own_network: bool = False) -> BrokerProfile:
     return BrokerProfile(message_delay_level=p.message_delay_level, flush_delay_offset_interval_ms=p.flush_delay_offset_interval_ms,
-                         fillable_store=fillable_store)
+                         fillable_store=fillable_store, own_network=own_network)
 
 
-def open_system(spec: SystemSpec, profile: Profile, workdir: Path, seed: int = 0, fillable_store: bool = False) -> System:
+def open_system(spec: SystemSpec, profile: Profile, workdir: Path, seed: int = 0, fillable_store: bool = False,
+                own_network: bool = False) -> System:
     """A system for ``spec`` with ``profile`` (not set up yet: call ``setup()``); ``fillable_store``:
-    its scenarios fill the broker's store (``disk_full``)."""
+    its scenarios fill the broker's store (``disk_full``); ``own_network``: they cut or slow the
+    broker's network (``partition``, ``latency``)."""
     if spec.virtual:
         from adapters.simulated import open_simulated
 
@@ -116,7 +118,7 @@ def open_system(spec: SystemSpec, profile: Profile, workdir: Path, seed: int = 0
     if spec.spec.startswith(("rocketmq:", "dist:", "jars:")):
         from adapters.rocketmq import open_system as open_rocketmq
 
-        return open_rocketmq(system=spec.spec, runtime=spec.runtime, workdir=workdir, profile=broker_profile(profile, fillable_store), image=spec.image,
+        return open_rocketmq(system=spec.spec, runtime=spec.runtime, workdir=workdir, profile=broker_profile(profile, fillable_store, own_network), image=spec.image,
                              namesrv_addr=spec.namesrv, fault_commands=spec.fault_commands())
     raise AdapterError(
         f"unknown system {spec.spec!r}: expected rocketmq:<version>, dist:/path, jars:/path, simulated or simulated[defects]"

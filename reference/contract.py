@@ -29,7 +29,8 @@ INVARIANTS: tuple[str, ...] = (
 #: What a consumer answers on one delivery of a message.
 PLAN_WORDS: tuple[str, ...] = ("OK", "LATER", "CRASH")
 SEND_STATUSES: tuple[str, ...] = ("SEND_OK", "FAILED", "UNKNOWN")
-FAULT_ACTIONS: tuple[str, ...] = ("kill", "stop", "start", "ready", "pause", "resume", "disk_full", "disk_free")
+FAULT_ACTIONS: tuple[str, ...] = ("kill", "stop", "start", "ready", "pause", "resume", "disk_full", "disk_free",
+                                  "partition", "partition_end", "latency", "latency_end")
 FAULT_TARGETS: tuple[str, ...] = ("broker", "namesrv", "consumer", "proxy")
 EVENT_TYPES: tuple[str, ...] = ("send", "deliver", "dlq", "fault", "snapshot")
 #: ``moment`` of a ``snapshot`` event: when the harness took it — at the run's start, after a
@@ -132,6 +133,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("anchor", "str", False),  # an anchored step: what it was timed from ("reput level 3 #2 at ...")
         _f("anchor_event_ms", "int", False),  # an anchored step: when that anchor event happened
         _f("version", "str", False),  # a broker's ready in an across-store chain: the version now running
+        _f("delay_ms", "int", False),  # latency: the delay added to every packet the broker sends
     ),
     "snapshot": (
         _f("source", "str"),

@@ -36,6 +36,7 @@ from reference.profile import Profile, profile_from_run
 from reference.retry import requested_retry_level, retry_level
 from reference.timer import rounded_deliver_ms
 from reference.disk import write_outages
+from reference.network import local_retry_lag_ms, send_back_lag_ms, unknown_send_outages
 from reference.windows import OutageIndex, broker_outages, merge_outages
 
 
@@ -107,7 +108,8 @@ def _first_attempt(send: Mapping, profile: Profile, where: str) -> tuple[int, in
 def _unknown_send_latest(born: int, ts: int, delay: int, latest: int, widened: str | None,
                          outages: list, slack: int, first_delay: int) -> tuple[int | None, str | None]:
     """NettyRemotingServer (4.9.x): a send that timed out against a paused broker waits in the socket
-    and is stored when the broker resumes, so its delay runs from there."""
+    and is stored when the broker resumes, so its delay runs from there (a partitioned broker: when
+    TCP retransmits the request after the heal, reference.network.unknown_send_outages)."""
     for o in outages:
         if o.down_ms <= ts and (o.up_ms is None or o.up_ms >= born):
             if o.up_ms is None:
@@ -160,6 +162,12 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     widen = OutageIndex(outages, first_delay, slack).widen
     consumer_outages = broker_outages(faults, target="consumer")
     widen_local = OutageIndex(consumer_outages, 0, slack).widen  # a paused/killed consumer re-consumes later
+    # reference.network: a partition widens the windows of UNKNOWN sends only (a request stored
+    # after the heal) and the local re-consume of a LATER whose send-back met it; latency delays
+    # the storing of a retry by a round trip
+    unknown_outages = merge_outages(outages + unknown_send_outages(faults))
+    local_lag = local_retry_lag_ms(faults)
+    back_lag = send_back_lag_ms(faults)
     table = profile.level_table
     max_level = table.max_level
     top_rt = max([profile.max_reconsume_times] + [v for _, v in profile.max_reconsume_times_by_group])
@@ -183,9 +191,9 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
         widened = None
         if outages:
             latest, widened = widen(born if born is not None else anchor0, earliest, latest)
-            if status == "UNKNOWN" and latest is not None:
-                latest, widened = _unknown_send_latest(born if born is not None else anchor0, anchor0, delay,
-                                                       latest, widened, outages, slack, first_delay)
+        if status == "UNKNOWN" and latest is not None and unknown_outages:
+            latest, widened = _unknown_send_latest(born if born is not None else anchor0, anchor0, delay,
+                                                   latest, widened, unknown_outages, slack, first_delay)
         for group in topic_groups.get(topic) or (None,):
             max_rt = group_rt.get(group, profile.max_reconsume_times)
             outcome = outcome_cache.get((plan_key, max_rt))
@@ -207,12 +215,12 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                     continue
                 last_anchor = last_laters.get((key, group, k - 1), anchor)
                 r_earliest = anchor + r_delay
-                r_latest = last_anchor + r_delay + slack
+                r_latest = last_anchor + r_delay + slack + back_lag(last_anchor)
                 r_widened = None
                 if outages:
                     r_latest, r_widened = widen(anchor, r_earliest, r_latest)
                 l_earliest = anchor + local_delay
-                l_latest = last_anchor + local_delay + slack
+                l_latest = last_anchor + local_delay + slack + local_lag(last_anchor)
                 if consumer_outages:
                     l_latest = widen_local(anchor, l_earliest, l_latest)[0]
                 append((run_id, key, k, topic, retry_queue, status, r_requested, r_level, r_level != r_requested,

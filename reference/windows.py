@@ -20,7 +20,8 @@ _DOWN = {"kill", "stop", "pause"}
 class Outage:
     """The broker did not serve from ``down_ms`` to ``up_ms`` (``None``: not back by the run's end)."""
 
-    action: str  # kill / stop / pause; disk_full (reference.disk: its writes failed)
+    action: str  # kill / stop / pause; disk_full (reference.disk: its writes failed); partition /
+    # latency (reference.network: for UNKNOWN sends only, until a retransmitted request is stored)
     down_ms: int
     up_ms: int | None
     note: str | None = None  # outages merged into this one (merge_outages): what each was
@@ -31,6 +32,10 @@ class Outage:
         if self.action == "disk_full":
             end = "never freed" if self.up_ms is None else f"writable again by {self.up_ms}"
             return f"broker store full at {self.down_ms}, {end}"
+        if self.action in ("partition", "latency"):
+            what = "cut off from its clients" if self.action == "partition" else "slow to its clients"
+            end = "never healed" if self.up_ms is None else f"a retransmitted request stored by {self.up_ms}"
+            return f"broker {what} at {self.down_ms}, {end}"
         end = "never ready again" if self.up_ms is None else f"ready at {self.up_ms}"
         return f"broker {self.action} at {self.down_ms}, {end}"
 

@@ -38,7 +38,7 @@ SEND_FIELDS = ("type", "ts_ms", "key", "topic", "delay_level", "deliver_at_ms", 
 DELIVER_FIELDS = ("type", "ts_ms", "key", "group", "topic", "queue_id", "queue_offset", "queue_topic",
                   "commit_log_offset", "body_crc", "reconsume_times", "born_ms", "store_ms", "outcome")
 DLQ_FIELDS = ("type", "ts_ms", "key", "group", "reconsume_times", "store_ms")
-FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group")
+FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group", "delay_ms")  # delay_ms: reference.network
 SNAPSHOT_FIELDS = ("type", "ts_ms", "source", "offsets", "moment", "broker", "max_offsets")
 
 

@@ -21,6 +21,9 @@ from reports.rows import EXPECTED_COL, LATENESS_BIN_MS, LATENESS_RANGE_MS, LATEN
 
 _COL = EXPECTED_COL
 
+#: LEVEL_ORDER: the return time given an UNKNOWN send (after every birth: it bounds no other store)
+UNKNOWN_NEVER_RETURNED = 2**62
+
 
 def _x(row, name):
     return None if row is None else row[_COL[name]]
@@ -86,7 +89,10 @@ def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict]
                 firsts[key] = (x[_COL["level"]], store)
     for key, (level, store) in firsts.items():
         s = sends[key]
-        out.rows.append((out.run_id, out.bucket, "lo", key, level, store, s["ts_ms"], s.get("born_ms", s["ts_ms"]), None))
+        # an UNKNOWN send's return says nothing of its store (it may be stored after: a paused or
+        # partitioned broker, reference.network): it never "returned" before another's birth
+        returned = s["ts_ms"] if s["status"] != "UNKNOWN" else UNKNOWN_NEVER_RETURNED
+        out.rows.append((out.run_id, out.bucket, "lo", key, level, store, returned, s.get("born_ms", s["ts_ms"]), None))
     _messages(out, exp, attempts, dlqs, ended_ms)
 
 

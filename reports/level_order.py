@@ -4,7 +4,9 @@ Within one effective delay level (the model's clamped level, carried by the ``lo
 :mod:`reports.judge_events`), a message B born after A's send returned must not be stored before A. The
 rows become a stream of "A returned" (at A's send ``ts_ms``) and "B born" events; sorted by time
 (a birth before a return at the same millisecond: the rule wants A's return strictly before B's
-birth), each B is compared with the latest store time among the A's returned before it.
+birth), each B is compared with the latest store time among the A's returned before it. An
+``UNKNOWN`` send never counts as returned (its row carries ``judge_events.UNKNOWN_NEVER_RETURNED``):
+it may be stored after it timed out, so its store bounds nobody's.
 """
 
 from __future__ import annotations

@@ -32,6 +32,8 @@ from adapters.rocketmq.provision import Distribution
 class SystemPorts:
     namesrv: int
     broker: int  # listenPort; the broker also takes broker-2 and broker+1
+    broker_host: str = "127.0.0.1"  # brokerIP1 (its network namespace's address: adapters.rocketmq.netns)
+    namesrv_host_for_broker: str = "127.0.0.1"  # where the broker finds the name server (the veth's host end)
 
     def all(self) -> tuple[int, ...]:
         return (self.namesrv, self.broker - 2, self.broker, self.broker + 1)
@@ -42,7 +44,7 @@ class SystemPorts:
 
     @property
     def broker_addr(self) -> str:
-        return f"127.0.0.1:{self.broker}"
+        return f"{self.broker_host}:{self.broker}"
 
 
 @dataclass(frozen=True)
@@ -138,8 +140,8 @@ def broker_config(dist: Distribution, profile: BrokerProfile, ports: SystemPorts
         "brokerId": "0",
         "brokerRole": "ASYNC_MASTER",
         "flushDiskType": "ASYNC_FLUSH",
-        "namesrvAddr": ports.namesrv_addr,
-        "brokerIP1": "127.0.0.1",
+        "namesrvAddr": f"{ports.namesrv_host_for_broker}:{ports.namesrv}",
+        "brokerIP1": ports.broker_host,
         "listenPort": str(ports.broker),
         "storePathRootDir": str(layout.store_dir),
         "storePathCommitLog": str(layout.commitlog_dir),

@@ -111,7 +111,7 @@ def install_cleanup_handlers() -> None:
 
 
 def java_command(spec: LaunchSpec, java: str = "java") -> list[str]:
-    return [java, *spec.jvm_opts, "-cp", os.pathsep.join(spec.classpath), spec.main_class, *spec.args]
+    return [*spec.command_prefix, java, *spec.jvm_opts, "-cp", os.pathsep.join(spec.classpath), spec.main_class, *spec.args]
 
 
 def tail_file(path: Path, lines: int = 60) -> str:

@@ -26,6 +26,9 @@ class LaunchSpec:
     mounts: tuple[Path, ...] = ()  # host dirs the JVM needs (home, store, conf): same path inside
     ports: tuple[int, ...] = ()  # the ports it listens on (for leftovers / diagnostics)
     labels: dict = field(default_factory=dict)
+    #: what the JVM's command line is run under, e.g. ``("ip", "netns", "exec", NS)`` (it must exec
+    #: the command, so the pid is the JVM's); the process runtime only
+    command_prefix: tuple[str, ...] = ()
 
 
 @runtime_checkable

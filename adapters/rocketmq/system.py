@@ -25,6 +25,8 @@ component that exits is reported at once with its exit status and log tail (e.g.
 
 from __future__ import annotations
 
+import atexit
+import dataclasses
 import os
 import re
 import sys
@@ -36,8 +38,9 @@ from adapters.base import (AdapterError, BrokerProfile, ConsumerSpec, NotReady, 
 from adapters.rocketmq import config as cfg
 from reference.contract import RETRY_PREFIX
 from reference.disk import DISK_ACTIONS, FILL, FREE
+from reference.network import LATENCY, LATENCY_END, NET_ACTIONS
 from adapters.rocketmq.clientlink import ClientError, ClientProcess, ConsumerProcess
-from adapters.rocketmq import disk
+from adapters.rocketmq import disk, netns
 from adapters.rocketmq.process import owner_alive, owner_tag, tail_file
 from adapters.rocketmq.provision import CHAIN_SEP, MAIN_CLASS, Distribution
 from adapters.rocketmq.runtime import LaunchSpec, Runtime
@@ -86,6 +89,7 @@ class RocketMQSystem:
         self._launched: set[str] = set()
         self._paused: set[str] = set()  # SIGSTOPped components: white-box reads skip them
         self._fillable = False  # the store is a size-limited filesystem we mounted (disk_full)
+        self._net: netns.BrokerNet | None = None  # the broker's own network namespace (partition, latency)
         self._is_setup = False
         version = CHAIN_SEP.join(d.version for d in self.chain)
         self.info = SystemInfo("rocketmq", version, runtime.name,
@@ -111,7 +115,9 @@ class RocketMQSystem:
         if component == "broker":  # a chain's versions may take different keys: written at each launch
             cfg.write_properties(conf, cfg.broker_config(dist, self.profile, self.ports, self.layout,
                                                          broker_name=self.broker_name))
+        prefix = netns.command_prefix(self._net) if component == "broker" and self._net is not None else ()
         return LaunchSpec(
+            command_prefix=prefix,
             component=component, main_class=MAIN_CLASS[component], classpath=dist.classpath(),
             jvm_opts=dist.jvm_opts(component) + props, args=("-c", str(conf)),
             env=(("ROCKETMQ_HOME", str(home)),), log_file=self.layout.logs_dir / f"{component}.out",
@@ -141,6 +147,8 @@ class RocketMQSystem:
                 self.dist.make_home(self.layout.home_dir)
                 self._lease = cfg.lease_ports(self._base_port)
                 self.ports = self._lease.ports
+                if self.profile.own_network:
+                    self._make_broker_network()
                 self.info.details["ports"] = {"namesrv": self.ports.namesrv, "broker": self.ports.broker}
                 cfg.write_properties(self.layout.conf_dir / "namesrv.conf", cfg.namesrv_config(self.ports))
                 self._launch("namesrv")
@@ -153,6 +161,8 @@ class RocketMQSystem:
             else:
                 if not all(self.can_fault(a, "broker") for a in DISK_ACTIONS):
                     self.info.details["disk_faults"] = "no fault command for disk_full/disk_free broker (give them in --faults)"
+                if self.profile.own_network:
+                    self.info.details["network_faults"] = "the external runtime has no commands for network faults yet"
                 names = self._request("brokers", timeout_s=30)["brokers"]
                 if not names:
                     raise NotReady(f"external cluster at {self.namesrv_addr}: no broker registered")
@@ -176,6 +186,9 @@ class RocketMQSystem:
         if self._fillable:
             disk.unmount(self.layout.store_dir)
             self._fillable = False
+        if self._net is not None:
+            netns.remove(self._net)
+            self._net = None
         self._is_setup = False
         if self._lease is not None:
             self._lease.release()
@@ -404,7 +417,7 @@ class RocketMQSystem:
         if why:
             self.info.details["disk_faults"] = why
             return
-        _sweep_leftover_mounts()
+        _sweep_once("mounts", disk.remove_leftover_mounts)
         disk.mount_limited(self.layout.store_dir, owner_tag())
         self._fillable = True
         self.info.details["store_limit_mb"] = disk.STORE_LIMIT_MB
@@ -424,9 +437,53 @@ class RocketMQSystem:
         if target == "broker" and self._fillable:
             disk.free(self.layout.store_dir)
 
+    # -- network faults (adapters.rocketmq.netns) ---------------------------------------------
+    def _make_broker_network(self) -> None:
+        """The broker in a network namespace of its own, reached at its veth address, or the reason
+        it is not in ``info.details['network_faults']`` (then scenarios that need it are skipped)."""
+        if self.runtime.name != "process":
+            self.info.details["network_faults"] = (f"network faults are not supported by the {self.runtime.name} runtime "
+                                                   "yet (its broker shares the host's network): use the process runtime")
+            return
+        why = netns.unavailable()
+        if why:
+            self.info.details["network_faults"] = why
+            return
+        _sweep_once("namespaces", netns.remove_leftovers)
+        net = netns.create(owner_tag())
+        atexit.register(netns.remove, net)  # idempotent: teardown removes it first
+        self._net = net
+        no_netem = netns.latency_unavailable(net)
+        if no_netem:
+            self.info.details["latency_faults"] = no_netem
+        self.ports = dataclasses.replace(self.ports, broker_host=net.ns_addr, namesrv_host_for_broker=net.host_addr)
+        self.info.details["broker_network"] = {"netns": net.name, "broker": net.ns_addr, "host": net.host_addr}
+
+    def _network(self, target: str) -> netns.BrokerNet:
+        if target != "broker" or self._net is None:
+            raise AdapterError(f"cannot act on the network of {target}: "
+                               + self.info.details.get("network_faults", "it does not run in a network namespace of its own"))
+        return self._net
+
+    def partition(self, target: str) -> None:
+        netns.partition(self._network(target))
+
+    def heal_partition(self, target: str) -> None:
+        netns.heal(self._network(target))
+
+    def add_latency(self, target: str, delay_ms: int) -> None:
+        netns.add_latency(self._network(target), delay_ms)
+
+    def remove_latency(self, target: str) -> None:
+        netns.remove_latency(self._network(target))
+
     def can_fault(self, action: str, target: str) -> bool:
         """Whether this system can perform the primitive fault (an external cluster only where the
-        user gave a command for it; filling a store only where it is size-limited)."""
+        user gave a command for it; filling a store only where it is size-limited; network faults
+        only on a broker in a namespace of its own)."""
+        if action in NET_ACTIONS:
+            slowing = action in (LATENCY, LATENCY_END)
+            return target == "broker" and self._net is not None and not (slowing and "latency_faults" in self.info.details)
         if action in DISK_ACTIONS and not self.external:
             return target == "broker" and self._fillable
         if target == "consumer":
@@ -489,14 +546,15 @@ class LocalRocketMQSystem(RocketMQSystem):
             return None
 
 
-_MOUNTS_SWEPT = False
+_SWEPT: set[str] = set()
 
 
-def _sweep_leftover_mounts() -> None:
-    global _MOUNTS_SWEPT
-    if not _MOUNTS_SWEPT:
-        _MOUNTS_SWEPT = True
-        disk.remove_leftover_mounts(owner_alive, lambda line: print(line, file=sys.stderr, flush=True))
+def _sweep_once(kind: str, remove_leftovers) -> None:
+    """Remove, once per process, the fillable stores (``mounts``) or network namespaces
+    (``namespaces``) left by harnesses that are gone."""
+    if kind not in _SWEPT:
+        _SWEPT.add(kind)
+        remove_leftovers(owner_alive, lambda line: print(line, file=sys.stderr, flush=True))
 
 
 _ERROR_LINE = re.compile(r"\bERROR\b|Exception\b")

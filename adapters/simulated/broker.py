@@ -56,6 +56,10 @@ class SimBroker:
         self.start_paused_at: int | None = None  # paused while starting (slow_start): since when
         self.deferred: list[Callable[[], None]] = []
         self.pending_while_paused: list[Callable[[], None]] = []  # sends held in the socket buffer
+        self.partitioned = False  # cut off from every client and the name server (reference.network)
+        self.latency_ms = 0  # added to everything the broker sends (reference.network)
+        self.pending_while_partitioned: list[Callable[[], None]] = []  # sends TCP retransmits after the heal
+        self.stalled_levels: set[int] = set()  # REPUT_PAUSED_WHILE_PARTITIONED: levels waiting for the heal
         self.timer_heap: list[tuple[int, int, StoredMessage]] = []  # (deliver_ms, commit offset, entry)
         self.level_wake: dict[int, int] = {}  # level -> when its task runs next
         self.timer_wake: int | None = None  # when the timer wheel runs next
@@ -82,6 +86,11 @@ class SimBroker:
     @property
     def serving(self) -> bool:
         return self.state == UP
+
+    @property
+    def reachable(self) -> bool:
+        """Serving, and not cut off from the clients (a partition, reference.network)."""
+        return self.state == UP and not self.partitioned
 
     @property
     def writable(self) -> bool:
@@ -138,6 +147,8 @@ class SimBroker:
         self.incarnation += 1
         self.deferred.clear()
         self.pending_while_paused.clear()  # requests in the socket buffer die with the process
+        self.pending_while_partitioned.clear()
+        self.stalled_levels.clear()
 
     def pause(self) -> None:
         if self.state == UP:
@@ -165,6 +176,19 @@ class SimBroker:
             send()
         for task in held:
             task()
+
+    # --- network faults ---------------------------------------------------------------------
+    def heal_partition(self) -> None:
+        """The partition ends: the requests TCP still retransmits arrive (UNKNOWN sends stored now);
+        REPUT_PAUSED_WHILE_PARTITIONED: the stalled levels run again, a first delay after it."""
+        self.partitioned = False
+        if self.state == UP:
+            sends, self.pending_while_partitioned = self.pending_while_partitioned, []
+            for send in sends:
+                send()
+        stalled, self.stalled_levels = self.stalled_levels, set()
+        for level in sorted(stalled):
+            self._wake_level(level, self.clock.now_ms() + self.profile.first_delay_ms)
 
     # --- periodic persistence ---------------------------------------------------------------
     def _flush_schedule(self) -> None:
@@ -230,6 +254,9 @@ class SimBroker:
         if self.level_wake.get(level) != scheduled_ms:
             return  # superseded by an earlier wake-up
         del self.level_wake[level]
+        if self.partitioned and Defect.REPUT_PAUSED_WHILE_PARTITIONED in self.defects:
+            self.stalled_levels.add(level)  # the broken broker waits for its name server
+            return
         nxt = self.schedule.run_level(level, self.clock.now_ms(), self._reput)
         if nxt is not None:
             self._wake_level(level, nxt)

@@ -94,7 +94,7 @@ class SimConsumer:
     def commit(self) -> None:
         """RemoteBrokerOffsetStore.persistAll: the local offsets go to the broker (if it answers)."""
         broker = self.system.broker
-        if not broker.serving:
+        if not broker.reachable:
             return
         for queue, offset in self.next_offsets.items():
             held = self.local_retries.get(queue)
@@ -105,7 +105,7 @@ class SimConsumer:
     # --- pulling ----------------------------------------------------------------------------
     def schedule_pull(self) -> None:
         clock = self.system.clock
-        at = clock.now_ms() + self.system.rng.randint(*PULL_LATENCY_MS)
+        at = clock.now_ms() + self.system.rng.randint(*PULL_LATENCY_MS) + self.system.broker.latency_ms
         if self.pull_at is not None and self.pull_at <= at:
             return
         self.pull_at = at
@@ -115,7 +115,7 @@ class SimConsumer:
     def _pull(self, inc: int, at: int) -> None:
         if self.pull_at == at:
             self.pull_at = None
-        if inc != self.incarnation or not self.alive or self.paused or not self.system.broker.serving:
+        if inc != self.incarnation or not self.alive or self.paused or not self.system.broker.reachable:
             return
         store = self.system.broker.store
         for topic, qid in self.system.owned_queues(self):
@@ -158,10 +158,10 @@ class SimConsumer:
         failing = system.send_back_failure_rate
         rng: random.Random = system.rng
         attempt = msg if msg.reconsume_times == reconsume_times else replace(msg, reconsume_times=reconsume_times)
-        if broker.writable and not (failing and rng.random() < failing):
+        if broker.reachable and broker.writable and not (failing and rng.random() < failing):
             broker.send_back(attempt, self.group, self.max_reconsume_times)
             return
-        if broker.writable and not (failing and rng.random() < failing):
+        if broker.reachable and broker.writable and not (failing and rng.random() < failing):
             broker.send_back(attempt, self.group, self.max_reconsume_times, resend=True)
             return
         inc = self.incarnation

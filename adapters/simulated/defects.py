@@ -70,6 +70,12 @@ class Defect(enum.Enum):
         "re-put is re-put again", "a slow start (slow_start of >= 10 s) after re-puts "
         "(persistence: every *-slow-* scenario)")
 
+    REPUT_PAUSED_WHILE_PARTITIONED = DefectInfo(
+        "ON_TIME", "the schedule service stops while the broker is cut off from its name server (as a "
+        "broker that suspends its timers when it loses its registration or role) and catches up only a "
+        "first delay after the heal: every message due in a partition is re-put late",
+        "delayed messages falling due during a partition (chaos: partition-while-due)")
+
     @property
     def invariant(self) -> str:
         return self.value.invariant

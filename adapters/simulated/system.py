@@ -15,6 +15,7 @@ from adapters.simulated.defects import Defect
 from adapters.simulated.store import StoredMessage
 from reference.contract import FAULT_TARGETS, retry_topic
 from reference.disk import DISK_ACTIONS
+from reference.network import NET_ACTIONS
 from reference.levels import parse_level_table
 from reference.plans import PlanCursor, parse_plan
 from reference.profile import Profile
@@ -119,7 +120,7 @@ class SimulatedSystem:
 
     # --- DiskFaults -------------------------------------------------------------------------
     def can_fault(self, action: str, target: str) -> bool:
-        return target == "broker" or action not in DISK_ACTIONS
+        return target == "broker" or action not in DISK_ACTIONS + NET_ACTIONS
 
     def fill_disk(self, target: str) -> None:
         """reference.disk: the store is marked full at once (a real broker within DISK_CHECK_MS)."""
@@ -127,6 +128,22 @@ class SimulatedSystem:
 
     def free_disk(self, target: str) -> None:
         self.broker.schedule.store_full = False  # failed re-puts are tried again every RETRY_PUT_MS
+
+    # --- NetworkFaults ----------------------------------------------------------------------
+    def partition(self, target: str) -> None:
+        """reference.network: sends time out (some stored at the heal), pulls and send-backs fail."""
+        self.broker.partitioned = True
+
+    def heal_partition(self, target: str) -> None:
+        self.broker.heal_partition()
+        self._on_broker_ready()  # the consumers' pulls go through again
+
+    def add_latency(self, target: str, delay_ms: int) -> None:
+        """What the broker sends arrives ``delay_ms`` later: send results and deliveries."""
+        self.broker.latency_ms = delay_ms
+
+    def remove_latency(self, target: str) -> None:
+        self.broker.latency_ms = 0
 
     # --- Pausable ---------------------------------------------------------------------------
     def pause(self, target: str) -> None:
@@ -161,7 +178,7 @@ class SimulatedSystem:
         if broker.state not in (UP, PAUSED):
             clock.advance(self.rng.randint(*SEND_LATENCY_MS))
             return SendResult("FAILED", clock.now_ms(), born, msg_id, crc, "connection refused: broker not serving")
-        if broker.state == UP and not broker.writable:
+        if broker.state == UP and not broker.writable and not broker.partitioned:
             clock.advance(self.rng.randint(*SEND_LATENCY_MS))
             return SendResult("FAILED", clock.now_ms(), born, msg_id, crc, "SERVICE_NOT_AVAILABLE: the store is full")
         count = broker.store.queue_counts.get(req.topic) or (broker.store.create_topic(req.topic, 4) or 4)
@@ -188,8 +205,13 @@ class SimulatedSystem:
                 broker.pending_while_paused.append(store)
             clock.advance(SEND_TIMEOUT_MS)
             return SendResult("UNKNOWN", clock.now_ms(), born, msg_id, crc, "timeout: broker did not answer")
+        if broker.partitioned:  # TCP retransmits the request; the client times out
+            if self.rng.random() < self.unknown_stored_rate:
+                broker.pending_while_partitioned.append(store)
+            clock.advance(SEND_TIMEOUT_MS)
+            return SendResult("UNKNOWN", clock.now_ms(), born, msg_id, crc, "timeout: the broker is cut off")
         store()
-        clock.advance(self.rng.randint(*SEND_LATENCY_MS))
+        clock.advance(self.rng.randint(*SEND_LATENCY_MS) + broker.latency_ms)
         return SendResult("SEND_OK", clock.now_ms(), born, msg_id, crc)
 
     # --- Consuming --------------------------------------------------------------------------
@@ -224,7 +246,7 @@ class SimulatedSystem:
             if c.group == group and c.alive:
                 owned = set(self.owned_queues(c))
                 for q in [q for q in c.next_offsets if q not in owned]:
-                    if self.broker.serving:
+                    if self.broker.reachable:
                         self.broker.consumer_offsets[(group, q[0], q[1])] = c.next_offsets[q]
                     del c.next_offsets[q]
                 c.schedule_pull()

@@ -144,3 +144,23 @@ def delay_ms(level: int) -> int:
     if level <= 0:
         return 0
     return LEVELS_S[min(level, len(LEVELS_S)) - 1] * 1000
+
+
+def run_and_check(scenario, system_name: str, runtime_name: str, out: Path, skip_if_skipped: bool = False):
+    """Run one scenario through the batch on its own system and check it: (run directory, verdict,
+    run.json, every event of the run). A scenario the system skips fails the test, or with
+    ``skip_if_skipped`` skips it with the system's reason (a fault this machine cannot make)."""
+    from harness.batch import BatchOptions, run_batch
+    from harness.systems import SystemSpec
+    from reports.check import check_runs
+
+    results, errors = run_batch([scenario], BatchOptions(SystemSpec(system_name, runtime_name), out, progress=False))
+    assert not errors, errors
+    (res,) = results
+    if res.skipped and skip_if_skipped:
+        pytest.skip(res.skipped)
+    assert res.skipped is None, res.skipped
+    (verdict,) = check_runs([res.run_dir])
+    run = json.loads((res.run_dir / "run.json").read_text())
+    events = [json.loads(x) for f in sorted((res.run_dir / "events").glob("*.jsonl")) for x in f.read_text().splitlines()]
+    return res.run_dir, verdict, run, events

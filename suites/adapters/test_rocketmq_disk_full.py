@@ -10,18 +10,14 @@ mounted after the run.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from adapters.rocketmq import disk
-from harness.batch import BatchOptions, run_batch
 from harness.catalogue.chaos import disk_full_while_due
-from harness.systems import SystemSpec
 from harness.verdicts import describe
-from reference.rundir import EVENTS_DIR, HARNESS_EVENTS
-from suites.adapters.conftest import process_first_runtimes
+from suites.adapters.conftest import process_first_runtimes, run_and_check
 
 pytestmark = pytest.mark.realbroker
 
@@ -40,16 +36,8 @@ SYSTEMS = [pytest.param("rocketmq:4.9.7", id="4.9.7", marks=pytest.mark.slow), p
 @pytest.mark.parametrize("runtime_name", process_first_runtimes())
 @pytest.mark.parametrize("system_name", SYSTEMS)
 def test_a_full_store_delays_but_loses_nothing(system_name, runtime_name, tmp_path):
-    from reports.check import check_runs
-
     sc = disk_full_while_due()
-    results, errors = run_batch([sc], BatchOptions(SystemSpec(system_name, runtime_name), tmp_path, progress=False))
-    assert not errors, errors
-    (res,) = results
-    assert res.skipped is None, res.skipped
-    (verdict,) = check_runs([res.run_dir])
-    run = json.loads((res.run_dir / "run.json").read_text())
-    events = [json.loads(x) for x in (res.run_dir / EVENTS_DIR / HARNESS_EVENTS).read_text().splitlines()]
+    _, verdict, run, events = run_and_check(sc, system_name, runtime_name, tmp_path)
     failed = [e["key"] for e in events if e["type"] == "send" and e["status"] == "FAILED"]
     logs = Path(run["system"]["workdir"]) / "home" / "logs"
     marked = any("so mark disk full" in p.read_text(errors="replace") for p in logs.rglob("*.log"))

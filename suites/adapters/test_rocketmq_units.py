@@ -52,6 +52,18 @@ def test_broker_config_has_the_profile_paths_and_version_keys(tmp_path):
     assert five["timerWheelEnable"] == "true" and five["timerPrecisionMs"] == "1000"
     written = cfg.write_properties(tmp_path / "broker.conf", four).read_text()
     assert "messageDelayLevel=1s 2s\n" in written
+    in_ns = cfg.SystemPorts(19876, 19881, broker_host="10.213.7.2", namesrv_host_for_broker="10.213.7.1")
+    conf = cfg.broker_config(Distribution("rocketmq:4.9.7", "4.9.7", tmp_path), profile, in_ns, layout)
+    assert conf["brokerIP1"] == "10.213.7.2" and conf["namesrvAddr"] == "10.213.7.1:19876"  # adapters.rocketmq.netns
+    assert in_ns.broker_addr == "10.213.7.2:19881" and in_ns.namesrv_addr == "127.0.0.1:19876"  # the clients' view
+
+
+def test_a_command_prefix_runs_the_jvm_under_it_with_the_same_pid(tmp_path):
+    from adapters.rocketmq.process import java_command
+
+    spec = LaunchSpec("broker", "Main", ("a.jar",), ("-Xmx1g",), ("-c", "b.conf"), (), tmp_path / "log",
+                      command_prefix=("ip", "netns", "exec", "ns1"))
+    assert java_command(spec) == ["ip", "netns", "exec", "ns1", "java", "-Xmx1g", "-cp", "a.jar", "Main", "-c", "b.conf"]
 
 
 def test_pick_ports_skips_a_base_with_a_busy_broker_port():

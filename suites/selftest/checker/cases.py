@@ -66,6 +66,14 @@ def level_order_kept() -> RunBuilder:
             .deliver("first", 5050).deliver("second", 5150))
 
 
+def level_order_unknown_stored_late() -> RunBuilder:
+    """late's send timed out in a partition (UNKNOWN) and TCP delivered it after the heal: stored
+    after second, born after late's send returned — no LEVEL_ORDER finding (reference.network)."""
+    return (RunBuilder("level-order-unknown").fault(0, "partition").fault(2000, "partition_end")
+            .send("late", 0, level=2, status="UNKNOWN").send("second", 100, level=2)
+            .deliver("late", 9000).deliver("second", 5150))
+
+
 def retry_gap() -> RunBuilder:
     """Attempt 0 answered LATER, then attempt 2 arrives: attempt 1 is missing."""
     return (RunBuilder("retry-gap").send("r", 0, plan=["LATER", "LATER", "OK"]).deliver("r", 10, outcome="LATER")
@@ -156,7 +164,7 @@ def timer_too_far() -> RunBuilder:
 
 
 ALL = [clean_mix, lost, pending_at_end, unknown_sends, early, early_clamped, late_with_kill, late_plain,
-       level_order_broken, level_order_kept, retry_gap, retry_after_ok, dlq_kept, dlq_wrong_message, dlq_twice,
+       level_order_broken, level_order_kept, level_order_unknown_stored_late, retry_gap, retry_after_ok, dlq_kept, dlq_wrong_message, dlq_twice,
        consumer_duplicate, consumer_redelivery_after_crash, scheduler_duplicate, reversed_arrival_allowed,
        reversed_arrival_persisted, integrity_topic, integrity_body,
        integrity_unknown_key, timer_kept, timer_too_far]

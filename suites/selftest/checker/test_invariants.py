@@ -112,6 +112,12 @@ def test_level_order(verdicts):
     assert "before first" in e["explanation"]
 
 
+def test_an_unknown_send_stored_after_a_partition_bounds_no_later_message(verdicts):
+    v = verdicts["level-order-unknown"]
+    assert v["passed"] is True, v
+    assert v["recovered"] == 1
+
+
 def test_retry_schedule_gap_and_retry_after_ok(verdicts):
     v = verdicts["retry-gap"]
     assert "RETRY_SCHEDULE" in [i for i, e in v["invariants"].items() if e["passed"] is False]

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from adapters.base import BrokerProfile
+from adapters.simulated import open_simulated
 from adapters.simulated.defects import Defect
 from harness.batch import BatchOptions, run_batch
+from harness.runner import ScenarioRun
 from harness.systems import SystemSpec
 
 #: the defects of the schedule offset's persistence (stale, rewound, lost, and the new classes)
@@ -28,3 +31,17 @@ def verdicts_by_defect(scenarios, defects, out: Path) -> dict:
         runs[d] = [r for r in results if not r.skipped]
     verdicts = {v["run_id"]: v for v in check_runs([r.run_dir for rs in runs.values() for r in rs])}
     return {d: [verdicts[r.run_id] for r in rs] for d, rs in runs.items()}
+
+
+def run_on_simulator(tmp_path: Path, scenario, defects=()):
+    """One scenario on a simulated broker (seed 1, no random write failures, so a fault alone
+    decides what fails): its RunResult, the run directory under ``tmp_path``."""
+    run_id = f"{scenario.name}-{tmp_path.name}"
+    p = scenario.profile
+    system = open_simulated(BrokerProfile(p.message_delay_level, p.flush_delay_offset_interval_ms), defects=defects,
+                            seed=1, put_failure_rate=0.0)
+    system.setup()
+    try:
+        return ScenarioRun(scenario, system, tmp_path / run_id, run_id).execute()
+    finally:
+        system.teardown()

@@ -8,25 +8,15 @@ from dataclasses import replace
 
 import pytest
 
-from adapters.base import BrokerProfile
-from adapters.simulated import open_simulated
+from suites.selftest.harness.defect_runs import run_on_simulator
 from harness.catalogue.chaos import disk_full_while_due
-from harness.runner import ScenarioRun, skip_reason
+from harness.runner import skip_reason
 from harness.scenario import ScenarioError, scenario_from_json
 from harness.verdicts import assert_conforms, describe
 from reference.rundir import EVENTS_DIR, HARNESS_EVENTS
 
 
-def _run(tmp_path, scenario, defects=()):
-    run_id = f"{scenario.name}-{tmp_path.name}"
-    p = scenario.profile
-    system = open_simulated(BrokerProfile(p.message_delay_level, p.flush_delay_offset_interval_ms), defects=defects,
-                            seed=1, put_failure_rate=0.0)
-    system.setup()
-    try:
-        return ScenarioRun(scenario, system, tmp_path / run_id, run_id).execute()
-    finally:
-        system.teardown()
+_run = run_on_simulator
 
 
 @pytest.fixture(scope="module")

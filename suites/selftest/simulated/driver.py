@@ -86,6 +86,9 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
                 system.start(item.target)
                 system.wait_ready(item.target)
                 fault_event("ready", item.target)
+            elif item.action == "partition_end":  # NetworkFaults.heal_partition
+                fault_event(item.action, item.target)
+                system.heal_partition(item.target)
             else:
                 fault_event(item.action, item.target)
                 getattr(system, item.action)(item.target)

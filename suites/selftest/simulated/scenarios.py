@@ -43,6 +43,9 @@ def exposing(defect: Defect) -> tuple[list[Send], list[Fault], dict]:
         # re-puts persisted by the first flush, then a graceful restart whose start takes 11 s
         sends = [Send(i * 100, f"e{i}", delay_level=1) for i in range(20)]
         return sends, [Fault(12_000, "stop"), Fault(13_000, "start")], {"startup_ms": 11_000}
+    if defect is Defect.REPUT_PAUSED_WHILE_PARTITIONED:
+        # levels 1..5 fall due while the broker is cut off for 4 s
+        return steady, [Fault(1500, "partition"), Fault(5500, "partition_end")], {}
     return steady, [], {}
 
 

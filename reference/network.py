@@ -1,0 +1,128 @@
+"""Network faults between the clients and the broker: what a correct broker does with delayed
+messages and retries while it is cut off or slow (the ``partition``/``partition_end`` and
+``latency``/``latency_end`` fault events of ``target: broker``).
+
+The rule, method by method:
+
+- ScheduleMessageService.DeliverDelayedMessageTimerTask runs inside the broker and writes to its
+  own store: a partition does not stop it, so every re-put keeps its time. ON_TIME and NOT_EARLY
+  judge ``store_ms``, so neither window moves; only the deliveries (the consumers' pulls) wait for
+  the heal. Nothing may be lost and no offset is restored: no scheduler duplicate is allowed.
+- DefaultMQProducerImpl.sendDefaultImpl / NettyRemotingAbstract.invokeSyncImpl: a send during a
+  partition times out (``UNKNOWN``), but its request is in the client's socket and TCP retransmits
+  it — also after NettyRemotingClient.invokeSync closed the channel on the timeout
+  (clientCloseSocketIfTimeout; the kernel still sends what was queued before the FIN) — so the
+  first retransmission after the heal may still be stored then (seen on 4.9.7: 6 s after an 8 s
+  partition). The next send connects anew and fails (``FAILED``, RemotingConnectException: its SYN
+  is dropped, nothing was sent). Retransmissions back off exponentially from the initial RTO, so the
+  first one after a partition of length D comes at most D + :data:`INITIAL_RTO_MS` after the heal.
+  For ``UNKNOWN`` sends only, a partition is an outage up to that bound
+  (:func:`unknown_send_outages`); it widens no other window, and an ``UNKNOWN`` send's return
+  bounds no other message's store (LEVEL_ORDER, ``reports.level_order``).
+- DefaultMQPushConsumerImpl.sendMessageBack: a send-back during a partition times out
+  (:data:`SEND_BACK_TIMEOUT_MS`), then the client's re-send through its own producer does
+  (:data:`CLIENT_SEND_TIMEOUT_MS`), then ConsumeMessageConcurrentlyService re-consumes the same
+  stored copy locally 5 s later (``reference.plans.later_not_stored``): the local window of a
+  ``LATER`` answered in a partition is later by :data:`SEND_BACK_FAILS_AFTER_MS`
+  (:func:`local_retry_lag_ms`).
+- PullMessageService: the consumers' pulls fail until the heal (then retried after
+  ``pullTimeDelayMillsWhenException``, 3 s), and a long poll answered during the partition reaches
+  the client by TCP retransmission after it: deliveries come late, their ``store_ms`` does not.
+- A partition longer than the broker's channel expiry (ClientHousekeepingService: 120 s without a
+  heartbeat) drops the clients from their groups, and a name server drops the broker after 120 s
+  (RouteInfoManager.scanNotActiveBroker): group membership and routes change, which this rule does
+  not state. Scenarios keep partitions below :data:`MAX_PARTITION_MS`.
+- Latency (netem delay of ``delay_ms`` on every packet the broker sends): store times are the
+  broker's own, so windows do not move; a retry is stored when its send-back arrives, one round trip
+  (2 × ``delay_ms``) after the ``LATER`` (:func:`send_back_lag_ms`); an ``UNKNOWN`` send in a latency
+  period may be stored up to its end + ``delay_ms`` + the initial RTO.
+
+What the model does not yet state: a send-back that timed out in a partition may also be stored
+after the heal by TCP retransmission, beside the local re-consume of the same attempt (a second
+copy of that retry); scenarios keep ``LATER`` answers out of partitions.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from reference.windows import Outage
+
+PARTITION, PARTITION_END = "partition", "partition_end"
+LATENCY, LATENCY_END = "latency", "latency_end"
+#: the primitive fault actions of network faults (``fault`` events of ``target: broker``)
+NET_ACTIONS = (PARTITION, PARTITION_END, LATENCY, LATENCY_END)
+#: TCP_TIMEOUT_INIT (Linux): the initial retransmission timeout, an upper bound of the first RTO
+INITIAL_RTO_MS = 1_000
+#: DefaultMQPushConsumerImpl.sendMessageBack: consumerSendMessageBack's timeout
+SEND_BACK_TIMEOUT_MS = 5_000
+#: DefaultMQProducer.sendMsgTimeout of the client's internal producer (the re-send)
+CLIENT_SEND_TIMEOUT_MS = 3_000
+#: how much later than usual a send-back that meets a partition gives up
+SEND_BACK_FAILS_AFTER_MS = SEND_BACK_TIMEOUT_MS + CLIENT_SEND_TIMEOUT_MS
+#: ClientHousekeepingService / RouteInfoManager: 120 s without a heartbeat; partitions stay below
+MAX_PARTITION_MS = 100_000
+#: the largest netem delay a latency step may add (below every client timeout, with room for the
+#: round trip)
+MAX_DELAY_MS = 1_000
+
+
+def _periods(faults: Iterable[Mapping], start: str, end: str, target: str) -> list[tuple[int, int | None, Mapping]]:
+    """(start ts, end ts or None, the start event) of each period from a ``start`` to its ``end``."""
+    events = sorted((f for f in faults if f.get("target") == target and f.get("action") in (start, end)),
+                    key=lambda f: f["ts_ms"])
+    out: list[tuple[int, int | None, Mapping]] = []
+    since: Mapping | None = None
+    for f in events:
+        if f["action"] == start and since is None:
+            since = f
+        elif f["action"] == end and since is not None:
+            out.append((since["ts_ms"], f["ts_ms"], since))
+            since = None
+    if since is not None:
+        out.append((since["ts_ms"], None, since))
+    return out
+
+
+def partitions(faults: Iterable[Mapping], target: str = "broker") -> list[tuple[int, int | None]]:
+    """The periods in which ``target`` was cut off from every client and the name server."""
+    return [(a, b) for a, b, _ in _periods(faults, PARTITION, PARTITION_END, target)]
+
+
+def unknown_send_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Outage]:
+    """NettyRemotingAbstract.invokeSyncImpl + TCP retransmission: for ``UNKNOWN`` sends only, each
+    partition is an outage until the retransmission after its heal (heal + its length +
+    :data:`INITIAL_RTO_MS`), each latency period until its end + ``delay_ms`` + the initial RTO."""
+    faults = list(faults)
+    out = [Outage(PARTITION, a, None if b is None else b + (b - a) + INITIAL_RTO_MS)
+           for a, b, _ in _periods(faults, PARTITION, PARTITION_END, target)]
+    out += [Outage(LATENCY, a, None if b is None else b + int(f.get("delay_ms") or 0) + INITIAL_RTO_MS)
+            for a, b, f in _periods(faults, LATENCY, LATENCY_END, target)]
+    return sorted(out, key=lambda o: o.down_ms)
+
+
+def local_retry_lag_ms(faults: Iterable[Mapping], target: str = "broker"):
+    """DefaultMQPushConsumerImpl.sendMessageBack: a function of a ``LATER``'s ``ts_ms`` giving how
+    much later than usual its local re-consume may come (:data:`SEND_BACK_FAILS_AFTER_MS` when the
+    send-back met a partition: answered in it, or up to that long before it)."""
+    cuts = partitions(faults, target)
+
+    def lag(ts_ms: int) -> int:
+        for a, b in cuts:
+            if a - SEND_BACK_FAILS_AFTER_MS <= ts_ms and (b is None or ts_ms <= b):
+                return SEND_BACK_FAILS_AFTER_MS
+        return 0
+
+    return lag
+
+
+def send_back_lag_ms(faults: Iterable[Mapping], target: str = "broker"):
+    """SendMessageProcessor.asyncConsumerSendMsgBack stores the retry when the send-back arrives: a
+    function of a ``LATER``'s ``ts_ms`` giving how much later than its ``ts_ms`` that may be (one
+    round trip, 2 × ``delay_ms``, in a latency period)."""
+    periods = [(a, b, int(f.get("delay_ms") or 0)) for a, b, f in _periods(faults, LATENCY, LATENCY_END, target)]
+
+    def lag(ts_ms: int) -> int:
+        return max((2 * d for a, b, d in periods if a <= ts_ms and (b is None or ts_ms <= b)), default=0)
+
+    return lag

@@ -1,0 +1,81 @@
+"""Network faults (``reference.network``): a partition moves no window of a message stored before it
+(the schedule service runs on), widens the window of an UNKNOWN send only, up to the retransmission
+after the heal, delays a LATER's local re-consume by the failed send-back's timeouts, and allows no
+scheduler duplicate; latency moves no window but a retry's, by a round trip."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reference.expected import build_expected
+from reference.network import (INITIAL_RTO_MS, SEND_BACK_FAILS_AFTER_MS, local_retry_lag_ms, partitions, send_back_lag_ms,
+                               unknown_send_outages)
+from reference.persistence import scheduler_duplicate_allowed
+from reference.windows import Outage
+
+T0 = 1_763_800_000_000
+SLACK = 1_000
+
+
+def fault(ts, action, target="broker", **extra):
+    return {"type": "fault", "ts_ms": ts, "action": action, "target": target, **extra}
+
+
+def _rows(faults, status="SEND_OK", born=T0, ts=None, delay_level=2, delivers=()):
+    run = {"run_id": "r", "profile": {"message_delay_level": "1s 2s 3s", "slack_ms": SLACK, "max_reconsume_times": 16,
+                                     "flush_delay_offset_interval_ms": 10_000}}
+    send = {"type": "send", "ts_ms": ts or born, "born_ms": born, "key": "k", "topic": "T", "delay_level": delay_level,
+            "status": status, "plan": ["LATER", "OK"]}
+    return build_expected(run, [send, *delivers, *faults])
+
+
+def test_partitions_pair_each_cut_with_its_heal_and_ignore_other_targets():
+    faults = [fault(T0 + 9_000, "partition_end"), fault(T0 + 1_000, "partition"), fault(T0 + 20_000, "partition"),
+              fault(T0 + 5_000, "partition", "consumer"), fault(T0 + 3_000, "kill")]
+    assert partitions(faults) == [(T0 + 1_000, T0 + 9_000), (T0 + 20_000, None)]
+
+
+def test_an_unknown_send_may_be_stored_when_tcp_retransmits_it_after_the_heal():
+    cut = [fault(T0 + 1_000, "partition"), fault(T0 + 9_000, "partition_end")]
+    assert unknown_send_outages(cut) == [Outage("partition", T0 + 1_000, T0 + 9_000 + 8_000 + INITIAL_RTO_MS)]
+    (row, _) = _rows(cut, "UNKNOWN", born=T0 + 2_000, ts=T0 + 5_000)
+    assert row.earliest_ms == T0 + 2_000 + 2_000  # never before its own delay
+    assert row.latest_ms == T0 + 18_000 + 2_000 + 1_000 + SLACK and "cut off" in row.widened_by
+
+
+@given(st.integers(0, 60_000), st.integers(1, 60_000), st.integers(-10_000, 80_000))
+def test_a_partition_moves_no_window_of_a_message_the_producer_saw_stored(down, length, born):
+    cut = [fault(T0 + down, "partition"), fault(T0 + down + length, "partition_end")]
+    plain, with_cut = _rows([], born=T0 + born)[0], _rows(cut, born=T0 + born)[0]
+    assert (with_cut.earliest_ms, with_cut.latest_ms, with_cut.widened_by) == (plain.earliest_ms, plain.latest_ms, None)
+
+
+def test_a_later_answered_in_a_partition_is_re_consumed_locally_after_the_send_back_timed_out():
+    cut = [fault(T0 + 3_000, "partition"), fault(T0 + 12_000, "partition_end")]
+    later = {"type": "deliver", "ts_ms": T0 + 4_000, "key": "k", "group": "g", "topic": "T", "queue_id": 0,
+             "queue_offset": 0, "msg_id": "m", "reconsume_times": 0, "born_ms": T0, "store_ms": T0 + 2_000,
+             "outcome": "LATER"}
+    _, retry = _rows(cut, delivers=[later])
+    _, plain = _rows([], delivers=[later])
+    assert retry.local_latest_ms == plain.local_latest_ms + SEND_BACK_FAILS_AFTER_MS
+    assert retry.latest_ms == plain.latest_ms  # a stored retry is stored at once or never
+    assert local_retry_lag_ms(cut)(T0 + 13_000) == 0
+
+
+def test_latency_moves_a_retry_by_one_round_trip_and_nothing_else():
+    slow = [fault(T0 + 1_000, "latency", delay_ms=300), fault(T0 + 9_000, "latency_end")]
+    assert send_back_lag_ms(slow)(T0 + 4_000) == 600 and send_back_lag_ms(slow)(T0 + 9_500) == 0
+    later = {"type": "deliver", "ts_ms": T0 + 4_000, "key": "k", "group": "g", "topic": "T", "queue_id": 0,
+             "queue_offset": 0, "msg_id": "m", "reconsume_times": 0, "born_ms": T0, "store_ms": T0 + 2_000,
+             "outcome": "LATER"}
+    first, retry = _rows(slow, delivers=[later])
+    p_first, p_retry = _rows([], delivers=[later])
+    assert (first.earliest_ms, first.latest_ms) == (p_first.earliest_ms, p_first.latest_ms)
+    assert retry.latest_ms == p_retry.latest_ms + 600 and retry.earliest_ms == p_retry.earliest_ms
+
+
+def test_a_partition_restores_no_offset_so_it_allows_no_scheduler_duplicate():
+    cut = [fault(T0 + 1_000, "partition"), fault(T0 + 6_000, "partition_end")]
+    allowed, _ = scheduler_duplicate_allowed(cut, T0 + 2_000, T0 + 7_000, 10_000, 10_000, 50)
+    assert not allowed
