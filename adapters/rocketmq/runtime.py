@@ -5,6 +5,11 @@ A runtime starts one JVM per *component* (``namesrv``, ``broker``, ``proxy``) fr
 ``container`` in a Docker container (host networking, the store and home bind-mounted at the same
 paths so a kill -9 loses nothing on disk and paths in configs mean the same on both sides). The
 RocketMQ system (readiness round trips, client, snapshots) is the same on top of either.
+
+A spec with a ``command`` (a ``cmd:`` system, :mod:`adapters.rocketmq.cmd`) runs that command line
+instead of the JVM: a launcher script whose server may be a grandchild. The process runtime treats
+the whole process group as the component (signals, "running", waiting for a stop); the container
+runtime refuses it.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ class LaunchSpec:
     mounts: tuple[Path, ...] = ()  # host dirs the JVM needs (home, store, conf): same path inside
     ports: tuple[int, ...] = ()  # the ports it listens on (for leftovers / diagnostics)
     labels: dict = field(default_factory=dict)
+    #: the command line to run instead of ``java <jvm_opts> -cp <classpath> <main_class> <args>``
+    #: (then those four fields are unused); its ``env`` is the whole of what the harness adds
+    command: tuple[str, ...] | None = None
 
 
 @runtime_checkable
