@@ -1,8 +1,9 @@
 """Any implementation as a system, proved on an Apache release started through its OWN scripts:
 ``python -m harness run --system cmd:FILE --runtime process`` with the cmd file
 ``python -m adapters.rocketmq.apache_dist`` writes (``bin/mqnamesrv``, ``bin/mqbroker`` ->
-``runbroker.sh`` -> java), the conformance suite and the short chaos suite (a kill -9 and a graceful
-restart of the broker), then a replay of one run on the system its run.json recorded.
+``runbroker.sh`` -> java), the conformance suite, the short chaos suite (a kill -9 and a graceful
+restart of the broker) and the nightly's paused broker (SIGSTOP/SIGCONT of the scripts' group),
+then a replay of one run on the system its run.json recorded.
 
 The distribution comes from ``.ci/bootstrap``; without it the test is skipped with the command that
 makes it, except under CI (``CI`` set), where bootstrap must have made it and the test fails.
@@ -18,9 +19,14 @@ from pathlib import Path
 import pytest
 
 from adapters.rocketmq import apache_dist
+from harness.catalogue.chaos import SHORT
+from harness.catalogue.conformance import CONFORMANCE
 from harness.cli import main
 
 pytestmark = [pytest.mark.realbroker]
+
+#: every conformance scenario, the short chaos suite, and the broker paused (a fault of its own)
+SCENARIOS = [s.name for s in (*CONFORMANCE, *SHORT)] + ["broker-paused"]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +48,8 @@ def _broker_logs(out: Path) -> list[Path]:
 def test_conformance_and_chaos_through_apaches_own_scripts_then_replay(cmd_file, tmp_path):
     out = tmp_path / "runs"
     started = time.monotonic()
-    code = main(["run", "--suite", "conformance", "--suite", "chaos", "--system", f"cmd:{cmd_file}",
+    picked = [arg for name in SCENARIOS for arg in ("--scenario-name", name)]
+    code = main(["run", "--suite", "conformance", "--suite", "nightly", *picked, "--system", f"cmd:{cmd_file}",
                  "--runtime", "process", "--out", str(out),
                  "--max-systems", os.environ.get("HOURGLASS_MAX_SYSTEMS", "2")])
     wall_s = time.monotonic() - started
@@ -52,7 +59,7 @@ def test_conformance_and_chaos_through_apaches_own_scripts_then_replay(cmd_file,
               for name, v in verdicts.items() if v.get("passed") is not True}
     assert code == 0 and not failed, json.dumps(failed, indent=1)[:4000]
     # every scenario ran: timer-messages too (the cmd file claims timer = true)
-    assert "timer-messages" in verdicts and {"kill9-during-delivery", "graceful-restart-while-due"} <= set(verdicts)
+    assert sorted(verdicts) == sorted(SCENARIOS)
     kill9 = verdicts["kill9-during-delivery"]["invariants"]
     assert kill9["NO_LOSS"]["checked"] > 0 and kill9["NO_DUPLICATE"]["passed"] is True
     # a SIGTERM to the scripts' process group let the JVM persist delayOffset.json at the stop
@@ -68,7 +75,7 @@ def test_conformance_and_chaos_through_apaches_own_scripts_then_replay(cmd_file,
     # launched through bin/mqbroker -> runbroker.sh -> java, every start (the kill -9's restart too)
     dist = cmd_file.parent
     logs = _broker_logs(out)
-    assert len(logs) >= 3  # the shared broker, custom-table's, and one per chaos scenario with a fault
+    assert len(logs) >= 4  # the shared broker, custom-table's, and one per scenario with a broker fault
     for log in logs:
         text = log.read_text()
         starts = text.count(f"==== hourglass: starting broker: {dist}/bin/mqbroker -c ")
