@@ -5,6 +5,10 @@
 restart of the broker) and the nightly's paused broker (SIGSTOP/SIGCONT of the scripts' group),
 then a replay of one run on the system its run.json recorded.
 
+Measured on the 2-core machine (2 systems at once, another session's Spark jobs running): 279 s for
+the 15 scenarios on 5 brokers, 37 s for the replay, 317 s in all; one system at a time
+(``HOURGLASS_MAX_SYSTEMS=1``) under a broker sweep: 692 s.
+
 The distribution comes from ``.ci/bootstrap``; without it the test is skipped with the command that
 makes it, except under CI (``CI`` set), where bootstrap must have made it and the test fails.
 """
