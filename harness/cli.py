@@ -4,6 +4,7 @@ and the main job.
     python -m harness main [--system rocketmq:latest] [--runtime auto]
     python -m harness run --suite conformance --system rocketmq:4.9.7 --runtime process --out runs/x
     python -m harness run --scenario my-scenario.json --system simulated
+    python -m harness run --suite conformance --system cmd:my-broker.toml --runtime process   # any implementation
     python -m harness matrix --systems rocketmq:4.9.7,rocketmq:latest --suite conformance --out runs/m
     python -m harness matrix --systems rocketmq:4.9.7,rocketmq:5.5.0 --across-store   # persistence, upgrade + back
     python -m harness replay runs/x/<run-id> [--system rocketmq:5.5.0]
@@ -237,8 +238,9 @@ def cmd_matrix(args) -> int:
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     if len(systems) < 2:
         raise UsageError("--systems needs at least two systems, comma-separated")
-    if args.across_store and any(system_spec(args, s).virtual for s in systems):
-        raise UsageError("--across-store needs real brokers (rocketmq:, dist:, jars:): a simulated broker has no store")
+    if args.across_store and any(system_spec(args, s).virtual or s.startswith("cmd:") for s in systems):
+        raise UsageError("--across-store needs rocketmq:, dist: or jars: systems (a simulated broker has no store; "
+                         "a cmd: system cannot take turns with others on one store yet)")
     if not (args.suite or args.scenario):
         args.suite = list(MATRIX_DEFAULT_SUITES) if not args.scenario_name else None
     scenarios = _scenarios(args, MATRIX_DEFAULT_SUITES)

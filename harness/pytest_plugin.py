@@ -34,7 +34,7 @@ def pytest_addoption(parser):
 
     g = parser.getgroup("hourglass")
     g.addoption("--hg-system", default=os.environ.get("HOURGLASS_SYSTEM", DEFAULT_SYSTEM),
-                help="system(s) under test, comma-separated: rocketmq:<version>, dist:/path, jars:/path, simulated[defects]")
+                help="system(s) under test, comma-separated: rocketmq:<version>, dist:/path, jars:/path, cmd:FILE, simulated[defects]")
     g.addoption("--hg-runtime", default=os.environ.get("HOURGLASS_RUNTIME", "auto"), choices=("auto", "container", "process", "external"))
     g.addoption("--hg-image", default=os.environ.get("HOURGLASS_IMAGE"), help="an existing broker image (e.g. apache/rocketmq:5.3.3)")
     g.addoption("--hg-namesrv", default=os.environ.get("HOURGLASS_NAMESRV"),
@@ -130,7 +130,7 @@ def pytest_collection_modifyitems(session, config, items):
         if scenario is not None:
             hs.register(system, scenario)
             hs.junit_names[item.nodeid] = (system, scenario.name, junit_case(item, system, scenario.name))
-            if system.startswith(("rocketmq:", "dist:", "jars:")):
+            if system.startswith(("rocketmq:", "dist:", "jars:", "cmd:")):
                 item.add_marker(pytest.mark.realbroker)
 
 

@@ -5,6 +5,11 @@
   container or as processes (``runtime``), or ``external`` (an existing cluster).
 - ``rocketmq:4.9.7+5.5.0`` (any of those joined by ``+``): versions that take turns on one store,
   the broker's first start runs the first and each later start the next (an upgrade, then back).
+- ``cmd:FILE``: any implementation, its name server and broker started by the commands of a TOML
+  file (placeholders ``{conf}``, ``{port}``, ``{namesrv}``, ``{store}``, ``{home}``, ``{log}``...),
+  with its version, the official client that drives it and its capabilities; process runtime only
+  (``adapters.rocketmq.cmd``; ``python -m adapters.rocketmq.apache_dist`` makes one that starts an
+  Apache release through its own ``bin/`` scripts). The spec is kept with the file's absolute path.
 - ``simulated`` or ``simulated[defect,defect]``: the model run as a broker in virtual time, with
   injected defects (``adapters.simulated``).
 """
@@ -30,6 +35,12 @@ class SystemSpec:
     namesrv: str | None = None  # external runtime: the cluster's name server
     faults_file: str | None = None  # external runtime: TOML of fault commands
 
+    def __post_init__(self):
+        if self.spec.startswith("cmd:") and len(self.spec) > len("cmd:"):  # run.json and replay: an absolute path
+            from adapters.rocketmq.cmd import KIND, cmd_path
+
+            object.__setattr__(self, "spec", KIND + str(cmd_path(self.spec)))
+
     def fault_commands(self) -> dict[str, str]:
         if not self.faults_file:
             return {}
@@ -43,9 +54,10 @@ class SystemSpec:
 
     def check(self) -> None:
         """Fail before anything runs on a spec that cannot name a system: an unknown kind, an
-        unknown defect, a malformed version, a ``dist:``/``jars:`` directory without a broker jar.
-        Raises :class:`ContractError` naming ``--system``. (Fetching a version's jars is not
-        checked here: it takes minutes, and its failure breaks the runs, not the input.)"""
+        unknown defect, a malformed version, a ``dist:``/``jars:`` directory without a broker jar,
+        a ``cmd:`` file that does not check (or a runtime other than process for it).
+        Raises :class:`ContractError` naming ``--system`` (or the cmd file). (Fetching a version's
+        jars is not checked here: it takes minutes, and its failure breaks the runs, not the input.)"""
         where = f"--system {self.spec}"
         if self.virtual:
             from adapters.simulated.defects import Defect, parse_defects
@@ -58,8 +70,13 @@ class SystemSpec:
             return
         from adapters.rocketmq.provision import CHAIN_SEP, split_chain
 
+        if self.spec.startswith("cmd:"):
+            return self._check_cmd(where)
         parts = split_chain(self.spec)
         if len(parts) > 1:
+            if any(p.startswith("cmd:") for p in parts):
+                raise ContractError(where, None, "a chain of rocketmq:, dist: or jars: systems (a cmd: system "
+                                    "cannot take turns with others on one store yet)", self.spec)
             if self.runtime == "external" or self.image:
                 raise ContractError(where, None, "--runtime process or container and no --image (each version of a "
                                     f"chain on one store runs from its own jars)",
@@ -72,8 +89,8 @@ class SystemSpec:
             return
         kind, _, rest = self.spec.partition(":")
         if kind not in ("rocketmq", "dist", "jars") or not rest:
-            raise ContractError("--system", None, "rocketmq:<version>, dist:/path, jars:/path, simulated or simulated[defects]",
-                                self.spec)
+            raise ContractError("--system", None, "rocketmq:<version>, dist:/path, jars:/path, cmd:FILE, simulated or "
+                                "simulated[defects]", self.spec)
         from adapters.rocketmq.provision import ProvisionError, resolve, valid_version
 
         if self.runtime == "external":
@@ -92,6 +109,29 @@ class SystemSpec:
             resolve(self.spec)  # local directories: cheap, and a typo shows now
         except ProvisionError as e:
             raise ContractError(where, None, "a distribution or jar directory with a rocketmq-broker jar", str(e)) from None
+
+    def _check_cmd(self, where: str) -> None:
+        """A ``cmd:`` file: it checks (errors name the file and field), its programs are there, its
+        client names a version or a jar directory, and the runtime is process (or auto, which means
+        process)."""
+        from adapters.rocketmq.cmd import cmd_path, load_cmd_file
+        from adapters.rocketmq.provision import ProvisionError, resolve
+
+        if len(self.spec) == len("cmd:"):
+            raise ContractError(where, None, "cmd:FILE, a TOML file giving the system's commands", self.spec)
+        if self.runtime not in ("auto", "process") or self.image or self.namesrv or self.faults_file:
+            given = f"--runtime {self.runtime}" + (f" --image {self.image}" if self.image else "") + \
+                (" --namesrv" if self.namesrv else "") + (" --faults" if self.faults_file else "")
+            raise ContractError(where, None, "--runtime process (a cmd: system runs its own commands on this host; "
+                                "not in a container, not an external cluster)", given)
+        cmd = load_cmd_file(cmd_path(self.spec))
+        cmd.check_programs()
+        if not cmd.client.startswith("rocketmq:"):
+            try:
+                resolve(cmd.client)  # a local jar directory: cheap, and a typo shows now
+            except ProvisionError as e:
+                raise ContractError(str(cmd.path), "client", "a distribution or jar directory with a rocketmq-broker jar",
+                                    str(e)) from None
 
     @property
     def defects(self) -> tuple[str, ...]:
@@ -115,11 +155,12 @@ def open_system(spec: SystemSpec, profile: Profile, workdir: Path, seed: int = 0
         from adapters.simulated import open_simulated
 
         return open_simulated(broker_profile(profile), defects=spec.defects, seed=seed)
-    if spec.spec.startswith(("rocketmq:", "dist:", "jars:")):
+    if spec.spec.startswith(("rocketmq:", "dist:", "jars:", "cmd:")):
         from adapters.rocketmq import open_system as open_rocketmq
 
         return open_rocketmq(system=spec.spec, runtime=spec.runtime, workdir=workdir, profile=broker_profile(profile, fillable_store, own_network), image=spec.image,
                              namesrv_addr=spec.namesrv, fault_commands=spec.fault_commands())
     raise AdapterError(
-        f"unknown system {spec.spec!r}: expected rocketmq:<version>, dist:/path, jars:/path, simulated or simulated[defects]"
+        f"unknown system {spec.spec!r}: expected rocketmq:<version>, dist:/path, jars:/path, cmd:FILE, simulated or "
+        "simulated[defects]"
     )

@@ -9,12 +9,14 @@ Harness-facing API::
 ``system``: ``rocketmq:<version>`` (jars from Maven Central, cached), ``rocketmq:latest``
 (= ``provision.LATEST``), ``dist:/path`` (a distribution dir: bin/ conf/ lib/) or ``jars:/path``;
 or a chain of them on one store, ``rocketmq:4.9.7+5.5.0`` (``provision.CHAIN_SEP``: each start of
-the broker after the first launches the next version).
+the broker after the first launches the next version); or ``cmd:FILE``, any implementation started
+by the commands of a TOML file (:mod:`adapters.rocketmq.cmd`; process runtime only).
 ``runtime``: ``auto`` (container when a Docker engine answers ``docker info``, else process),
 ``process``, ``container`` (``image`` names an existing image instead of building one), or
 ``external`` (an existing cluster: pass ``namesrv_addr`` and ``fault_commands``, see
 :mod:`adapters.rocketmq.external`). Module map: ``provision`` (versions → jars, ROCKETMQ_HOME,
-JVM options), ``config`` (broker.conf, ports, delayOffset.json), ``process`` / ``container``
+JVM options), ``cmd`` (``cmd:`` files), ``apache_dist`` (an Apache release's own bin/ scripts as a
+``cmd:`` system), ``config`` (broker.conf, ports, delayOffset.json), ``process`` / ``container``
 (runtimes), ``external`` (an existing cluster), ``system`` (the :class:`~adapters.base.System`),
 ``client_proc`` / ``consumer_proc`` / ``clientlink`` (the JPype client processes and their harness
 side), ``helpers`` + ``java/`` (the send loop in Java), ``bench`` (figures:
@@ -61,6 +63,11 @@ def open_system(system: str = "rocketmq:latest", runtime: str = "auto", workdir:
     if len(chain) > 1 and (runtime == "external" or image):
         raise AdapterError(f"{system}: a chain of versions on one store needs the process or container runtime "
                            "and the jars of each version (not --runtime external, not --image)")
+    if dist.source == "cmd":  # its own commands run on this host
+        if runtime not in ("auto", "process") or image:
+            raise AdapterError(f"{system}: a cmd: system runs its commands as processes on this host: it needs "
+                               f"--runtime process, found --runtime {runtime}" + (f" --image {image}" if image else ""))
+        runtime = "process"
     if runtime == "auto":
         runtime = "container" if docker_engine_answers() else "process"
     if runtime == "process":

@@ -158,7 +158,7 @@ def broker_config(dist: Distribution, profile: BrokerProfile, ports: SystemPorts
         "registerNameServerPeriod": "10000",
         "waitTimeMillsInSendQueue": "1000",
     }
-    if dist.major >= 5:
+    if "timer" in dist.capabilities:  # the 5.x timer wheel
         conf.update({
             "timerWheelEnable": "true",
             "timerPrecisionMs": "1000",

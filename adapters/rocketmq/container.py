@@ -179,6 +179,9 @@ class ContainerRuntime:
 
         if self._closed:
             raise AdapterError("container runtime: closed")
+        if spec.command is not None:
+            raise AdapterError(f"container runtime: {spec.component} is launched by a command of its own "
+                               f"({spec.command[0]}): a cmd: system needs --runtime process")
         old = self._containers.get(spec.component)
         if old is not None:
             if self.running(spec.component):

@@ -1,8 +1,11 @@
 """The process runtime: each RocketMQ component is a JVM process on the host.
 
 Harness-facing API: :class:`ProcessRuntime` implements :class:`adapters.rocketmq.runtime.Runtime`.
-Each JVM runs in its own process group (so a fault reaches the JVM and nothing else), its stdout
-and stderr go to ``spec.log_file`` (appended across restarts). Every runtime is registered for
+Each component runs in its own process group (so a fault reaches it and nothing else), its stdout
+and stderr go to ``spec.log_file`` (appended across restarts). The component *is* its process group:
+a launcher script (``spec.command``, e.g. Apache's ``bin/mqbroker`` → ``runbroker.sh`` → java) dies
+at once on SIGTERM while its JVM still runs its shutdown hooks, so a stop or kill returns only when
+no process of the group is left, and the component runs while any does. Every runtime is registered for
 cleanup: :meth:`ProcessRuntime.close` kills what it started, and it runs at interpreter exit and
 when the harness gets SIGINT/SIGTERM (then the previous handler runs). A harness killed with
 SIGKILL cannot clean up: each JVM carries its owner (``HOURGLASS_OWNER=pid:start-time`` in its
@@ -17,6 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from collections import deque
 from pathlib import Path
@@ -86,8 +90,11 @@ def remove_leftover_processes(say=None) -> list[int]:
         tag = next((v[len(OWNER_ENV) + 1:].decode() for v in environ if v.startswith(OWNER_ENV.encode() + b"=")), None)
         if tag is None or owner_alive(tag):
             continue
-        try:
-            os.killpg(int(entry), signal.SIGKILL)
+        try:  # the whole group: a launcher's JVM is not its group's leader, and the leader may be gone
+            group = os.getpgid(int(entry))
+            if group == os.getpgrp():
+                continue
+            os.killpg(group, signal.SIGKILL)
             killed.append(int(entry))
         except (ProcessLookupError, PermissionError):
             pass
@@ -111,7 +118,40 @@ def install_cleanup_handlers() -> None:
 
 
 def java_command(spec: LaunchSpec, java: str = "java") -> list[str]:
+    """The command line of ``spec``: its own ``command``, else the JVM's; under ``command_prefix``."""
+    if spec.command is not None:
+        return [*spec.command_prefix, *spec.command]
     return [*spec.command_prefix, java, *spec.jvm_opts, "-cp", os.pathsep.join(spec.classpath), spec.main_class, *spec.args]
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid``."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return []
+    except PermissionError:
+        pass
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            members.append(int(entry))
+    return members
+
+
+def command_line(pid: int, limit: int = 1000) -> str:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+    except OSError:
+        return "(gone)"
+    line = " ".join(a.decode("utf-8", "replace") for a in argv)
+    return line if len(line) <= limit else line[:limit] + " ..."
 
 
 def tail_file(path: Path, lines: int = 60) -> str:
@@ -150,9 +190,13 @@ class ProcessRuntime:
         with open(spec.log_file, "ab") as log:
             log.write(f"\n==== hourglass: starting {spec.component}: {' '.join(java_command(spec, self.java))}\n".encode())
             log.flush()
-            self._procs[spec.component] = subprocess.Popen(
-                java_command(spec, self.java), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=env, start_new_session=True, close_fds=True)
+            try:
+                self._procs[spec.component] = subprocess.Popen(
+                    java_command(spec, self.java), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    env=env, start_new_session=True, close_fds=True)
+            except OSError as e:  # a command that is not there or not executable
+                raise AdapterError(f"process runtime: could not start {spec.component}: {java_command(spec, self.java)[0]}: "
+                                   f"{e.strerror or e}") from None
 
     def _proc(self, component: str) -> subprocess.Popen:
         if component not in self._procs:
@@ -169,36 +213,48 @@ class ProcessRuntime:
         self._spawn(spec)
 
     def start(self, component: str) -> None:
-        proc = self._proc(component)
-        if proc.poll() is None:
+        self._proc(component)
+        if self.running(component):
             return  # already running: start is idempotent
         self._spawn(self._specs[component])
 
     def _signal(self, component: str, sig: int) -> None:
         proc = self._proc(component)
-        if proc.poll() is None:
+        if proc.poll() is None or group_members(proc.pid):  # the group's id is its leader's pid
             try:
                 os.killpg(proc.pid, sig)
             except ProcessLookupError:
                 pass
 
-    def stop(self, component: str, timeout_s: float = 60.0) -> None:
+    def _wait_gone(self, component: str, timeout_s: float) -> bool:
+        """Wait until no process of the component's group is left (the leader reaped); False on timeout."""
         proc = self._proc(component)
-        if proc.poll() is not None:
-            return
-        self._signal(component, signal.SIGCONT)  # a paused JVM cannot run its shutdown hooks
-        self._signal(component, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
         try:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            return False
+        while group_members(proc.pid):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)  # poll interval while the rest of the group exits
+        return True
+
+    def stop(self, component: str, timeout_s: float = 60.0) -> None:
+        if not self.running(component):
+            return
+        self._signal(component, signal.SIGCONT)  # a paused JVM cannot run its shutdown hooks
+        self._signal(component, signal.SIGTERM)
+        if not self._wait_gone(component, timeout_s):
             self.kill(component)
             raise AdapterError(f"{component} did not exit within {timeout_s:.0f} s of SIGTERM; killed it. "
                                f"Log tail:\n{self.log_tail(component)}") from None
 
     def kill(self, component: str) -> None:
-        proc = self._proc(component)
         self._signal(component, signal.SIGKILL)
-        proc.wait()
+        if not self._wait_gone(component, 30.0):
+            raise AdapterError(f"process runtime: {component} (process group {self._proc(component).pid}) "
+                               "still has processes 30 s after SIGKILL")
 
     def pause(self, component: str) -> None:
         self._signal(component, signal.SIGSTOP)
@@ -207,15 +263,31 @@ class ProcessRuntime:
         self._signal(component, signal.SIGCONT)
 
     def running(self, component: str) -> bool:
-        return component in self._procs and self._procs[component].poll() is None
+        if component not in self._procs:
+            return False
+        proc = self._procs[component]
+        return proc.poll() is None or bool(group_members(proc.pid))
 
     def exit_code(self, component: str) -> int | None:
-        if component not in self._procs:
+        """The leader's exit status once the whole group is gone (a launcher that leaves its server
+        running in the group has not exited)."""
+        if component not in self._procs or self.running(component):
             return None
         code = self._procs[component].poll()
-        if code is None:
-            return None
         return code if code >= 0 else 128 - code  # -9 -> 137, as a shell reports it
+
+    def processes(self, component: str) -> list[tuple[int, str]]:
+        """(pid, command line) of each live process of the component's group."""
+        if component not in self._procs:
+            return []
+        return [(pid, command_line(pid)) for pid in sorted(group_members(self._procs[component].pid))]
+
+    def note(self, component: str, text: str) -> None:
+        """Append a harness line to the component's log (e.g. which processes answered)."""
+        spec = self._specs.get(component)
+        if spec is not None:
+            with open(spec.log_file, "a") as log:
+                log.write(f"==== hourglass: {text}\n")
 
     def pid(self, component: str) -> int | None:
         return self._procs[component].pid if component in self._procs else None
@@ -231,7 +303,7 @@ class ProcessRuntime:
             return
         self._closed = True
         for component, proc in list(self._procs.items()):
-            if proc.poll() is None:
+            if proc.poll() is None or group_members(proc.pid):
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
                 except ProcessLookupError:

@@ -20,6 +20,8 @@ System names:
   ``python -m adapters.rocketmq.provision --list`` shows what Maven Central offers now.
 - ``dist:/path``: a distribution directory as RocketMQ's build produces it (``bin/ conf/ lib/``).
 - ``jars:/path``: a directory of jars (the full set).
+- ``cmd:FILE``: any implementation, started by the commands a TOML file gives, driven by the
+  client of the version it names (:mod:`adapters.rocketmq.cmd`).
 
 The version of a local distribution is read from the broker jar (``pom.properties``, else its
 file name).
@@ -126,6 +128,20 @@ class Distribution:
                        "org.apache.rocketmq.logging.ch.qos.logback.core.status.NopStatusListener",)
         return heap + common + JDK17_FLAGS
 
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What it can do beyond delay levels and retry: ``timer`` (5.x timer messages)."""
+        return frozenset({"timer"}) if self.major >= 5 else frozenset()
+
+    def command(self, component: str, values: dict[str, str]):
+        """``(argv, env)`` that starts ``component`` instead of the JVM of ``classpath()`` (a
+        ``cmd:`` system), or None: a released version runs its main class."""
+        return None
+
+    def details(self) -> dict:
+        """What run.json's ``system`` records about it beyond version and source."""
+        return {}
+
     def make_home(self, home: Path) -> Path:
         """Write a ``ROCKETMQ_HOME`` with the conf files the jars lack (our own logback configs,
         logging to ``$ROCKETMQ_HOME/logs``). Idempotent."""
@@ -165,7 +181,10 @@ CHAIN_SEP = "+"
 
 
 def split_chain(system: str) -> list[str]:
-    """``rocketmq:4.9.7+5.5.0`` -> ``['rocketmq:4.9.7', 'rocketmq:5.5.0']``; one system -> itself."""
+    """``rocketmq:4.9.7+5.5.0`` -> ``['rocketmq:4.9.7', 'rocketmq:5.5.0']``; one system -> itself
+    (``cmd:FILE`` is never split: a path may hold a ``+``)."""
+    if system.startswith("cmd:"):
+        return [system]
     parts = [p.strip() for p in system.split(CHAIN_SEP)]
     out: list[str] = []
     for part in parts:
@@ -181,11 +200,15 @@ def resolve_chain(system: str) -> tuple[Distribution, ...]:
 
 
 def resolve(system: str) -> Distribution:
-    """Turn ``rocketmq:<version>`` / ``rocketmq:latest`` / ``dist:/path`` / ``jars:/path`` into a
-    :class:`Distribution`, fetching jars once where needed."""
+    """Turn ``rocketmq:<version>`` / ``rocketmq:latest`` / ``dist:/path`` / ``jars:/path`` /
+    ``cmd:FILE`` into a :class:`Distribution`, fetching jars once where needed."""
     kind, sep, rest = system.partition(":")
     if not sep or not rest:
-        raise ProvisionError(f"system {system!r}: expected 'rocketmq:<version>', 'dist:/path' or 'jars:/path'")
+        raise ProvisionError(f"system {system!r}: expected 'rocketmq:<version>', 'dist:/path', 'jars:/path' or 'cmd:FILE'")
+    if kind == "cmd":
+        from adapters.rocketmq.cmd import cmd_distribution
+
+        return cmd_distribution(system)
     if kind == "rocketmq":
         version = LATEST if rest == "latest" else rest
         if not _VERSION_RE.match(version):
@@ -203,7 +226,7 @@ def resolve(system: str) -> Distribution:
         if not lib.is_dir():
             raise ProvisionError(f"system {system!r}: expected a directory of jars, found no directory {lib}")
         return Distribution(system, _version_of_jars(lib, system), lib, None, "jars")
-    raise ProvisionError(f"system {system!r}: unknown kind {kind!r}; expected rocketmq:, dist: or jars:")
+    raise ProvisionError(f"system {system!r}: unknown kind {kind!r}; expected rocketmq:, dist:, jars: or cmd:")
 
 
 def _version_of_jars(lib: Path, system: str) -> str:

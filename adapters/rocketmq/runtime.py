@@ -5,6 +5,11 @@ A runtime starts one JVM per *component* (``namesrv``, ``broker``, ``proxy``) fr
 ``container`` in a Docker container (host networking, the store and home bind-mounted at the same
 paths so a kill -9 loses nothing on disk and paths in configs mean the same on both sides). The
 RocketMQ system (readiness round trips, client, snapshots) is the same on top of either.
+
+A spec with a ``command`` (a ``cmd:`` system, :mod:`adapters.rocketmq.cmd`) runs that command line
+instead of the JVM: a launcher script whose server may be a grandchild. The process runtime treats
+the whole process group as the component (signals, "running", waiting for a stop); the container
+runtime refuses it.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ class LaunchSpec:
     #: what the JVM's command line is run under, e.g. ``("ip", "netns", "exec", NS)`` (it must exec
     #: the command, so the pid is the JVM's); the process runtime only
     command_prefix: tuple[str, ...] = ()
+    #: the command line to run instead of ``java <jvm_opts> -cp <classpath> <main_class> <args>``
+    #: (then those four fields are unused); its ``env`` is the whole of what the harness adds
+    command: tuple[str, ...] | None = None
 
 
 @runtime_checkable

@@ -97,6 +97,7 @@ class RocketMQSystem:
                                 "workdir": str(self.layout.root)})
         if len(self.chain) > 1:
             self.info.details["versions"] = [d.version for d in self.chain]
+        self.info.details.update(dist.details())
 
     # -- lifecycle --------------------------------------------------------------------------
     @property
@@ -116,14 +117,24 @@ class RocketMQSystem:
             cfg.write_properties(conf, cfg.broker_config(dist, self.profile, self.ports, self.layout,
                                                          broker_name=self.broker_name))
         prefix = netns.command_prefix(self._net) if component == "broker" and self._net is not None else ()
+        log_file = self.layout.logs_dir / f"{component}.out"
+        ports = (self.ports.namesrv,) if component == "namesrv" else self.ports.all()[1:]
+        labels = {"hourglass.component": component, "hourglass.version": dist.version}
+        own = dist.command(component, {  # a cmd: system's own command line (adapters.rocketmq.cmd)
+            "conf": conf, "port": self.ports.namesrv if component == "namesrv" else self.ports.broker,
+            "namesrv": f"{self.ports.namesrv_host_for_broker}:{self.ports.namesrv}" if component == "broker"
+            else self.ports.namesrv_addr, "store": self.layout.store_dir, "home": home, "log": log_file})
+        if own is not None:
+            argv, env = own
+            return LaunchSpec(component=component, main_class="", classpath=(), jvm_opts=(), args=(), env=env,
+                              log_file=log_file, mounts=(self.layout.root,), ports=ports, labels=labels, command=argv,
+                              command_prefix=prefix)
         return LaunchSpec(
             command_prefix=prefix,
             component=component, main_class=MAIN_CLASS[component], classpath=dist.classpath(),
             jvm_opts=dist.jvm_opts(component) + props, args=("-c", str(conf)),
-            env=(("ROCKETMQ_HOME", str(home)),), log_file=self.layout.logs_dir / f"{component}.out",
-            mounts=(self.layout.root, dist.lib_dir),
-            ports=(self.ports.namesrv,) if component == "namesrv" else self.ports.all()[1:],
-            labels={"hourglass.component": component, "hourglass.version": dist.version})
+            env=(("ROCKETMQ_HOME", str(home)),), log_file=log_file,
+            mounts=(self.layout.root, dist.lib_dir), ports=ports, labels=labels)
 
     def runtime_spec_conf(self, component: str) -> Path:
         """The config file ``component`` was last launched with."""
@@ -319,6 +330,7 @@ class RocketMQSystem:
             self._exited(target)
             try:
                 if self._round_trip(target):
+                    self._note_processes(target)
                     return
                 last = f"broker {self.broker_name} not registered with the name server yet"
             except ClientError as e:
@@ -327,6 +339,15 @@ class RocketMQSystem:
                 raise NotReady(f"{target} of {(self.broker_dist if target == 'broker' else self.dist).system} did not answer a round trip within {timeout_s:.0f} s "
                                f"(last: {last}).\n{self.log_tail(target)}")
             time.sleep(0.25)  # poll interval between round trips, not a wait for readiness
+
+    def _note_processes(self, target: str) -> None:
+        """Write into the component's log which processes answered (what a launcher really ran)."""
+        listing = getattr(self.runtime, "processes", None)
+        if listing is None or self.external or target not in self._launched:
+            return
+        procs = listing(target)
+        self.runtime.note(target, f"{target} answered a round trip; its processes:"
+                          + "".join(f"\n  {pid} {line}" for pid, line in procs))
 
     def _round_trip(self, target: str) -> bool:
         if target == "namesrv":

@@ -33,7 +33,7 @@ def test_the_documented_harness_commands_parse():
     for argv in commands:
         args = build_parser().parse_args(argv)  # a wrong option exits 64 here
         if args.cmd == "run":
-            assert args.suite == ["conformance"] and args.baseline and args.system.startswith("dist:")
+            assert args.suite == ["conformance"] and args.baseline and args.system.startswith(("dist:", "cmd:"))
 
 
 def test_the_exit_table_and_the_retry_rule_agree_with_the_verdict_module():
@@ -42,3 +42,16 @@ def test_the_exit_table_and_the_retry_rule_agree_with_the_verdict_module():
     assert "never retry" in DOC.split(f"| {EXIT_CODES[VIOLATED]} |", 1)[1].splitlines()[0]
     retry = re.search(r"case \$code in\n\s*2\|3\)", DOC)
     assert retry, "the workflow retries exactly 2 and 3"
+
+
+def test_the_documented_cmd_file_checks(tmp_path):
+    from textwrap import dedent
+
+    from adapters.rocketmq.cmd import load_cmd_file
+
+    block = DOC.split("`.hourglass/system.toml`:\n", 1)[1].split("\nand the step runs", 1)[0]
+    path = tmp_path / "system.toml"
+    path.write_text(dedent(block))
+    cmd = load_cmd_file(path)
+    assert cmd.client == "rocketmq:5.3.3" and cmd.capabilities == {"timer"}
+    assert cmd.components["broker"].command == ("{env:FORK_DIST}/bin/mqbroker", "-c", "{conf}")

@@ -79,7 +79,7 @@ def test_unknown_system_exits_3_before_anything_runs(scenario_file, tmp_path, ca
     out = tmp_path / "out"
     assert main(["run", "--scenario", str(scenario_file), "--system", "kafka:3.0", "--out", str(out)]) == 3
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["hourglass: --system: expected rocketmq:<version>, dist:/path, jars:/path, simulated or "
+    assert err == ["hourglass: --system: expected rocketmq:<version>, dist:/path, jars:/path, cmd:FILE, simulated or "
                    "simulated[defects], found 'kafka:3.0'"]
     assert _nothing_ran(out)
 
@@ -91,6 +91,10 @@ def test_unknown_defect_and_bad_version_name_the_system(scenario_file, tmp_path,
     assert "--system rocketmq:4.9: expected a version like 4.9.7" in capsys.readouterr().err
     assert main(["run", "--scenario", str(scenario_file), "--system", f"dist:{tmp_path}/nope", "--out", str(tmp_path / "o")]) == 3
     assert f"--system dist:{tmp_path}/nope" in capsys.readouterr().err
+    assert main(["run", "--scenario", str(scenario_file), "--system", f"cmd:{tmp_path}/nope.toml", "--out", str(tmp_path / "o")]) == 3
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"hourglass: {tmp_path}/nope.toml: expected a readable TOML file giving the system's commands, found 'No such file or directory'"]
+    assert _nothing_ran(tmp_path / "o")
 
 
 def test_usage_errors_exit_64(scenario_file, tmp_path, capsys):
