@@ -54,12 +54,13 @@ def _phase(name: str):
             _log(f"{name}: {PHASES[name]} s")
 
 
-def check_runs(run_dirs, out_dir=None, master=None, baseline=None) -> list[dict]:
+def check_runs(run_dirs, out_dir=None, master=None, baseline=None, spark_conf=None) -> list[dict]:
     """Check the runs at or below ``run_dirs``; write each run's outputs into ``out_dir/<run_id>/``
     (``None``: into the run directory itself); return the verdicts (broken runs carry ``broken``).
 
-    ``baseline``: a path or a loaded :class:`reports.baseline.Baseline` of accepted violations."""
-    spark = get_spark(master)
+    ``baseline``: a path or a loaded :class:`reports.baseline.Baseline` of accepted violations.
+    ``master`` and ``spark_conf`` (Spark properties) start the process's session if none runs yet."""
+    spark = get_spark(master, spark_conf)
     accepted = baseline_mod.load(baseline) if isinstance(baseline, (str, os.PathLike)) else baseline
     runs, broken = discover_runs(spark, [str(p) for p in run_dirs])
     for run_id, message in spark_jobs.validate_profiles([r.run for r in runs]).items():

@@ -21,10 +21,12 @@ from reports.inputs import _display
 from reports.judge_columnar import judge_or_error
 from reports.rows import JSON_FIELDS, JUDGE_COLUMNS, OUTPUT_SCHEMA
 from reports.run_files import judge_runs
+from reports.spark import is_local
 
 #: Target number of events handed to one model call (bounds Python memory per group).
 EVENTS_PER_BUCKET = 200_000
-#: Runs judged whole read their local files in the task (else through Spark's binaryFile source).
+#: Runs judged whole read their local files in the task when the executors are the driver's (a
+#: local session); else through Spark's binaryFile source, as a cluster's executors must.
 READ_LOCAL_FILES_IN_TASKS = True
 UNKEYED_TYPES = ("fault", "snapshot")
 #: Prefix of a ``bad_file`` whose row was only held back (:func:`reports.inputs.read_events`'s
@@ -142,10 +144,10 @@ def whole_runs_table(spark, runs: list, ended_ms: dict[str, int], timeline_bin_m
     """The judgements of ``runs`` (:class:`reports.inputs.RunInput`), each judged whole in one task
     from its files' bytes (:mod:`reports.run_files`): no parse in the JVM, no shuffle of events.
 
-    Local files (``file:``, as executors of a local session or a cluster with a shared file system
-    see them) are read by the task itself: one task per run, nothing through the JVM. Any other
-    path travels through Spark's ``binaryFile`` source (so any path Spark reads works), one run per
-    task by a range split over the run indices."""
+    In a local session, local files (``file:``) are read by the task itself: one task per run,
+    nothing through the JVM. On a cluster, and for any other path, the files travel through
+    Spark's ``binaryFile`` source (so any path Spark reads works: ``file:`` on a shared mount,
+    ``hdfs:``, ``s3a:``), one run per task by a range split over the run indices."""
     run_jsons = [r.run for r in runs]
     uris = [r.json_files + r.parquet_files for r in runs]
     timings = bool(os.environ.get("HOURGLASS_CHECK_TIMINGS"))
@@ -161,7 +163,7 @@ def whole_runs_table(spark, runs: list, ended_ms: dict[str, int], timeline_bin_m
             print(f"hourglass check: judged runs {sorted(by_run)} whole in {time.perf_counter() - t1:.2f} s "
                   f"(files received in {t1 - t0:.2f} s)", file=sys.stderr, flush=True)
 
-    if READ_LOCAL_FILES_IN_TASKS and all(u.startswith("file:") for us in uris for u in us):
+    if READ_LOCAL_FILES_IN_TASKS and is_local(spark.sparkContext.master) and all(u.startswith("file:") for us in uris for u in us):
         local = [[(u, _display(u)) for u in us] for us in uris]
 
         def judge_local(batches):
