@@ -215,7 +215,7 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, o
         else:
             _log(f"{by_id[rid].run_dir}: not a local directory, outputs not written (give --out)")
         verdicts.append(verdict)
-    for job in jobs:  # a pool of fresh processes measured slower (2-3 s to import matplotlib each)
+    for job in jobs:
         write_run_outputs(*job)
 
 
