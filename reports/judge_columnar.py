@@ -18,7 +18,7 @@ one delivery per (topic, group) (which groups consume a topic).
 from __future__ import annotations
 
 import json
-from operator import itemgetter
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +29,7 @@ from reference.contract import ContractError
 from reports import offsets
 from reports.judge_events import judge_keys
 from reports.rows import (EXPECTED_COL, JSON_FIELDS, LATENESS_BIN_MS, LATENESS_RANGE_MS, TOPIC_GROUP_KEY, Judgements, error_row,
-                          output_layout, rows_table)
+                          output_layout, rows_table, timing_row)
 
 _COL = EXPECTED_COL
 
@@ -46,8 +46,15 @@ def _dicts(table: pa.Table, names) -> list[dict]:
     """Rows as contract event dicts (absent fields left out, as in the files); ``plan`` and
     ``offsets`` decoded from their transport encoding (:func:`reports.spark_jobs.spread_events`)."""
     names = [n for n in names if n in table.column_names]
-    cols = [table.column(n).to_pylist() for n in names]
-    out = [{n: v for n, v in zip(names, row) if v is not None} for row in zip(*cols)]
+    nulls = {n: table.column(n).null_count for n in names}
+    full = [n for n in names if not nulls[n]]  # every row has it: one dict(zip()) per row
+    out = [dict(zip(full, row)) for row in zip(*(table.column(n).to_pylist() for n in full))] if full else \
+        [{} for _ in range(table.num_rows)]
+    for n in names:
+        if 0 < nulls[n] < table.num_rows:  # some rows have it
+            for d, v in zip(out, table.column(n).to_pylist()):
+                if v is not None:
+                    d[n] = v
     if "plan" in names and table.column("plan").null_count != table.num_rows:
         for d in out:
             if isinstance(d.get("plan"), str):
@@ -90,6 +97,7 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, t
     ``ts_ms``: an interrupted run is judged up to there)."""
     run_id = run["run_id"]
     out = Judgements(run_id, bucket)
+    t = time.perf_counter()
     bad = table.column("bad_file")
     if bad.null_count != table.num_rows:
         for f in sorted(set(pc.drop_null(bad).to_pylist())):
@@ -112,12 +120,15 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, t
     pairs = set(zip(tg.column("t").to_pylist(), tg.column("g").to_pylist())) | set(markers or ())
     marker_events = [{"type": "deliver", "ts_ms": 0, "key": TOPIC_GROUP_KEY, "topic": t, "group": g, "outcome": "OK",
                       "reconsume_times": 0} for t, g in sorted(pairs)]
+    t = out.timed("judging: columns to dicts", t)
     rows = model.build_expected_rows(run, sends + laters + unkeyed + marker_events)
+    t = out.timed("model: expected table", t)
     sent_topics = sorted({s["topic"] for s in sends})
     out.emit("tg", {"pairs": sorted(pairs), "sent_topics": sent_topics})
 
     _count_reputs(out, unkeyed, rows, deliv)
     slow = _judge_plain(out, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline_bin_ms)
+    t = out.timed("judging: columnar", t)
 
     if slow:
         slow_keys = pa.array(sorted(slow), type=pa.string())
@@ -127,9 +138,12 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, t
         events += unkeyed
         key_i = _COL["key"]
         judge_keys(out, run, [r for r in rows if r[key_i] in slow], events, ended_ms, timeline_bin_ms, timeline=False)
+        t = out.timed("judging: event at a time", t)
     out.emit("c", dict(out.checked))
     out.emit_plot()
-    return _as_table(out)
+    judged = _as_table(out)
+    out.timed("judging: rows out", t)
+    return pa.concat_tables([judged, rows_table([timing_row(run_id, bucket, out.seconds)])])
 
 
 def _count_reputs(out: Judgements, unkeyed: list[dict], rows: list[tuple], deliv: pa.Table) -> None:
@@ -212,8 +226,10 @@ def _judge_plain(out: Judgements, run, rows, sends_t, deliv, dlq_t, ended_ms, ti
     # the model's rows as columns
     m = len(rows)
 
+    by_column = list(zip(*rows)) if m else []  # one transposition, not one pass per column
+
     def column(name):
-        return list(map(itemgetter(_COL[name]), rows))
+        return by_column[_COL[name]]
 
     def icol(name):
         return _ints(pa.array(column(name), type=pa.int64())) if m else np.zeros(0, dtype=np.int64)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,7 +27,7 @@ import pyarrow.compute as pc
 from reference.contract import EVENT_FIELDS, EVENT_TYPES, ContractError, validate_event
 from reports.judge_columnar import judge_or_error
 from reports.level_order import judge_level
-from reports.rows import JSON_FIELDS, error_row, rows_table, table_from_events, transport_schema
+from reports.rows import JSON_FIELDS, error_row, rows_table, table_from_events, timing_row, transport_schema
 
 #: Runs up to this many (estimated) events are judged whole, in one task.
 WHOLE_RUN_MAX_EVENTS = 1_000_000
@@ -213,13 +214,19 @@ def judge_runs(files_by_run: dict[int, list[tuple[str, bytes]]], runs: list[dict
 def _judge_run(run: dict, files: list[tuple[str, bytes]], ended_ms: int | None, timeline_bin_ms: int) -> pa.Table:
     run_id = run["run_id"]
     parts, bad = [], []
+    t0 = time.perf_counter()
     for uri, content in sorted(files):
         table, broken = parse_file(uri, content)
         parts.append(table)
         if broken:
             bad.append(uri)
     table = pa.concat_tables(parts)  # a run has files: discover_runs breaks one without
-    judged = _level_order(judge_or_error(run, 0, table, ended_ms, timeline_bin_ms))
+    t1 = time.perf_counter()
+    judged = judge_or_error(run, 0, table, ended_ms, timeline_bin_ms)
+    t2 = time.perf_counter()
+    judged = _level_order(judged)
+    judged = pa.concat_tables([judged, rows_table([timing_row(run_id, 0, {"read: parse files": t1 - t0,
+                                                                          "level order": time.perf_counter() - t2})])])
     if bad:
         judged = pa.concat_tables([judged, rows_table([(run_id, 0, "f", None, None, None, None, None, json.dumps(uri))
                                                        for uri in bad])])
