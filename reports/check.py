@@ -39,6 +39,8 @@ def _log(msg: str) -> None:
     print(f"hourglass check: {msg}", file=sys.stderr)
 
 
+#: The columns of the judged rows the driver reads (:data:`reports.rows.OUTPUT_SCHEMA`).
+ROW_COLUMNS = ("run_id", "bucket", "kind", "key", "level", "store_ms", "born_ms", "payload")
 #: Wall time of each phase of the last check (seconds), for the benchmark.
 PHASES: dict[str, float] = {}
 #: Seconds the last check's tasks spent in each of their phases, summed over tasks (core-seconds:
@@ -108,10 +110,9 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     judged = judged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with _phase("read, model and judging"):
-            rows = judged.filter(F.col("kind") != "lo").select("run_id", "bucket", "kind", "key", "level", "store_ms",
-                                                                "born_ms", "payload").collect()
+            rows = judged.filter(F.col("kind") != "lob").select(*ROW_COLUMNS).collect()
         with _phase("level order"):  # runs judged whole did theirs in their task
-            lo = level_order(judged.filter(F.col("kind") == "lo")).collect() if split else []
+            rows += level_order(judged.filter(F.col("kind") == "lob"), len(split)).select(*ROW_COLUMNS).collect() if split else []
     finally:
         judged.unpersist()
     _task_seconds(rows)
@@ -124,14 +125,13 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
             _log(f"{len(redo)} bucket(s) held no delivery of a group that consumes a topic they sent to: judged again")
             again = spark_jobs.judged_table(spark, [r for r in split if r.run_id in {rid for rid, _ in redo}], buckets, ended, bins,
                                             markers, only=redo)
-            again_rows = again.filter(~F.col("kind").isin("lo", "u", "f", "t")).select(
-                "run_id", "bucket", "kind", "key", "level", "store_ms", "born_ms", "payload").collect()
-        rows = [r for r in rows if (r.run_id, r.bucket) not in redo or r.kind in ("u", "f")] + again_rows
+            again_rows = again.filter(~F.col("kind").isin("lob", "u", "f", "t")).select(*ROW_COLUMNS).collect()
+        rows = [r for r in rows if (r.run_id, r.bucket) not in redo or r.kind in ("u", "f", "lc", "lv")] + again_rows
     for r in rows:
         if r.kind == "e" and r.run_id not in {b.run_id for b in broken}:
             broken.append(BrokenRun(by_id[r.run_id].run_dir, _judging_error(spark, by_id[r.run_id], json.loads(r.payload)), r.run_id))
     unkeyed = {r.run_id: json.loads(r.payload) for r in rows if r.kind == "u" and r.bucket == 0}
-    per_run = _gather(rows, lo)
+    per_run = _gather(rows)
     interrupted = {}
     already = {b.run_id for b in broken}
     for rid, run_input in by_id.items():
@@ -221,7 +221,7 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, o
         write_run_outputs(*job)
 
 
-def _gather(rows, lo) -> dict[str, dict]:
+def _gather(rows) -> dict[str, dict]:
     """The judged rows of all runs, merged per run (counts summed over buckets)."""
     per_run: dict[str, dict] = defaultdict(lambda: {"violations": [], "checked": defaultdict(int), "pending": [],
                                                     "stats": defaultdict(int), "plots": [], "events": 0, "last_ts_ms": None,
@@ -254,12 +254,6 @@ def _gather(rows, lo) -> dict[str, dict]:
             got["checked"]["LEVEL_ORDER"] += payload
         elif r.kind == "lv":
             got["violations"].append(_level_order_violation(r.run_id, r.key, r.level, r.born_ms, r.store_ms, **payload))
-    for r in lo:
-        if r.kind == "c":
-            per_run[r.run_id]["checked"]["LEVEL_ORDER"] += r.checked
-            continue
-        per_run[r.run_id]["violations"].append(_level_order_violation(
-            r.run_id, r.key, r.level, r.born_ms, r.store_ms, r.other_key, r.other_send_ts_ms, r.other_store_ms))
     return per_run
 
 

@@ -12,7 +12,8 @@ arrays and maps). Out of it: rows of :data:`OUTPUT_SCHEMA`, whose ``kind`` says 
 ``n``       what the bucket observed: events (its own, not copies) and the last ``ts_ms``
 ``plot``    partial plot aggregates
 ``lo``      a delayed message's first attempt, for LEVEL_ORDER (typed columns)
-``lv``      a LEVEL_ORDER violation judged in the task; ``lc`` its checked count
+``lob``     a bucket's ``lo`` rows as one Arrow IPC blob (base64 in ``payload``): LEVEL_ORDER spans buckets
+``lv``      a LEVEL_ORDER violation (``reports.level_order.judge_run``); ``lc`` its checked count
 ``u``       the run's unkeyed events (faults, snapshots), bucket 0 only
 ``rp``      re-puts per delay level in the windows OFFSET_PERSISTENCE needs (each bucket its own)
 ``tg``      the (topic, group) pairs a bucket saw, and the topics it sent to

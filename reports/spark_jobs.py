@@ -110,7 +110,11 @@ def judged_table(spark, runs: list, buckets: dict[str, int], ended_ms: dict[str,
         import time
         from collections import defaultdict
 
-        from reports.buckets import from_ipc
+        import base64
+
+        import pyarrow.compute as pc
+
+        from reports.buckets import from_ipc, to_ipc
 
         t0 = time.perf_counter()
         blobs: dict[tuple[int, int], list[bytes]] = defaultdict(list)
@@ -129,8 +133,14 @@ def judged_table(spark, runs: list, buckets: dict[str, int], ended_ms: dict[str,
             t1 = time.perf_counter()
             part = from_ipc(parts)
             seconds["read: blobs from the shuffle"] += time.perf_counter() - t1
-            yield from judge_or_error(run_jsons[run_id], bucket, part, ended_ms[run_id], timeline_bin_ms[run_id],
-                                      (markers or {}).get(run_id)).to_batches()
+            judged = judge_or_error(run_jsons[run_id], bucket, part, ended_ms[run_id], timeline_bin_ms[run_id],
+                                    (markers or {}).get(run_id))
+            is_lo = pc.equal(judged.column("kind"), "lo")
+            yield from judged.filter(pc.invert(is_lo)).to_batches()
+            lo = judged.filter(is_lo)
+            if lo.num_rows:  # LEVEL_ORDER spans buckets: the first attempts travel as one blob (reports.level_order)
+                yield from rows_table([(run_id, bucket, "lob", None, None, None, None, None,
+                                        base64.b64encode(to_ipc(lo)).decode())]).to_batches()
         if blobs:
             yield from rows_table([timing_row(run_ids[min(blobs)[0]], 0, seconds)]).to_batches()
 
