@@ -1,7 +1,7 @@
 """The path a run takes never changes its verdict.
 
 Runs up to ``WHOLE_RUN_MAX_EVENTS`` are judged whole from their files' bytes (``reports.run_files``);
-bigger ones are parsed by Spark and cut into buckets of keys, each judged apart: a run's faults,
+bigger ones are parsed file by file and cut into buckets of keys, each judged apart: a run's faults,
 snapshots and CRASH answers are copied to every bucket, and a bucket that saw none of some group's
 deliveries of a topic is judged again knowing the run's (topic, group) pairs. Here every hand-made
 run is checked again on the bucketed path, cut into many small buckets, and must get exactly the

@@ -2,7 +2,7 @@
 installed pyspark (``reports.standalone``), whose executors run a virtualenv that has numpy and
 pyarrow but not the project, and no ``PYTHONPATH``. The checker ships its code to them; its
 verdicts there are those of ``local[*]``, on both paths (runs judged whole from their files'
-bytes through Spark's binaryFile source; runs cut into buckets by Spark's JSON reader). Without
+bytes through Spark's binaryFile source; runs cut into buckets of keys, shuffled as Arrow blobs). Without
 the shipped code the executors cannot import the checker, and the command says so in one line
 before it reads any run."""
 
