@@ -35,7 +35,8 @@ class PeakMemory:
     each Spark executor below ``executor_roots`` (the cluster's workers): its JVM and its Python
     workers."""
 
-    def __init__(self, executor_roots: list[int] = ()):
+    def __init__(self, executor_roots: list[int] = (), cluster_roots: list[int] = ()):
+        self._cluster = list(cluster_roots)  # started by this process, but not the driver: left out of peak_bytes
         self.peak_bytes = 0
         self.executor_peaks: dict[int, int] = {}
         self._roots = list(executor_roots)
@@ -53,7 +54,8 @@ class PeakMemory:
     def _run(self):
         while not self._stop.is_set():
             children, rss = _processes()
-            self.peak_bytes = max(self.peak_bytes, _tree_rss(children, rss, os.getpid()))
+            cluster = sum(_tree_rss(children, rss, root) for root in self._cluster)
+            self.peak_bytes = max(self.peak_bytes, _tree_rss(children, rss, os.getpid()) - cluster)
             for worker in self._roots:
                 for executor in children.get(worker, ()):
                     if _is_executor(executor):
@@ -114,7 +116,7 @@ def baseline_scan(spark, files: list[str]) -> None:
     df.agg(*aggs).collect()
 
 
-def measure(spark, root: Path, n_events: int, out: Path, events_per_run: int = 250_000, executor_roots=()) -> dict:
+def measure(spark, root: Path, n_events: int, out: Path, events_per_run: int = 250_000, executor_roots=(), cluster_roots=()) -> dict:
     from reports import check, gen
 
     history = root / (f"history-{n_events}" if events_per_run == 250_000 else f"history-{n_events}-per-run-{events_per_run}")
@@ -130,7 +132,7 @@ def measure(spark, root: Path, n_events: int, out: Path, events_per_run: int = 2
     baseline_scan(spark, files)
     scan_before_s = time.perf_counter() - t
     shutil.rmtree(out, ignore_errors=True)
-    with PeakMemory(executor_roots) as mem:
+    with PeakMemory(executor_roots, cluster_roots) as mem:
         t = time.perf_counter()
         verdicts = check.check_runs([history], out_dir=out)
         check_s = time.perf_counter() - t
@@ -163,15 +165,15 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.dir)
     root.mkdir(parents=True, exist_ok=True)
     if not args.cluster:
-        return _run(args, root, args.master, {}, ())
+        return _run(args, root, args.master, {}, (), ())
     from reports.standalone import StandaloneCluster, executor_python
 
     conf = {"spark.pyspark.python": str(executor_python()), "spark.executor.memory": args.executor_memory}
     with StandaloneCluster(workers=args.workers, cores=1, memory=args.executor_memory, workdir=root / "cluster") as cluster:
-        return _run(args, root, cluster.master, conf, cluster.pids()[1:])
+        return _run(args, root, cluster.master, conf, cluster.pids()[1:], cluster.pids())
 
 
-def _run(args, root: Path, master: str, conf: dict, executor_roots) -> int:
+def _run(args, root: Path, master: str, conf: dict, executor_roots, cluster_roots) -> int:
     from reports.spark import get_spark, stop_spark
 
     spark = get_spark(master, conf)
@@ -185,7 +187,7 @@ def _run(args, root: Path, master: str, conf: dict, executor_roots) -> int:
     check.check_runs([warm], out_dir=root / "out-warm-up")  # JIT and Python workers warm for both sides
     not_passed = 0
     for n in (int(float(s)) for s in args.sizes.split(",")):
-        r = measure(spark, root, n, root / f"out-{n}", args.events_per_run, executor_roots)
+        r = measure(spark, root, n, root / f"out-{n}", args.events_per_run, executor_roots, cluster_roots)
         not_passed += r["runs_not_passed"]
         print(f"{r['events']:>11,} events {r['runs']:>3} runs {r['json_bytes'] / 2**30:5.2f} GiB | scan {r['scan_s']:7.1f} s "
               f"(mean of before/after, before {r['scan_before_s']:.1f} s) | "

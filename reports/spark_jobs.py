@@ -182,7 +182,10 @@ def _map_files(spark, groups: list[list[str]], fn, schema: str) -> DataFrame:
         for ix, contents in sorted(by_group.items()):
             yield from fn(ix, contents)
 
-    return files.repartitionByRange(len(groups), "group_ix").mapInArrow(read_binary, schema)
+    if all(len(g) == 1 for g in groups):  # each file its own group: read where Spark reads it, no shuffle of bytes
+        return files.mapInArrow(read_binary, schema)
+    # a group's files to one task: a hash repartition (a range one would read every file once more to sample it)
+    return files.repartition(len(groups), "group_ix").mapInArrow(read_binary, schema)
 
 
 def whole_runs_table(spark, runs: list, ended_ms: dict[str, int], timeline_bin_ms: dict[str, int]) -> DataFrame:

@@ -99,7 +99,8 @@ def test_a_key_goes_to_the_same_bucket_in_every_process():
 
 def test_a_run_in_several_files_gets_the_verdict_of_one(spark, tmp_path):
     """The harness's layout: sends and faults in events/harness.jsonl, deliveries in one file per
-    consumer; cut into buckets file by file, the run is judged as if whole."""
+    consumer; cut into buckets file by file, or its files gathered from Spark's binaryFile rows
+    (as on a cluster), the run is judged as if whole."""
     import json
 
     from suites.selftest.checker import cases
@@ -117,3 +118,11 @@ def test_a_run_in_several_files_gets_the_verdict_of_one(spark, tmp_path):
     whole = check_on_path("whole", [tmp_path / "runs"], tmp_path / "whole")
     bucketed = check_on_path("bucketed", [tmp_path / "runs"], tmp_path / "bucketed")
     assert len(whole) == 4 and bucketed == whole
+    from reports import spark_jobs
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(spark_jobs, "READ_LOCAL_FILES_IN_TASKS", False)  # a run's files gathered from Spark's binaryFile rows
+    try:
+        assert check_on_path("whole", [tmp_path / "runs"], tmp_path / "binary") == whole
+    finally:
+        mp.undo()
