@@ -34,6 +34,7 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 from reference.contract import ContractError  # noqa: E402 - after the testcontainers switch
 from reports.command import Parser, UsageError, run_command, writable_dir  # noqa: E402
+from reports.spark import conf_item  # noqa: E402
 from reports.verdict import EXIT_CODES, EXIT_USAGE, BROKEN, exit_code  # noqa: E402
 from harness.fit import MAX_WAIT_MS  # noqa: E402
 
@@ -123,6 +124,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", default=os.environ.get("HOURGLASS_BASELINE"), help="file of accepted violations")
     p.add_argument("--max-systems", type=int, default=2, help="real systems running at once")
     p.add_argument("--master", default=None, help="Spark master for the checker (default local[*])")
+    p.add_argument("--conf", action="append", type=conf_item, default=[], metavar="KEY=VALUE",
+                   help="a Spark property for the checker's session (repeatable; docs/spark.md)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated suite")
     p.add_argument("--count", type=int, default=10, help="scenarios in the generated suite")
     p.add_argument("--repeat", type=int, default=1, help="run the scenarios this many times (run only): "
@@ -164,7 +167,7 @@ def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
     started = time.monotonic()
     results, errors = run_batch(scenarios, BatchOptions(spec, out, args.max_systems, max_wait_ms=int(args.max_wait * 1000)))
     wall_s = time.monotonic() - started
-    by_name = batch_verdicts(scenarios, results, errors, args.baseline, args.master)
+    by_name = batch_verdicts(scenarios, results, errors, args.baseline, args.master, dict(args.conf))
     verdicts = []
     for sc in scenarios:
         v = by_name[sc.name]
@@ -311,6 +314,7 @@ def cmd_main(args) -> int:
         argv.append(f"--hg-baseline={args.baseline}")
     if args.master:
         argv.append(f"--hg-master={args.master}")
+    argv.extend(f"--hg-spark-conf={key}={value}" for key, value in args.conf)
     code = pytest.main(argv)
     indexes = sorted(out.glob("*/index.html"))
     print("\nreports:")

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from reference.rundir import REPORT_HTML, run_json
+from reports.spark import conf_item
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
@@ -46,6 +47,8 @@ def pytest_addoption(parser):
     g.addoption("--hg-max-systems", type=int, default=int(os.environ.get("HOURGLASS_MAX_SYSTEMS", "2")),
                 help="real systems running at once (default 2 on a 2-core machine)")
     g.addoption("--hg-master", default=os.environ.get("HOURGLASS_SPARK_MASTER"), help="Spark master for the checker")
+    g.addoption("--hg-spark-conf", action="append", type=conf_item, default=[], metavar="KEY=VALUE",
+                help="a Spark property for the checker's session (repeatable)")
     g.addoption("--hg-progress", default=os.environ.get("HOURGLASS_PROGRESS", "auto"), choices=("auto", "always", "off"),
                 help="progress lines on the real stderr while a batch runs, not captured (auto: real systems only; "
                      "always: virtual-time systems too)")
@@ -213,7 +216,8 @@ class HgSession:
             progress_out=self.progress_out, progress_virtual=mode == "always",
             max_wait_ms=int(c.getoption("--hg-max-wait") * 1000)))
         wall_s = time.monotonic() - started
-        by_name = batch_verdicts(scenarios, results, errors, c.getoption("--hg-baseline"), c.getoption("--hg-master"))
+        by_name = batch_verdicts(scenarios, results, errors, c.getoption("--hg-baseline"), c.getoption("--hg-master"),
+                                 dict(c.getoption("--hg-spark-conf")))
         for sc in scenarios:
             self.verdicts[(system, sc.name)] = by_name[sc.name]
         if not record:
@@ -261,7 +265,8 @@ def _dirname(system: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in system)
 
 
-def batch_verdicts(scenarios, results, errors: dict[str, str], baseline, master: str | None) -> dict[str, dict]:
+def batch_verdicts(scenarios, results, errors: dict[str, str], baseline, master: str | None,
+                   spark_conf: dict[str, str] | None = None) -> dict[str, dict]:
     """A verdict for every scenario of a batch, by name, from one checker job over all its runs:
     the checker's verdict, marked broken where the harness could not carry the run out; a
     scenario the system cannot run (``skipped``) gets no verdict on the broker."""
@@ -270,7 +275,8 @@ def batch_verdicts(scenarios, results, errors: dict[str, str], baseline, master:
 
     by_result = {r.scenario.name: r for r in results}
     runs = [r for r in results if not r.skipped and run_json(r.run_dir).exists()]
-    checked = check_runs([r.run_dir for r in runs], out_dir=None, master=master, baseline=baseline) if runs else []
+    checked = check_runs([r.run_dir for r in runs], out_dir=None, master=master, baseline=baseline,
+                         spark_conf=spark_conf) if runs else []
     by_id = {v["run_id"]: v for v in checked}
     out: dict[str, dict] = {}
     for sc in scenarios:

@@ -78,7 +78,11 @@ class DuplicateRuling:
     reason: str  # one sentence: which rule allowed or forbade it, and the fault involved
 
 
-def _first_attempt(send: Mapping, profile: Profile, where: str) -> tuple[int, int, bool, int, int, int, int | None, str | None]:
+def _send_where(key) -> str:
+    return f"events: send of key {key!r}"
+
+
+def _first_attempt(send: Mapping, profile: Profile, key) -> tuple[int, int, bool, int, int, int, int | None, str | None]:
     """CommitLog.asyncPutMessage + ScheduleMessageService.computeDeliverTimestamp (4.9.x),
     HookUtils.transformTimerMessage (5.x): requested level, level, clamped, delay, earliest, due
     anchor for ON_TIME, deliver_at, rejection of the first attempt."""
@@ -88,7 +92,7 @@ def _first_attempt(send: Mapping, profile: Profile, where: str) -> tuple[int, in
         born = ts
     requested = send.get("delay_level") or 0
     if not isinstance(requested, int):
-        raise ContractError(where, "delay_level", "an int", requested)
+        raise ContractError(_send_where(key), "delay_level", "an int", requested)
     deliver_at = send.get("deliver_at_ms")
     table = profile.level_table
     if requested > 0 or deliver_at is None:
@@ -179,13 +183,12 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     rows: list[tuple] = []
     append = rows.append
     for key, send in sends.items():
-        where = f"events: send of key {key!r}"
         raw_plan = send.get("plan")
         plan_key = tuple(raw_plan) if raw_plan else ()
         status = send["status"]
         topic = send["topic"]
         born = send.get("born_ms")
-        requested, level, clamped, delay, earliest, due_on_time, deliver_at, rejection = _first_attempt(send, profile, where)
+        requested, level, clamped, delay, earliest, due_on_time, deliver_at, rejection = _first_attempt(send, profile, key)
         anchor0 = send["ts_ms"]
         latest = due_on_time + slack
         widened = None
@@ -198,7 +201,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
             max_rt = group_rt.get(group, profile.max_reconsume_times)
             outcome = outcome_cache.get((plan_key, max_rt))
             if outcome is None:
-                outcome = plan_outcome(parse_plan(list(plan_key) or None, where), max_rt)
+                outcome = plan_outcome(parse_plan(list(plan_key) or None, _send_where(key)), max_rt)
                 outcome_cache[(plan_key, max_rt)] = outcome
             last, final_state = outcome.last_attempt, outcome.final_state
             append((run_id, key, 0, topic, None, status, requested, level, clamped, delay, earliest, latest,

@@ -2,8 +2,8 @@
 
 All runs of one call go through the same Spark job, never a loop of jobs per run: runs of a
 moderate size are judged whole, one per task, from their files' bytes (:mod:`reports.run_files`);
-bigger ones are parsed by Spark and shuffled by bucket of keys straight into the judging
-(:func:`reports.spark_jobs.judged_table`). Nothing is cached and nothing is read twice, except the files
+bigger ones are parsed the same way, cut by bucket of keys into Arrow blobs and shuffled straight
+into the judging (:func:`reports.spark_jobs.judged_table`). Nothing is cached and nothing is read twice, except the files
 holding a row that breaks the contract (re-read line by line to name line and field). The driver
 only handles what is small: faults, the violations found, counts and plot aggregates.
 """
@@ -25,7 +25,7 @@ from reference.rundir import local_path
 from reports import baseline as baseline_mod
 from reports import offsets, plots, spark_jobs
 from reports.completeness import assess, judging_end_ms
-from reports.inputs import BrokenRun, _display, discover_runs, read_events, rescan_file
+from reports.inputs import BrokenRun, _display, discover_runs, rescan_file
 from reports.level_order import level_order
 from reports.logs import run_logs
 from reports.rows import VIOLATION_COLUMNS
@@ -41,8 +41,13 @@ def _log(msg: str) -> None:
     print(f"hourglass check: {msg}", file=sys.stderr)
 
 
+#: The columns of the judged rows the driver reads (:data:`reports.rows.OUTPUT_SCHEMA`).
+ROW_COLUMNS = ("run_id", "bucket", "kind", "key", "level", "store_ms", "born_ms", "payload")
 #: Wall time of each phase of the last check (seconds), for the benchmark.
 PHASES: dict[str, float] = {}
+#: Seconds the last check's tasks spent in each of their phases, summed over tasks (core-seconds:
+#: on N cores they overlap; ``reports.rows`` kind ``t``).
+TASK_SECONDS: dict[str, float] = {}
 
 
 @contextmanager
@@ -56,12 +61,13 @@ def _phase(name: str):
             _log(f"{name}: {PHASES[name]} s")
 
 
-def check_runs(run_dirs, out_dir=None, master=None, baseline=None) -> list[dict]:
+def check_runs(run_dirs, out_dir=None, master=None, baseline=None, spark_conf=None) -> list[dict]:
     """Check the runs at or below ``run_dirs``; write each run's outputs into ``out_dir/<run_id>/``
     (``None``: into the run directory itself); return the verdicts (broken runs carry ``broken``).
 
-    ``baseline``: a path or a loaded :class:`reports.baseline.Baseline` of accepted violations."""
-    spark = get_spark(master)
+    ``baseline``: a path or a loaded :class:`reports.baseline.Baseline` of accepted violations.
+    ``master`` and ``spark_conf`` (Spark properties) start the process's session if none runs yet."""
+    spark = get_spark(master, spark_conf)
     accepted = baseline_mod.load(baseline) if isinstance(baseline, (str, os.PathLike)) else baseline
     runs, broken = discover_runs(spark, [str(p) for p in run_dirs])
     run_json = {r.run_id: r.run for r in runs}  # a broken run's report still links its logs
@@ -97,53 +103,38 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     whole = [r for r in runs if r.estimated_events <= WHOLE_RUN_MAX_EVENTS]
     split = [r for r in runs if r.estimated_events > WHOLE_RUN_MAX_EVENTS]
     buckets = spark_jobs.bucket_counts({r.run_id: r.estimated_events for r in split})
-    events = read_events(spark, split) if split else None
     PHASES.clear()
     tables = []
     if whole:
         tables.append(spark_jobs.whole_runs_table(spark, whole, ended, bins))
     if split:
-        tables.append(spark_jobs.judged_table(events, runs_json, buckets, ended, bins))
+        tables.append(spark_jobs.judged_table(spark, split, buckets, ended, bins))
     judged = tables[0] if len(tables) == 1 else tables[0].unionByName(tables[1])
     judged = judged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with _phase("read, model and judging"):
-            rows = judged.filter(F.col("kind") != "lo").select("run_id", "bucket", "kind", "key", "level", "store_ms",
-                                                                "born_ms", "payload").collect()
+            rows = judged.filter(F.col("kind") != "lob").select(*ROW_COLUMNS).collect()
         with _phase("level order"):  # runs judged whole did theirs in their task
-            lo = level_order(judged.filter(F.col("kind") == "lo")).collect() if split else []
+            rows += level_order(judged.filter(F.col("kind") == "lob"), len(split)).select(*ROW_COLUMNS).collect() if split else []
     finally:
         judged.unpersist()
+    _task_seconds(rows)
     flagged = {json.loads(r.payload) for r in rows if r.kind == "f"}
-    held = {f[len(spark_jobs.HELD):] for f in flagged if f.startswith(spark_jobs.HELD)}
     with _phase("contract rescan"):
-        torn = _contract_pass(spark, sorted({f for f in flagged if not f.startswith(spark_jobs.HELD)} | held), by_id, broken)
+        torn = _contract_pass(spark, sorted(flagged), by_id, broken)
     redo, markers = _blind_buckets(rows)
-    trusted = _trusted(held, by_id, broken)
-    trusted_runs: set[str] = set()
-    if trusted:
-        _log(f"{len(trusted)} file(s) with a '?' in a name and no lone surrogate: their runs judged again")
-        trusted_runs = {rid for rid, r in by_id.items() if set(r.json_files) & set(trusted)}
-        redo |= {(rid, b) for rid in trusted_runs for b in range(buckets[rid])}
     if redo:
         with _phase("second pass"):
-            _log(f"{len(redo)} bucket(s) held no delivery of a group that consumes a topic they sent to, or rows set aside: judged again")
-            again = spark_jobs.judged_table(events, runs_json, buckets, ended, bins, markers, only=redo,
-                                            trusted_files=tuple(trusted)).persist(StorageLevel.MEMORY_AND_DISK)
-            try:
-                again_rows = again.filter(~F.col("kind").isin("lo", "u", "f")).select("run_id", "bucket", "kind", "key", "level",
-                                                                                      "store_ms", "born_ms", "payload").collect()
-                if trusted:  # LEVEL_ORDER of those runs again, with the rows set aside
-                    lo = [r for r in lo if r.run_id not in trusted_runs] + level_order(
-                        again.filter((F.col("kind") == "lo") & F.col("run_id").isin(*trusted_runs))).collect()
-            finally:
-                again.unpersist()
-        rows = [r for r in rows if (r.run_id, r.bucket) not in redo or r.kind in ("u", "f")] + again_rows
+            _log(f"{len(redo)} bucket(s) held no delivery of a group that consumes a topic they sent to: judged again")
+            again = spark_jobs.judged_table(spark, [r for r in split if r.run_id in {rid for rid, _ in redo}], buckets, ended, bins,
+                                            markers, only=redo)
+            again_rows = again.filter(~F.col("kind").isin("lob", "u", "f", "t")).select(*ROW_COLUMNS).collect()
+        rows = [r for r in rows if (r.run_id, r.bucket) not in redo or r.kind in ("u", "f", "lc", "lv")] + again_rows
     for r in rows:
         if r.kind == "e" and r.run_id not in {b.run_id for b in broken}:
             broken.append(BrokenRun(by_id[r.run_id].run_dir, _judging_error(spark, by_id[r.run_id], json.loads(r.payload)), r.run_id))
     unkeyed = {r.run_id: json.loads(r.payload) for r in rows if r.kind == "u" and r.bucket == 0}
-    per_run = _gather(rows, lo)
+    per_run = _gather(rows)
     interrupted = {}
     already = {b.run_id for b in broken}
     for rid, run_input in by_id.items():
@@ -161,6 +152,18 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     with _phase("outputs"):
         _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, out_dir, verdicts)
     return verdicts
+
+
+def _task_seconds(rows) -> None:
+    TASK_SECONDS.clear()
+    for r in rows:
+        if r.kind == "t":
+            for phase, s in json.loads(r.payload).items():
+                TASK_SECONDS[phase] = TASK_SECONDS.get(phase, 0.0) + s
+    for phase in TASK_SECONDS:
+        TASK_SECONDS[phase] = round(TASK_SECONDS[phase], 2)
+    if TASK_SECONDS and os.environ.get("HOURGLASS_CHECK_TIMINGS"):
+        _log("tasks (core-seconds): " + ", ".join(f"{k} {v}" for k, v in sorted(TASK_SECONDS.items())))
 
 
 def _judging_error(spark, run_input, error: dict) -> str:
@@ -218,11 +221,11 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, o
         else:
             _log(f"{by_id[rid].run_dir}: not a local directory, outputs not written (give --out)")
         verdicts.append(verdict)
-    for job in jobs:  # a pool of fresh processes measured slower (2-3 s to import matplotlib each)
+    for job in jobs:
         write_run_outputs(*job)
 
 
-def _gather(rows, lo) -> dict[str, dict]:
+def _gather(rows) -> dict[str, dict]:
     """The judged rows of all runs, merged per run (counts summed over buckets)."""
     per_run: dict[str, dict] = defaultdict(lambda: {"violations": [], "checked": defaultdict(int), "pending": [],
                                                     "stats": defaultdict(int), "plots": [], "events": 0, "last_ts_ms": None,
@@ -255,12 +258,6 @@ def _gather(rows, lo) -> dict[str, dict]:
             got["checked"]["LEVEL_ORDER"] += payload
         elif r.kind == "lv":
             got["violations"].append(_level_order_violation(r.run_id, r.key, r.level, r.born_ms, r.store_ms, **payload))
-    for r in lo:
-        if r.kind == "c":
-            per_run[r.run_id]["checked"]["LEVEL_ORDER"] += r.checked
-            continue
-        per_run[r.run_id]["violations"].append(_level_order_violation(
-            r.run_id, r.key, r.level, r.born_ms, r.store_ms, r.other_key, r.other_send_ts_ms, r.other_store_ms))
     return per_run
 
 
@@ -276,14 +273,6 @@ def _violation_frame(violations: list[dict]):
 
     frame = pd.DataFrame(violations, columns=[n for n, _ in VIOLATION_COLUMNS])
     return frame.astype({n: ("Int64" if t == "bigint" else "boolean" if t == "boolean" else "object") for n, t in VIOLATION_COLUMNS})
-
-
-def _trusted(held: set[str], by_id, broken) -> list[str]:
-    """The held files (a '?' in a name, :data:`reports.spark_jobs.HELD`) whose rescan found no contract
-    error: the '?' is real, so their rows are judged after all."""
-    bad_ids = {b.run_id for b in broken}
-    file_run = {f: r.run_id for r in by_id.values() for f in r.json_files}
-    return sorted(f for f in held if file_run.get(f) not in bad_ids)
 
 
 def _contract_pass(spark, suspects, by_id, broken) -> dict[str, list[dict]]:

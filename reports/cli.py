@@ -1,4 +1,4 @@
-"""``python -m reports check RUN_DIR [RUN_DIR ...] [--out OUT] [--master URL] [--baseline FILE]``
+"""``python -m reports check RUN_DIR [RUN_DIR ...] [--out OUT] [--master URL] [--conf KEY=VALUE ...] [--baseline FILE]``
 and ``python -m reports matrix VERDICT_DIR ... --out OUT``.
 
 Exit codes (``reports.verdict``, the same as ``python -m harness``): 0 no violation, 1 a violation
@@ -10,9 +10,12 @@ one line (``--debug`` adds the traceback)."""
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
+from reference.contract import ContractError
 from reports.command import Parser, run_command, writable_dir
+from reports.spark import conf_item
 from reports.verdict import BROKEN, VIOLATED, exit_code, status
 
 
@@ -21,8 +24,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     check = sub.add_parser("check", help="check run directories (or trees of them) against the reference model")
     check.add_argument("runs", nargs="+", metavar="RUN_DIR", help="a run directory or a tree of them (any path Spark reads)")
-    check.add_argument("--out", help="write OUT/<run_id>/...; default: into each run directory")
-    check.add_argument("--master", help="Spark master URL (default local[*])")
+    check.add_argument("--out", help="write OUT/<run_id>/... (a directory of the driver's: the driver writes the "
+                       "outputs); default: into each run directory that is local")
+    check.add_argument("--master", help="Spark master URL (default local[*]): spark://HOST:PORT, yarn, k8s://URL")
+    check.add_argument("--conf", action="append", type=conf_item, default=[], metavar="KEY=VALUE",
+                       help="a Spark property for the session (repeatable), e.g. spark.pyspark.python=/opt/venv/bin/python")
     check.add_argument("--baseline", help="JSON or TOML file of accepted violations")
     check.add_argument("--debug", action="store_true", help="print the traceback of an error")
     check.set_defaults(fn=_check)
@@ -34,9 +40,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _writable(out: str | None) -> None:
-    if out is not None and "://" not in out:  # any other URI: Spark's to write
-        writable_dir(Path(out), "the checker")
+def _local_out(out: str | None) -> str | None:
+    """``--out`` as a path of the driver's (``file:`` URIs too): the driver writes every output."""
+    if out is None:
+        return None
+    from reports.inputs import _display
+
+    path = _display(out)
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]+:", path):
+        raise ContractError("--out", None, "a directory the driver writes (a path or a file: URI)", out)
+    writable_dir(Path(path), "the checker")
+    return path
 
 
 def _check(args) -> int:
@@ -46,10 +60,10 @@ def _check(args) -> int:
 
     accepted = baseline_mod.load(args.baseline) if args.baseline else None
     spark_mod.check_master(args.master)
-    _writable(args.out)
+    out = _local_out(args.out)
     owns_session = spark_mod._session is None  # in-process callers (tests) keep their session
     try:
-        verdicts = check_runs(args.runs, out_dir=args.out, master=args.master, baseline=accepted)
+        verdicts = check_runs(args.runs, out_dir=out, master=args.master, baseline=accepted, spark_conf=dict(args.conf))
     finally:
         if owns_session:
             spark_mod.stop_spark()

@@ -1,13 +1,13 @@
-"""Finding run directories and reading their events into one Spark DataFrame.
+"""Finding run directories (through Hadoop's FileSystem, so any path Spark reads) and rescanning suspect files.
 
 A run directory holds ``run.json`` and its events as ``events*.jsonl``, ``events/*.jsonl`` or the
 same as Parquet. Any path Spark reads works (the listing goes through Hadoop's FileSystem); a path
 that is not itself a run directory is searched for run directories below it.
 
-Contract checking is split so that a healthy history costs one scan: Spark flags suspect rows
-(unparseable, wrong type, missing field, unknown choice) while the events are cached, and only the
-files holding suspect rows are read again line by line in Python, which names file, line and field
-(``reference.contract.validate_event``) or recognises a torn last line.
+Contract checking is split so that a healthy history costs one scan: the tasks that parse the
+files (``reports.run_files``) leave out rows that break the contract and report their file, and
+only those files are read again line by line here, in the driver, which names file, line and
+field (``reference.contract.validate_event``) or recognises a torn last line.
 """
 
 from __future__ import annotations
@@ -15,17 +15,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from reference.contract import EVENT_FIELDS, EVENT_TYPES, ContractError, validate_event, validate_run
+from reference.contract import EVENT_FIELDS, ContractError, validate_event, validate_run
 from reference.rundir import EVENT_GLOBS, RUN_JSON, local_path, lone_surrogate
 
 #: Typical bytes per event (JSONL as the harness writes it; Parquet compressed), for bucket sizing.
 BYTES_PER_JSON_EVENT = 200
 BYTES_PER_PARQUET_EVENT = 30
-CORRUPT = "_corrupt_record"
 
 _SPARK_KIND = {
     "str": T.StringType(),
@@ -173,63 +171,6 @@ def _load_run(fs: _FS, run_dir: str) -> RunInput | BrokenRun:
         parquet_files=[f for f in files if f.endswith(".parquet")],
         sizes=sizes,
     )
-
-
-def contract_ok_column():
-    """True where Spark's parse of a row satisfies the contract (types, required fields, choices)."""
-    cond = F.col("type").isin(*EVENT_TYPES) & F.col("ts_ms").isNotNull()
-    per_type = None
-    for etype, specs in EVENT_FIELDS.items():
-        ok = F.lit(True)
-        for f in specs:
-            c = F.col(f.name)
-            if f.required:
-                ok = ok & c.isNotNull()
-            if f.choices and f.kind == "list[str]":
-                ok = ok & (c.isNull() | F.forall(c, lambda x: x.isin(*f.choices)))
-            elif f.choices:
-                ok = ok & (c.isNull() | c.isin(*f.choices))
-        per_type = F.when(F.col("type") == etype, ok) if per_type is None else per_type.when(F.col("type") == etype, ok)
-    return F.coalesce(cond & per_type.otherwise(F.lit(False)), F.lit(False))
-
-
-def read_events(spark: SparkSession, runs: list[RunInput]) -> DataFrame:
-    """All events of ``runs`` with ``run_id``, ``source_file``, ``suspect``, ``maybe_lone_surrogate``
-    and ``contract_ok``."""
-    schema = event_schema()
-    frames = []
-    json_files = [f for r in runs for f in r.json_files]
-    if json_files:
-        with_corrupt = T.StructType(schema.fields + [T.StructField(CORRUPT, T.StringType(), True)])
-        df = spark.read.schema(with_corrupt).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).json(json_files)
-        frames.append(df.select(*EVENT_COLUMNS, F.col("_metadata.file_path").alias("source_file"), F.col(CORRUPT).isNotNull().alias("suspect"),
-                                _maybe_lone_surrogate().alias("maybe_lone_surrogate")))
-    parquet_files = [f for r in runs for f in r.parquet_files]
-    if parquet_files:
-        df = spark.read.parquet(*parquet_files)
-        have = set(df.columns)
-        cols = [F.col(n).cast(schema[n].dataType).alias(n) if n in have else F.lit(None).cast(schema[n].dataType).alias(n) for n in EVENT_COLUMNS]
-        frames.append(df.select(*cols, F.col("_metadata.file_path").alias("source_file"), F.lit(False).alias("suspect"),
-                                F.lit(False).alias("maybe_lone_surrogate")))
-    events = frames[0]
-    for other in frames[1:]:
-        events = events.unionByName(other)
-    file_to_run = spark.createDataFrame(
-        [(f, r.run_id) for r in runs for f in r.json_files + r.parquet_files], "source_file string, run_id string"
-    )
-    events = events.join(F.broadcast(file_to_run), "source_file")
-    return events.withColumn("contract_ok", contract_ok_column())
-
-
-#: String fields that name things: where a lone surrogate would change what the judges compare.
-NAME_FIELDS = ("key", "topic", "group", "queue_topic", "name")
-
-
-def _maybe_lone_surrogate():
-    """True where a naming field holds '?': Spark's JSON reader turns a lone surrogate escape
-    (``"\\ud800"``: valid JSON, not valid Unicode) into '?', and flags nothing. Such rows are set
-    aside until a rescan of their file tells a real '?' from a surrogate."""
-    return F.coalesce(F.greatest(*(F.col(n).contains("?") for n in NAME_FIELDS)), F.lit(False))
 
 
 @dataclass

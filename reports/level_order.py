@@ -11,10 +11,12 @@ it may be stored after it timed out, so its store bounds nobody's.
 
 from __future__ import annotations
 
+import json
+
+import pyarrow as pa
 from pyspark.sql import DataFrame
 
-RESULT_SCHEMA = ("run_id string, kind string, key string, level bigint, born_ms bigint, store_ms bigint, "
-                 "other_key string, other_send_ts_ms bigint, other_store_ms bigint, checked bigint")
+from reports.rows import OUTPUT_SCHEMA, rows_table
 
 
 def judge_level(keys, store_ms, send_ts_ms, born_ms):
@@ -42,30 +44,46 @@ def judge_level(keys, store_ms, send_ts_ms, born_ms):
     return violations, int(judged.sum())
 
 
-def level_order(lo_rows: DataFrame) -> DataFrame:
-    """``lo`` rows (run_id, key, level, store_ms, send_ts_ms, born_ms) -> rows of
-    :data:`RESULT_SCHEMA`: kind ``v`` (a violation) and ``c`` (checked count of a level)."""
+def judge_run(judged: pa.Table) -> pa.Table:
+    """LEVEL_ORDER of one run from its ``lo`` rows among ``judged`` (:data:`reports.rows.OUTPUT_SCHEMA`
+    rows): those become ``lv`` (a violation) and ``lc`` (checked, per level) rows; the others stay."""
+    import numpy as np
+    import pyarrow.compute as pc
 
-    def per_level(table):
-        import numpy as np
-        import pyarrow as pa
+    is_lo = pc.equal(judged.column("kind"), "lo")
+    lo = judged.filter(is_lo)
+    if not lo.num_rows:
+        return judged
+    run_id = lo.column("run_id")[0].as_py()
+    rows = []
+    levels = lo.column("level").to_numpy()
+    for level in sorted(set(levels.tolist())):
+        part = lo.filter(pc.equal(lo.column("level"), level))
+        cols = [np.asarray(part.column(c).to_numpy(), dtype=np.int64) for c in ("store_ms", "send_ts_ms", "born_ms")]
+        violations, checked = judge_level(part.column("key").to_pylist(), *cols)
+        rows.append((run_id, 0, "lc", None, level, None, None, None, json.dumps(checked)))
+        for key, born, store, other, other_ts, other_store in violations:
+            rows.append((run_id, 0, "lv", key, level, store, None, born, json.dumps(
+                {"other_key": other, "other_send_ts_ms": other_ts, "other_store_ms": other_store})))
+    return pa.concat_tables([judged.filter(pc.invert(is_lo)), rows_table(rows)])
 
-        run_id = table.column("run_id")[0].as_py()
-        level = table.column("level")[0].as_py()
-        keys = table.column("key").to_pylist()
-        cols = [np.asarray(table.column(c).to_numpy(), dtype=np.int64) for c in ("store_ms", "send_ts_ms", "born_ms")]
-        violations, checked = judge_level(keys, *cols)
-        rows = [(run_id, "v", k, level, born, store, ok, ots, ostore, None) for k, born, store, ok, ots, ostore in violations]
-        rows.append((run_id, "c", None, level, None, None, None, None, None, checked))
-        names = [p.strip().split(" ")[0] for p in RESULT_SCHEMA.split(",")]
-        return pa.Table.from_pylist([dict(zip(names, r)) for r in rows], schema=_arrow_schema())
 
-    return lo_rows.select("run_id", "key", "level", "store_ms", "send_ts_ms", "born_ms").groupBy("run_id", "level").applyInArrow(
-        per_level, RESULT_SCHEMA)
+def level_order(lo_blobs: DataFrame, runs: int) -> DataFrame:
+    """LEVEL_ORDER of runs judged in buckets: their ``lob`` rows (each bucket's ``lo`` rows, one Arrow
+    IPC blob, base64 in ``payload``: no row per message through Spark) brought together by run,
+    judged by :func:`judge_run`: rows of :data:`reports.rows.OUTPUT_SCHEMA` of kinds ``lv`` and ``lc``."""
 
+    def per_run(batches):
+        import base64
+        from collections import defaultdict
 
-def _arrow_schema():
-    import pyarrow as pa
+        from reports.buckets import from_ipc
 
-    types = {"string": pa.string(), "bigint": pa.int64()}
-    return pa.schema([(n, types[t]) for n, t in (p.strip().split(" ") for p in RESULT_SCHEMA.split(","))])
+        blobs = defaultdict(list)
+        for batch in batches:
+            for run_id, payload in zip(batch.column("run_id").to_pylist(), batch.column("payload").to_pylist()):
+                blobs[run_id].append(base64.b64decode(payload))
+        for run_id in sorted(blobs):
+            yield from judge_run(from_ipc(blobs[run_id])).to_batches()
+
+    return lo_blobs.repartition(max(1, runs), "run_id").mapInArrow(per_run, OUTPUT_SCHEMA)

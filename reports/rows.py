@@ -12,12 +12,14 @@ arrays and maps). Out of it: rows of :data:`OUTPUT_SCHEMA`, whose ``kind`` says 
 ``n``       what the bucket observed: events (its own, not copies) and the last ``ts_ms``
 ``plot``    partial plot aggregates
 ``lo``      a delayed message's first attempt, for LEVEL_ORDER (typed columns)
-``lv``      a LEVEL_ORDER violation judged in the task; ``lc`` its checked count
+``lob``     a bucket's ``lo`` rows as one Arrow IPC blob (base64 in ``payload``): LEVEL_ORDER spans buckets
+``lv``      a LEVEL_ORDER violation (``reports.level_order.judge_run``); ``lc`` its checked count
 ``u``       the run's unkeyed events (faults, snapshots), bucket 0 only
 ``rp``      re-puts per delay level in the windows OFFSET_PERSISTENCE needs (each bucket its own)
 ``tg``      the (topic, group) pairs a bucket saw, and the topics it sent to
 ``f``       a file holding a row that breaks the contract (the driver rescans it)
 ``e``       the run could not be judged (payload: ``message`` and whether to ``rescan`` its files)
+``t``       seconds the task spent in each of its phases (parse, model, judging; summed by the driver)
 ==========  =====================================================================================
 
 This module imports nothing else of the checker but the events' Spark schema.
@@ -26,6 +28,7 @@ This module imports nothing else of the checker but the events' Spark schema.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter, defaultdict
 
 import pyarrow as pa
@@ -102,6 +105,11 @@ def rows_table(rows: list[tuple]) -> pa.Table:
                                 else [pa.array([], type=t) for t in types], names=names)
 
 
+def timing_row(run_id: str, bucket: int, seconds: dict[str, float]) -> tuple:
+    """A row of kind ``t``: seconds per phase of a task."""
+    return (run_id, bucket, "t", None, None, None, None, None, json.dumps({k: round(v, 4) for k, v in seconds.items()}))
+
+
 def error_row(run_id: str, bucket: int, message: str, rescan: bool) -> tuple:
     """A row of kind ``e``: the run could not be judged; ``rescan``: its files may name the line."""
     return (run_id, bucket, "e", None, None, None, None, None, json.dumps({"message": message, "rescan": rescan}))
@@ -121,6 +129,13 @@ class Judgements:
         # LATENESS_TIME_BIN_MS, widened 0/1) -> attempts
         self.plot = {"lateness": defaultdict(Counter), "lateness_widened": defaultdict(Counter), "lateness_time": Counter(),
                      "gaps": defaultdict(Counter), "gap_expected": {}, "timeline": Counter(), "duplicates": Counter()}
+        self.seconds: Counter = Counter()  # per phase of the task (kind ``t``)
+
+    def timed(self, phase: str, since: float) -> float:
+        """Add the time since ``since`` (``time.perf_counter()``) to ``phase``; return now."""
+        now = time.perf_counter()
+        self.seconds[phase] += now - since
+        return now
 
     def violation(self, invariant: str, key, **fields) -> None:
         fields.update(invariant=invariant, key=key)

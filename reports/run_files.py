@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import io
 import json
+import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from reference.contract import EVENT_FIELDS, EVENT_TYPES, ContractError, validate_event
 from reports.judge_columnar import judge_or_error
-from reports.level_order import judge_level
-from reports.rows import JSON_FIELDS, error_row, rows_table, table_from_events, transport_schema
+from reports.level_order import judge_run as judge_run_level_order
+from reports.rows import JSON_FIELDS, error_row, rows_table, table_from_events, timing_row, transport_schema
 
 #: Runs up to this many (estimated) events are judged whole, in one task.
 WHOLE_RUN_MAX_EVENTS = 1_000_000
@@ -175,30 +176,6 @@ def _joined_choices_kept(col, choices) -> pa.Array:
     return _choices_kept(pc.split_pattern(pc.fill_null(col, ""), ","), tuple(choices) + ("",), len(col))
 
 
-def _level_order(judged: pa.Table) -> pa.Table:
-    """LEVEL_ORDER of a run judged whole, in its own task (it holds every message of the run): the
-    ``lo`` rows become ``lv`` (a violation) and ``lc`` (checked, per level) rows, as
-    :func:`reports.level_order.level_order` gives them for bucketed runs."""
-    import numpy as np
-
-    is_lo = pc.equal(judged.column("kind"), "lo")
-    lo = judged.filter(is_lo)
-    if not lo.num_rows:
-        return judged
-    run_id = lo.column("run_id")[0].as_py()
-    rows = []
-    levels = lo.column("level").to_numpy()
-    for level in sorted(set(levels.tolist())):
-        part = lo.filter(pc.equal(lo.column("level"), level))
-        cols = [np.asarray(part.column(c).to_numpy(), dtype=np.int64) for c in ("store_ms", "send_ts_ms", "born_ms")]
-        violations, checked = judge_level(part.column("key").to_pylist(), *cols)
-        rows.append((run_id, 0, "lc", None, level, None, None, None, json.dumps(checked)))
-        for key, born, store, other, other_ts, other_store in violations:
-            rows.append((run_id, 0, "lv", key, level, store, None, born, json.dumps(
-                {"other_key": other, "other_send_ts_ms": other_ts, "other_store_ms": other_store})))
-    return pa.concat_tables([judged.filter(pc.invert(is_lo)), rows_table(rows)])
-
-
 def judge_runs(files_by_run: dict[int, list[tuple[str, bytes]]], runs: list[dict], ended_ms: dict, timeline_bin_ms: dict):
     """Judge each run of one task whole (bucket 0); yield Arrow tables of judgements."""
     for run_ix, files in sorted(files_by_run.items()):
@@ -213,13 +190,19 @@ def judge_runs(files_by_run: dict[int, list[tuple[str, bytes]]], runs: list[dict
 def _judge_run(run: dict, files: list[tuple[str, bytes]], ended_ms: int | None, timeline_bin_ms: int) -> pa.Table:
     run_id = run["run_id"]
     parts, bad = [], []
+    t0 = time.perf_counter()
     for uri, content in sorted(files):
         table, broken = parse_file(uri, content)
         parts.append(table)
         if broken:
             bad.append(uri)
     table = pa.concat_tables(parts)  # a run has files: discover_runs breaks one without
-    judged = _level_order(judge_or_error(run, 0, table, ended_ms, timeline_bin_ms))
+    t1 = time.perf_counter()
+    judged = judge_or_error(run, 0, table, ended_ms, timeline_bin_ms)
+    t2 = time.perf_counter()
+    judged = judge_run_level_order(judged)  # it holds every message of the run
+    judged = pa.concat_tables([judged, rows_table([timing_row(run_id, 0, {"read: parse files": t1 - t0,
+                                                                          "level order": time.perf_counter() - t2})])])
     if bad:
         judged = pa.concat_tables([judged, rows_table([(run_id, 0, "f", None, None, None, None, None, json.dumps(uri))
                                                        for uri in bad])])

@@ -29,8 +29,8 @@ def bad_bytes_verdicts(request, spark, bad_bytes_root, tmp_path_factory):
 
 
 def test_a_real_question_mark_is_judged(bad_bytes_verdicts):
-    """Spark's JSON reader turns a lone surrogate into '?': a '?' in a name is set aside until the
-    rescan tells, and a real one is judged after all (LEVEL_ORDER included)."""
+    """A real '?' in a name is no lone surrogate (which a reader could turn into '?'): its run is
+    judged like any other (LEVEL_ORDER included)."""
     v = bad_bytes_verdicts["question-mark"]
     assert v["passed"] is True and v["messages"] == 2
     assert v["invariants"]["NO_LOSS"]["checked"] == 2 and v["invariants"]["LEVEL_ORDER"]["checked"] == 1

@@ -1,7 +1,7 @@
 """The path a run takes never changes its verdict.
 
 Runs up to ``WHOLE_RUN_MAX_EVENTS`` are judged whole from their files' bytes (``reports.run_files``);
-bigger ones are parsed by Spark and cut into buckets of keys, each judged apart: a run's faults,
+bigger ones are parsed file by file and cut into buckets of keys, each judged apart: a run's faults,
 snapshots and CRASH answers are copied to every bucket, and a bucket that saw none of some group's
 deliveries of a topic is judged again knowing the run's (topic, group) pairs. Here every hand-made
 run is checked again on the bucketed path, cut into many small buckets, and must get exactly the
@@ -10,9 +10,13 @@ verdict it gets whole.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from suites.selftest.checker.runs import GROUP, RunBuilder
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _two_groups() -> RunBuilder:
@@ -77,3 +81,48 @@ def test_a_group_starved_in_most_buckets_is_still_expected_to_consume(small_buck
     assert loss["violations"] == 29
     assert all(e["group"] == "other" for e in loss["examples"])
     assert GROUP != "other"
+
+
+def test_a_key_goes_to_the_same_bucket_in_every_process():
+    """Sends and deliveries of a key sit in different files (harness.jsonl, consumer-*.jsonl), cut
+    in different Python processes: the key's bucket cannot depend on the process (Python's own
+    string hash does)."""
+    import subprocess
+    import sys
+
+    code = ("import pyarrow as pa; from reports.buckets import key_buckets; "
+            "print(key_buckets(pa.array(['a', 'k-000000017', 'ключ', '', None]), 7).tolist())")
+    seen = {subprocess.run([sys.executable, "-c", code], env={"PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)},
+                           capture_output=True, text=True, check=True).stdout for seed in ("1", "2")}
+    assert len(seen) == 1 and len(set(eval(seen.pop()))) > 2
+
+
+def test_a_run_in_several_files_gets_the_verdict_of_one(spark, tmp_path):
+    """The harness's layout: sends and faults in events/harness.jsonl, deliveries in one file per
+    consumer; cut into buckets file by file, or its files gathered from Spark's binaryFile rows
+    (as on a cluster), the run is judged as if whole."""
+    import json
+
+    from suites.selftest.checker import cases
+    from suites.selftest.checker.runs import check_on_path
+
+    for make in (cases.clean_mix, cases.scheduler_duplicate, cases.consumer_redelivery_after_crash, cases.lost):
+        d = make().write(tmp_path / "runs")
+        events = [json.loads(line) for line in (d / "events.jsonl").read_text().splitlines()]
+        (d / "events.jsonl").unlink()
+        (d / "events").mkdir()
+        (d / "events" / "harness.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events if e["type"] != "deliver"))
+        for i in range(2):
+            (d / "events" / f"consumer-{i}.jsonl").write_text(
+                "".join(json.dumps(e) + "\n" for n, e in enumerate(x for x in events if x["type"] == "deliver") if n % 2 == i))
+    whole = check_on_path("whole", [tmp_path / "runs"], tmp_path / "whole")
+    bucketed = check_on_path("bucketed", [tmp_path / "runs"], tmp_path / "bucketed")
+    assert len(whole) == 4 and bucketed == whole
+    from reports import spark_jobs
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(spark_jobs, "READ_LOCAL_FILES_IN_TASKS", False)  # a run's files gathered from Spark's binaryFile rows
+    try:
+        assert check_on_path("whole", [tmp_path / "runs"], tmp_path / "binary") == whole
+    finally:
+        mp.undo()
