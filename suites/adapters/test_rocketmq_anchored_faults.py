@@ -31,9 +31,16 @@ from adapters.rundir import read_events
 from harness.runner import ScenarioRun
 from harness.scenario import ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
 from reference.rundir import EVENTS_DIR, HARNESS_EVENTS
-from suites.adapters.conftest import PROFILE
+from suites.adapters.conftest import PROFILE, process_first_runtimes
 
 pytestmark = pytest.mark.realbroker
+
+
+@pytest.fixture(scope="module", params=process_first_runtimes())
+def runtime_name(request) -> str:
+    """The process runtime in CI; the container runtime (the same faults, another launcher) nightly."""
+    return request.param
+
 
 FLUSH_INTERVAL_MS = 2000
 FLUSH_PROFILE = BrokerProfile(message_delay_level=PROFILE.message_delay_level,

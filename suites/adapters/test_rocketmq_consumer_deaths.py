@@ -19,9 +19,16 @@ from adapters.base import ConsumerSpec
 from harness.runner import ScenarioRun
 from harness.scenario import ConsumerGroup, Message, Profile, Scenario
 from reference.rundir import EVENTS_DIR, consumer_events
-from suites.adapters.conftest import PROFILE, wait_for_events
+from suites.adapters.conftest import PROFILE, process_first_runtimes, wait_for_events
 
 pytestmark = pytest.mark.realbroker
+
+
+@pytest.fixture(scope="module", params=process_first_runtimes())
+def runtime_name(request) -> str:
+    """The process runtime in CI; the container runtime (the same faults, another launcher) nightly."""
+    return request.param
+
 
 #: a death is recorded by the process that sees it, at once: a kill follows its cause by at most this
 RECORDED_WITHIN_MS = 2_000
