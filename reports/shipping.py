@@ -18,6 +18,7 @@ import ast
 import importlib.util
 import io
 import os
+import re
 import sys
 import tempfile
 import zipfile
@@ -153,14 +154,16 @@ def probe(spark, timeout_s: float | None = None) -> list[dict]:
 
 def _why(text: str) -> str:
     """The line of a failed job that says why: PySpark's own error of a Python worker (a version
-    mismatch, a Python that cannot start), else the last exception line."""
+    mismatch, a Python that cannot start), else the first Python exception the worker reported
+    (not the JVM's wrappers of it, nor their stack frames), else the last line."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     for marker in ("PYTHON_VERSION_MISMATCH", "Cannot run program", "No module named"):
         for ln in lines:
             if marker in ln:
-                return ln
-    errors = [ln for ln in lines if "Error" in ln or "Exception" in ln]
-    return (errors[-1] if errors else lines[-1] if lines else text)[:400]
+                return ln[:400]
+    python_errors = [ln for ln in lines if re.match(r"([A-Za-z_][\w.]*)?(Error|Exception)\b.*: ", ln)
+                     and not ln.startswith(("org.", "java.", "scala.", "py4j.", "Caused by"))]
+    return (python_errors[0] if python_errors else lines[-1] if lines else text)[:400]
 
 
 def main() -> int:

@@ -22,7 +22,7 @@ from reference import expected as model
 from reference.contract import ContractError
 from reports.inputs import _display
 from reports.judge_columnar import judge_or_error
-from reports.rows import OUTPUT_SCHEMA, rows_table, timing_row
+from reports.rows import OUTPUT_SCHEMA, error_row, rows_table, timing_row
 from reports.run_files import judge_runs, parse_file
 from reports.spark import is_local
 
@@ -32,8 +32,9 @@ EVENTS_PER_BUCKET = 200_000
 #: else through Spark's binaryFile source, as a cluster's executors must.
 READ_LOCAL_FILES_IN_TASKS = True
 BLOB_SCHEMA = "run_ix long, bucket long, blob binary"
-#: The bucket number of a cutting task's timings (JSON) among the blobs.
-TIMING = -1
+#: The bucket numbers of a cutting task's timings (JSON) and of a file it could not parse (the
+#: error's text) among the blobs.
+TIMING, ERROR = -1, -2
 
 
 def validate_profiles(runs: list[dict]) -> dict[str, str]:
@@ -97,9 +98,15 @@ def judged_table(spark, runs: list, buckets: dict[str, int], ended_ms: dict[str,
                                                pa.array([blob], pa.binary())], names=["run_ix", "bucket", "blob"])
 
         for uri, content in contents:
-            table, broken = parse_file(uri, content)
-            for bucket, part in split(table, counts[run_ix], None if wanted is None else wanted[run_ix]):
-                yield row(bucket, to_ipc(part))
+            try:
+                table, broken = parse_file(uri, content)
+                blobs = [(bucket, to_ipc(part)) for bucket, part in split(table, counts[run_ix], None if wanted is None else wanted[run_ix])]
+            except Exception as e:  # noqa: BLE001 - one run's file never stops the others: its run is broken, its files rescanned
+                yield row(ERROR, f"{type(e).__name__}: {e}".encode())
+                continue
+            del table
+            for bucket, blob in blobs:
+                yield row(bucket, blob)
             if broken and (wanted is None or 0 in wanted[run_ix]):
                 yield row(0, to_ipc(bad_file_marker(uri)))
         # the task's seconds ride along as bucket TIMING
@@ -129,6 +136,9 @@ def judged_table(spark, runs: list, buckets: dict[str, int], ended_ms: dict[str,
                 for p in parts:
                     for phase, s in json.loads(p).items():
                         seconds[phase] = seconds.get(phase, 0.0) + s
+                continue
+            if bucket == ERROR:
+                yield from rows_table([error_row(run_id, 0, p.decode(), rescan=True) for p in parts]).to_batches()
                 continue
             t1 = time.perf_counter()
             part = from_ipc(parts)

@@ -4,7 +4,7 @@ pyarrow but not the project, and no ``PYTHONPATH``. The checker ships its code t
 verdicts there are those of ``local[*]``, on both paths (runs judged whole from their files'
 bytes through Spark's binaryFile source; runs cut into buckets of keys, shuffled as Arrow blobs). Without
 the shipped code the executors cannot import the checker, and the command says so in one line
-before it reads any run."""
+before it reads any run; so does an executors' Python of another version."""
 
 from __future__ import annotations
 
@@ -39,12 +39,16 @@ def _gone(pid: int) -> bool:
     return False
 
 
-def _check_on(cluster, case_root: Path, out: Path, *switches: str) -> subprocess.CompletedProcess:
+def _check_on(cluster, case_root: Path, out: Path, *options: str) -> subprocess.CompletedProcess:
+    """``python -m reports check`` of ``case_root`` on the cluster (``options``: the test driver's
+    switches and more ``--conf``)."""
     c, python = cluster
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
+    switches = [o for o in options if o in ("--unshipped", "--bucketed")]
+    more = [o for o in options if o not in switches]
     cmd = [sys.executable, "-m", "suites.selftest.checker.cluster_driver", *switches, "check", str(case_root),
            "--out", str(out), "--master", c.master, "--conf", f"spark.pyspark.python={python}",
-           "--conf", "spark.executor.memory=512m", "--conf", "spark.driver.memory=1g"]
+           "--conf", "spark.executor.memory=512m", "--conf", "spark.driver.memory=1g", *more]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
 
 
@@ -73,3 +77,17 @@ def test_executors_without_the_code_fail_with_the_missing_module(cluster, case_r
     assert last.startswith(f"hourglass check: the Spark executors ({cluster[0].master}): expected Python 3.")
     assert "No module named 'reports'" in last and str(cluster[1]) in last
     assert not list(tmp_path.glob("*/verdict.json"))  # nothing was judged
+
+
+def test_executors_of_another_python_version_fail_naming_both(cluster, case_root, tmp_path):
+    """An executors' Python that says it is 3.99 (a sitecustomize on their PYTHONPATH): PySpark's
+    own check refuses it, and the command says so in one line, both versions named."""
+    fake = tmp_path / "fake-version"
+    fake.mkdir()
+    (fake / "sitecustomize.py").write_text("import collections, sys\nsys.version_info = collections.namedtuple("
+                                           "'version_info', 'major minor micro releaselevel serial')(3, 99, 0, 'final', 0)\n")
+    done = _check_on(cluster, case_root, tmp_path / "out", "--conf", f"spark.executorEnv.PYTHONPATH={fake}")
+    assert done.returncode == 3
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"hourglass check: the Spark executors ({cluster[0].master}): expected a Python 3.")
+    assert "3.99" in last and "%d.%d" % sys.version_info[:2] in last
