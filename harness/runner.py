@@ -100,15 +100,16 @@ def skip_reason(scenario: Scenario, system: System) -> str | None:
         return (f"{info.adapter} {info.version} ({info.runtime} runtime) cannot tell when the broker persists its "
                 f"schedule offsets: fault step {flush[0]} is timed from a flush")
     needed = primitives_needed(scenario.faults)
-    disk = sorted({t for a, t in needed if a in DISK_ACTIONS})
-    if disk and not (isinstance(system, DiskFaults) and all(system.can_fault(a, t) for a, t in needed if a in DISK_ACTIONS)):
-        why = system.info.details.get("disk_faults") or "the system cannot fill a store"
-        return f"{info.adapter} {info.version} ({info.runtime} runtime) cannot fill the store of {', '.join(disk)}: {why}"
-    net = sorted({t for a, t in needed if a in NET_ACTIONS})
-    if net and not (isinstance(system, NetworkFaults) and all(system.can_fault(a, t) for a, t in needed if a in NET_ACTIONS)):
-        details = system.info.details
-        why = details.get("network_faults") or details.get("latency_faults") or "the system cannot cut or slow a network"
-        return f"{info.adapter} {info.version} ({info.runtime} runtime) cannot act on the network of {', '.join(net)}: {why}"
+    # faults on what the system must be set up for (a fillable store, the broker's own network):
+    # (actions, capability, what the harness would do, details keys that say why not, fallback)
+    for actions, capability, verb, keys, fallback in (
+            (DISK_ACTIONS, DiskFaults, "fill the store of", ("disk_faults",), "the system cannot fill a store"),
+            (NET_ACTIONS, NetworkFaults, "act on the network of", ("network_faults", "latency_faults"),
+             "the system cannot cut or slow a network")):
+        targets = sorted({t for a, t in needed if a in actions})
+        if targets and not (isinstance(system, capability) and all(system.can_fault(a, t) for a, t in needed if a in actions)):
+            why = next((info.details[k] for k in keys if info.details.get(k)), fallback)
+            return f"{info.adapter} {info.version} ({info.runtime} runtime) cannot {verb} {', '.join(targets)}: {why}"
     if isinstance(system, FaultLimited):  # an external cluster: only the faults the user gave commands for
         lacking = sorted(f"{a} {t}" for a, t in needed if a not in DISK_ACTIONS + NET_ACTIONS and not system.can_fault(a, t))
         if lacking:
