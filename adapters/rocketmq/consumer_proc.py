@@ -149,6 +149,45 @@ def make_listener(follower: PlanFollower):
     return Listener()
 
 
+def make_allocation():
+    """The official averaging allocation over the group's *distinct* client ids.
+
+    A broker may list one client twice: when a heartbeat sent on a connection the client is
+    closing (the broker just restarted) is processed after that connection's close event, the
+    closed channel stays registered beside the new one until it expires (``channelExpiredTimeout``,
+    120 s). Averaging over ``[me, me]`` gives this consumer half the queues and nobody the rest,
+    so their messages wait, stored and unpulled, for minutes: a consumer stall the harness would
+    read as a loss (seen on 5.3.3 after a kill -9). Every distinct client is a real consumer, so
+    allocating over the distinct ids is what the group means; each duplicate list seen is logged."""
+    from java.util import ArrayList
+    from jpype import JImplements, JOverride
+    from org.apache.rocketmq.client.consumer.rebalance import AllocateMessageQueueAveragely
+
+    averagely = AllocateMessageQueueAveragely()
+    logged: set = set()
+
+    @JImplements("org.apache.rocketmq.client.consumer.AllocateMessageQueueStrategy")
+    class DistinctClients:
+        @JOverride
+        def allocate(self, group, current_cid, mq_all, cid_all):
+            ids = [str(c) for c in cid_all]
+            distinct = sorted(set(ids))
+            if len(distinct) != len(ids):
+                seen = (str(group), tuple(ids))
+                if seen not in logged:
+                    logged.add(seen)
+                    print(f"hourglass: the broker lists group {group}'s clients as {ids}: allocating over the "
+                          f"distinct {distinct}", file=sys.stderr, flush=True)
+                cid_all = ArrayList(distinct)
+            return averagely.allocate(group, current_cid, mq_all, cid_all)
+
+        @JOverride
+        def getName(self):
+            return averagely.getName()
+
+    return DistinctClients()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -176,6 +215,7 @@ def main() -> None:
     consumer.setHeartbeatBrokerInterval(5000)
     for topic in args.topic:
         consumer.subscribe(topic, "*")
+    consumer.setAllocateMessageQueueStrategy(make_allocation())
     consumer.registerMessageListener(make_listener(follower))
     consumer.start()
     chan.write({"ready": True, "pid": os.getpid()})

@@ -171,3 +171,39 @@ def test_external_runtime_runs_the_given_commands_and_refuses_missing_ones(tmp_p
         rt.pause("broker")
     with pytest.raises(AdapterError, match="expected '<action>:<component>'"):
         ExternalRuntime({"reboot": "true"})
+
+
+_ALLOCATE = """
+import json, sys
+from adapters.rocketmq.jvm import start_jvm
+start_jvm(sys.argv[1], sys.argv[2])
+from java.util import ArrayList
+from org.apache.rocketmq.common.message import MessageQueue
+from adapters.rocketmq.consumer_proc import make_allocation
+mqs = ArrayList([MessageQueue("T", "b", i) for i in range(4)])
+out = {}
+for name, cids in (("duplicated", ["me", "me"]), ("two", ["me", "other"])):
+    got = make_allocation().allocate("g", "me", mqs, ArrayList(cids))
+    out[name] = sorted(int(q.getQueueId()) for q in got)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.realbroker
+@pytest.mark.parametrize("system", ["rocketmq:4.9.7", "rocketmq:latest"])
+def test_a_client_the_broker_lists_twice_still_gets_every_queue(system, tmp_path):
+    """5.3.3 after a kill -9 listed the harness's one consumer twice (a closed channel kept
+    registered): averaging over [me, me] left half the queues unpulled. The harness's consumer
+    allocates over the distinct clients, and still shares queues with a real second client."""
+    import json
+    import subprocess
+
+    from adapters.rocketmq.provision import resolve
+
+    lib = resolve(system).lib_dir
+    done = subprocess.run([sys.executable, "-c", _ALLOCATE, str(lib), str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got == {"duplicated": [0, 1, 2, 3], "two": [0, 1]}
+    assert "allocating over the distinct ['me']" in done.stderr
