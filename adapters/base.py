@@ -167,6 +167,15 @@ class Snapshotting(Protocol):
 
 
 @runtime_checkable
+class ConsumeStatsReading(Protocol):
+    def consume_stats(self, group: str, topics: list[str]) -> dict:
+        """After the group's consumers stopped: per queue of ``topics`` (keys
+        :func:`reference.contract.queue_key`), the group's committed offset (``offsets``) and the
+        broker's max offset (``max_offsets``), as ``snapshot`` event fields of source
+        ``consumeStats`` (``reports.stalls`` tells a stalled consumer from a lost message)."""
+
+
+@runtime_checkable
 class ConfigReading(Protocol):
     def broker_config(self) -> dict[str, str]:
         """The running broker's configuration as it reports it (admin ``getBrokerConfig``: keys as

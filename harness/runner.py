@@ -19,7 +19,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from adapters.base import (ConsumerSpec, Consuming, DiskFaults, DlqReading, FaultLimited, LogFiles, NetworkFaults,
+from adapters.base import (ConsumerSpec, ConsumeStatsReading, Consuming, DiskFaults, DlqReading, FaultLimited, LogFiles, NetworkFaults,
                            OffsetFlushWatching, SendRequest, System)
 from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
@@ -28,7 +28,7 @@ from harness.faults import FaultDriver, TimedFault, primitives_needed
 from harness.logcopy import copy_logs, log_sizes
 from harness.catalogue import suite_of
 from harness.scenario import Scenario
-from reference.contract import CONSUMER_STARTED_BY_SCENARIO, consumer_fault
+from reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, consumer_fault, retry_topic
 from reference.disk import DISK_ACTIONS
 from reference.network import NET_ACTIONS
 from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, SCENARIO_JSON
@@ -259,6 +259,7 @@ class ScenarioRun:
             finally:
                 if isinstance(sysm, Consuming) and self._owns_consumers:
                     sysm.stop_consumers()
+                self._consume_stats(log, run)
                 log.close()
                 run["ended_ms"] = clock.now_ms()
                 self._copy_logs(run, logs_since)
@@ -273,6 +274,22 @@ class ScenarioRun:
                 write_run_json(self.run_dir, run)
         self.progress.phase = "done"
         return RunResult(self.run_dir, self.run_id, sc, not state.pending, state.pending, run["started_ms"], run["ended_ms"], error)
+
+    def _consume_stats(self, log: EventLog, run: dict) -> None:
+        """Each group's committed and stored offsets once its consumers stopped (their graceful
+        stop committed them): what the broker holds that the group never consumed tells a stalled
+        consumer from a lost message (``reports.stalls``). A system that cannot say records why."""
+        sysm, sc = self.system, self.scenario
+        if not isinstance(sysm, ConsumeStatsReading):
+            return
+        for group in sorted({c.group for c in sc.consumers}):
+            topics = sorted({t for c in sc.consumers if c.group == group for t in c.topics} | {retry_topic(group)})
+            try:
+                snap = sysm.consume_stats(group, topics)
+            except Exception as e:  # noqa: BLE001 - the run's observations stand without it
+                run.setdefault("consume_stats_errors", []).append(f"{group}: {type(e).__name__}: {e}"[:300])
+                continue
+            log.write({"type": "snapshot", "ts_ms": sysm.clock.now_ms(), **snap, "moment": CONSUMERS_STOPPED})
 
     def _log_sizes(self) -> dict[str, int]:
         if not isinstance(self.system, LogFiles):

@@ -36,12 +36,19 @@ EVENT_TYPES: tuple[str, ...] = ("send", "deliver", "dlq", "fault", "snapshot")
 #: ``moment`` of a ``snapshot`` event: when the harness took it — at the run's start, after a
 #: start of the broker answered (``ready``), right before a broker ``kill``/``stop`` (written
 #: before its ``fault`` event: the in-memory offsets at the stop), right after a ``kill``/``stop``
-#: returned (the broker down: what the stop left in ``delayOffset.json``), at the run's end
-SNAPSHOT_MOMENTS: tuple[str, ...] = ("run_start", "after_ready", "before_stop", "after_stop", "run_end")
+#: returned (the broker down: what the stop left in ``delayOffset.json``), at the run's end, and
+#: after the run's consumers stopped (their graceful stop committed their offsets: ``consumeStats``)
+CONSUMERS_STOPPED = "consumers_stopped"
+SNAPSHOT_MOMENTS: tuple[str, ...] = ("run_start", "after_ready", "before_stop", "after_stop", "run_end", CONSUMERS_STOPPED)
 #: ``source`` of a ``snapshot``: the persisted file, and the broker's in-memory offsets (admin
 #: ``brokerStatus``: ``scheduleMessageOffset_<level>`` = offset, schedule queue max offset)
 PERSISTED_SOURCE = "delayOffset.json"
 MEMORY_SOURCE = "brokerStatus"
+#: ``source`` of a ``snapshot`` of one consumer group (``group``) at ``consumers_stopped``: per queue
+#: of the group's topics (:func:`queue_key`), the group's committed offset (``offsets``) and the
+#: broker's max offset (``max_offsets``), from admin ``consumeStats``. What lies between the two
+#: is stored by the broker and never consumed by the group (``reports.stalls``).
+CONSUME_STATS_SOURCE = "consumeStats"
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -67,6 +74,16 @@ def consumer_fault(action: str, ts_ms: int, name: str, group: str, cause: str, *
     """The ``fault`` event of one consumer's start or death (see :data:`CONSUMER_DIED`)."""
     return {"type": "fault", "ts_ms": ts_ms, "action": action, "target": "consumer", "name": name, "group": group,
             "cause": cause, **extra}
+
+
+def queue_key(topic: str, broker: str, queue_id: int) -> str:
+    """One message queue as a snapshot's offsets key (topic names cannot hold ``/``)."""
+    return f"{topic}/{broker}/{queue_id}"
+
+
+def parse_queue_key(key: str) -> tuple[str, str, int]:
+    topic, broker, queue_id = key.rsplit("/", 2)
+    return topic, broker, int(queue_id)
 
 
 def retry_topic(group: str) -> str:
@@ -141,6 +158,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("moment", "str", False, SNAPSHOT_MOMENTS),
         _f("broker", "str", False),  # brokerStatus: which broker
         _f("max_offsets", "dict", False),  # brokerStatus: level -> max offset of its schedule queue
+        _f("group", "str", False),  # consumeStats: which consumer group
     ),
 }
 

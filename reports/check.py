@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from reference.rundir import local_path
 from reports import baseline as baseline_mod
-from reports import offsets, plots, spark_jobs
+from reports import offsets, plots, spark_jobs, stalls
 from reports.completeness import assess, judging_end_ms
 from reports.inputs import BrokenRun, _display, discover_runs, rescan_file
 from reports.level_order import level_order
@@ -209,6 +209,8 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, o
         n, found = offsets.judge(checks, {w: {int(lv): c for lv, c in per_level.items()} for w, per_level in got["reputs"].items()})
         got["checked"][offsets.INVARIANT] += n
         got["violations"].extend(dict(v, run_id=rid) for v in found)
+        # a loss the broker can still answer for (stored, never pulled) is undecided: reports.stalls
+        got["violations"], got["pending"] = stalls.reclassify(got["violations"], got["pending"], stalls.lags(unkeyed.get(rid, [])))
         vdf = _violation_frame(got["violations"])
         if accepted is not None:
             vdf = accepted.mark(vdf, run)

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reference import expected as model
-from reference.contract import ContractError
+from reference.contract import EVENT_FIELDS, ContractError
 from reports import offsets
 from reports.judge_events import judge_keys
 from reports.rows import (EXPECTED_COL, JSON_FIELDS, LATENESS_BIN_MS, LATENESS_RANGE_MS, LATENESS_TIME_BIN_MS, TOPIC_GROUP_KEY,
@@ -40,7 +40,7 @@ DELIVER_FIELDS = ("type", "ts_ms", "key", "group", "topic", "queue_id", "queue_o
                   "commit_log_offset", "body_crc", "reconsume_times", "born_ms", "store_ms", "outcome")
 DLQ_FIELDS = ("type", "ts_ms", "key", "group", "reconsume_times", "store_ms")
 FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group", "delay_ms")  # delay_ms: reference.network
-SNAPSHOT_FIELDS = ("type", "ts_ms", "source", "offsets", "moment", "broker", "max_offsets")
+SNAPSHOT_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["snapshot"]))
 
 
 @lru_cache(maxsize=None)

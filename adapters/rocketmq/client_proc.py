@@ -20,6 +20,8 @@ Commands:
 - ``read_dlq {group}`` -> ``{"messages": [dlq fields]}`` (pulled from ``%DLQ%group`` queue 0; a
   DLQ created write-only, as before 4.9.2, is made readable first)
 - ``broker_status {}`` -> ``{"brokers": {addr: {key: value}}}`` (admin ``brokerStatus``)
+- ``consume_stats {group, topics}`` -> ``{"queues": [{topic, broker, queue_id, consumer_offset,
+  broker_offset}], "errors": [...]}`` (admin ``consumeStats`` per topic)
 - ``shutdown``
 """
 
@@ -101,6 +103,21 @@ class Client:
             table = self.admin.fetchBrokerRuntimeStats(addr).getTable()
             out[addr] = {str(k): str(v) for k, v in table.items()}
         return {"brokers": out}
+
+    def consume_stats(self, group: str, topics: list[str]) -> dict:
+        """Admin consumeStats of ``group`` per topic: every queue's committed and max offset (a
+        topic the broker cannot answer for goes to ``errors``)."""
+        queues, errors = [], []
+        for topic in topics:
+            try:
+                table = self.admin.examineConsumeStats(group, topic).getOffsetTable()
+            except Exception as e:  # noqa: BLE001 - one topic's answer does not void the others
+                errors.append(f"{topic}: {describe(e)}"[:300])
+                continue
+            for mq, w in table.items():
+                queues.append({"topic": str(mq.getTopic()), "broker": str(mq.getBrokerName()), "queue_id": int(mq.getQueueId()),
+                               "consumer_offset": int(w.getConsumerOffset()), "broker_offset": int(w.getBrokerOffset())})
+        return {"queues": queues, "errors": errors}
 
     # -- producer ---------------------------------------------------------------------------
     def _sender(self, threads: int):
@@ -204,6 +221,7 @@ def serve(client: Client, chan: Channel) -> None:
         "read_dlq": lambda a: client.read_dlq(a["group"]),
         "broker_status": lambda a: client.broker_status(),
         "broker_config": lambda a: client.broker_config(),
+        "consume_stats": lambda a: client.consume_stats(a["group"], list(a["topics"])),
     }
     for line in sys.stdin:
         if not line.strip():

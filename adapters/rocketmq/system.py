@@ -36,7 +36,7 @@ from pathlib import Path
 from adapters.base import (AdapterError, BrokerProfile, ConsumerSpec, NotReady, SendRequest, SendResult,
                            SystemInfo)
 from adapters.rocketmq import config as cfg
-from reference.contract import RETRY_PREFIX
+from reference.contract import CONSUME_STATS_SOURCE, RETRY_PREFIX, queue_key
 from reference.disk import DISK_ACTIONS, FILL, FREE
 from reference.network import LATENCY, LATENCY_END, NET_ACTIONS
 from adapters.rocketmq.clientlink import ClientError, ClientProcess, ConsumerProcess
@@ -429,6 +429,14 @@ class RocketMQSystem:
         for name, proc in self.consumers.items():
             proc.terminate()
             self._stopped_consumers.add(name)
+
+    def consume_stats(self, group: str, topics: list[str]) -> dict:
+        got = self._request("consume_stats", timeout_s=30, group=group, topics=list(topics))
+        if got.get("errors"):
+            self.info.details.setdefault("consume_stats_errors", []).extend(got["errors"])
+        committed = {queue_key(q["topic"], q["broker"], q["queue_id"]): q["consumer_offset"] for q in got["queues"]}
+        stored = {queue_key(q["topic"], q["broker"], q["queue_id"]): q["broker_offset"] for q in got["queues"]}
+        return {"source": CONSUME_STATS_SOURCE, "group": group, "offsets": committed, "max_offsets": stored}
 
     # -- white box ----------------------------------------------------------------------------
     def _mount_fillable_store(self) -> None:

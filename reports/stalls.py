@@ -1,0 +1,89 @@
+"""A consumer that stalled is not a broker that lost: NO_LOSS violations the broker can still answer for.
+
+A message the broker stored in its consumer's queue but the harness's consumer never pulled (a
+rebalance that left a queue unassigned, a pull loop that gave up after a restart) looks, from the
+deliveries alone, like a loss. The runner therefore reads, after the run's consumers stopped (a
+graceful stop commits their offsets), each group's ``consumeStats``: per queue of the group's
+topics and its ``%RETRY%`` topic, the committed offset and the broker's max offset
+(:data:`reference.contract.CONSUME_STATS_SOURCE` snapshots). Their difference, the *lag*, is what
+the broker holds and the group never consumed.
+
+The rule, per group: when the group's lag covers every message the judging found missing for it
+(``missing <= lag``), none of them is certainly lost: each could be one the broker holds and the
+consumer never pulled. They become *undecided* ("the consumer stalled"), never violations and never
+a pass. When more are missing than the broker holds, at least ``missing - lag`` are lost whichever
+they are: the violations stand, and say what the broker still held. A group with no such snapshot
+(a system that cannot read consume stats) is judged on the deliveries alone, as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from reference.contract import CONSUME_STATS_SOURCE, parse_queue_key
+
+INVARIANT = "NO_LOSS"
+#: queues named in a reason, at most
+QUEUES_NAMED = 4
+
+
+@dataclass(frozen=True)
+class Lag:
+    """One group's unconsumed messages at the end: total, and per queue (key, committed, max)."""
+
+    group: str
+    total: int
+    queues: tuple[tuple[str, int, int], ...]
+
+    def describe(self) -> str:
+        named = ", ".join(f"{topic} queue {qid} (consumed to {c}, stored to {m})"
+                          for (topic, _, qid), c, m in ((parse_queue_key(k), c, m) for k, c, m in self.queues[:QUEUES_NAMED]))
+        more = f" and {len(self.queues) - QUEUES_NAMED} more queues" if len(self.queues) > QUEUES_NAMED else ""
+        return f"{self.total} stored messages group {self.group} never consumed: {named}{more}"
+
+
+def lags(unkeyed: Iterable[Mapping]) -> dict[str, Lag]:
+    """Each group's lag from its last ``consumeStats`` snapshot (groups without one are absent)."""
+    last: dict[str, Mapping] = {}
+    for e in sorted((e for e in unkeyed if e.get("type") == "snapshot" and e.get("source") == CONSUME_STATS_SOURCE
+                     and e.get("group")), key=lambda e: e["ts_ms"]):
+        last[e["group"]] = e
+    out = {}
+    for group, snap in last.items():
+        committed, stored = snap.get("offsets") or {}, snap.get("max_offsets") or {}
+        queues = tuple(sorted((k, int(committed.get(k, 0)), int(m)) for k, m in stored.items() if int(m) > int(committed.get(k, 0))))
+        out[group] = Lag(group, sum(m - c for _, c, m in queues), queues)
+    return out
+
+
+def reclassify(violations: list[dict], pending: list[dict], by_group: Mapping[str, Lag]) -> tuple[list[dict], list[dict]]:
+    """``violations`` and ``pending`` of one run with the NO_LOSS violations the broker may still
+    hold moved to pending (see the module docstring); the others' details say what it held."""
+    if not by_group:
+        return violations, pending
+    lost: dict[str | None, list[dict]] = {}
+    for v in violations:
+        if v.get("invariant") == INVARIANT and not v.get("accepted"):
+            lost.setdefault(v.get("group") or None, []).append(v)
+    keep = [v for v in violations if not (v.get("invariant") == INVARIANT and not v.get("accepted"))]
+    moved = list(pending)
+    for group, rows in lost.items():
+        lag = by_group.get(group) if group is not None else _one(by_group)
+        if lag is None or lag.total == 0:
+            keep.extend(rows)
+            continue
+        if len(rows) <= lag.total:
+            reason = (f"never delivered, but the broker still held {lag.describe()}: "
+                      f"the consumer stalled, so whether the broker lost it is undecided")
+            moved.extend({"invariant": INVARIANT, "key": v["key"], "attempt": v.get("attempt"), "detail": reason} for v in rows)
+        else:
+            note = f" ({len(rows)} missing, but the broker held only {lag.describe()})"
+            keep.extend(dict(v, detail=str(v.get("detail", "")) + note) for v in rows)
+    return keep, moved
+
+
+def _one(by_group: Mapping[str, Lag]) -> Lag | None:
+    """A violation without a group: the groups' lags summed (any of them could hold it)."""
+    queues = tuple(q for lag in by_group.values() for q in lag.queues)
+    return Lag("/".join(sorted(by_group)), sum(lag.total for lag in by_group.values()), queues) if by_group else None
