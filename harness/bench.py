@@ -24,6 +24,48 @@ from pathlib import Path
 MODULES = {"model": "reference.bench", "checker": "reports.bench", "broker": "adapters.rocketmq.bench"}
 
 
+#: The phases of one run, each the time between two of its observations (:func:`run_phases`).
+PHASES = ("broker_setup", "consumers_start", "sending", "until_last_delivery", "drain_tail", "run_end")
+
+
+def run_phases(run_dir: Path) -> dict:
+    """Where one run's time went, in seconds, from its run.json and events: the broker's setup
+    (start to ready: shared by the runs of a shared system), the consumers' start (the run's start
+    to its ``run_start`` snapshot: topics, consumer JVMs), the sending, the wait until the last
+    delivery or DLQ entry, the drain's tail after it (margins until the model says every message is
+    final), and the run's end (heal, DLQ read, consume stats, consumers' stop)."""
+    from adapters.rundir import read_events
+
+    run = json.loads((run_dir / "run.json").read_text())
+    events = read_events(run_dir / "events")
+    def ts(kind, moment=None):
+        return [e["ts_ms"] for e in events if e.get("type") == kind and (moment is None or e.get("moment") == moment)]
+    sends, got = ts("send"), ts("deliver") + ts("dlq")
+    setup = run.get("system", {}).get("broker_setup_ms") or [run["started_ms"], run["started_ms"]]
+    started, ended = run["started_ms"], run["ended_ms"]
+    consumers_up = min(ts("snapshot", "run_start"), default=started)
+    last_send = max(sends, default=consumers_up)
+    last_got = max(got, default=last_send)
+    run_end = min(ts("snapshot", "run_end"), default=ended)
+    spans = [setup[1] - setup[0], consumers_up - started, last_send - consumers_up, last_got - last_send,
+             run_end - last_got, ended - run_end]
+    return {"scenario": run.get("scenario"), "started_ms": started, "ended_ms": ended, "setup_ms": setup,
+            **{p: round(max(0, s) / 1000, 1) for p, s in zip(PHASES, spans)}}
+
+
+def breakdown(out: Path) -> dict:
+    """The batch's critical path: the run that ended last, its phases, and how long before it
+    started the batch was busy with the broker's setup; every run's phases beside it."""
+    runs = [run_phases(p.parent) for p in sorted(out.glob("*/run.json"))]
+    if not runs:
+        return {}
+    last = max(runs, key=lambda r: r["ended_ms"])
+    first_setup = min(r["setup_ms"][0] for r in runs)
+    return {"critical_run": last["scenario"], **{p: last[p] for p in PHASES},
+            "before_its_broker": round(max(0, last["setup_ms"][0] - first_setup) / 1000, 1),
+            "runs": {r["scenario"]: {p: r[p] for p in PHASES} for r in runs}}
+
+
 def bench_suite(system: str, runtime: str, out: Path) -> dict:
     from harness.cli import main as cli_main
 
@@ -36,9 +78,15 @@ def bench_suite(system: str, runtime: str, out: Path) -> dict:
         "exit_code": code,
         "suite_wall_s_incl_check": round(wall_s, 1),
         "batch_wall_s": summary["wall_s"],
+        "check_and_report_s": round(wall_s - summary["wall_s"], 1),
         "longest_scenario_wait_s": summary["longest_scenario_wait_s"],
         "ratio": summary["ratio"],
+        "ratio_incl_check": round(wall_s / summary["longest_scenario_wait_s"], 2) if summary["longest_scenario_wait_s"] else None,
+        "breakdown": breakdown(out),
     }
+    b = fig["breakdown"]
+    if b:  # the rest of the batch: opening the systems, waiting for a slot, tearing them down
+        b["open_and_teardown"] = round(summary["wall_s"] - b["before_its_broker"] - sum(b[p] for p in PHASES), 1)
     print(json.dumps(fig, indent=1))
     return fig
 

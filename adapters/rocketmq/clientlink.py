@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from adapters.base import AdapterError, ConsumerSpec
@@ -106,18 +107,26 @@ class _LineProcess:
     def close(self) -> None:
         self.kill()
 
-    def terminate(self, timeout_s: float = 20.0) -> None:
-        """Close stdin (the graceful stop request); SIGKILL if it does not exit in time."""
+    def ask_to_stop(self) -> None:
+        """Close stdin: the graceful stop request (the process shuts its client down and exits)."""
         if self.proc.poll() is None:
             try:
                 self.proc.stdin.close()
             except OSError:
                 pass
+
+    def stopped_by(self, deadline: float) -> None:
+        """Wait for the asked-for exit until ``deadline`` (monotonic); SIGKILL if it did not come."""
+        if self.proc.poll() is None:
             try:
-                self.proc.wait(timeout=timeout_s)
+                self.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
         self.kill()
+
+    def terminate(self, timeout_s: float = 20.0) -> None:
+        """Close stdin (the graceful stop request); SIGKILL if it does not exit in time."""
+        terminate_all([self], timeout_s)
 
 
 class ClientProcess(_LineProcess):
@@ -241,6 +250,17 @@ class ConsumerProcess(_LineProcess):
         self._ask_to_end()
         super().kill()
 
-    def terminate(self, timeout_s: float = 20.0) -> None:
+    def ask_to_stop(self) -> None:
         self._ask_to_end()
-        super().terminate(timeout_s)
+        super().ask_to_stop()
+
+
+def terminate_all(procs: list[_LineProcess], timeout_s: float = 20.0) -> None:
+    """Stop processes gracefully all at once: every one is asked first, then each waited for until
+    one shared deadline (SIGKILL after it), so N JVM shutdowns cost the time of the slowest, not
+    their sum."""
+    for p in procs:
+        p.ask_to_stop()
+    deadline = time.monotonic() + timeout_s
+    for p in procs:
+        p.stopped_by(deadline)

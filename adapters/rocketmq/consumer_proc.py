@@ -201,7 +201,7 @@ def main() -> None:
     args = ap.parse_args()
     chan = Channel()
     follower = PlanFollower(args.group, Path(args.events), args.name)
-    start_jvm(args.lib, args.log_dir, heap=("-Xms32m", "-Xmx256m"))
+    start_jvm(args.lib, args.log_dir, heap=("-Xms32m", "-Xmx256m"), quick_start=True)
     from org.apache.rocketmq.client.consumer import DefaultMQPushConsumer
     from org.apache.rocketmq.common.consumer import ConsumeFromWhere
 

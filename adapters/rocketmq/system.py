@@ -30,6 +30,7 @@ import dataclasses
 import os
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -39,7 +40,7 @@ from adapters.rocketmq import config as cfg
 from reference.contract import CONSUME_STATS_SOURCE, RETRY_PREFIX, queue_key
 from reference.disk import DISK_ACTIONS, FILL, FREE
 from reference.network import LATENCY, LATENCY_END, NET_ACTIONS
-from adapters.rocketmq.clientlink import ClientError, ClientProcess, ConsumerProcess
+from adapters.rocketmq.clientlink import ClientError, ClientProcess, ConsumerProcess, terminate_all
 from adapters.rocketmq import disk, netns
 from adapters.rocketmq.process import owner_alive, owner_tag, tail_file
 from adapters.rocketmq.provision import CHAIN_SEP, MAIN_CLASS, Distribution
@@ -189,10 +190,16 @@ class RocketMQSystem:
         self._launched.add(component)
 
     def teardown(self) -> None:
-        self.stop_consumers()
-        if self.client is not None:
-            self.client.close()
-            self.client = None
+        # the client's graceful close (seconds of JVM shutdown) runs beside the consumers' stop
+        closer = threading.Thread(target=self.client.close, name="hg-client-close") if self.client is not None else None
+        if closer is not None:
+            closer.start()
+        try:
+            self.stop_consumers()
+        finally:
+            if closer is not None:
+                closer.join()
+                self.client = None
         self.runtime.close()
         if self._fillable:
             disk.unmount(self.layout.store_dir)
@@ -227,9 +234,7 @@ class RocketMQSystem:
     def stop(self, target: str) -> None:
         self._check(target)
         if target == "consumer":
-            for name, proc in self.consumers.items():
-                proc.terminate()
-                self._stopped_consumers.add(name)
+            self.stop_consumers()
         else:
             self.runtime.stop(target)
             self._paused.discard(target)
@@ -426,9 +431,8 @@ class RocketMQSystem:
         return restarted
 
     def stop_consumers(self) -> None:
-        for name, proc in self.consumers.items():
-            proc.terminate()
-            self._stopped_consumers.add(name)
+        terminate_all(list(self.consumers.values()))
+        self._stopped_consumers.update(self.consumers)
 
     def consume_stats(self, group: str, topics: list[str]) -> dict:
         got = self._request("consume_stats", timeout_s=30, group=group, topics=list(topics))
