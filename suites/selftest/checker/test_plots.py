@@ -74,3 +74,15 @@ def test_ticks_are_round_and_cover_the_range():
     assert nice_ticks(0, 1) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
     assert nice_ticks(-0.3, 3.8) == [0, 1, 2, 3]
     assert nice_ticks(0, 130, 6) == [0, 50, 100]
+
+
+def test_the_plot_benchmark_draws_every_mark_of_a_generated_run(capsys):
+    from reports import bench_plots
+
+    run, data, faults, _ = bench_plots.plot_data(2000, 50)
+    assert sum(n for _, n in data["lost"]) > 0 and faults
+    svgs = {name: draw() for name, draw in bench_plots.figures(data, faults, run).items()}
+    assert all(ET.fromstring(svg).tag == NS + "svg" for svg in svgs.values())
+    assert "broker pause" in svgs["timeline"] and "lost: never delivered" in svgs["timeline"]
+    assert bench_plots.main(["--events", "500", "--repeat", "2"]) == 0
+    assert "one report (5 figures)" in capsys.readouterr().out
