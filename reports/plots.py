@@ -11,17 +11,17 @@
 - duplicates by cause: the model's rulings (scheduler/consumer, allowed or not).
 
 Legends sit below the axes, in as many columns as fit: eighteen delay levels never cover a plot.
+Drawn by :mod:`reports.svg` (plain SVG text, no plotting library).
 """
 
 from __future__ import annotations
 
-import io
 import math
-import re
 from collections import Counter, defaultdict
 
 from reference.windows import broker_outages
 from reports.rows import LATENESS_BIN_MS, LATENESS_TIME_BIN_MS
+from reports.svg import Chart, marker_radius, palette
 
 TIMELINE_BINS = 300
 
@@ -100,30 +100,6 @@ def _span(run: dict) -> int:
     return max(0, int(run.get("ended_ms") or 0) - int(run.get("started_ms") or 0))
 
 
-def _svg(fig) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.StringIO()
-    # fixed margins (set in _figure): "tight" bounding boxes would draw every figure twice
-    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    plt.close(fig)
-    text = buf.getvalue()
-    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
-    return text[text.index("<svg"):]
-
-
-def _figure(width=7.5, height=3.0, left_in=0.75):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams["svg.fonttype"] = "none"
-    fig, ax = plt.subplots(figsize=(width, height))
-    fig.subplots_adjust(left=left_in / width, right=1 - 0.15 / width, bottom=0.6 / height, top=1 - 0.35 / height)
-    return fig, ax
-
-
 #: the colour of each fault target's outage bands
 _TARGET_COLOURS = {"broker": "tab:red", "namesrv": "tab:orange", "consumer": "tab:purple", "proxy": "tab:brown"}
 _WIDENED_COLOUR = "tab:orange"
@@ -136,49 +112,21 @@ def widened_label(faults: list[dict]) -> str:
     return "window widened by outage" + (f" ({'/'.join(actions)})" if actions else "")
 
 
-def _fault_bands(ax, faults: list[dict], run: dict, t0: int) -> None:
+def _fault_bands(chart: Chart, faults: list[dict], run: dict, t0: int) -> None:
     """Each target's outages as shaded bands (one legend entry per target and kind), kills as
-    dotted lines; seconds since ``t0``."""
+    dotted lines; seconds since ``t0``. An outage not over by the run's end reaches its end (the
+    axes' right edge for a run without one)."""
     end = _span(run) / 1000 or None
     for target, colour in _TARGET_COLOURS.items():
         named: set[str] = set()
         for o in broker_outages(faults, target):
-            up = (o.up_ms - t0) / 1000 if o.up_ms is not None else (end or ax.get_xlim()[1])
+            up = (o.up_ms - t0) / 1000 if o.up_ms is not None else end
             label = f"{target} {o.action}"
-            ax.axvspan((o.down_ms - t0) / 1000, up, color=colour, alpha=0.2, lw=0, label=None if label in named else label)
+            chart.band((o.down_ms - t0) / 1000, up, colour, label=None if label in named else label, cls=f"band {target}")
             named.add(label)
     for f in faults:
         if f["action"] == "kill":
-            ax.axvline((f["ts_ms"] - t0) / 1000, color=_TARGET_COLOURS.get(f["target"], "black"), lw=0.8, ls=":")
-
-
-def _legend_below(fig, ax, fontsize: int = 7) -> None:
-    """The axes' legend below them, outside: short entries (delay levels, outcomes) in as many
-    columns as fit, long ones in rows of their own; the figure grows by what the legend needs."""
-    handles, labels = ax.get_legend_handles_labels()
-    if not handles:
-        return
-    width_in, height_in = fig.get_size_inches()
-    char_in, row_in = fontsize / 72 * 0.62, fontsize / 72 * 1.9
-    groups = [[(hd, lb) for hd, lb in zip(handles, labels) if len(lb) <= 14],
-              [(hd, lb) for hd, lb in zip(handles, labels) if len(lb) > 14]]
-    layout = []
-    for g in groups:
-        if g:
-            column_in = max(len(lb) for _, lb in g) * char_in + 0.5  # the handle and the gap
-            ncol = max(1, min(len(g), int((width_in - 0.3) // column_in)))
-            layout.append((g, ncol, math.ceil(len(g) / ncol)))
-    extra_in = 0.1 + sum(rows for _, _, rows in layout) * row_in
-    pars = fig.subplotpars
-    bottom_in, top_in = pars.bottom * height_in, (1 - pars.top) * height_in
-    total_in = height_in + extra_in
-    fig.set_size_inches(width_in, total_in)
-    fig.subplots_adjust(bottom=(bottom_in + extra_in) / total_in, top=1 - top_in / total_in)
-    y_in = 0.05
-    for g, ncol, rows in reversed(layout):
-        fig.legend([hd for hd, _ in g], [lb for _, lb in g], loc="lower center", bbox_to_anchor=(0.5, y_in / total_in),
-                   ncol=ncol, fontsize=fontsize, frameon=False, borderaxespad=0)
-        y_in += rows * row_in
+            chart.vline((f["ts_ms"] - t0) / 1000, _TARGET_COLOURS.get(f["target"], "black"), dash="1,2", width=1, cls="kill")
 
 
 def lateness_time_svg(data: dict, faults: list[dict], run: dict, slack_ms: int) -> str | None:
@@ -187,57 +135,47 @@ def lateness_time_svg(data: dict, faults: list[dict], run: dict, slack_ms: int) 
     points = data.get("lateness_time") or []
     if not points:
         return None
-    fig, ax = _figure()
+    chart = Chart("Lateness over time, outages as bands", "time the attempt arrived, since the run started (s)",
+                  f"arrival − due time (s, {LATENESS_TIME_BIN_MS // 1000} s bins)")
     t0 = int(run.get("started_ms") or min(t for t, *_ in points))
     half = (data.get("timeline_bin_ms") or timeline_bin_ms(run)) / 2
-    styles = ((False, dict(marker="o", color="tab:blue", alpha=0.6, label="arrival (size: attempts)")),
-              (True, dict(marker="^", color=_WIDENED_COLOUR, edgecolors="black", linewidths=0.5, label=widened_label(faults))))
+    styles = ((False, dict(shape="o", colour="tab:blue", opacity=0.6, label="arrival (size: attempts)", cls="points arrival")),
+              (True, dict(shape="^", colour=_WIDENED_COLOUR, edge="black", edge_width=0.7, label=widened_label(faults),
+                          cls="points widened")))
     for widened, style in styles:
         chosen = [p for p in points if p[2] == widened]
-        if chosen:
-            ax.scatter([(t - t0 + half) / 1000 for t, _, _, _ in chosen], [late / 1000 for _, late, _, _ in chosen],
-                       s=[8 + 6 * math.log2(n) for *_, n in chosen], zorder=3, **style)
-    _fault_bands(ax, faults, run, t0)
-    ax.axhline(0, color="black", lw=0.8)
-    ax.axhline(slack_ms / 1000, color="red", lw=0.8, ls="--", label=f"due + slack ({slack_ms} ms)")
-    ax.set_xlabel("time the attempt arrived, since the run started (s)")
-    ax.set_ylabel(f"arrival − due time (s, {LATENESS_TIME_BIN_MS // 1000} s bins)")
-    ax.set_title("Lateness over time, outages as bands")
-    _legend_below(fig, ax)
-    return _svg(fig)
+        if chosen:  # matplotlib's scatter sizes (pt²), as before
+            chart.points([(t - t0 + half) / 1000 for t, _, _, _ in chosen], [late / 1000 for _, late, _, _ in chosen],
+                         radii=[marker_radius(8 + 6 * math.log2(n)) for *_, n in chosen], **style)
+    _fault_bands(chart, faults, run, t0)
+    chart.hline(0, "black")
+    chart.hline(slack_ms / 1000, "red", dash="5,3", label=f"due + slack ({slack_ms} ms)", cls="slack")
+    return chart.render()
 
 
 def lateness_svg(data: dict, slack_ms: int, faults: list[dict] = ()) -> str | None:
     if not data["lateness"]:
         return None
-    import matplotlib
-
-    fig, ax = _figure()
+    chart = Chart("Lateness per delay level", "arrival − due time (s); clipped to [-30 s, 120 s]", "attempts")
     levels = sorted(data["lateness"])
-    colours = matplotlib.colormaps["tab20" if len(levels) > 10 else "tab10"]  # eighteen levels, eighteen colours
-    for i, level in enumerate(levels):
+    for level, colour in zip(levels, palette(len(levels))):  # eighteen levels, eighteen colours
         bins = data["lateness"][level]
         first, last = min(bins), max(bins)
         edges = list(range(first, last + 2 * LATENESS_BIN_MS, LATENESS_BIN_MS))
         counts = [bins.get(b, 0) for b in edges[:-1]]
-        ax.stairs(counts, [e / 1000 for e in edges], label=f"level {level}" if level else "not delayed", lw=1.5,
-                  color=colours(i % colours.N))
+        chart.stairs(counts, [e / 1000 for e in edges], colour, label=f"level {level}" if level else "not delayed")
     widened: dict[int, int] = defaultdict(int)
     for bins in (data.get("lateness_widened") or {}).values():
         for b, n in bins.items():
             widened[b] += n
     if widened:  # over every level: hatched, so it reads apart from the levels' lines
         edges = list(range(min(widened), max(widened) + 2 * LATENESS_BIN_MS, LATENESS_BIN_MS))
-        ax.stairs([widened.get(b, 0) for b in edges[:-1]], [e / 1000 for e in edges], fill=True, hatch="////",
-                  facecolor="none", edgecolor=_WIDENED_COLOUR, lw=1, label=widened_label(list(faults)))
-    ax.set_ylim(bottom=0)
-    ax.axvline(0, color="black", lw=0.8)
-    ax.axvline(slack_ms / 1000, color="red", lw=0.8, ls="--", label=f"due + slack ({slack_ms} ms)")
-    ax.set_xlabel("arrival − due time (s); clipped to [-30 s, 120 s]")
-    ax.set_ylabel("attempts")
-    ax.set_title("Lateness per delay level")
-    _legend_below(fig, ax)
-    return _svg(fig)
+        chart.stairs([widened.get(b, 0) for b in edges[:-1]], [e / 1000 for e in edges], _WIDENED_COLOUR, hatch=True,
+                     width=1.3, label=widened_label(list(faults)), cls="stairs widened")
+    chart.ylim[0] = 0
+    chart.vline(0, "black")
+    chart.vline(slack_ms / 1000, "red", dash="5,3", label=f"due + slack ({slack_ms} ms)", cls="slack")
+    return chart.render()
 
 
 def _inside_outage(start_ms: int, end_ms: int, outages) -> bool:
@@ -265,52 +203,44 @@ def timeline_svg(data: dict, faults: list[dict], run: dict) -> str | None:
     lost = data.get("lost") or []
     if not data["timeline"] and not lost:
         return None
-    fig, ax = _figure()
+    chart = Chart("Deliveries over time, faults as bands", "time since the run started (s)", "deliveries per bin")
     width = data.get("timeline_bin_ms") or timeline_bin_ms(run)
     t0 = int(run.get("started_ms") or min([t for t, _, _ in data["timeline"]] + [t for t, _ in lost]))
-    for outcome, (grid, ys) in timeline_series(data, faults, width).items():
-        ax.plot([(t - t0 + width / 2) / 1000 for t in grid], ys, lw=1, label=outcome, marker=".",
-                markevery=[i for i, y in enumerate(ys) if y > 0])
+    series = timeline_series(data, faults, width)
+    for (outcome, (grid, ys)), colour in zip(series.items(), palette(len(series))):
+        chart.line([(t - t0 + width / 2) / 1000 for t in grid], ys, colour, label=outcome, cls="line outcome")
     if lost:
-        ax.scatter([(t - t0 + width / 2) / 1000 for t, _ in lost], [n for _, n in lost], marker="X", s=45, color="black",
-                   zorder=4, label=f"lost: never delivered ({sum(n for _, n in lost)}), when due")
-    _fault_bands(ax, faults, run, t0)
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("time since the run started (s)")
-    ax.set_ylabel("deliveries per bin")
-    ax.set_title("Deliveries over time, faults as bands")
-    _legend_below(fig, ax)
-    return _svg(fig)
+        chart.points([(t - t0 + width / 2) / 1000 for t, _ in lost], [n for _, n in lost], "black", shape="X",
+                     radius=marker_radius(45), label=f"lost: never delivered ({sum(n for _, n in lost)}), when due", cls="lost")
+    _fault_bands(chart, faults, run, t0)
+    chart.ylim[0] = 0
+    return chart.render()
 
 
 def gaps_svg(data: dict, slack_ms: int) -> str | None:
     if not data["gaps"]:
         return None
-    fig, ax = _figure()
+    chart = Chart("Retry gaps against the expected schedule", "attempt (reconsume_times)", "LATER → next attempt (s)")
     g = sorted(data["gaps"], key=lambda r: r["attempt"])
     xs = [r["attempt"] for r in g]
-    ax.vlines(xs, [r["min"] / 1000 for r in g], [r["max"] / 1000 for r in g], color="tab:blue", lw=3, alpha=0.5, label="observed min–max")
-    ax.plot(xs, [r["median"] / 1000 for r in g], "o", color="tab:blue", label="observed median")
-    ax.plot(xs, [r["expected_delay_ms"] / 1000 for r in g], "_", color="black", ms=18, mew=2, label="expected delay")
-    ax.plot(xs, [(r["expected_delay_ms"] + slack_ms) / 1000 for r in g], "_", color="red", ms=18, mew=1, label="+ slack")
-    ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
-    ax.set_xticks(xs if len(xs) <= 20 else xs[::max(1, len(xs) // 10)])
+    chart.segments(xs, [r["min"] / 1000 for r in g], [r["max"] / 1000 for r in g], "tab:blue", label="observed min–max")
+    chart.points(xs, [r["median"] / 1000 for r in g], "tab:blue", label="observed median", cls="points median")
+    chart.points(xs, [r["expected_delay_ms"] / 1000 for r in g], "black", shape="_", radius=12, edge_width=2.7,
+                 label="expected delay", cls="points expected")
+    chart.points(xs, [(r["expected_delay_ms"] + slack_ms) / 1000 for r in g], "red", shape="_", radius=12, edge_width=1.3,
+                 label="+ slack", cls="points slack")
+    chart.xlim[:] = [min(xs) - 0.6, max(xs) + 0.6]
+    chart.xticks = xs if len(xs) <= 20 else xs[::max(1, len(xs) // 10)]
     top = max(max(r["max"] for r in g), max(r["expected_delay_ms"] for r in g) + slack_ms) / 1000
-    ax.set_ylim(0, top * 1.1 or 1)
-    ax.set_xlabel("attempt (reconsume_times)")
-    ax.set_ylabel("LATER → next attempt (s)")
-    ax.set_title("Retry gaps against the expected schedule")
-    _legend_below(fig, ax)
-    return _svg(fig)
+    chart.ylim[:] = [0, top * 1.1 or 1]
+    return chart.render()
 
 
 def duplicates_svg(data: dict) -> str | None:
     if not data["duplicates"]:
         return None
-    fig, ax = _figure(height=2.2, left_in=1.9)
     items = sorted(data["duplicates"].items())
-    colours = ["tab:green" if "not" not in k else "tab:red" for k, _ in items]
-    ax.barh([k for k, _ in items], [n for _, n in items], color=colours)
-    ax.set_xlabel("second deliveries of the same attempt")
-    ax.set_title("Duplicates by cause")
-    return _svg(fig)
+    chart = Chart("Duplicates by cause", "second deliveries of the same attempt", height=211, left=182)
+    chart.hbars([k for k, _ in items], [n for _, n in items], ["tab:green" if "not" not in k else "tab:red" for k, _ in items])
+    chart.xlim[0] = 0
+    return chart.render()
