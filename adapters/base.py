@@ -167,6 +167,21 @@ class Snapshotting(Protocol):
 
 
 @runtime_checkable
+class ClockFaults(Protocol):
+    """Systems that can step the broker's wall clock (``clock`` faults, :mod:`reference.clock`);
+    ``can_fault('clock', target)`` says whether this one can now."""
+
+    def can_fault(self, action: str, target: str) -> bool: ...
+
+    def set_clock(self, target: str, offset_ms: int) -> None:
+        """From now on the target's wall clock reads ``offset_ms`` ahead of the true time (0: true)."""
+
+    def clock_settle_ms(self, target: str) -> int:
+        """How long after :meth:`set_clock` returns the target's process may still read the old
+        clock (the ``settled_ms`` of the ``clock`` event)."""
+
+
+@runtime_checkable
 class ConsumeStatsReading(Protocol):
     def consume_stats(self, group: str, topics: list[str]) -> dict:
         """After the group's consumers stopped: per queue of ``topics`` (keys

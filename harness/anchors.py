@@ -29,6 +29,7 @@ from harness.drain import CONSUMER_RECOVERY_MS
 from harness.faults import TimedFault, expand, expand_step
 from harness.scenario import FaultAnchor, Scenario
 from harness.summary import scenario_wait_ms
+from reference.clock import CLOCK, BrokerClock
 from reference.levels import parse_level_table
 from reference.profile import FIRST_DELAY_MS, FIRST_FLUSH_DELAY_MS
 
@@ -49,6 +50,7 @@ class AnchorWatch:
     readies: list[int] = field(default_factory=list)
     reputs: dict[tuple, tuple[int, int, str]] = field(default_factory=dict)  # copy -> (store_ms, level, key)
     flushes: set[int] = field(default_factory=set)
+    clock_steps: list[dict] = field(default_factory=list)  # reference.clock: store times read as true times
 
     @classmethod
     def of(cls, scenario: Scenario) -> "AnchorWatch":
@@ -60,10 +62,14 @@ class AnchorWatch:
             t = e.get("type")
             if t == "fault" and e.get("action") == "ready" and e.get("target") == "broker":
                 self.readies.append(e["ts_ms"])
+            elif t == "fault" and e.get("action") == CLOCK:
+                self.clock_steps.append(e)
             elif t == "deliver" and e.get("reconsume_times") == 0 and e.get("key") in self.levels:
                 copy = ((e["commit_log_offset"],) if e.get("commit_log_offset") is not None else
                         (e.get("queue_topic") or e.get("topic"), e.get("queue_id"), e.get("queue_offset")))
-                self.reputs.setdefault(copy, (e["store_ms"], self.levels[e["key"]], e["key"]))
+                clock = BrokerClock.from_faults(self.clock_steps) if self.clock_steps else None
+                stored = clock.true_ms(e["store_ms"], e["ts_ms"]) if clock is not None else e["store_ms"]
+                self.reputs.setdefault(copy, (stored, self.levels[e["key"]], e["key"]))
 
     def observe_flush(self, flush_ms: int | None) -> None:
         if flush_ms is not None:

@@ -13,15 +13,17 @@ and every start followed by one (``after_ready``), for the white-box offset chec
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
-from adapters.base import AdapterError, DiskFaults, Lifecycle, NetworkFaults, Pausable, Snapshotting
+from adapters.base import AdapterError, ClockFaults, DiskFaults, Lifecycle, NetworkFaults, Pausable, Snapshotting
 from adapters.rundir import EventLog
 from harness.scenario import FaultStep
+from reference.clock import CLOCK
 from reference.disk import DISK_ACTIONS, FILL, FREE
 from reference.network import LATENCY, LATENCY_END, NET_ACTIONS, PARTITION, PARTITION_END
 
 #: primitive actions a timed step performs
-PRIMITIVES = ("kill", "stop", "start", "pause", "resume", FILL, FREE, *NET_ACTIONS)
+PRIMITIVES = ("kill", "stop", "start", "pause", "resume", FILL, FREE, *NET_ACTIONS, CLOCK)
 #: the primitive that ends each network fault
 _NET_END = {PARTITION: PARTITION_END, LATENCY: LATENCY_END}
 #: the first half of a ``slow_start``: start the target and pause it at once, before it is ready
@@ -38,21 +40,24 @@ class TimedFault:
     anchor: str | None = None  # an anchored step: what it was timed from
     anchor_event_ms: int | None = None  # an anchored step: when that happened
     delay_ms: int | None = None  # a latency: the delay it adds
+    offset_ms: int | None = None  # a clock step: the broker's clock offset from then on
 
     def event_fields(self) -> dict:
         """The optional ``fault`` event fields that say which step this is and what timed it."""
         out = {"step": self.step, "anchor": self.anchor, "anchor_event_ms": self.anchor_event_ms,
-               "delay_ms": self.delay_ms}
+               "delay_ms": self.delay_ms, "offset_ms": self.offset_ms}
         return {k: v for k, v in out.items() if v is not None}
 
 
 def expand_step(s: FaultStep, at_ms: int, step: int | None = None, anchor: str | None = None,
                 anchor_event_ms: int | None = None) -> list[TimedFault]:
     """The primitives of one step fired at ``at_ms`` (offset from the scenario start), in order."""
-    def tf(offset: int, action: str) -> TimedFault:
+    def tf(offset: int, action: str, clock_offset: int | None = None) -> TimedFault:
         delay = s.delay_ms if action == LATENCY else None
-        return TimedFault(at_ms + offset, action, s.target, step, anchor, anchor_event_ms, delay)
+        return TimedFault(at_ms + offset, action, s.target, step, anchor, anchor_event_ms, delay, clock_offset)
 
+    if s.action == CLOCK:  # reference.clock: stepped, and stepped back after the duration (0: the heal does)
+        return [tf(0, CLOCK, s.offset_ms)] + ([tf(s.duration_ms, CLOCK, 0)] if s.duration_ms else [])
     if s.action in PRIMITIVES and not (s.action in ("pause", FILL, PARTITION, LATENCY) and s.duration_ms):
         return [tf(0, s.action)]
     if s.action == FILL:
@@ -92,6 +97,11 @@ class FaultDriver:
         self.starting: set[str] = set()  # started paused (slow_start): ready only after resume
         self.full: set[str] = set()  # stores filled (disk_full), freed by the heal
         self.cut: set[tuple[str, str]] = set()  # (partition/latency, target) in force, ended by the heal
+        self.clocked: set[str] = set()  # targets whose clock is stepped, stepped back by the heal
+        self.clock_reach_ms = 0  # the largest step back of a clock in this run (its store times read earlier)
+        #: the delay levels holding entries now (reference.clock.waiting_levels), recorded with a
+        #: clock step; None: unknown (the model then lets every level hold what comes after)
+        self.waiting_levels: Callable[[], str] | None = None
 
     def _event(self, action: str, target: str, extra: dict) -> None:
         self.log.write({"type": "fault", "ts_ms": self.system.clock.now_ms(), "action": action, "target": target,
@@ -143,6 +153,18 @@ class FaultDriver:
             else:
                 (sysm.heal_partition if action == PARTITION_END else sysm.remove_latency)(target)
                 self.cut.discard((PARTITION if action == PARTITION_END else LATENCY, target))
+        elif action == CLOCK:
+            if not isinstance(sysm, ClockFaults) or not sysm.can_fault(action, target):
+                raise AdapterError(f"{type(sysm).__name__} cannot move the clock of {target}")
+            offset = int(extra.get("offset_ms") or 0)
+            now = sysm.clock.now_ms()  # recorded before: the process may take the step at once
+            fields = {**extra, "offset_ms": offset, "settled_ms": now + sysm.clock_settle_ms(target)}
+            if self.waiting_levels is not None:
+                fields["waiting_levels"] = self.waiting_levels()
+            self._event(CLOCK, target, fields)
+            sysm.set_clock(target, offset)
+            (self.clocked.add if offset else self.clocked.discard)(target)
+            self.clock_reach_ms = max(self.clock_reach_ms, -offset)
         elif action in ("pause", "resume"):
             if not isinstance(sysm, Pausable):
                 raise AdapterError(f"{type(sysm).__name__} cannot {action} {target}")
@@ -172,6 +194,8 @@ class FaultDriver:
         """Resume what is paused and start what is down, so every run ends healed."""
         for target in sorted(self.full):
             self.apply(FREE, target)
+        for target in sorted(self.clocked):
+            self.apply(CLOCK, target, {"offset_ms": 0})
         for action, target in sorted(self.cut):
             self.apply(_NET_END[action], target)
         for target in sorted(self.paused):
@@ -186,7 +210,7 @@ _STEP_PRIMITIVES = {
     "kill": ("kill", "start"), "stop": ("stop", "start"), "start": ("start",), "pause": ("pause", "resume"),
     "resume": ("resume",), "restart": ("stop", "start"), "kill_restart": ("kill", "start"),
     "outage": ("kill", "start"), "slow_start": ("start", "pause", "resume"), FILL: DISK_ACTIONS,
-    PARTITION: (PARTITION, PARTITION_END), LATENCY: (LATENCY, LATENCY_END),
+    PARTITION: (PARTITION, PARTITION_END), LATENCY: (LATENCY, LATENCY_END), CLOCK: (CLOCK,),
 }
 
 

@@ -19,7 +19,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from adapters.base import (ConsumerSpec, ConsumeStatsReading, Consuming, DiskFaults, DlqReading, FaultLimited, LogFiles, NetworkFaults,
+from adapters.base import (ClockFaults, ConsumerSpec, ConsumeStatsReading, Consuming, DiskFaults, DlqReading, FaultLimited, LogFiles, NetworkFaults,
                            OffsetFlushWatching, SendRequest, System)
 from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
@@ -29,6 +29,8 @@ from harness.logcopy import copy_logs, log_sizes
 from harness.catalogue import suite_of
 from harness.scenario import Scenario
 from reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, consumer_fault, retry_topic
+from reference.clock import CLOCK_ACTIONS, waiting_levels
+from reference.levels import parse_level_table
 from reference.disk import DISK_ACTIONS
 from reference.network import NET_ACTIONS
 from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, SCENARIO_JSON
@@ -105,13 +107,15 @@ def skip_reason(scenario: Scenario, system: System) -> str | None:
     for actions, capability, verb, keys, fallback in (
             (DISK_ACTIONS, DiskFaults, "fill the store of", ("disk_faults",), "the system cannot fill a store"),
             (NET_ACTIONS, NetworkFaults, "act on the network of", ("network_faults", "latency_faults"),
-             "the system cannot cut or slow a network")):
+             "the system cannot cut or slow a network"),
+            (CLOCK_ACTIONS, ClockFaults, "move the clock of", ("clock_faults",), "the system cannot move a clock")):
         targets = sorted({t for a, t in needed if a in actions})
         if targets and not (isinstance(system, capability) and all(system.can_fault(a, t) for a, t in needed if a in actions)):
             why = next((info.details[k] for k in keys if info.details.get(k)), fallback)
             return f"{info.adapter} {info.version} ({info.runtime} runtime) cannot {verb} {', '.join(targets)}: {why}"
     if isinstance(system, FaultLimited):  # an external cluster: only the faults the user gave commands for
-        lacking = sorted(f"{a} {t}" for a, t in needed if a not in DISK_ACTIONS + NET_ACTIONS and not system.can_fault(a, t))
+        lacking = sorted(f"{a} {t}" for a, t in needed
+                         if a not in DISK_ACTIONS + NET_ACTIONS + CLOCK_ACTIONS and not system.can_fault(a, t))
         if lacking:
             return f"no fault command for {', '.join(lacking)} (give them in --faults)"
     return None
@@ -167,6 +171,7 @@ class ScenarioRun:
         self.system_spec = system_spec  # recorded in run.json: replay runs the same system
         self._tail = EventTail(self.events_dir)
         self._seen: list[dict] = []
+        self._steps: StepPlan | None = None  # the fault steps, while the timeline plays
         self._cancel = cancel or threading.Event()
         self._watch = watch or ConsumerWatch(system)
         self._owns_consumers = owns_consumers  # False on a shared system: stopped at teardown
@@ -211,6 +216,7 @@ class ScenarioRun:
                 log.write({"type": "fault", "ts_ms": ts, "action": action, "target": "broker", "cause": "setup",
                            **({"version": chain[0]} if chain and action == "ready" else {})})
         faults = FaultDriver(sysm, log)
+        faults.waiting_levels = self._waiting_levels
         state = DrainState((), None, len(sc.messages), 0)
         error = interrupted = None
         try:
@@ -251,7 +257,9 @@ class ScenarioRun:
                     now = clock.now_ms()
                     for group in sorted({c.group for c in sc.consumers}):
                         for rec in sysm.read_dlq(group):
-                            if rec.get("store_ms", now) < run["started_ms"]:  # an earlier run's, on a cluster that outlives runs
+                            # an earlier run's, on a cluster that outlives runs (store times are the
+                            # broker's clock: a clock stepped back by the run reads earlier, reference.clock)
+                            if rec.get("store_ms", now) < run["started_ms"] - faults.clock_reach_ms:
                                 run.setdefault("dlq_ignored", {})[group] = run.get("dlq_ignored", {}).get(group, 0) + 1
                                 continue
                             log.write({"type": "dlq", "ts_ms": now, **rec})
@@ -316,13 +324,27 @@ class ScenarioRun:
         if missing:
             run["logs_not_collected"] = missing
 
+    def _pull(self) -> None:
+        """What the events files gained since the last look, into what the run has seen (and what
+        the anchored steps count)."""
+        new = list(self._tail.new_events())
+        self._seen.extend(new)
+        if self._steps is not None:
+            self._steps.watch.observe(new)
+
+    def _waiting_levels(self) -> str:
+        """reference.clock.waiting_levels of what the run has seen now (recorded with a clock step)."""
+        self._pull()
+        table = parse_level_table(self.scenario.profile.message_delay_level)
+        return waiting_levels(self._seen, table.max_level, table.clamp)
+
     def _play(self, faults: FaultDriver, log: EventLog) -> None:
         """The timeline: sends and the primitives of the steps timed from the start at their
         offsets; an anchored step's primitives join it when its anchor is seen (looked for every
         ``ANCHOR_POLL_MS`` while a step is armed)."""
         sc, sysm, clock = self.scenario, self.system, self.system.clock
         t0 = clock.now_ms()
-        steps = StepPlan(sc, t0)
+        steps = self._steps = StepPlan(sc, t0)
         order = itertools.count()
         timeline: list[tuple[int, int, int, object]] = []  # (when, faults before sends, order, item)
         for f in steps.absolute():
@@ -332,9 +354,7 @@ class ScenarioRun:
         flushes = sysm if isinstance(sysm, OffsetFlushWatching) else None
         while timeline or steps.waiting():
             if steps.armed():
-                new = list(self._tail.new_events())
-                self._seen.extend(new)
-                steps.watch.observe(new)
+                self._pull()
                 if flushes is not None and steps.needs_flushes():
                     steps.watch.observe_flush(flushes.last_offset_flush_ms())
                 for f in steps.resolve():

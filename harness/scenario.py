@@ -31,6 +31,7 @@ from jsonschema.exceptions import best_match
 from harness.schema_errors import Found, explain, join_path
 from reference.contract import FAULT_TARGETS, PLAN_WORDS, ContractError
 from reference.levels import parse_level_table
+from reference.clock import CLOCK_ACTIONS, MAX_CLOCK_STEP_MS
 from reference.network import MAX_DELAY_MS, MAX_PARTITION_MS
 
 DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -38,16 +39,21 @@ DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 COMPRESSED_LEVELS = "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 1s 2s 3s 4s 5s 6s 7s 8s"
 
 FAULT_ACTIONS_SCHEDULABLE = ("kill", "stop", "start", "pause", "resume", "restart", "kill_restart", "outage",
-                             "slow_start", "disk_full", "partition", "latency")
+                             "slow_start", "disk_full", "partition", "latency", "clock")
 #: actions whose ``duration_ms`` means something (the others must leave it 0)
 FAULT_ACTIONS_WITH_DURATION = ("pause", "restart", "kill_restart", "outage", "slow_start", "disk_full", "partition",
-                               "latency")
+                               "latency", "clock")
 #: steps that fill the broker's store (its system needs a fillable store)
 STORE_FILL_ACTIONS = ("disk_full",)
 #: steps that act on the broker's network (its system runs the broker in its own network namespace)
 NETWORK_ACTIONS = ("partition", "latency")
-#: actions only the broker can take (its store, its network)
-BROKER_ONLY_ACTIONS = STORE_FILL_ACTIONS + NETWORK_ACTIONS
+#: steps that move the broker's wall clock (its system runs the broker under a clock it controls)
+CLOCK_STEP_ACTIONS = CLOCK_ACTIONS
+#: steps after which deliveries may come seconds late (a process down or frozen, a network cut):
+#: they cannot be judged beside a step back of the broker's clock (reference.clock.BrokerClock.true_ms)
+DELIVERY_DELAYING_ACTIONS = ("kill", "stop", "pause", "restart", "kill_restart", "outage", "slow_start", "partition")
+#: actions only the broker can take (its store, its network, its clock)
+BROKER_ONLY_ACTIONS = STORE_FILL_ACTIONS + NETWORK_ACTIONS + CLOCK_STEP_ACTIONS
 #: what a fault step may be timed from (``FaultStep.after``): the broker's last ``ready``, the
 #: n-th re-put of a delay level seen by a consumer (its ``store_ms``), the n-th persist of the
 #: schedule offsets (``delayOffset.json`` written), or the previous fault step itself (a step that
@@ -119,7 +125,9 @@ class FaultStep:
     the broker's store to the brim for ``duration_ms`` (0: until the run ends), then free it
     (:mod:`reference.disk`). ``partition`` = cut the broker off from every client and the name
     server for ``duration_ms`` (> 0); ``latency`` = delay every packet the broker sends by
-    ``delay_ms`` for ``duration_ms`` (0: until the run ends) (:mod:`reference.network`). Without
+    ``delay_ms`` for ``duration_ms`` (0: until the run ends) (:mod:`reference.network`); ``clock`` =
+    step the broker's wall clock by ``offset_ms`` (negative: back) for ``duration_ms`` (0: until
+    the run ends), then step it back (:mod:`reference.clock`). Without
     ``after``, ``at_ms`` counts from the scenario's start; with it, from the anchor event."""
 
     at_ms: int
@@ -128,6 +136,7 @@ class FaultStep:
     duration_ms: int = 0
     after: FaultAnchor | None = None
     delay_ms: int = 0  # latency only: the delay added to each packet
+    offset_ms: int = 0  # clock only: the step of the broker's wall clock (negative: back)
 
 
 @dataclass(frozen=True)
@@ -276,7 +285,9 @@ def scenario_schema() -> dict:
                                                       "fill the broker's store for duration_ms (0: to the end), then "
                                                       "free it; partition = cut the broker off from its clients and "
                                                       "the name server for duration_ms (> 0); latency = delay what "
-                                                      "the broker sends by delay_ms for duration_ms (0: to the end).", {
+                                                      "the broker sends by delay_ms for duration_ms (0: to the end); "
+                                                      "clock = step the broker's wall clock by offset_ms for "
+                                                      "duration_ms (0: to the end).", {
                 "at_ms": (ms, "When, in milliseconds after the scenario starts (with after: after the anchor event)."),
                 "action": ({"enum": list(FAULT_ACTIONS_SCHEDULABLE)}, "What to do to the target."),
                 "target": ({"enum": list(FAULT_TARGETS)}, "Which part of the system."),
@@ -287,6 +298,9 @@ def scenario_schema() -> dict:
                 "delay_ms": ({"type": "integer", "minimum": 0, "maximum": MAX_DELAY_MS},
                              f"latency only: the delay added to every packet the broker sends (1..{MAX_DELAY_MS}); "
                              "must be 0 for the others."),
+                "offset_ms": ({"type": "integer", "minimum": -MAX_CLOCK_STEP_MS, "maximum": MAX_CLOCK_STEP_MS},
+                              f"clock only: the step of the broker's wall clock, ahead (> 0) or back (< 0), at most "
+                              f"{MAX_CLOCK_STEP_MS} ms either way; must be 0 for the others."),
             }),
             "anchor": _object(FaultAnchor, "Fault anchor", "The broker event a fault step is timed from, counted from "
                                                           "when the previous fault step fired (the first: from the first "
@@ -351,7 +365,8 @@ def _cross_check(raw: dict, where: str) -> None:
         if not sent & set(c["topics"]):
             fail(f"consumers[{i}].topics", f"at least one topic a message is sent to ({', '.join(sorted(sent))})", c["topics"])
     max_level = len(table.split(" "))
-    for i, f in enumerate(raw.get("faults", [])):
+    faults = raw.get("faults", [])
+    for i, f in enumerate(faults):
         after = f.get("after") or {}
         if after.get("level", 0) and after["event"] != "reput":
             fail(f"faults[{i}].after.level", f"0 or no such field ({after['event']} has no level)", after["level"])
@@ -363,7 +378,8 @@ def _cross_check(raw: dict, where: str) -> None:
         if f["action"] in ("outage", "slow_start") and (duration == "missing" or duration <= 0):
             fail(f"faults[{i}].duration_ms", f"how long the {f['action']} lasts, an integer > 0", duration)
         if f["action"] in BROKER_ONLY_ACTIONS and f.get("target", "broker") != "broker":
-            what = "fills the broker's store" if f["action"] in STORE_FILL_ACTIONS else "acts on the broker's network"
+            what = ("fills the broker's store" if f["action"] in STORE_FILL_ACTIONS else
+                    "moves the broker's clock" if f["action"] in CLOCK_STEP_ACTIONS else "acts on the broker's network")
             fail(f"faults[{i}].target", f"broker ({f['action']} {what})", f["target"])
         if f["action"] == "partition" and (duration == "missing" or not 0 < duration <= MAX_PARTITION_MS):
             fail(f"faults[{i}].duration_ms", f"how long the partition lasts, 1..{MAX_PARTITION_MS} (a longer one "
@@ -373,6 +389,17 @@ def _cross_check(raw: dict, where: str) -> None:
             fail(f"faults[{i}].delay_ms", f"the delay the latency adds, 1..{MAX_DELAY_MS}", delay)
         if f["action"] != "latency" and delay != 0:
             fail(f"faults[{i}].delay_ms", "0 or no such field (only latency takes a delay)", delay)
+        offset = f.get("offset_ms", 0)
+        if f["action"] == "clock" and offset == 0:
+            fail(f"faults[{i}].offset_ms", f"the step of the broker's clock, non-zero, -{MAX_CLOCK_STEP_MS}..{MAX_CLOCK_STEP_MS}", offset)
+        if f["action"] != "clock" and offset != 0:
+            fail(f"faults[{i}].offset_ms", "0 or no such field (only clock takes an offset)", offset)
+        if f["action"] == "clock" and (offset < 0 or duration not in (0, "missing")):
+            late = [j for j, g in enumerate(faults) if g["action"] in DELIVERY_DELAYING_ACTIONS]
+            if late:
+                fail(f"faults[{late[0]}].action", "no fault that delays deliveries beside a step back of the broker's "
+                     f"clock (faults[{i}]): a store time the clock read twice is told apart by when it was delivered "
+                     "(reference.clock)", faults[late[0]]["action"])
         if f["action"] not in FAULT_ACTIONS_WITH_DURATION and duration not in (0, "missing"):
             fail(f"faults[{i}].duration_ms", f"0 or no such field ({f['action']} takes no duration; "
                                              f"use {'/'.join(FAULT_ACTIONS_WITH_DURATION)})", duration)
@@ -418,7 +445,7 @@ def scenario_from_json(raw: Any, where: str = "scenario") -> Scenario:
         faults=tuple(FaultStep(at_ms=int(f["at_ms"]), action=f["action"], target=f.get("target", "broker"),
                                duration_ms=int(f.get("duration_ms", 0)),
                                after=None if f.get("after") is None else FaultAnchor(**f["after"]),
-                               delay_ms=int(f.get("delay_ms", 0)))
+                               delay_ms=int(f.get("delay_ms", 0)), offset_ms=int(f.get("offset_ms", 0)))
                      for f in raw.get("faults", [])),
         profile=Profile(**{k: (int(v) if k != "message_delay_level" else v) for k, v in prof.items()}),
         seed=int(raw.get("seed", 0)),

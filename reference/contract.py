@@ -30,7 +30,7 @@ INVARIANTS: tuple[str, ...] = (
 PLAN_WORDS: tuple[str, ...] = ("OK", "LATER", "CRASH")
 SEND_STATUSES: tuple[str, ...] = ("SEND_OK", "FAILED", "UNKNOWN")
 FAULT_ACTIONS: tuple[str, ...] = ("kill", "stop", "start", "ready", "pause", "resume", "disk_full", "disk_free",
-                                  "partition", "partition_end", "latency", "latency_end")
+                                  "partition", "partition_end", "latency", "latency_end", "clock")
 FAULT_TARGETS: tuple[str, ...] = ("broker", "namesrv", "consumer", "proxy")
 EVENT_TYPES: tuple[str, ...] = ("send", "deliver", "dlq", "fault", "snapshot")
 #: ``moment`` of a ``snapshot`` event: when the harness took it — at the run's start, after a
@@ -151,6 +151,9 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("anchor_event_ms", "int", False),  # an anchored step: when that anchor event happened
         _f("version", "str", False),  # a broker's ready in an across-store chain: the version now running
         _f("delay_ms", "int", False),  # latency: the delay added to every packet the broker sends
+        _f("offset_ms", "int", False),  # clock: the broker's clock reads this far ahead of true time from now on
+        _f("settled_ms", "int", False),  # clock: by when the broker's process took the step (reference.clock)
+        _f("waiting_levels", "str", False),  # clock: the levels holding entries at the step ("3,8")
     ),
     "snapshot": (
         _f("source", "str"),

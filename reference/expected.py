@@ -37,6 +37,7 @@ from reference.retry import requested_retry_level, retry_level
 from reference.timer import rounded_deliver_ms
 from reference.disk import write_outages
 from reference.network import local_retry_lag_ms, send_back_lag_ms, unknown_send_outages
+from reference.clock import BrokerClock
 from reference.windows import OutageIndex, broker_outages, merge_outages
 
 
@@ -109,6 +110,24 @@ def _first_attempt(send: Mapping, profile: Profile, key) -> tuple[int, int, bool
     return 0, 0, False, delay, born + delay, max(due, ts), deliver_at, rejection
 
 
+def _on_broker_clock(clock: BrokerClock, stored_lo: int, stored_hi: int, delay: int, timer_due: int | None,
+                     earliest: int, due: int, level: int) -> tuple[int, int, str | None]:
+    """reference.clock: an attempt stored in ``[stored_lo, stored_hi]`` with ``delay`` (or a timer
+    message due at ``timer_due`` in the broker's clock) when a scenario moved the broker's clock:
+    its earliest and on-time due moments widened to what a correct broker may do, and why."""
+    lo, hi = (clock.deadline_range(stored_lo, timer_due) if timer_due is not None
+              else clock.due_range(stored_lo, stored_hi, delay, level))
+    if lo >= earliest and hi <= due:
+        return earliest, due, None
+    steps = ", ".join(f"{s.offset_ms:+d} ms at {s.ts_ms}" for s in clock.steps if s.ts_ms <= max(hi, due))
+    return min(earliest, lo), max(due, hi), f"broker clock stepped ({steps})"
+
+
+def _joined(widened_latest: tuple[int | None, str | None], before: str | None) -> tuple[int | None, str | None]:
+    latest, widened = widened_latest
+    return latest, "; ".join(w for w in (before, widened) if w) or None
+
+
 def _unknown_send_latest(born: int, ts: int, delay: int, latest: int, widened: str | None,
                          outages: list, slack: int, first_delay: int) -> tuple[int | None, str | None]:
     """NettyRemotingServer (4.9.x): a send that timed out against a paused broker waits in the socket
@@ -161,6 +180,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
         elif t == "fault":
             faults.append(e)
     outages = merge_outages(broker_outages(faults) + write_outages(faults))
+    clock = BrokerClock.from_faults(faults)  # reference.clock: due times in the broker's clock
     slack = profile.slack_ms
     first_delay = profile.first_delay_ms
     widen = OutageIndex(outages, first_delay, slack).widen
@@ -190,10 +210,13 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
         born = send.get("born_ms")
         requested, level, clamped, delay, earliest, due_on_time, deliver_at, rejection = _first_attempt(send, profile, key)
         anchor0 = send["ts_ms"]
-        latest = due_on_time + slack
         widened = None
+        if clock is not None and delay:  # a timer message's due time (earliest) is in the broker's clock too
+            earliest, due_on_time, widened = _on_broker_clock(clock, born if born is not None else anchor0, anchor0, delay,
+                                                              None if level else earliest, earliest, due_on_time, level)
+        latest = due_on_time + slack
         if outages:
-            latest, widened = widen(born if born is not None else anchor0, earliest, latest)
+            latest, widened = _joined(widen(born if born is not None else anchor0, earliest, latest), widened)
         if status == "UNKNOWN" and latest is not None and unknown_outages:
             latest, widened = _unknown_send_latest(born if born is not None else anchor0, anchor0, delay,
                                                    latest, widened, unknown_outages, slack, first_delay)
@@ -218,10 +241,14 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                     continue
                 last_anchor = last_laters.get((key, group, k - 1), anchor)
                 r_earliest = anchor + r_delay
-                r_latest = last_anchor + r_delay + slack + back_lag(last_anchor)
+                r_due = last_anchor + r_delay
                 r_widened = None
+                if clock is not None:  # the retry is stored by the broker when the send-back arrives
+                    r_earliest, r_due, r_widened = _on_broker_clock(clock, anchor, last_anchor + back_lag(last_anchor),
+                                                                    r_delay, None, r_earliest, r_due, r_level)
+                r_latest = r_due + slack + back_lag(last_anchor)
                 if outages:
-                    r_latest, r_widened = widen(anchor, r_earliest, r_latest)
+                    r_latest, r_widened = _joined(widen(anchor, r_earliest, r_latest), r_widened)
                 l_earliest = anchor + local_delay
                 l_latest = last_anchor + local_delay + slack + local_lag(last_anchor)
                 if consumer_outages:

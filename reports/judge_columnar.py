@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reference import expected as model
+from reference.clock import BrokerClock
 from reference.contract import EVENT_FIELDS, ContractError
 from reports import offsets
 from reports.judge_events import judge_keys
@@ -39,7 +40,8 @@ SEND_FIELDS = ("type", "ts_ms", "key", "topic", "delay_level", "deliver_at_ms", 
 DELIVER_FIELDS = ("type", "ts_ms", "key", "group", "topic", "queue_id", "queue_offset", "queue_topic",
                   "commit_log_offset", "body_crc", "reconsume_times", "born_ms", "store_ms", "outcome")
 DLQ_FIELDS = ("type", "ts_ms", "key", "group", "reconsume_times", "store_ms")
-FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group", "delay_ms")  # delay_ms: reference.network
+FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group", "delay_ms",  # delay_ms: reference.network
+                "offset_ms", "settled_ms", "waiting_levels")  # reference.clock
 SNAPSHOT_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["snapshot"]))
 
 
@@ -124,7 +126,11 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, t
     sends_t = of_type("send", SEND_FIELDS)
     all_deliveries = of_type("deliver", DELIVER_FIELDS)
     dlq_t = of_type("dlq", DLQ_FIELDS)
-    unkeyed = _unkeyed(of_type("fault", FAULT_FIELDS), of_type("snapshot", SNAPSHOT_FIELDS), all_deliveries)
+    faults_t = of_type("fault", FAULT_FIELDS)
+    clock = BrokerClock.from_faults(_dicts(faults_t, FAULT_FIELDS)) if faults_t.num_rows else None
+    if clock is not None:  # reference.clock: store times judged as true times
+        all_deliveries, dlq_t = _on_true_clock(all_deliveries, clock), _on_true_clock(dlq_t, clock)
+    unkeyed = _unkeyed(faults_t, of_type("snapshot", SNAPSHOT_FIELDS), all_deliveries)
     if bucket == 0 and unkeyed:
         out.emit("u", unkeyed)
     deliv = all_deliveries.filter(pc.invert(all_deliveries.column("echo"))) if echoed else all_deliveries
@@ -159,6 +165,16 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, t
     judged = _as_table(out)
     out.timed("judging: rows out", t)
     return pa.concat_tables([judged, rows_table([timing_row(run_id, bucket, out.seconds)])])
+
+
+def _on_true_clock(table: pa.Table, clock: BrokerClock) -> pa.Table:
+    """``store_ms`` (the broker's clock) as true time, each no later than its event's ``ts_ms``."""
+    if not table.num_rows:
+        return table
+    true = [clock.true_ms(s, t) if s is not None else None
+            for s, t in zip(table.column("store_ms").to_pylist(), table.column("ts_ms").to_pylist())]
+    i = table.column_names.index("store_ms")
+    return table.set_column(i, "store_ms", pa.array(true, type=table.schema.field("store_ms").type))
 
 
 def _count_reputs(out: Judgements, unkeyed: list[dict], rows: list[tuple], deliv: pa.Table) -> None:

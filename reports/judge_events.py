@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from reference import expected as model
+from reference.clock import on_true_clock
 from reports.rows import EXPECTED_COL, LATENESS_BIN_MS, LATENESS_RANGE_MS, LATENESS_TIME_BIN_MS, TOPIC_GROUP_KEY, Judgements
 
 _COL = EXPECTED_COL
@@ -38,6 +39,7 @@ def judge_bucket(run: dict, events: list[dict], ended_ms: int | None, timeline_b
     """All judgements of the keys in ``events`` (plus the run's faults and snapshots), one event at
     a time: the reference path. :func:`reports.judge_columnar.judge_table` gives the same judgements from columns."""
     out = Judgements(run["run_id"], bucket)
+    events = on_true_clock(events)  # reference.clock: store times judged as true times
     rows = model.build_expected_rows(run, events)
     judge_keys(out, run, rows, events, ended_ms, timeline_bin_ms, timeline=True)
     sends = {e["key"]: e for e in events if e["type"] == "send"}

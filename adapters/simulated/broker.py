@@ -60,6 +60,10 @@ class SimBroker:
         self.latency_ms = 0  # added to everything the broker sends (reference.network)
         self.pending_while_partitioned: list[Callable[[], None]] = []  # sends TCP retransmits after the heal
         self.stalled_levels: set[int] = set()  # REPUT_PAUSED_WHILE_PARTITIONED: levels waiting for the heal
+        # reference.clock: the broker's wall clock reads this far ahead of the true (virtual) time;
+        # store times and due tests read it, the scheduled tasks wait on the true time
+        self.clock_offset_ms = 0
+        self.stalled_until_ms = 0  # STALLED_BY_CLOCK_BACK: the level tasks wait until then
         self.timer_heap: list[tuple[int, int, StoredMessage]] = []  # (deliver_ms, commit offset, entry)
         self.level_wake: dict[int, int] = {}  # level -> when its task runs next
         self.timer_wake: int | None = None  # when the timer wheel runs next
@@ -120,7 +124,7 @@ class SimBroker:
         self._at(now + CONSUMER_OFFSET_FLUSH_MS, self._flush_consumer_offsets)
         self.timer_wake = None
         if self.timer_heap:
-            self._wake_timers(max(now + self.profile.first_delay_ms, self.timer_heap[0][0]))
+            self._wake_timers(max(now + self.profile.first_delay_ms, self._true_ms(self.timer_heap[0][0])))
         self.on_ready()
 
     def stop(self, graceful: bool) -> None:
@@ -199,11 +203,36 @@ class SimBroker:
         self.consumer_offsets_persisted = dict(self.consumer_offsets)
         self._at(self.clock.now_ms() + CONSUMER_OFFSET_FLUSH_MS, self._flush_consumer_offsets)
 
+    # --- the broker's wall clock (reference.clock) --------------------------------------------
+    def wall_ms(self) -> int:
+        return self.clock.now_ms() + self.clock_offset_ms
+
+    def _true_ms(self, wall_ms: int) -> int:
+        """When the wall clock reads ``wall_ms`` if it is not moved again."""
+        return wall_ms - self.clock_offset_ms
+
+    def set_clock_offset(self, offset_ms: int) -> None:
+        """Step the broker's wall clock; every level and the timer wheel test their heads again
+        now (a ScheduledExecutorService's 100 ms tick), or, with STALLED_BY_CLOCK_BACK, after a
+        step back only once the wall clock is where it was."""
+        back = self.clock_offset_ms - offset_ms
+        self.clock_offset_ms = offset_ms
+        now = self.clock.now_ms()
+        if back > 0 and Defect.STALLED_BY_CLOCK_BACK in self.defects:
+            self.stalled_until_ms = max(self.stalled_until_ms, now + back)
+        for level in range(1, self.profile.max_level + 1):
+            self.level_wake.pop(level, None)
+            self._wake_level(level, now)
+        if self.timer_heap:
+            self.timer_wake = None
+            self._wake_timers(now)
+
     # --- storing ----------------------------------------------------------------------------
     def put(self, proto: StoredMessage, topic: str, queue_id: int) -> StoredMessage:
         """CommitLog.asyncPutMessage: store; a delay level > 0 goes to its schedule queue
-        (clamped to the table's maximum), else to ``(topic, queue_id)``."""
-        now = self.clock.now_ms()
+        (clamped to the table's maximum), else to ``(topic, queue_id)``. Store and due times
+        are the broker's wall clock."""
+        now = self.wall_ms()
         level = proto.delay_level
         if level > self.profile.max_level and Defect.NO_LEVEL_CLAMPING in self.defects:
             level = 0  # the broken broker stores it as not delayed
@@ -212,7 +241,7 @@ class SimBroker:
             entry = replace(proto, delay_level=level, real_topic=topic, real_queue_id=queue_id,
                             deliver_ms=now + self.profile.level_table.delay_ms(level))
             stored = self.store.append(entry, SCHEDULE_TOPIC, level - 1, now)
-            self._wake_level(level, stored.deliver_ms)
+            self._wake_level(level, self._true_ms(stored.deliver_ms))
             return stored
         stored = self.store.append(replace(proto, delay_level=0), topic, queue_id, now)
         self.on_message(stored)
@@ -221,9 +250,9 @@ class SimBroker:
     def put_timer(self, proto: StoredMessage, topic: str, queue_id: int, deliver_ms: int) -> StoredMessage:
         """HookUtils.transformTimerMessage (5.x): park in the timer topic until ``deliver_ms``."""
         entry = replace(proto, real_topic=topic, real_queue_id=queue_id, deliver_ms=deliver_ms)
-        stored = self.store.append(entry, TIMER_TOPIC, 0, self.clock.now_ms())
+        stored = self.store.append(entry, TIMER_TOPIC, 0, self.wall_ms())
         heapq.heappush(self.timer_heap, (deliver_ms, stored.commit_log_offset, stored))
-        self._wake_timers(deliver_ms)
+        self._wake_timers(self._true_ms(deliver_ms))
         return stored
 
     def _wake_timers(self, ts_ms: int) -> None:
@@ -236,12 +265,12 @@ class SimBroker:
         if self.timer_wake != scheduled_ms:
             return  # superseded by an earlier wake-up
         self.timer_wake = None
-        now = self.clock.now_ms()
+        now = self.wall_ms()
         while self.timer_heap and self.timer_heap[0][0] <= now:
             _, _, entry = heapq.heappop(self.timer_heap)
             self.put(replace(entry, delay_level=0), entry.real_topic, entry.real_queue_id)
         if self.timer_heap:  # the wheel keeps turning
-            self._wake_timers(self.timer_heap[0][0])
+            self._wake_timers(max(self.clock.now_ms(), self._true_ms(self.timer_heap[0][0])))
 
     def _wake_level(self, level: int, ts_ms: int) -> None:
         current = self.level_wake.get(level)
@@ -257,9 +286,12 @@ class SimBroker:
         if self.partitioned and Defect.REPUT_PAUSED_WHILE_PARTITIONED in self.defects:
             self.stalled_levels.add(level)  # the broken broker waits for its name server
             return
-        nxt = self.schedule.run_level(level, self.clock.now_ms(), self._reput)
+        if self.clock.now_ms() < self.stalled_until_ms:  # STALLED_BY_CLOCK_BACK
+            self._wake_level(level, self.stalled_until_ms)
+            return
+        nxt = self.schedule.run_level(level, self.wall_ms(), self._reput)
         if nxt is not None:
-            self._wake_level(level, nxt)
+            self._wake_level(level, max(self.clock.now_ms(), self._true_ms(nxt)))
 
     def _reput(self, entry: StoredMessage) -> StoredMessage:
         """ScheduleMessageService.messageTimeup: a new copy in the real topic and queue, the delay

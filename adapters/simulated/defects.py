@@ -76,6 +76,12 @@ class Defect(enum.Enum):
         "first delay after the heal: every message due in a partition is re-put late",
         "delayed messages falling due during a partition (chaos: partition-while-due)")
 
+    STALLED_BY_CLOCK_BACK = DefectInfo(
+        "ON_TIME", "the schedule service waits on the wall clock (java.util.Timer, as in 4.9.0-4.9.2): "
+        "after the broker's clock steps back every level stalls for the length of the step, so "
+        "messages stored after the step are re-put late", "delayed messages sent after a step back "
+        "of the broker's clock (chaos: clock-back-while-due)")
+
     @property
     def invariant(self) -> str:
         return self.value.invariant

@@ -131,6 +131,39 @@ def latency_while_due() -> Scenario:
     return Scenario("latency-while-due", msgs, _group("latency", "Latency"), faults, description=latency_while_due.__doc__)
 
 
+#: when the clock scenarios step the broker's clock, and by how much (reference.clock): the step
+#: back is longer than a level-1 wait and the slack together, so a stalled schedule service shows
+CLOCK_STEP_AT_MS, CLOCK_AHEAD_MS = 6_000, 5_000
+CLOCK_BACK_AT_MS, CLOCK_BACK_MS = 9_000, -6_000
+
+
+def clock_ahead_while_due() -> Scenario:
+    """The broker's wall clock steps 5 s ahead while level-6..9 messages wait: a correct broker
+    re-puts what was waiting up to 5 s early in true time (on time in its own clock), and what is
+    sent after the step on time; nothing is lost or repeated (reference.clock)."""
+    before = tuple(Message(f"CA{i:03d}", "ClockAhead", at_ms=i * 200, delay_level=6 + i % 4,
+                           plan=(LATER, OK) if i % 7 == 3 else ()) for i in range(20))
+    after = tuple(Message(f"CB{i:03d}", "ClockAhead", at_ms=CLOCK_STEP_AT_MS + 1_000 + i * 200, delay_level=2 + i % 3)
+                  for i in range(10))
+    faults = (FaultStep(at_ms=CLOCK_STEP_AT_MS, action="clock", offset_ms=CLOCK_AHEAD_MS),)
+    return Scenario("clock-ahead-while-due", before + after, _group("clockahead", "ClockAhead"), faults,
+                    description=clock_ahead_while_due.__doc__)
+
+
+def clock_back_while_due() -> Scenario:
+    """The broker's wall clock steps 6 s back while level-8..10 messages wait: those stored more
+    than 6 s before the step are re-put up to 6 s late, those stored in the last 6 s at once
+    (correctDeliverTimestamp: their due time is more than a level's delay ahead), and messages
+    sent after the step on time — a schedule service that waits on the wall clock stalls them
+    (reference.clock)."""
+    before = tuple(Message(f"CK{i:03d}", "ClockBack", at_ms=i * 250, delay_level=8 + i % 3) for i in range(20))
+    after = tuple(Message(f"CL{i:03d}", "ClockBack", at_ms=CLOCK_BACK_AT_MS + 1_000 + i * 200, delay_level=1 + i % 3,
+                          plan=(LATER, OK) if i % 5 == 2 else ()) for i in range(15))
+    faults = (FaultStep(at_ms=CLOCK_BACK_AT_MS, action="clock", offset_ms=CLOCK_BACK_MS),)
+    return Scenario("clock-back-while-due", before + after, _group("clockback", "ClockBack"), faults,
+                    description=clock_back_while_due.__doc__)
+
+
 SHORT: tuple[Scenario, ...] = (kill9_during_level_delivery(), graceful_restart_while_due(), consumer_crash_mid_consume())
 NIGHTLY: tuple[Scenario, ...] = SHORT + (
     outage_short(),
@@ -142,4 +175,6 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     disk_full_while_due(),
     partition_while_due(),
     latency_while_due(),
+    clock_ahead_while_due(),
+    clock_back_while_due(),
 )

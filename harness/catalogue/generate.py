@@ -58,9 +58,14 @@ def fault_schedules(draw, span_ms: int = 12_000, max_faults: int = 3, levels: tu
     for i in range(draw(st.integers(0, max_faults))):
         action, target = draw(st.sampled_from((
             ("kill_restart", "broker"), ("restart", "broker"), ("outage", "broker"), ("pause", "broker"),
-            ("outage", "namesrv"), ("outage", "consumer"),
+            ("outage", "namesrv"), ("outage", "consumer"), ("clock", "broker"),
         )))
         duration = 0 if action == "kill_restart" else draw(st.integers(500, 8_000))
+        # reference.clock: a step of the broker's clock ahead or back, undone after the duration; the
+        # only fault of its scenario (harness.scenario refuses a step back beside delayed deliveries)
+        if action == "clock" and i > 0:
+            action, target = "outage", "namesrv"
+        offset = draw(st.integers(1_000, 20_000)) * draw(st.sampled_from((1, -1))) if action == "clock" else 0
         gap = draw(st.integers(3_000, 8_000))  # the broker is ready again before the next fault
         after, at_ms = None, t
         anchoring = draw(st.sampled_from(("start", "broker")))
@@ -76,9 +81,10 @@ def fault_schedules(draw, span_ms: int = 12_000, max_faults: int = 3, levels: tu
                 after, at_ms = FaultAnchor("flush"), draw(st.integers(0, 1_000))
             else:
                 after, at_ms = FaultAnchor("previous"), prev.duration_ms + gap
-        steps.append(FaultStep(at_ms=at_ms, action=action, target=target, duration_ms=duration, after=after))
+        steps.append(FaultStep(at_ms=at_ms, action=action, target=target, duration_ms=duration, after=after,
+                               offset_ms=offset))
         t += duration + gap
-        if t > span_ms:
+        if t > span_ms or action == "clock":
             break
     return tuple(steps)
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from adapters.base import BrokerProfile, ConsumerSpec, SendRequest
 from adapters.simulated import open_simulated
+from reference.clock import waiting_levels
+from reference.levels import parse_level_table
 from reference.contract import validate_event
 
 DRAIN_STEP_MS = 250
@@ -32,8 +34,9 @@ class Send:
 @dataclass(frozen=True)
 class Fault:
     at_ms: int
-    action: str  # kill / stop / start / pause / resume
+    action: str  # kill / stop / start / pause / resume / partition / partition_end / clock
     target: str = "broker"
+    offset_ms: int = 0  # clock: the broker's clock offset from then on
 
 
 @dataclass
@@ -86,6 +89,14 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
                 system.start(item.target)
                 system.wait_ready(item.target)
                 fault_event("ready", item.target)
+            elif item.action == "clock":  # ClockFaults.set_clock
+                table = parse_level_table(levels)
+                seen = events + [json.loads(line) for path in sorted(events_dir.glob("consumer-*.jsonl"))
+                                 for line in path.read_text().splitlines()]
+                events.append({"type": "fault", "ts_ms": clock.now_ms(), "action": "clock", "target": item.target,
+                               "offset_ms": item.offset_ms, "settled_ms": clock.now_ms(),
+                               "waiting_levels": waiting_levels(seen, table.max_level, table.clamp)})
+                system.set_clock(item.target, item.offset_ms)
             elif item.action == "partition_end":  # NetworkFaults.heal_partition
                 fault_event(item.action, item.target)
                 system.heal_partition(item.target)

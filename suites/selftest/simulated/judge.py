@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from reference.clock import on_true_clock
 from reference.contract import INVARIANTS
 from reference.expected import build_expected, rule_duplicate, same_stored_copy
 
 
 def judge(run: dict, events: list[dict]) -> dict[str, list[str]]:
     v: dict[str, list[str]] = {i: [] for i in INVARIANTS}
+    events = on_true_clock(events)  # reference.clock: store times judged as true times
     expected = build_expected(run, events)
     sends = {e["key"]: e for e in events if e["type"] == "send"}
     faults = [e for e in events if e["type"] == "fault"]

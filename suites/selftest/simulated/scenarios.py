@@ -46,6 +46,12 @@ def exposing(defect: Defect) -> tuple[list[Send], list[Fault], dict]:
     if defect is Defect.REPUT_PAUSED_WHILE_PARTITIONED:
         # levels 1..5 fall due while the broker is cut off for 4 s
         return steady, [Fault(1500, "partition"), Fault(5500, "partition_end")], {}
+    if defect is Defect.STALLED_BY_CLOCK_BACK:
+        # the broker's clock steps 6 s back while level-5 messages wait; level-1 messages sent after
+        # it (a level that held nothing at the step) wait for the stall
+        before = [Send(i * 100, f"b{i}", delay_level=5) for i in range(10)]
+        after = [Send(3000 + i * 100, f"c{i}", delay_level=1) for i in range(10)]
+        return before + after, [Fault(2500, "clock", offset_ms=-6000)], {}
     return steady, [], {}
 
 
