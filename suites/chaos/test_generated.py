@@ -8,12 +8,15 @@ fixed seed per night (``HOURGLASS_SEED``), and each scenario is run and checked 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from harness.verdicts import assert_conforms
 from harness.catalogue.generate import chaos_scenarios, sample
+from harness.scenario import FaultStep
 
 pytestmark = pytest.mark.chaos
 
@@ -33,3 +36,23 @@ def test_simulated_broker_conforms_on_generated_chaos(scenario, request):
                          ids=lambda s: s.name)
 def test_real_broker_conforms_on_generated_chaos(scenario, hg_verdict):
     assert_conforms(hg_verdict)
+
+
+@st.composite
+def clock_scenarios(draw):
+    """A generated workload whose only faults are a step of the broker's clock (ahead or back,
+    undone after a while or at the heal) and name-server outages (reference.clock)."""
+    scenario = draw(chaos_scenarios())
+    keep = tuple(f for f in scenario.faults if f.target == "namesrv" and f.after is None)
+    step = FaultStep(at_ms=draw(st.integers(500, 6_000)), action="clock",
+                     offset_ms=draw(st.integers(1_000, 20_000)) * draw(st.sampled_from((1, -1))),
+                     duration_ms=draw(st.sampled_from((0, 0, 2_000, 6_000))))
+    return replace(scenario, name=scenario.name + "-clock", faults=keep + (step,))
+
+
+@settings(max_examples=int(os.environ.get("HOURGLASS_GENERATED_EXAMPLES", "12")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])
+@given(scenario=clock_scenarios())
+def test_simulated_broker_conforms_with_its_clock_stepped(scenario, request):
+    hs = request.config._hourglass
+    assert_conforms(hs.verdict_now("simulated", scenario))
