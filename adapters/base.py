@@ -40,6 +40,7 @@ class BrokerProfile:
     extra: tuple[tuple[str, str], ...] = ()  # further broker.conf key=value pairs
     fillable_store: bool = False  # the store on a size-limited filesystem, for the disk_full fault
     own_network: bool = False  # the broker in its own network namespace, for partition and latency
+    own_clock: bool = False  # the broker's wall clock under the harness's control, for clock steps
 
 
 @dataclass(frozen=True)

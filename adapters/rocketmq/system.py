@@ -37,11 +37,12 @@ from pathlib import Path
 from adapters.base import (AdapterError, BrokerProfile, ConsumerSpec, NotReady, SendRequest, SendResult,
                            SystemInfo)
 from adapters.rocketmq import config as cfg
+from reference.clock import CLOCK_ACTIONS
 from reference.contract import CONSUME_STATS_SOURCE, RETRY_PREFIX, queue_key
 from reference.disk import DISK_ACTIONS, FILL, FREE
 from reference.network import LATENCY, LATENCY_END, NET_ACTIONS
 from adapters.rocketmq.clientlink import ClientError, ClientProcess, ConsumerProcess, terminate_all
-from adapters.rocketmq import disk, netns
+from adapters.rocketmq import brokerclock, disk, netns
 from adapters.rocketmq.process import owner_alive, owner_tag, tail_file
 from adapters.rocketmq.provision import CHAIN_SEP, MAIN_CLASS, Distribution
 from adapters.rocketmq.runtime import LaunchSpec, Runtime
@@ -90,6 +91,7 @@ class RocketMQSystem:
         self._launched: set[str] = set()
         self._paused: set[str] = set()  # SIGSTOPped components: white-box reads skip them
         self._fillable = False  # the store is a size-limited filesystem we mounted (disk_full)
+        self._clock_file: Path | None = None  # the broker's clock control (brokerclock), for clock steps
         self._net: netns.BrokerNet | None = None  # the broker's own network namespace (partition, latency)
         self._is_setup = False
         version = CHAIN_SEP.join(d.version for d in self.chain)
@@ -134,7 +136,9 @@ class RocketMQSystem:
             command_prefix=prefix,
             component=component, main_class=MAIN_CLASS[component], classpath=dist.classpath(),
             jvm_opts=dist.jvm_opts(component) + props, args=("-c", str(conf)),
-            env=(("ROCKETMQ_HOME", str(home)),), log_file=log_file,
+            env=(("ROCKETMQ_HOME", str(home)),) + (brokerclock.environment(self._clock_file)
+                                                   if component == "broker" and self._clock_file is not None else ()),
+            log_file=log_file,
             mounts=(self.layout.root, dist.lib_dir), ports=ports, labels=labels)
 
     def runtime_spec_conf(self, component: str) -> Path:
@@ -161,6 +165,8 @@ class RocketMQSystem:
                 self.ports = self._lease.ports
                 if self.profile.own_network:
                     self._make_broker_network()
+                if self.profile.own_clock:
+                    self._make_broker_clock()
                 self.info.details["ports"] = {"namesrv": self.ports.namesrv, "broker": self.ports.broker}
                 cfg.write_properties(self.layout.conf_dir / "namesrv.conf", cfg.namesrv_config(self.ports))
                 self._launch("namesrv")
@@ -175,6 +181,8 @@ class RocketMQSystem:
                     self.info.details["disk_faults"] = "no fault command for disk_full/disk_free broker (give them in --faults)"
                 if self.profile.own_network:
                     self.info.details["network_faults"] = "the external runtime has no commands for network faults yet"
+                if self.profile.own_clock:
+                    self.info.details["clock_faults"] = "the external runtime has no command to step a broker's clock yet"
                 names = self._request("brokers", timeout_s=30)["brokers"]
                 if not names:
                     raise NotReady(f"external cluster at {self.namesrv_addr}: no broker registered")
@@ -207,6 +215,9 @@ class RocketMQSystem:
         if self._net is not None:
             netns.remove(self._net)
             self._net = None
+        if self._clock_file is not None:
+            brokerclock.remove_leftovers()
+            self._clock_file = None
         self._is_setup = False
         if self._lease is not None:
             self._lease.release()
@@ -504,6 +515,28 @@ class RocketMQSystem:
     def heal_partition(self, target: str) -> None:
         netns.heal(self._network(target))
 
+    # -- ClockFaults (brokerclock, reference.clock) ----------------------------------------------
+    def _make_broker_clock(self) -> None:
+        """The broker's clock control file (true time to begin with), or why not in
+        ``info.details['clock_faults']`` (then clock scenarios are skipped)."""
+        why = brokerclock.unavailable(self.info.runtime)
+        if why is None and any(type(d).command is not Distribution.command for d in self.chain):
+            why = "a cmd: system launches its broker by its own command: its clock is not the harness's to step"
+        if why:
+            self.info.details["clock_faults"] = why
+            return
+        self._clock_file = self.layout.conf_dir / brokerclock.CONTROL_FILE
+        self._clock_file.parent.mkdir(parents=True, exist_ok=True)
+        brokerclock.write_offset(self._clock_file, 0)
+
+    def set_clock(self, target: str, offset_ms: int) -> None:
+        if not self.can_fault(CLOCK_ACTIONS[0], target):
+            raise AdapterError(f"cannot step the clock of {target}: " + self.info.details.get("clock_faults", "not a broker under libfaketime"))
+        brokerclock.write_offset(self._clock_file, offset_ms)
+
+    def clock_settle_ms(self, target: str) -> int:
+        return brokerclock.SETTLE_MS
+
     def add_latency(self, target: str, delay_ms: int) -> None:
         netns.add_latency(self._network(target), delay_ms)
 
@@ -513,7 +546,9 @@ class RocketMQSystem:
     def can_fault(self, action: str, target: str) -> bool:
         """Whether this system can perform the primitive fault (an external cluster only where the
         user gave a command for it; filling a store only where it is size-limited; network faults
-        only on a broker in a namespace of its own)."""
+        only on a broker in a namespace of its own; clock steps only on a broker under libfaketime)."""
+        if action in CLOCK_ACTIONS:
+            return target == "broker" and self._clock_file is not None
         if action in NET_ACTIONS:
             slowing = action in (LATENCY, LATENCY_END)
             return target == "broker" and self._net is not None and not (slowing and "latency_faults" in self.info.details)

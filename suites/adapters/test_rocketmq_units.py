@@ -3,6 +3,7 @@ brokerStatus parsing, the process runtime's signals, the external runtime's faul
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from pathlib import Path
@@ -207,3 +208,24 @@ def test_a_client_the_broker_lists_twice_still_gets_every_queue(system, tmp_path
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got == {"duplicated": [0, 1, 2, 3], "two": [0, 1]}
     assert "allocating over the distinct ['me']" in done.stderr
+
+
+def test_broker_clock_control_file_and_leftovers(tmp_path):
+    """adapters/rocketmq/brokerclock: the offset as libfaketime reads it (seconds with a fraction,
+    replaced whole), the preload environment, and the shared-memory files of dead processes removed."""
+    from adapters.rocketmq import brokerclock
+
+    control = tmp_path / "broker.faketime"
+    brokerclock.write_offset(control, -6000)
+    assert control.read_text() == "-6.000\n"
+    brokerclock.write_offset(control, 1500)
+    assert control.read_text() == "+1.500\n" and not list(tmp_path.glob("*.tmp"))
+    env = dict(brokerclock.environment(control))
+    assert env["FAKETIME_TIMESTAMP_FILE"] == str(control) and env["FAKETIME_FORCE_MONOTONIC_FIX"] == "0"
+    assert "process runtime only" in brokerclock.unavailable("container")
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    (shm / "faketime_shm_999999999").write_text("")
+    (shm / f"sem.faketime_sem_{os.getpid()}").write_text("")
+    brokerclock.remove_leftovers(shm)
+    assert [p.name for p in shm.iterdir()] == [f"sem.faketime_sem_{os.getpid()}"]
