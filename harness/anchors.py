@@ -50,7 +50,8 @@ class AnchorWatch:
     readies: list[int] = field(default_factory=list)
     reputs: dict[tuple, tuple[int, int, str]] = field(default_factory=dict)  # copy -> (store_ms, level, key)
     flushes: set[int] = field(default_factory=set)
-    clock_steps: list[dict] = field(default_factory=list)  # reference.clock: store times read as true times
+    clock: BrokerClock | None = None  # reference.clock: store times read as true times
+    clock_steps: list[dict] = field(default_factory=list)  # the clock's steps seen so far
 
     @classmethod
     def of(cls, scenario: Scenario) -> "AnchorWatch":
@@ -64,11 +65,11 @@ class AnchorWatch:
                 self.readies.append(e["ts_ms"])
             elif t == "fault" and e.get("action") == CLOCK:
                 self.clock_steps.append(e)
+                self.clock = BrokerClock.from_faults(self.clock_steps)
             elif t == "deliver" and e.get("reconsume_times") == 0 and e.get("key") in self.levels:
                 copy = ((e["commit_log_offset"],) if e.get("commit_log_offset") is not None else
                         (e.get("queue_topic") or e.get("topic"), e.get("queue_id"), e.get("queue_offset")))
-                clock = BrokerClock.from_faults(self.clock_steps) if self.clock_steps else None
-                stored = clock.true_ms(e["store_ms"], e["ts_ms"]) if clock is not None else e["store_ms"]
+                stored = self.clock.true_ms(e["store_ms"], e["ts_ms"]) if self.clock is not None else e["store_ms"]
                 self.reputs.setdefault(copy, (stored, self.levels[e["key"]], e["key"]))
 
     def observe_flush(self, flush_ms: int | None) -> None:

@@ -98,7 +98,7 @@ class FaultDriver:
         self.full: set[str] = set()  # stores filled (disk_full), freed by the heal
         self.cut: set[tuple[str, str]] = set()  # (partition/latency, target) in force, ended by the heal
         self.clocked: set[str] = set()  # targets whose clock is stepped, stepped back by the heal
-        self.clock_reach_ms = 0  # the largest step back of a clock in this run (its store times read earlier)
+        self.clock_reach_ms = 0  # how far behind the true time a clock of this run has read (store times read earlier)
         #: the delay levels holding entries now (reference.clock.waiting_levels), recorded with a
         #: clock step; None: unknown (the model then lets every level hold what comes after)
         self.waiting_levels: Callable[[], str] | None = None

@@ -89,6 +89,18 @@ def capabilities(system: System) -> set[str]:
     return {"timer"}
 
 
+#: faults on what a system must be set up for (a fillable store, the broker's own network, a clock
+#: under its control): (actions, capability, what the harness would do, details keys that say why
+#: not, fallback reason)
+SET_UP_FAULTS = (
+    (DISK_ACTIONS, DiskFaults, "fill the store of", ("disk_faults",), "the system cannot fill a store"),
+    (NET_ACTIONS, NetworkFaults, "act on the network of", ("network_faults", "latency_faults"),
+     "the system cannot cut or slow a network"),
+    (CLOCK_ACTIONS, ClockFaults, "move the clock of", ("clock_faults",), "the system cannot move a clock"),
+)
+SET_UP_ACTIONS = tuple(a for actions, *_ in SET_UP_FAULTS for a in actions)
+
+
 def skip_reason(scenario: Scenario, system: System) -> str | None:
     """Why ``scenario`` cannot run on ``system`` (decided before the run), or None: a capability
     it ``requires``, or a fault step timed from the broker's offset flushes on a system that
@@ -102,20 +114,13 @@ def skip_reason(scenario: Scenario, system: System) -> str | None:
         return (f"{info.adapter} {info.version} ({info.runtime} runtime) cannot tell when the broker persists its "
                 f"schedule offsets: fault step {flush[0]} is timed from a flush")
     needed = primitives_needed(scenario.faults)
-    # faults on what the system must be set up for (a fillable store, the broker's own network):
-    # (actions, capability, what the harness would do, details keys that say why not, fallback)
-    for actions, capability, verb, keys, fallback in (
-            (DISK_ACTIONS, DiskFaults, "fill the store of", ("disk_faults",), "the system cannot fill a store"),
-            (NET_ACTIONS, NetworkFaults, "act on the network of", ("network_faults", "latency_faults"),
-             "the system cannot cut or slow a network"),
-            (CLOCK_ACTIONS, ClockFaults, "move the clock of", ("clock_faults",), "the system cannot move a clock")):
+    for actions, capability, verb, keys, fallback in SET_UP_FAULTS:
         targets = sorted({t for a, t in needed if a in actions})
         if targets and not (isinstance(system, capability) and all(system.can_fault(a, t) for a, t in needed if a in actions)):
             why = next((info.details[k] for k in keys if info.details.get(k)), fallback)
             return f"{info.adapter} {info.version} ({info.runtime} runtime) cannot {verb} {', '.join(targets)}: {why}"
     if isinstance(system, FaultLimited):  # an external cluster: only the faults the user gave commands for
-        lacking = sorted(f"{a} {t}" for a, t in needed
-                         if a not in DISK_ACTIONS + NET_ACTIONS + CLOCK_ACTIONS and not system.can_fault(a, t))
+        lacking = sorted(f"{a} {t}" for a, t in needed if a not in SET_UP_ACTIONS and not system.can_fault(a, t))
         if lacking:
             return f"no fault command for {', '.join(lacking)} (give them in --faults)"
     return None

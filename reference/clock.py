@@ -46,6 +46,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from reference.retry import retry_level
+
 CLOCK = "clock"
 #: the primitive fault action that moves the broker's clock (``fault`` events of ``target: broker``)
 CLOCK_ACTIONS = (CLOCK,)
@@ -150,8 +152,8 @@ class BrokerClock:
     def deadline_range(self, from_ms: int, deliver_at_broker_ms: int) -> tuple[int, int]:
         """A due time given in the broker's clock (a timer message's deliver time): the earliest
         and latest true moment the broker's clock reads it, over both extremes."""
-        return (min(self.reached_ms(from_ms, deliver_at_broker_ms, x) for x in (False, True)),
-                max(self.reached_ms(from_ms, deliver_at_broker_ms, x) for x in (False, True)))
+        reached = [self.reached_ms(from_ms, deliver_at_broker_ms, late) for late in (False, True)]
+        return min(reached), max(reached)
 
     def true_ms(self, broker_ms: int, before_ms: int) -> int:
         """A ``store_ms`` (the broker's clock) as true time: the latest true moment no later than
@@ -161,7 +163,7 @@ class BrokerClock:
         force at ``before_ms``, capped at ``before_ms``."""
         best = None
         for late in (False, True):
-            bounds = [(at, o) for at, o in self._changes(late)]
+            bounds = self._changes(late)
             starts = [-(2**62)] + [at for at, _ in bounds]
             offsets = [0] + [o for _, o in bounds]
             ends = [at for at, _ in bounds] + [2**62]
@@ -197,8 +199,6 @@ def waiting_levels(events: Iterable[Mapping], max_level: int, clamp) -> str:
     with a level (``clamp``: the table's clamping) not yet delivered, and retries whose ``LATER``
     was seen but not the next attempt (level ``reference.retry.retry_level``). As the
     ``waiting_levels`` of a ``clock`` event ("3,8")."""
-    from reference.retry import retry_level
-
     sent: dict[str, int] = {}
     delivered: set[tuple] = set()
     later: set[tuple] = set()

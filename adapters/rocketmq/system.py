@@ -37,7 +37,7 @@ from pathlib import Path
 from adapters.base import (AdapterError, BrokerProfile, ConsumerSpec, NotReady, SendRequest, SendResult,
                            SystemInfo)
 from adapters.rocketmq import config as cfg
-from reference.clock import CLOCK_ACTIONS
+from reference.clock import CLOCK, CLOCK_ACTIONS
 from reference.contract import CONSUME_STATS_SOURCE, RETRY_PREFIX, queue_key
 from reference.disk import DISK_ACTIONS, FILL, FREE
 from reference.network import LATENCY, LATENCY_END, NET_ACTIONS
@@ -530,7 +530,7 @@ class RocketMQSystem:
         brokerclock.write_offset(self._clock_file, 0)
 
     def set_clock(self, target: str, offset_ms: int) -> None:
-        if not self.can_fault(CLOCK_ACTIONS[0], target):
+        if not self.can_fault(CLOCK, target):
             raise AdapterError(f"cannot step the clock of {target}: " + self.info.details.get("clock_faults", "not a broker under libfaketime"))
         brokerclock.write_offset(self._clock_file, offset_ms)
 
