@@ -41,6 +41,7 @@ class BrokerProfile:
     fillable_store: bool = False  # the store on a size-limited filesystem, for the disk_full fault
     own_network: bool = False  # the broker in its own network namespace, for partition and latency
     own_clock: bool = False  # the broker's wall clock under the harness's control, for clock steps
+    cluster: str = "single"  # reference.cluster: the brokers the system runs
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,8 @@ class AnchorWatch:
                 self.clock_steps.append(e)
                 self.clock = BrokerClock.from_faults(self.clock_steps)
             elif t == "deliver" and e.get("reconsume_times") == 0 and e.get("key") in self.levels:
-                copy = ((e["commit_log_offset"],) if e.get("commit_log_offset") is not None else
-                        (e.get("queue_topic") or e.get("topic"), e.get("queue_id"), e.get("queue_offset")))
+                copy = ((e.get("broker"), e["commit_log_offset"]) if e.get("commit_log_offset") is not None else
+                        (e.get("broker"), e.get("queue_topic") or e.get("topic"), e.get("queue_id"), e.get("queue_offset")))
                 stored = self.clock.true_ms(e["store_ms"], e["ts_ms"]) if self.clock is not None else e["store_ms"]
                 self.reputs.setdefault(copy, (stored, self.levels[e["key"]], e["key"]))
 

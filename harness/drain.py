@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reference.cluster import is_broker
+from reference.contract import BROKER_TARGETS
 from reference.expected import ExpectedAttempt, build_expected
 
 #: A consumer that crashed is restarted and must rebalance before it is redelivered a message.
@@ -32,12 +34,14 @@ DUPLICATE_WATCH_MS = 15_000
 
 def duplicate_watch_until_ms(events: list[dict]) -> int | None:
     """Until when a run whose messages are all final keeps watching for scheduler duplicates:
-    :data:`DUPLICATE_WATCH_MS` after the broker's last ``ready`` that followed a kill or stop."""
-    last_down = last_ready = None
-    for e in sorted((e for e in events if e.get("type") == "fault" and e.get("target") == "broker"), key=lambda e: e["ts_ms"]):
+    :data:`DUPLICATE_WATCH_MS` after a broker's last ``ready`` that followed its kill or stop
+    (either broker of a cluster: ``reference.cluster``)."""
+    last_down: dict[str, int] = {}
+    last_ready = None
+    for e in sorted((e for e in events if e.get("type") == "fault" and is_broker(e.get("target"))), key=lambda e: e["ts_ms"]):
         if e["action"] in ("kill", "stop"):
-            last_down = e["ts_ms"]
-        elif e["action"] == "ready" and last_down is not None:
+            last_down[e["target"]] = e["ts_ms"]
+        elif e["action"] == "ready" and e["target"] in last_down:
             last_ready = e["ts_ms"]
     return None if last_ready is None else last_ready + DUPLICATE_WATCH_MS
 
@@ -60,7 +64,7 @@ def drain_state(run: dict, events: list[dict], now_ms: int) -> DrainState:
     answered: dict[tuple[str, int], set[str]] = {}
     crashed_at: dict[str, int] = {}
     recovered_ms = max((e["ts_ms"] for e in events if e.get("type") == "fault" and e.get("action") in ("ready", "resume")
-                        and e.get("target") in ("broker", "namesrv", "proxy")), default=None)
+                        and e.get("target") in BROKER_TARGETS + ("namesrv", "proxy")), default=None)
     for e in events:
         if e.get("type") == "deliver":
             answered.setdefault((e["key"], e["reconsume_times"]), set()).add(e["outcome"])

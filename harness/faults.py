@@ -19,6 +19,7 @@ from adapters.base import AdapterError, ClockFaults, DiskFaults, Lifecycle, Netw
 from adapters.rundir import EventLog
 from harness.scenario import FaultStep
 from reference.clock import CLOCK
+from reference.cluster import is_broker
 from reference.disk import DISK_ACTIONS, FILL, FREE
 from reference.network import LATENCY, LATENCY_END, NET_ACTIONS, PARTITION, PARTITION_END
 
@@ -111,14 +112,14 @@ class FaultDriver:
         """Do ``action`` to ``target``; ``extra``: fields added to its fault events (its step)."""
         sysm, extra = self.system, extra or {}
         if action in ("kill", "stop"):
-            if target == "broker":
+            if is_broker(target):
                 self.snapshot("before_stop")  # the in-memory offsets the stop should persist
             self._event(action, target, extra)  # recorded before: the outage starts when we act
             (sysm.kill if action == "kill" else sysm.stop)(target)
             self.down.add(target)
             self.paused.discard(target)
             self.starting.discard(target)
-            if target == "broker":
+            if is_broker(target):
                 self.snapshot("after_stop")  # what the stop left in delayOffset.json
         elif action == "start":
             self._event("start", target, extra)

@@ -28,6 +28,7 @@ from harness.faults import FaultDriver, TimedFault, primitives_needed
 from harness.logcopy import copy_logs, log_sizes
 from harness.catalogue import suite_of
 from harness.scenario import Scenario
+from reference.cluster import SINGLE, broker_targets
 from reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, consumer_fault, retry_topic
 from reference.clock import CLOCK_ACTIONS, waiting_levels
 from reference.levels import parse_level_table
@@ -109,6 +110,10 @@ def skip_reason(scenario: Scenario, system: System) -> str | None:
     missing = set(scenario.requires) - capabilities(system)
     if missing:
         return f"{info.adapter} {info.version} has no {', '.join(sorted(missing))}"
+    cluster = scenario.profile.cluster
+    if info.details.get("cluster", SINGLE) != cluster:
+        why = info.details.get("cluster_unsupported") or "it runs a single broker"
+        return f"{info.adapter} {info.version} ({info.runtime} runtime) cannot run a {cluster} cluster: {why}"
     flush = [i for i, f in enumerate(scenario.faults) if f.after is not None and f.after.event == "flush"]
     if flush and not isinstance(system, OffsetFlushWatching):
         return (f"{info.adapter} {info.version} ({info.runtime} runtime) cannot tell when the broker persists its "
@@ -215,11 +220,12 @@ class ScenarioRun:
         logs_since = self._log_sizes() if self._shared_system else {}
         log = EventLog(self.events_dir / HARNESS_EVENTS)
         setup = info.details.get(BROKER_SETUP)
-        if setup:  # the broker's own start, before the run: when its schedule service can first have persisted
+        if setup:  # the brokers' own start, before the run: when their schedule services can first have persisted
             chain = info.details.get("versions")  # an across-store chain starts at its first version
-            for action, ts in zip(("start", "ready"), setup):
-                log.write({"type": "fault", "ts_ms": ts, "action": action, "target": "broker", "cause": "setup",
-                           **({"version": chain[0]} if chain and action == "ready" else {})})
+            for target in broker_targets(info.details.get("cluster", SINGLE)):  # started together (reference.cluster)
+                for action, ts in zip(("start", "ready"), setup):
+                    log.write({"type": "fault", "ts_ms": ts, "action": action, "target": target, "cause": "setup",
+                               **({"version": chain[0]} if chain and action == "ready" else {})})
         faults = FaultDriver(sysm, log)
         faults.waiting_levels = self._waiting_levels
         state = DrainState((), None, len(sc.messages), 0)

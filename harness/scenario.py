@@ -32,6 +32,7 @@ from harness.schema_errors import Found, explain, join_path
 from reference.contract import FAULT_TARGETS, PLAN_WORDS, ContractError
 from reference.levels import parse_level_table
 from reference.clock import CLOCK_ACTIONS, MAX_CLOCK_STEP_MS
+from reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
 from reference.network import MAX_DELAY_MS, MAX_PARTITION_MS
 
 DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -79,6 +80,7 @@ class Profile:
     max_reconsume_times: int = 16
     flush_delay_offset_interval_ms: int = 10_000
     slack_ms: int = 3_000
+    cluster: str = SINGLE  # reference.cluster: the brokers the system runs (fault targets broker, broker-2)
 
     def to_run_profile(self) -> dict:
         return asdict(self)
@@ -323,6 +325,10 @@ def scenario_schema() -> dict:
                                                    "How often the broker persists the schedule offsets "
                                                    "(flushDelayOffsetInterval)."),
                 "slack_ms": (ms, "How late an attempt may come after its due time before it is a violation (ON_TIME)."),
+                "cluster": ({"enum": list(CLUSTERS)},
+                            "The brokers the system runs (reference.cluster): single (one broker, target broker), "
+                            + ", ".join(f"{c} (broker-2 is {what})" for c, what in SECOND_BROKER.items())
+                            + ". Fault steps reach the second broker with target broker-2."),
             }),
         },
     }
@@ -366,6 +372,7 @@ def _cross_check(raw: dict, where: str) -> None:
             fail(f"consumers[{i}].topics", f"at least one topic a message is sent to ({', '.join(sorted(sent))})", c["topics"])
     max_level = len(table.split(" "))
     faults = raw.get("faults", [])
+    cluster = raw.get("profile", {}).get("cluster", SINGLE)
     for i, f in enumerate(faults):
         after = f.get("after") or {}
         if after.get("level", 0) and after["event"] != "reput":
@@ -377,6 +384,10 @@ def _cross_check(raw: dict, where: str) -> None:
         duration = f.get("duration_ms", "missing")
         if f["action"] in ("outage", "slow_start") and (duration == "missing" or duration <= 0):
             fail(f"faults[{i}].duration_ms", f"how long the {f['action']} lasts, an integer > 0", duration)
+        target = f.get("target", "broker")
+        if target not in broker_targets(cluster) and is_broker(target):
+            fail(f"faults[{i}].target", f"a broker of the profile's cluster {cluster!r} ({', '.join(broker_targets(cluster))}; "
+                 f"{target} needs profile.cluster {' or '.join(SECOND_BROKER)})", target)
         if f["action"] in BROKER_ONLY_ACTIONS and f.get("target", "broker") != "broker":
             what = ("fills the broker's store" if f["action"] in STORE_FILL_ACTIONS else
                     "moves the broker's clock" if f["action"] in CLOCK_STEP_ACTIONS else "acts on the broker's network")
@@ -447,7 +458,7 @@ def scenario_from_json(raw: Any, where: str = "scenario") -> Scenario:
                                after=None if f.get("after") is None else FaultAnchor(**f["after"]),
                                delay_ms=int(f.get("delay_ms", 0)), offset_ms=int(f.get("offset_ms", 0)))
                      for f in raw.get("faults", [])),
-        profile=Profile(**{k: (int(v) if k != "message_delay_level" else v) for k, v in prof.items()}),
+        profile=Profile(**{k: (int(v) if k not in ("message_delay_level", "cluster") else v) for k, v in prof.items()}),
         seed=int(raw.get("seed", 0)),
         description=raw.get("description", ""),
         drain_margin_ms=int(raw.get("drain_margin_ms", 3000)),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from reference.cluster import is_broker
 from reference.contract import INVARIANTS
 from reference.levels import parse_level_table
 from reference.plans import plan_outcome
@@ -43,7 +44,7 @@ def scenario_wait_ms(scenario) -> int:
     anchored = any(f.after is not None for f in scenario.faults)
     for fired_ms, f in fault_times_ms(scenario, table):
         # an anchored scenario waits for its broker's ready (unanchored ones keep their old estimate)
-        ready = READY_ESTIMATE_MS + _FIRST_PASS_MS if anchored and f.action in _STARTS and f.target == "broker" else 0
+        ready = READY_ESTIMATE_MS + _FIRST_PASS_MS if anchored and f.action in _STARTS and is_broker(f.target) else 0
         longest = max(longest, fired_ms + f.duration_ms + ready)
     return longest + scenario.drain_margin_ms
 
@@ -85,7 +86,7 @@ def fault_times_ms(scenario, table=None) -> list[tuple[int, object]]:
             fired = anchor + f.at_ms
         out.append((fired, f))
         prev_ms = fired
-        if f.action in _STARTS and f.target == "broker":
+        if f.action in _STARTS and is_broker(f.target):
             ready_ms = fired + f.duration_ms + READY_ESTIMATE_MS
     return out
 

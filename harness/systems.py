@@ -143,7 +143,7 @@ class SystemSpec:
 
 def broker_profile(p: Profile, fillable_store: bool = False, own_network: bool = False, own_clock: bool = False) -> BrokerProfile:
     return BrokerProfile(message_delay_level=p.message_delay_level, flush_delay_offset_interval_ms=p.flush_delay_offset_interval_ms,
-                         fillable_store=fillable_store, own_network=own_network, own_clock=own_clock)
+                         fillable_store=fillable_store, own_network=own_network, own_clock=own_clock, cluster=p.cluster)
 
 
 def open_system(spec: SystemSpec, profile: Profile, workdir: Path, seed: int = 0, fillable_store: bool = False,

@@ -31,7 +31,10 @@ PLAN_WORDS: tuple[str, ...] = ("OK", "LATER", "CRASH")
 SEND_STATUSES: tuple[str, ...] = ("SEND_OK", "FAILED", "UNKNOWN")
 FAULT_ACTIONS: tuple[str, ...] = ("kill", "stop", "start", "ready", "pause", "resume", "disk_full", "disk_free",
                                   "partition", "partition_end", "latency", "latency_end", "clock")
-FAULT_TARGETS: tuple[str, ...] = ("broker", "namesrv", "consumer", "proxy")
+#: the broker processes a system may run (``reference.cluster``: a second one in a cluster
+#: topology); ``broker`` is the first, the only one of a single-broker system
+BROKER_TARGETS: tuple[str, ...] = ("broker", "broker-2")
+FAULT_TARGETS: tuple[str, ...] = BROKER_TARGETS + ("namesrv", "consumer", "proxy")
 EVENT_TYPES: tuple[str, ...] = ("send", "deliver", "dlq", "fault", "snapshot")
 #: ``moment`` of a ``snapshot`` event: when the harness took it — at the run's start, after a
 #: start of the broker answered (``ready``), right before a broker ``kill``/``stop`` (written
@@ -126,7 +129,8 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("queue_id", "int"),
         _f("queue_offset", "int"),
         _f("queue_topic", "str", False),
-        _f("commit_log_offset", "int", False),
+        _f("commit_log_offset", "int", False),  # unique within its broker (see ``broker``)
+        _f("broker", "str", False),  # the broker name of the queue it came from (reference.cluster)
         _f("body_crc", "int", False),
         _f("msg_id", "str"),
         _f("reconsume_times", "int"),
@@ -159,7 +163,8 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("source", "str"),
         _f("offsets", "dict"),
         _f("moment", "str", False, SNAPSHOT_MOMENTS),
-        _f("broker", "str", False),  # brokerStatus: which broker
+        _f("broker", "str", False),  # brokerStatus: which broker (its address)
+        _f("target", "str", False, BROKER_TARGETS),  # delayOffset.json, brokerStatus: which broker process (default broker)
         _f("max_offsets", "dict", False),  # brokerStatus: level -> max offset of its schedule queue
         _f("group", "str", False),  # consumeStats: which consumer group
     ),

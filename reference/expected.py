@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Iterable, Mapping
 
-from reference.contract import RETRY_PREFIX, ContractError
+from reference.contract import BROKER_TARGETS, RETRY_PREFIX, ContractError
 from reference.persistence import scheduler_duplicate_allowed
 from reference.plans import CRASH, parse_plan, plan_outcome
 from reference.profile import Profile, profile_from_run
@@ -38,7 +38,9 @@ from reference.timer import rounded_deliver_ms
 from reference.disk import write_outages
 from reference.network import local_retry_lag_ms, send_back_lag_ms, unknown_send_outages
 from reference.clock import BrokerClock
-from reference.windows import OutageIndex, broker_outages, merge_outages
+from reference.cluster import CONTROLLER, MASTER_SLAVE, REPLICA_SYNC_BOUND_MS, is_broker
+from reference.cluster import send_back_lag_ms as outage_send_back_lag_ms
+from reference.windows import OutageIndex, broker_outages, cluster_outages, merge_outages
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
             sends[key] = e
         elif t == "fault":
             faults.append(e)
-    outages = merge_outages(broker_outages(faults) + write_outages(faults))
+    outages = merge_outages(cluster_outages(faults) + write_outages(faults))
     clock = BrokerClock.from_faults(faults)  # reference.clock: due times in the broker's clock
     slack = profile.slack_ms
     first_delay = profile.first_delay_ms
@@ -190,8 +192,13 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     # after the heal) and the local re-consume of a LATER whose send-back met it; latency delays
     # the storing of a retry by a round trip
     unknown_outages = merge_outages(outages + unknown_send_outages(faults))
-    local_lag = local_retry_lag_ms(faults)
-    back_lag = send_back_lag_ms(faults)
+    net_local, net_back, down_lag = local_retry_lag_ms(faults), send_back_lag_ms(faults), outage_send_back_lag_ms(faults)
+
+    def local_lag(ts_ms: int) -> int:
+        return max(net_local(ts_ms), down_lag(ts_ms))
+
+    def back_lag(ts_ms: int) -> int:
+        return max(net_back(ts_ms), down_lag(ts_ms))
     table = profile.level_table
     max_level = table.max_level
     top_rt = max([profile.max_reconsume_times] + [v for _, v in profile.max_reconsume_times_by_group])
@@ -276,13 +283,25 @@ def build_expected(run: Mapping, events: Iterable[Mapping]) -> list[ExpectedAtte
 
 def same_stored_copy(first: Mapping, second: Mapping) -> bool:
     """DESIGN.md "stored copy": the same ``commit_log_offset`` where both have one, else the same
-    (queue_topic, queue_id, queue_offset)."""
+    (queue_topic, queue_id, queue_offset); both of the same broker (``broker``, where both say: the
+    brokers of a cluster have their own commit logs and queues, ``reference.cluster``)."""
+    if first.get("broker") is not None and second.get("broker") is not None and first["broker"] != second["broker"]:
+        return False
     a, b = first.get("commit_log_offset"), second.get("commit_log_offset")
     if a is not None and b is not None:
         return a == b
     qa = (first.get("queue_topic") or first.get("topic"), first.get("queue_id"), first.get("queue_offset"))
     qb = (second.get("queue_topic") or second.get("topic"), second.get("queue_id"), second.get("queue_offset"))
     return qa == qb
+
+
+def sent_back_copies(previous_attempt: Iterable[Mapping]) -> int:
+    """ConsumeMessageConcurrentlyService.processConsumeResult: every delivery answered LATER sends its
+    own message back (sendMessageBack per message), so attempt k may have as many stored copies as
+    attempt k-1 had LATER answers: a duplicated attempt (a consumer redelivery, a re-put repeated
+    after a failover: ``reference.cluster``) doubles the rest of its chain, each copy of the retry
+    being an attempt of its own. ``previous_attempt``: the deliveries of attempt k-1."""
+    return sum(1 for d in previous_attempt if d.get("outcome") == "LATER")
 
 
 def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, second: Mapping) -> DuplicateRuling:
@@ -303,7 +322,7 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
     if same_stored_copy(first, second):
         if first["ts_ms"] > second["ts_ms"]:
             first, second = second, first
-        return _consumer_redelivery(faults, first, second)
+        return _consumer_redelivery(faults, first, second, (run.get("profile") or {}).get("cluster") == MASTER_SLAVE)
     # two stored copies: in the order they were stored (the later-stored one may arrive first)
     if (first["store_ms"], first["ts_ms"]) > (second["store_ms"], second["ts_ms"]):
         first, second = second, first
@@ -311,10 +330,12 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
         return DuplicateRuling(True, "consumer", f"the first delivery (at {first['ts_ms']}) was a local re-consume "
                                "answered CRASH: that retry lived only in the crashed consumer, whose redelivered "
                                "previous attempt sent it back again as a new stored copy")
+    cluster = (run.get("profile") or {}).get("cluster")
     allowed, reason = scheduler_duplicate_allowed([f for f in faults if f.get("type", "fault") == "fault"],
                                                   first["store_ms"], second["store_ms"],
                                                   profile.flush_delay_offset_interval_ms,
-                                                  profile.first_flush_delay_ms, profile.slack_ms)
+                                                  profile.first_flush_delay_ms, profile.slack_ms,
+                                                  REPLICA_SYNC_BOUND_MS if cluster == CONTROLLER else None)
     return DuplicateRuling(allowed, "scheduler", reason)
 
 
@@ -341,7 +362,10 @@ def _membership_change(faults: list[Mapping], group: str | None, second_ts_ms: i
     return None
 
 
-def _consumer_redelivery(faults: list[Mapping], first: Mapping, second: Mapping) -> DuplicateRuling:
+def _consumer_redelivery(faults: list[Mapping], first: Mapping, second: Mapping, slave_serves: bool = False) -> DuplicateRuling:
+    """``slave_serves``: a master and its slave (reference.cluster): what was consumed from the
+    slave while the master was down was committed there, so after the master's ``start`` it may be
+    delivered again (the master resumes with its own consume offsets)."""
     if first.get("outcome") == CRASH:
         return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after a CRASH answer at {first['ts_ms']}")
     lo, hi = first["ts_ms"], second["ts_ms"]
@@ -357,7 +381,8 @@ def _consumer_redelivery(faults: list[Mapping], first: Mapping, second: Mapping)
                                        "its consume offset was not yet committed")
             continue
         action, target = f.get("action"), f.get("target")
-        if (target == "consumer" and action in ("kill", "start")) or (target == "broker" and action == "kill"):
+        if (target == "consumer" and action in ("kill", "start")) or (is_broker(target) and action == "kill") \
+                or (slave_serves and target == BROKER_TARGETS[0] and action == "start"):
             return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after the {target} "
                                    f"{action} at {f['ts_ms']} (consume offset not yet committed)")
     joined = _membership_change(faults, first.get("group"), hi)

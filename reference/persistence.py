@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from reference.contract import BROKER_TARGETS
+
 
 def next_flush_ms(service_start_ms: int, now_ms: int, first_flush_delay_ms: int, interval_ms: int) -> int:
     """ScheduleMessageService.start (scheduleAtFixedRate(persist, 10000, flushDelayOffsetInterval)):
@@ -31,8 +33,8 @@ def corrected_delay_offset(persisted: int, cq_min_offset: int, cq_max_offset: in
     return persisted
 
 
-def _broker_faults(faults: Iterable[Mapping]) -> list[tuple[int, str]]:
-    return sorted(((f["ts_ms"], f["action"]) for f in faults if f.get("target") == "broker"),
+def _broker_faults(faults: Iterable[Mapping], target: str = BROKER_TARGETS[0]) -> list[tuple[int, str]]:
+    return sorted(((f["ts_ms"], f["action"]) for f in faults if f.get("target") == target),
                   key=lambda e: e[0])
 
 
@@ -81,13 +83,35 @@ def last_flush_lower_bound_ms(broker_faults: list[tuple[int, str]], kill_ms: int
 
 
 def scheduler_duplicate_allowed(faults: Iterable[Mapping], first_store_ms: int, second_store_ms: int,
-                                interval_ms: int, first_flush_delay_ms: int, jitter_ms: int) -> tuple[bool, str]:
+                                interval_ms: int, first_flush_delay_ms: int, jitter_ms: int,
+                                replica_sync_ms: int | None = None) -> tuple[bool, str]:
     """ScheduleMessageService.persist vs. a kill -9 (4.9.x): a second stored copy of an attempt is
     allowed when the first was re-put after the last persist before a broker kill that happened
     between the two re-puts (``first_store_ms`` .. ``second_store_ms``: the offset was restored
     there, so that is where the cause lies). Returns (allowed, reason); the reason names the
-    broker's faults between the two re-puts."""
-    broker = _broker_faults(faults)
+    broker's faults between the two re-puts. In a cluster (``reference.cluster``) each broker
+    process keeps its own offsets: a kill of either may explain it (the rule does not tell which
+    broker re-put the copies). ``replica_sync_ms`` (5.x controller mode): the replica elected after a
+    kill resumes from the delay offsets it synced at most that long before, so a first re-put from
+    that long before the kill may repeat (``reference.cluster``)."""
+    faults = list(faults)
+    if replica_sync_ms is not None:
+        for f in sorted(faults, key=lambda f: f["ts_ms"]):
+            if f.get("action") == "kill" and f.get("target") in BROKER_TARGETS \
+                    and f["ts_ms"] - replica_sync_ms - jitter_ms <= first_store_ms <= f["ts_ms"] + jitter_ms < second_store_ms + jitter_ms:
+                return True, (f"first copy re-put at {first_store_ms}, at most {replica_sync_ms} ms before the kill -9 of "
+                              f"{f['target']} at {f['ts_ms']}: the replica elected after it resumed from delay offsets "
+                              f"it had synced before that re-put; second copy re-put at {second_store_ms}")
+    targets = [t for t in BROKER_TARGETS if any(f.get("target") == t for f in faults)] or list(BROKER_TARGETS[:1])
+    rulings = [_scheduler_duplicate_allowed(_broker_faults(faults, t), t, first_store_ms, second_store_ms, interval_ms,
+                                            first_flush_delay_ms, jitter_ms) for t in targets]
+    allowed = [r for r in rulings if r[0]]
+    return allowed[0] if allowed else (False, "; ".join(r[1] for r in rulings))
+
+
+def _scheduler_duplicate_allowed(broker: list[tuple[int, str]], target: str, first_store_ms: int, second_store_ms: int,
+                                 interval_ms: int, first_flush_delay_ms: int, jitter_ms: int) -> tuple[bool, str]:
+    name = "broker" if target == BROKER_TARGETS[0] else target
     # the harness records a kill before it signals: the broker may still re-put for a moment after
     # the event (container kill latency), so a re-put up to ``jitter_ms`` after it precedes the kill
     between = [(ts, action) for ts, action in broker if first_store_ms - jitter_ms <= ts <= second_store_ms]
@@ -97,15 +121,15 @@ def scheduler_duplicate_allowed(faults: Iterable[Mapping], first_store_ms: int, 
         if bound is None or first_store_ms >= bound:
             since = "the run began" if bound is None else f"{bound}"
             return True, (f"first copy re-put at {first_store_ms}, after the last persist of schedule "
-                          f"offsets (not before {since}) and before the broker kill -9 at {kill_ms}; "
+                          f"offsets (not before {since}) and before the {name} kill -9 at {kill_ms}; "
                           f"second copy re-put at {second_store_ms}")
     seen = ", ".join(f"{action} at {ts}" for ts, action in between) or "none"
     if kills:
         return False, (f"first copy re-put at {first_store_ms}, before the last persist of schedule "
-                       f"offsets preceding the broker kill -9 at {kills[0]}: its offset was already persisted; "
-                       f"second copy re-put at {second_store_ms} (broker faults between the re-puts: {seen})")
-    return False, (f"new stored copy with no broker kill -9 between the first re-put ({first_store_ms}) "
-                   f"and the second ({second_store_ms}) (broker faults between them: {seen}): "
+                       f"offsets preceding the {name} kill -9 at {kills[0]}: its offset was already persisted; "
+                       f"second copy re-put at {second_store_ms} ({name} faults between the re-puts: {seen})")
+    return False, (f"new stored copy with no {name} kill -9 between the first re-put ({first_store_ms}) "
+                   f"and the second ({second_store_ms}) ({name} faults between them: {seen}): "
                    "graceful stops persist the offsets")
 
 

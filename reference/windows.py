@@ -13,6 +13,8 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from reference.contract import BROKER_TARGETS
+
 _DOWN = {"kill", "stop", "pause"}
 
 
@@ -59,6 +61,13 @@ class DeliveryWindow:
     earliest_ms: int
     latest_ms: int | None  # None: the broker never came back, any time is on time
     widened_by: str | None
+
+
+def cluster_outages(faults: Iterable[Mapping]) -> list[Outage]:
+    """The outages of every broker process (``reference.cluster``: either broker of a cluster
+    down widens every window), merged."""
+    faults = list(faults)
+    return merge_outages([o for t in BROKER_TARGETS for o in broker_outages(faults, t)])
 
 
 def broker_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Outage]:

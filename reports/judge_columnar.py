@@ -38,7 +38,7 @@ _COL = EXPECTED_COL
 _NULL = np.iinfo(np.int64).min  # an absent integer
 SEND_FIELDS = ("type", "ts_ms", "key", "topic", "delay_level", "deliver_at_ms", "body_crc", "plan", "status", "born_ms")
 DELIVER_FIELDS = ("type", "ts_ms", "key", "group", "topic", "queue_id", "queue_offset", "queue_topic",
-                  "commit_log_offset", "body_crc", "reconsume_times", "born_ms", "store_ms", "outcome")
+                  "commit_log_offset", "broker", "body_crc", "reconsume_times", "born_ms", "store_ms", "outcome")
 DLQ_FIELDS = ("type", "ts_ms", "key", "group", "reconsume_times", "store_ms")
 FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group", "delay_ms",  # delay_ms: reference.network
                 "offset_ms", "settled_ms", "waiting_levels")  # reference.clock
@@ -219,7 +219,7 @@ def _as_table(out: Judgements) -> pa.Table:
     k = len(lo["key"])
     cols = {"run_id": pa.array([out.run_id] * k, type=pa.string()), "bucket": pa.array(np.full(k, out.bucket, dtype=np.int64)),
             "kind": pa.array(["lo"] * k, type=pa.string()), "payload": pa.nulls(k, type=pa.string())}
-    cols.update({n: pa.array(v, type=pa.int64()) if n != "key" else v for n, v in lo.items()})
+    cols.update({n: pa.array(v, type=pa.int64()) if n not in ("key", "payload") else v for n, v in lo.items()})
     return pa.concat_tables([rows, pa.Table.from_arrays([cols[n] for n in names], names=names)])
 
 
@@ -351,6 +351,9 @@ def _judge_plain(out: Judgements, run, rows, sends_t, deliv, dlq_t, ended_ms, ti
     both_clo = (clo[pl] != _NULL) & (clo[first] != _NULL)
     same_copy = np.where(both_clo, clo[pl] == clo[first],
                          (qtc[pl] == qtc[first]) & (qid[pl] == qid[first]) & (qoff[pl] == qoff[first]))
+    if "broker" in deliv.column_names and deliv.column("broker").null_count < n:  # a cluster: per broker
+        (bc,), _ = _encode(pc.fill_null(deliv.column("broker"), ""))
+        same_copy &= bc[pl] == bc[first]
     local = retry & p_found & a_has_later[p_idx] & same_copy
     store = _ints(deliv.column("store_ms"))
     observed = np.where(local, ts[first], store[first])
@@ -411,6 +414,8 @@ def _judge_plain(out: Judgements, run, rows, sends_t, deliv, dlq_t, ended_ms, ti
             s_born = _ints(sends_t.column("born_ms"))[fk]
             out.lo = {"key": key_dict.take(pa.array(fk)), "level": fl, "store_ms": fs, "send_ts_ms": s_ts,
                       "born_ms": np.where(s_born == _NULL, s_ts, s_born)}
+            if "broker" in deliv.column_names:  # each broker of a cluster orders its own levels
+                out.lo["payload"] = deliv.column("broker").take(pa.array(first[plain_a][f0][o][keep])).cast(pa.string())
     plain_mg = ~slow[ek]
     out.checked["NO_LOSS"] += len(set((e_mg[plain_mg]).tolist()))
     out.emit("s", {"messages": n_sends, "attempts": len(a_id), "recovered": stats_recovered})

@@ -86,15 +86,16 @@ def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict]
             for d in ds:
                 out.plot["timeline"][((d["ts_ms"] - started_ms) // timeline_bin_ms, d["outcome"])] += 1
         if attempt == 0 and x is not None and (x[_COL["level"]] or 0) > 0:
-            store = min(d["store_ms"] for d in ds)  # the earliest-stored copy's re-put
+            copy = min(ds, key=lambda d: d["store_ms"])  # the earliest-stored copy's re-put
+            store = copy["store_ms"]
             if key not in firsts or store < firsts[key][1]:
-                firsts[key] = (x[_COL["level"]], store)
-    for key, (level, store) in firsts.items():
+                firsts[key] = (x[_COL["level"]], store, copy.get("broker"))
+    for key, (level, store, broker) in firsts.items():
         s = sends[key]
         # an UNKNOWN send's return says nothing of its store (it may be stored after: a paused or
         # partitioned broker, reference.network): it never "returned" before another's birth
         returned = s["ts_ms"] if s["status"] != "UNKNOWN" else UNKNOWN_NEVER_RETURNED
-        out.rows.append((out.run_id, out.bucket, "lo", key, level, store, returned, s.get("born_ms", s["ts_ms"]), None))
+        out.rows.append((out.run_id, out.bucket, "lo", key, level, store, returned, s.get("born_ms", s["ts_ms"]), broker))
     _messages(out, exp, attempts, dlqs, ended_ms)
 
 
@@ -166,7 +167,13 @@ def _attempt(out: Judgements, run, faults, key, group, attempt, ds, prev, x, sen
     # each copy's redeliveries against its first delivery; each later-stored copy against the copy
     # stored before it (its re-put repeats that one: the cause lies between the two re-puts)
     pairs = [(c[0], d) for c in copies for d in c[1:]] + [(copies[i - 1][0], copies[i][0]) for i in range(1, len(copies))]
+    sent_back = model.sent_back_copies(prev[0]) if attempt >= 1 and prev is not None else 0
+    extra_copies = max(0, sent_back - 1)  # copies of a retry its attempt's LATER answers stored, beyond the first
     for one, other in pairs:
+        if extra_copies and other is not one and any(other is c[0] for c in copies[1:]):
+            extra_copies -= 1
+            out.plot["duplicates"]["consumer allowed"] += 1
+            continue  # its own LATER answer sent this copy back (reference.expected.sent_back_copies)
         ruling = model.rule_duplicate(run, faults, one, other)
         out.plot["duplicates"][f"{ruling.cause} {'allowed' if ruling.allowed else 'not allowed'}"] += 1
         if not ruling.allowed:

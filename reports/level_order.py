@@ -1,7 +1,9 @@
 """LEVEL_ORDER across messages: one vectorised pass per (run, effective delay level).
 
 Within one effective delay level (the model's clamped level, carried by the ``lo`` rows of
-:mod:`reports.judge_events`), a message B born after A's send returned must not be stored before A. The
+:mod:`reports.judge_events`) of one broker (the ``lo`` row's ``payload``: the broker name of its
+first delivery; each broker of a cluster has its own schedule queues, ``reference.cluster``), a
+message B born after A's send returned must not be stored before A. The
 rows become a stream of "A returned" (at A's send ``ts_ms``) and "B born" events; sorted by time
 (a birth before a return at the same millisecond: the rule wants A's return strictly before B's
 birth), each B is compared with the latest store time among the A's returned before it. An
@@ -56,9 +58,9 @@ def judge_run(judged: pa.Table) -> pa.Table:
         return judged
     run_id = lo.column("run_id")[0].as_py()
     rows = []
-    levels = lo.column("level").to_numpy()
-    for level in sorted(set(levels.tolist())):
-        part = lo.filter(pc.equal(lo.column("level"), level))
+    brokers = pc.fill_null(lo.column("payload"), "")
+    for level, broker in sorted(set(zip(lo.column("level").to_pylist(), brokers.to_pylist()))):
+        part = lo.filter(pc.and_(pc.equal(lo.column("level"), level), pc.equal(brokers, broker)))
         cols = [np.asarray(part.column(c).to_numpy(), dtype=np.int64) for c in ("store_ms", "send_ts_ms", "born_ms")]
         violations, checked = judge_level(part.column("key").to_pylist(), *cols)
         rows.append((run_id, 0, "lc", None, level, None, None, None, json.dumps(checked)))

@@ -29,7 +29,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from reference.contract import MEMORY_SOURCE, PERSISTED_SOURCE
+from reference.cluster import snapshot_target
+from reference.contract import BROKER_TARGETS, MEMORY_SOURCE, PERSISTED_SOURCE
 from reference.persistence import persisted_after_graceful_stop, resumed_after_start
 
 INVARIANT = "OFFSET_PERSISTENCE"
@@ -42,6 +43,7 @@ class OffsetCheck:
     first: Mapping  # the earlier snapshot: in memory before the stop / persisted before the start
     second: Mapping  # the later one: persisted after the stop / in memory after the ready
     ready_ms: int | None = None  # rule "start": its ready
+    target: str = BROKER_TARGETS[0]  # which broker process (reference.cluster)
 
     @property
     def window(self) -> tuple[int, int] | None:
@@ -54,11 +56,19 @@ def _is(snap: Mapping, source: str) -> bool:
 
 
 def plan(unkeyed: Iterable[Mapping]) -> list[OffsetCheck]:
-    """The pairs of readings the run allows to compare (see the module docstring)."""
+    """The pairs of readings the run allows to compare (see the module docstring), per broker
+    process (``reference.cluster``: a snapshot's ``target``, a fault's ``target``)."""
     events = list(unkeyed)
+    return [c for t in BROKER_TARGETS for c in _plan(events, t)]
+
+
+def _plan(events: list[Mapping], target: str) -> list[OffsetCheck]:
     faults = sorted(((e["ts_ms"], e["action"]) for e in events
-                     if e.get("type") == "fault" and e.get("target") == "broker"), key=lambda f: f[0])
-    snaps = sorted((e for e in events if e.get("type") == "snapshot"), key=lambda e: e["ts_ms"])
+                     if e.get("type") == "fault" and e.get("target") == target), key=lambda f: f[0])
+    if not faults:
+        return []
+    snaps = sorted((e for e in events if e.get("type") == "snapshot" and snapshot_target(e) == target),
+                   key=lambda e: e["ts_ms"])
     memory = [s for s in snaps if _is(s, MEMORY_SOURCE) and s.get("moment") != "after_stop"]
     persisted = [s for s in snaps if _is(s, PERSISTED_SOURCE)]
     checks: list[OffsetCheck] = []
@@ -73,7 +83,7 @@ def plan(unkeyed: Iterable[Mapping]) -> list[OffsetCheck]:
                                               else s.get("moment") is None and s["ts_ms"] > ts)
                      and (next_start is None or s["ts_ms"] <= next_start)]
             if before and after:
-                checks.append(OffsetCheck("stop", ts, before[-1], after[0]))
+                checks.append(OffsetCheck("stop", ts, before[-1], after[0], target=target))
         elif action == "start":
             end = max((t for t, a in faults[:i] if a in ("stop", "kill")), default=None)
             ready = next((t for t, a in later if a == "ready"), None)
@@ -86,7 +96,7 @@ def plan(unkeyed: Iterable[Mapping]) -> list[OffsetCheck]:
             after = [s for s in memory if s["ts_ms"] >= ready and (until is None or s["ts_ms"] <= until)
                      and s.get("moment") in (None, "after_ready", "before_stop", "run_end")]
             if before and after:
-                checks.append(OffsetCheck("start", ts, before[-1], after[0], ready))
+                checks.append(OffsetCheck("start", ts, before[-1], after[0], ready, target))
     return checks
 
 
@@ -101,7 +111,7 @@ def count_reputs(windows: list[tuple[int, int]], deliveries: Iterable[Mapping], 
         if not hits:
             continue
         clo = d.get("commit_log_offset")
-        copy = clo if clo is not None else (d.get("queue_topic") or d["topic"], d["queue_id"], d["queue_offset"])
+        copy = (d.get("broker"), clo) if clo is not None else (d.get("broker"), d.get("queue_topic") or d["topic"], d["queue_id"], d["queue_offset"])
         if copy in seen:
             continue
         seen.add(copy)
@@ -124,7 +134,7 @@ def judge(checks: list[OffsetCheck], reputs: Mapping[tuple[int, int], Mapping[in
                 why = persisted_after_graceful_stop(first[level], second[level])
                 where = (f"in memory {first[level]} at {c.first['ts_ms']} ({c.first.get('moment') or 'before the stop'}), "
                          f"persisted {second[level]} at {c.second['ts_ms']} ({c.second.get('moment') or 'after the stop'}), "
-                         f"broker stop at {c.fault_ms}")
+                         f"{c.target} stop at {c.fault_ms}")
             else:
                 max_offsets = c.second.get("max_offsets") or {}
                 mx = max_offsets.get(str(level), max_offsets.get(level))
@@ -132,7 +142,7 @@ def judge(checks: list[OffsetCheck], reputs: Mapping[tuple[int, int], Mapping[in
                 why = resumed_after_start(first[level], mx, second[level], n)
                 where = (f"persisted {first[level]} at {c.first['ts_ms']} ({c.first.get('moment') or 'before the start'}), "
                          f"in memory {second[level]} at {c.second['ts_ms']} ({c.second.get('moment') or 'after the ready'}; "
-                         f"schedule queue max {mx if mx is not None else 'not read'}), broker start at {c.fault_ms}, "
+                         f"schedule queue max {mx if mx is not None else 'not read'}), {c.target} start at {c.fault_ms}, "
                          f"ready at {c.ready_ms}, {n} re-put(s) of the level observed in between")
             if why:
                 violations.append({"invariant": INVARIANT, "key": None, "level": level,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 
-from reference.windows import broker_outages
+from reference.windows import broker_outages, cluster_outages
 from reports.rows import LATENESS_BIN_MS, LATENESS_TIME_BIN_MS
 from reports.svg import Chart, marker_radius, palette
 
@@ -101,14 +101,14 @@ def _span(run: dict) -> int:
 
 
 #: the colour of each fault target's outage bands
-_TARGET_COLOURS = {"broker": "tab:red", "namesrv": "tab:orange", "consumer": "tab:purple", "proxy": "tab:brown"}
+_TARGET_COLOURS = {"broker": "tab:red", "broker-2": "tab:pink", "namesrv": "tab:orange", "consumer": "tab:purple", "proxy": "tab:brown"}
 _WIDENED_COLOUR = "tab:orange"
 
 
 def widened_label(faults: list[dict]) -> str:
     """The legend entry of the attempts whose window a broker outage widened, naming the outages'
     kinds: ``window widened by outage (kill/stop)``."""
-    actions = sorted({o.action for o in broker_outages(faults)})
+    actions = sorted({o.action for o in cluster_outages(faults)})
     return "window widened by outage" + (f" ({'/'.join(actions)})" if actions else "")
 
 
@@ -193,7 +193,7 @@ def timeline_series(data: dict, faults: list[dict], width_ms: int) -> dict[str, 
         return {}
     first, last = min(t for t, _, _ in data["timeline"]), max(t for t, _, _ in data["timeline"])
     grid = list(range(first, last + 1, width_ms))
-    outages = broker_outages(faults)
+    outages = cluster_outages(faults)
     down = [_inside_outage(t, t + width_ms, outages) for t in grid]
     return {outcome: (grid, [points.get(t, math.nan if off else 0) for t, off in zip(grid, down)])
             for outcome, points in sorted(by_outcome.items())}

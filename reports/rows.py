@@ -11,7 +11,7 @@ arrays and maps). Out of it: rows of :data:`OUTPUT_SCHEMA`, whose ``kind`` says 
 ``s``       stats: messages, attempts, recovered
 ``n``       what the bucket observed: events (its own, not copies) and the last ``ts_ms``
 ``plot``    partial plot aggregates
-``lo``      a delayed message's first attempt, for LEVEL_ORDER (typed columns)
+``lo``      a delayed message's first attempt, for LEVEL_ORDER (typed columns; ``payload``: its broker name)
 ``lob``     a bucket's ``lo`` rows as one Arrow IPC blob (base64 in ``payload``): LEVEL_ORDER spans buckets
 ``lv``      a LEVEL_ORDER violation (``reports.level_order.judge_run``); ``lc`` its checked count
 ``u``       the run's unkeyed events (faults, snapshots), bucket 0 only

@@ -7,6 +7,8 @@ each reply carries the request's ``id``; ``{"ok": false, "error": ...}`` on fail
 Commands:
 
 - ``ping`` -> ``{}``
+- ``members {}`` -> ``{"members": {name: {broker_id: addr}}}`` (every registered broker, slaves too)
+- ``sync_state {controller, broker_name}`` -> ``{"master": addr, "in_sync": [addr...]}`` (5.x controller mode)
 - ``route {topic}`` -> ``{"brokers": {name: addr}, "queues": n}`` (name-server route query)
 - ``create_topic {topic, queues}`` -> ``{"brokers": [addr...]}`` on every broker of the cluster
 - ``send {message, timeout_ms}`` -> one result; ``send_batch {messages, threads, timeout_ms}`` ->
@@ -19,7 +21,8 @@ Commands:
   second copy the harness never asked for.
 - ``read_dlq {group}`` -> ``{"messages": [dlq fields]}`` (pulled from ``%DLQ%group`` queue 0; a
   DLQ created write-only, as before 4.9.2, is made readable first)
-- ``broker_status {}`` -> ``{"brokers": {addr: {key: value}}}`` (admin ``brokerStatus``)
+- ``broker_status {addrs?}`` -> ``{"brokers": {addr: {key: value}}}`` (admin ``brokerStatus`` of every
+  master, or of the brokers at ``addrs``)
 - ``consume_stats {group, topics}`` -> ``{"queues": [{topic, broker, queue_id, consumer_offset,
   broker_offset}], "errors": [...]}`` (admin ``consumeStats`` per topic)
 - ``shutdown``
@@ -68,6 +71,25 @@ class Client:
                 out[str(name)] = str(addr)
         return out
 
+    def members(self) -> dict[str, dict[str, str]]:
+        """Every registered broker: name -> {brokerId: address} (masters are id 0)."""
+        info = self.admin.examineBrokerClusterInfo()
+        return {str(name): {str(i): str(a) for i, a in data.getBrokerAddrs().items()}
+                for name, data in info.getBrokerAddrTable().items()}
+
+    def sync_state(self, controller: str, broker_name: str) -> dict:
+        """5.x controller mode (admin getInSyncStateData): the master's address and the addresses
+        of the replicas in its sync state set."""
+        from java.util import ArrayList
+
+        names = ArrayList()
+        names.add(broker_name)
+        info = self.admin.getInSyncStateData(controller, names).getReplicasInfoTable().get(broker_name)
+        if info is None:
+            return {"master": None, "in_sync": []}
+        return {"master": None if info.getMasterAddress() is None else str(info.getMasterAddress()),
+                "in_sync": sorted(str(r.getBrokerAddress()) for r in info.getInSyncReplicas())}
+
     def route(self, topic: str) -> dict:
         route = self.admin.examineTopicRouteInfo(topic)
         brokers = {}
@@ -97,9 +119,10 @@ class Client:
             out[addr] = {str(k): str(props.get(k)) for k in props.stringPropertyNames()}
         return {"brokers": out}
 
-    def broker_status(self) -> dict:
+    def broker_status(self, addrs: list[str] | None = None) -> dict:
+        """Admin brokerStatus of every master, or of the brokers at ``addrs`` (a slave too)."""
         out = {}
-        for addr in self.brokers().values():
+        for addr in addrs if addrs is not None else self.brokers().values():
             table = self.admin.fetchBrokerRuntimeStats(addr).getTable()
             out[addr] = {str(k): str(v) for k, v in table.items()}
         return {"brokers": out}
@@ -215,11 +238,13 @@ def serve(client: Client, chan: Channel) -> None:
         "ping": lambda a: {},
         "route": lambda a: client.route(a["topic"]),
         "brokers": lambda a: {"brokers": client.brokers()},
+        "members": lambda a: {"members": client.members()},
+        "sync_state": lambda a: client.sync_state(a["controller"], a["broker_name"]),
         "create_topic": lambda a: client.create_topic(a["topic"], int(a.get("queues", 4))),
         "send": lambda a: client.send(a["message"], int(a.get("timeout_ms", 3000))),
         "send_batch": lambda a: client.send_batch(a["messages"], int(a.get("threads", 8)), int(a.get("timeout_ms", 3000))),
         "read_dlq": lambda a: client.read_dlq(a["group"]),
-        "broker_status": lambda a: client.broker_status(),
+        "broker_status": lambda a: client.broker_status(a.get("addrs")),
         "broker_config": lambda a: client.broker_config(),
         "consume_stats": lambda a: client.consume_stats(a["group"], list(a["topics"])),
     }

@@ -36,7 +36,16 @@ class SystemPorts:
     namesrv_host_for_broker: str = "127.0.0.1"  # where the broker finds the name server (the veth's host end)
 
     def all(self) -> tuple[int, ...]:
-        return (self.namesrv, self.broker - 2, self.broker, self.broker + 1)
+        return (self.namesrv, self.broker - 2, self.broker, self.broker + 1, self.controller)
+
+    @property
+    def controller(self) -> int:
+        """The controller's port (5.x controller mode, in the name server): free in every base."""
+        return self.namesrv + 8
+
+    @property
+    def controller_addr(self) -> str:
+        return f"127.0.0.1:{self.controller}"
 
     @property
     def namesrv_addr(self) -> str:
@@ -132,16 +141,26 @@ def lease_ports(base_hint: int = 19876, span: int = 1000, step: int = 10) -> Por
     raise AdapterError(f"no free ports for a RocketMQ system in {base_hint}..{base_hint + span}")
 
 
+#: brokerRole of a master and of a slave (reference.cluster: the masters do not wait for a slave)
+MASTER_ROLE, SLAVE_ROLE = "ASYNC_MASTER", "SLAVE"
+
+
 def broker_config(dist: Distribution, profile: BrokerProfile, ports: SystemPorts, layout: StoreLayout,
-                  cluster: str = "HourglassCluster", broker_name: str = "hg-broker") -> dict[str, str]:
+                  cluster: str = "HourglassCluster", broker_name: str = "hg-broker", slave: bool = False,
+                  controller: str | None = None) -> dict[str, str]:
+    """``slave``: brokerId 1 of ``broker_name``, role SLAVE (it finds its master's HA address
+    through the name server: the master listens on ``listenPort + 1``, advertised at ``brokerIP2``).
+    ``controller`` (5.x controller mode, ``reference.cluster``): a replica whose role the controller
+    at that address decides, acknowledging a send once the whole sync state set has it."""
     conf = {
         "brokerClusterName": cluster,
         "brokerName": broker_name,
-        "brokerId": "0",
-        "brokerRole": "ASYNC_MASTER",
+        "brokerId": "1" if slave else "0",
+        "brokerRole": SLAVE_ROLE if slave else MASTER_ROLE,
         "flushDiskType": "ASYNC_FLUSH",
         "namesrvAddr": f"{ports.namesrv_host_for_broker}:{ports.namesrv}",
         "brokerIP1": ports.broker_host,
+        "brokerIP2": ports.broker_host,  # the HA address a slave connects to (default: the first NIC's)
         "listenPort": str(ports.broker),
         "storePathRootDir": str(layout.store_dir),
         "storePathCommitLog": str(layout.commitlog_dir),
@@ -166,6 +185,9 @@ def broker_config(dist: Distribution, profile: BrokerProfile, ports: SystemPorts
             "timerMaxDelaySec": str(3 * 24 * 3600),
             "enableControllerMode": "false",
         })
+    if controller is not None:
+        conf.update({"enableControllerMode": "true", "controllerAddr": controller, "brokerId": "-1",
+                     "brokerRole": SLAVE_ROLE, "allAckInSyncStateSet": "true"})
     if profile.fillable_store:  # notice a full store within 1 s (reference.disk; 60 s after start)
         conf["cleanResourceInterval"] = "1000"
     for key, value in profile.extra:
@@ -173,8 +195,15 @@ def broker_config(dist: Distribution, profile: BrokerProfile, ports: SystemPorts
     return conf
 
 
-def namesrv_config(ports: SystemPorts) -> dict[str, str]:
-    return {"listenPort": str(ports.namesrv)}
+def namesrv_config(ports: SystemPorts, controller_store: Path | None = None) -> dict[str, str]:
+    """``controller_store``: the name server also runs the controller of 5.x controller mode
+    (enableControllerInNamesrv; one DLedger peer at :attr:`SystemPorts.controller`)."""
+    conf = {"listenPort": str(ports.namesrv)}
+    if controller_store is not None:
+        conf.update({"enableControllerInNamesrv": "true", "controllerDLegerGroup": "hg",
+                     "controllerDLegerPeers": f"n0-127.0.0.1:{ports.controller}", "controllerDLegerSelfId": "n0",
+                     "controllerStorePath": str(controller_store), "mappedFileSize": str(64 * 1024 * 1024)})
+    return conf
 
 
 def write_properties(path: Path, conf: dict[str, str]) -> Path:

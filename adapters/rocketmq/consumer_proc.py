@@ -95,6 +95,7 @@ class PlanFollower:
             "type": "deliver", "ts_ms": now_ms(), "key": key, "group": self.group,
             "topic": str(msg.getTopic()), "queue_id": int(queue.getQueueId()),
             "queue_offset": int(msg.getQueueOffset()), "queue_topic": str(queue.getTopic()),
+            "broker": str(queue.getBrokerName()),
             "commit_log_offset": int(msg.getCommitLogOffset()), "body_crc": zlib.crc32(body),
             "msg_id": str(uniq if uniq is not None else msg.getMsgId()),
             "reconsume_times": int(msg.getReconsumeTimes()), "born_ms": int(msg.getBornTimestamp()),

@@ -38,7 +38,8 @@ from adapters.base import (AdapterError, BrokerProfile, ConsumerSpec, NotReady, 
                            SystemInfo)
 from adapters.rocketmq import config as cfg
 from reference.clock import CLOCK, CLOCK_ACTIONS
-from reference.contract import CONSUME_STATS_SOURCE, RETRY_PREFIX, queue_key
+from reference.cluster import CONTROLLER, MASTER_SLAVE, SINGLE, TWO_MASTERS, broker_targets
+from reference.contract import BROKER_TARGETS, CONSUME_STATS_SOURCE, MEMORY_SOURCE, PERSISTED_SOURCE, RETRY_PREFIX, queue_key
 from reference.disk import DISK_ACTIONS, FILL, FREE
 from reference.network import LATENCY, LATENCY_END, NET_ACTIONS
 from adapters.rocketmq.clientlink import ClientError, ClientProcess, ConsumerProcess, terminate_all
@@ -48,10 +49,34 @@ from adapters.rocketmq.provision import CHAIN_SEP, MAIN_CLASS, Distribution
 from adapters.rocketmq.runtime import LaunchSpec, Runtime
 
 READY_TOPIC = "HG_READY"
+#: the second broker's folder under the system's workdir (its store, home, logs of its own)
+SECOND_BROKER_DIR = "broker-2"
 #: where 5.x's own logback configuration writes the servers' logs, under ``${user.home}/logs``
 SERVER_LOG_FOLDER = "rocketmqlogs"
-SERVER_COMPONENTS = ("namesrv", "broker")
+SERVER_COMPONENTS = ("namesrv",) + BROKER_TARGETS
 TARGETS = SERVER_COMPONENTS + ("consumer",)
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerNode:
+    """One broker process of the system (``reference.cluster``): its fault target, its brokerName,
+    whether it is a slave, and its own store and home (the first broker's are the system's)."""
+
+    target: str
+    name: str
+    slave: bool
+    layout: cfg.StoreLayout
+
+
+def cluster_unsupported(cluster: str, runtime: str, external: bool, commands: bool) -> str | None:
+    """Why a system cannot run ``cluster``'s second broker, or None."""
+    if cluster == SINGLE:
+        return None
+    if external:
+        return "an external cluster is what it is: the harness starts no broker there"
+    if commands:
+        return "a cmd: system launches one broker by its own command"
+    return None
 
 
 class WallClock:
@@ -84,6 +109,20 @@ class RocketMQSystem:
         self._lease: cfg.PortLease | None = None
         self._namesrv_addr = namesrv_addr
         self.broker_name = "hg-broker"
+        why = cluster_unsupported(profile.cluster, runtime.name, self.external,
+                                  any(type(d).command is not Distribution.command for d in self.chain))
+        if why is None and profile.cluster != SINGLE and len(self.chain) > 1:
+            why = "an across-store chain upgrades a single broker"
+        if why is None and profile.cluster == CONTROLLER and dist.major < 5:
+            why = f"controller mode (automatic failover) came with RocketMQ 5.0; this is {dist.version}"
+        self.cluster = SINGLE if why else profile.cluster
+        #: the broker processes, by target (reference.cluster); the first one's store is the system's
+        self.nodes = {t: BrokerNode(t, self.broker_name if t == BROKER_TARGETS[0] or self.cluster in (MASTER_SLAVE, CONTROLLER)
+                                    else f"{self.broker_name}-2", t != BROKER_TARGETS[0] and self.cluster == MASTER_SLAVE,
+                                    self.layout if t == BROKER_TARGETS[0] else cfg.StoreLayout.under(self.layout.root / SECOND_BROKER_DIR))
+                      for t in broker_targets(self.cluster)}
+        self._lease2: cfg.PortLease | None = None
+        self._ports2: cfg.SystemPorts | None = None  # the second broker's (its namesrv is the system's)
         self.client: ClientProcess | None = None
         self.consumers: dict[str, ConsumerProcess] = {}
         self._consumer_specs: dict[str, ConsumerSpec] = {}
@@ -101,6 +140,9 @@ class RocketMQSystem:
         if len(self.chain) > 1:
             self.info.details["versions"] = [d.version for d in self.chain]
         self.info.details.update(dist.details())
+        self.info.details["cluster"] = self.cluster
+        if why:
+            self.info.details["cluster_unsupported"] = why
 
     # -- lifecycle --------------------------------------------------------------------------
     @property
@@ -111,18 +153,31 @@ class RocketMQSystem:
             raise AdapterError("system not set up: no name-server address yet")
         return self.ports.namesrv_addr
 
+    def ports_of(self, target: str) -> cfg.SystemPorts:
+        """The ports of a broker process (the system's for the first broker and the name server)."""
+        if target == BROKER_TARGETS[1]:
+            if self._ports2 is None:
+                raise AdapterError("system not set up: no ports for broker-2 yet")
+            return self._ports2
+        return self.ports
+
     def _spec(self, component: str) -> LaunchSpec:
-        home = self.layout.home_dir
+        node = self.nodes.get(component)
+        home = node.layout.home_dir if node is not None else self.layout.home_dir
         props = ("-Duser.home=" + str(home), "-Drocketmq.home.dir=" + str(home))
         dist = self.broker_dist if component == "broker" else self.dist
         conf = self.runtime_spec_conf(component)
-        if component == "broker":  # a chain's versions may take different keys: written at each launch
-            cfg.write_properties(conf, cfg.broker_config(dist, self.profile, self.ports, self.layout,
-                                                         broker_name=self.broker_name))
+        ports_of = self.ports_of(component) if node is not None else self.ports
+        if node is not None:  # a chain's versions may take different keys: written at each launch
+            cfg.write_properties(conf, cfg.broker_config(dist, self.profile, ports_of, node.layout,
+                                                         broker_name=node.name, slave=node.slave,
+                                                         controller=self.ports.controller_addr if self.cluster == CONTROLLER else None))
         prefix = netns.command_prefix(self._net) if component == "broker" and self._net is not None else ()
         log_file = self.layout.logs_dir / f"{component}.out"
-        ports = (self.ports.namesrv,) if component == "namesrv" else self.ports.all()[1:]
+        ports = ((self.ports.namesrv, self.ports.controller) if component == "namesrv"
+                 else (ports_of.broker - 2, ports_of.broker, ports_of.broker + 1))
         labels = {"hourglass.component": component, "hourglass.version": dist.version}
+        kind = "broker" if node is not None else component  # the main class and heap of a broker
         own = dist.command(component, {  # a cmd: system's own command line (adapters.rocketmq.cmd)
             "conf": conf, "port": self.ports.namesrv if component == "namesrv" else self.ports.broker,
             "namesrv": f"{self.ports.namesrv_host_for_broker}:{self.ports.namesrv}" if component == "broker"
@@ -134,8 +189,8 @@ class RocketMQSystem:
                               command_prefix=prefix)
         return LaunchSpec(
             command_prefix=prefix,
-            component=component, main_class=MAIN_CLASS[component], classpath=dist.classpath(),
-            jvm_opts=dist.jvm_opts(component) + props, args=("-c", str(conf)),
+            component=component, main_class=MAIN_CLASS[kind], classpath=dist.classpath(),
+            jvm_opts=dist.jvm_opts(kind) + props, args=("-c", str(conf)),
             env=(("ROCKETMQ_HOME", str(home)),) + (brokerclock.environment(self._clock_file)
                                                    if component == "broker" and self._clock_file is not None else ()),
             log_file=log_file,
@@ -168,14 +223,30 @@ class RocketMQSystem:
                 if self.profile.own_clock:
                     self._make_broker_clock()
                 self.info.details["ports"] = {"namesrv": self.ports.namesrv, "broker": self.ports.broker}
-                cfg.write_properties(self.layout.conf_dir / "namesrv.conf", cfg.namesrv_config(self.ports))
+                second = self.nodes.get(BROKER_TARGETS[1])
+                if second is not None:  # its own ports (a lease of its own) and folders
+                    self._lease2 = cfg.lease_ports(self._base_port)
+                    self._ports2 = cfg.SystemPorts(namesrv=self.ports.namesrv, broker=self._lease2.ports.broker)
+                    second.layout.make()
+                    self.dist.make_home(second.layout.home_dir)
+                    self.info.details["ports"][second.target] = self._ports2.broker
+                    self.info.details["brokers"] = {n.target: {"name": n.name, "role": "slave" if n.slave else "master",
+                                                               "store": str(n.layout.store_dir)} for n in self.nodes.values()}
+                cfg.write_properties(self.layout.conf_dir / "namesrv.conf", cfg.namesrv_config(
+                    self.ports, self.layout.root / "controller" if self.cluster == CONTROLLER else None))
                 self._launch("namesrv")
             self.layout.logs_dir.mkdir(parents=True, exist_ok=True)
             self.client = ClientProcess(self.dist.lib_dir, self.namesrv_addr, self.layout.logs_dir,
                                         instance=f"hg{id(self) % 100000}")
             if not self.external:
                 self.wait_ready("namesrv")
-                self._launch("broker")
+                if self.cluster == CONTROLLER:  # the first replica becomes master before the second starts
+                    self._launch(BROKER_TARGETS[0])
+                    self.wait_ready(BROKER_TARGETS[0])
+                    self._wait_replicas({BROKER_TARGETS[0]}, master=BROKER_TARGETS[0])
+                for target in self.nodes:  # started together; each waited for below
+                    if target not in self._launched:
+                        self._launch(target)
             else:
                 if not all(self.can_fault(a, "broker") for a in DISK_ACTIONS):
                     self.info.details["disk_faults"] = "no fault command for disk_full/disk_free broker (give them in --faults)"
@@ -187,11 +258,34 @@ class RocketMQSystem:
                 if not names:
                     raise NotReady(f"external cluster at {self.namesrv_addr}: no broker registered")
                 self.broker_name = sorted(names)[0]
-            self.wait_ready("broker")
+            for target in self.nodes if not self.external else ("broker",):
+                self.wait_ready(target)
+            if self.cluster == CONTROLLER:  # a send is acknowledged by both only once both are in sync
+                self._wait_replicas(set(self.nodes))
             self._is_setup = True
         except BaseException:
             self.teardown()
             raise
+
+    def _wait_replicas(self, targets: set[str], master: str | None = None, timeout_s: float = 90.0) -> None:
+        """5.x controller mode: wait until the replicas ``targets`` are in the sync state set (and
+        ``master`` is the master), as the controller says."""
+        want = {self.ports_of(t).broker_addr for t in targets}
+        deadline, last = time.monotonic() + timeout_s, "no answer yet"
+        while True:
+            try:
+                state = self._request("sync_state", timeout_s=15, controller=self.ports.controller_addr,
+                                      broker_name=self.broker_name)
+                if want <= set(state["in_sync"]) and (master is None or state["master"] == self.ports_of(master).broker_addr):
+                    self.info.details.setdefault("replicas", []).append({"master": state["master"], "in_sync": state["in_sync"]})
+                    return
+                last = f"master {state['master']}, in sync {state['in_sync']}"
+            except ClientError as e:
+                last = str(e)[:300]
+            if time.monotonic() > deadline:
+                raise NotReady(f"the controller did not report {sorted(want)} in the sync state set"
+                               + (f" with {master} as master" if master else "") + f" within {timeout_s:.0f} s (last: {last})")
+            time.sleep(0.5)  # poll interval while the replicas register and catch up
 
     def _launch(self, component: str) -> None:
         self.runtime.launch(self._spec(component))
@@ -219,13 +313,16 @@ class RocketMQSystem:
             brokerclock.remove_leftovers()
             self._clock_file = None
         self._is_setup = False
-        if self._lease is not None:
-            self._lease.release()
-            self._lease = None
+        for lease in (self._lease, self._lease2):
+            if lease is not None:
+                lease.release()
+        self._lease = self._lease2 = None
 
     def _check(self, target: str) -> None:
-        if target not in TARGETS:
-            raise AdapterError(f"target {target!r}: expected one of {', '.join(TARGETS)}")
+        if target not in TARGETS or (target in BROKER_TARGETS and target not in self.nodes and not self.external) \
+                or (self.external and target == BROKER_TARGETS[1]):
+            ours = ("namesrv",) + (tuple(self.nodes) if not self.external else BROKER_TARGETS[:1]) + ("consumer",)
+            raise AdapterError(f"target {target!r}: expected one of {', '.join(ours)} (cluster {self.cluster})")
 
     def start(self, target: str) -> None:
         self._check(target)
@@ -280,10 +377,12 @@ class RocketMQSystem:
 
     def log_tail(self, component: str, lines: int = 40) -> str:
         parts = [f"--- {component} JVM output ---", self.runtime.log_tail(component, lines)]
+        node = self.nodes.get(component)
         internal = {"broker": ("broker.log", f"{SERVER_LOG_FOLDER}/broker.log", f"{SERVER_LOG_FOLDER}/store.log"),
-                    "namesrv": ("namesrv.log", f"{SERVER_LOG_FOLDER}/namesrv.log")}.get(component, ())
+                    "namesrv": ("namesrv.log", f"{SERVER_LOG_FOLDER}/namesrv.log")}.get("broker" if node else component, ())
+        home = node.layout.home_dir if node is not None else self.layout.home_dir
         for rel in internal:
-            path = self.layout.home_dir / "logs" / rel
+            path = home / "logs" / rel
             if path.exists():
                 errors = first_errors(path)
                 if errors:
@@ -311,11 +410,13 @@ class RocketMQSystem:
                 files["/".join(("clients",) + (rel[1:] if rel[0] == "logs" else rel))] = path
         if self.external:
             return files
-        home_logs = self.layout.home_dir / "logs"
-        for path in _files_under(home_logs):
-            rel = path.relative_to(home_logs).parts
-            name = "/".join(rel[1:] if rel[0] == SERVER_LOG_FOLDER and len(rel) > 1 else rel)
-            files[name if name not in files else "server/" + "/".join(rel)] = path
+        for node in [None] + [n for n in self.nodes.values() if n.layout != self.layout]:
+            home_logs = (node.layout if node is not None else self.layout).home_dir / "logs"
+            prefix = f"{node.target}/" if node is not None else ""  # the second broker's own logs
+            for path in _files_under(home_logs):
+                rel = path.relative_to(home_logs).parts
+                name = prefix + "/".join(rel[1:] if rel[0] == SERVER_LOG_FOLDER and len(rel) > 1 else rel)
+                files[name if name not in files else "server/" + prefix + "/".join(rel)] = path
         return files
 
     def logs_not_collected(self) -> str | None:
@@ -369,6 +470,14 @@ class RocketMQSystem:
         if target == "namesrv":
             brokers = self._request("brokers", timeout_s=10)["brokers"]
             return "broker" not in self._launched or self.broker_name in brokers
+        if target != BROKER_TARGETS[0] or self.cluster == CONTROLLER:
+            # the second broker, or a replica whatever its role: registered at its address, and it answers
+            node, addr = self.nodes[target], self.ports_of(target).broker_addr
+            members = self._request("members", timeout_s=10)["members"].get(node.name, {})
+            if (addr not in members.values()) if self.cluster == CONTROLLER else members.get("1" if node.slave else "0") != addr:
+                return False
+            self._request("broker_status", timeout_s=10, addrs=[addr])
+            return True
         route = self._request("route", timeout_s=10, topic=self.broker_name)
         if self.broker_name not in route["brokers"]:
             return False
@@ -546,7 +655,10 @@ class RocketMQSystem:
     def can_fault(self, action: str, target: str) -> bool:
         """Whether this system can perform the primitive fault (an external cluster only where the
         user gave a command for it; filling a store only where it is size-limited; network faults
-        only on a broker in a namespace of its own; clock steps only on a broker under libfaketime)."""
+        only on a broker in a namespace of its own; clock steps only on a broker under libfaketime;
+        a second broker only in a cluster, and only its process: start, stop, kill, pause)."""
+        if target in BROKER_TARGETS[1:] and not self.external:
+            return target in self.nodes and action not in CLOCK_ACTIONS + NET_ACTIONS + DISK_ACTIONS
         if action in CLOCK_ACTIONS:
             return target == "broker" and self._clock_file is not None
         if action in NET_ACTIONS:
@@ -570,28 +682,56 @@ class RocketMQSystem:
         return self._request("read_dlq", timeout_s=60, group=group)["messages"]
 
     def snapshot(self) -> list[dict]:
+        """The schedule offsets of every master (a slave re-puts nothing: ``reference.cluster``):
+        persisted (``delayOffset.json`` in its store) and in memory (``brokerStatus``), each with
+        the ``target`` it was read from."""
         out = []
-        if not self.external:
-            persisted = cfg.read_delay_offsets(self.layout)
+        masters = self._masters()
+        for node in masters:
+            persisted = cfg.read_delay_offsets(node.layout)
             if persisted is not None:
-                out.append({"source": "delayOffset.json", "offsets": {str(k): v for k, v in sorted(persisted.items())}})
-        if (self.external or self.runtime.running("broker")) and not self._paused & {"broker", "namesrv"}:
-            status = self._broker_status()
+                out.append({"source": PERSISTED_SOURCE, "offsets": {str(k): v for k, v in sorted(persisted.items())},
+                            **self._target_field(node.target)})
+        live = [n.target for n in masters if self.runtime.running(n.target) and n.target not in self._paused]
+        if (self.external or live) and "namesrv" not in self._paused:
+            targets = {self.ports_of(t).broker_addr: t for t in live}
+            status = self._broker_status(addrs=None if self.external else sorted(targets))
             if status is None:
                 return out
             for addr, table in status.items():
+                target = targets.get(addr)
                 offsets, max_offsets = schedule_offsets(table)
-                out.append({"source": "brokerStatus", "broker": addr, "offsets": offsets, "max_offsets": max_offsets})
+                out.append({"source": MEMORY_SOURCE, "broker": addr, "offsets": offsets, "max_offsets": max_offsets,
+                            **self._target_field(target or BROKER_TARGETS[0])})
         return out
 
-    def _broker_status(self, timeout_s: float = 10.0) -> dict | None:
+    def _masters(self) -> list[BrokerNode]:
+        """The broker processes that are masters now: every one but a slave; in controller mode the
+        one the name server lists as master (none while it does not answer)."""
+        if self.external:
+            return []
+        if self.cluster != CONTROLLER:
+            return [n for n in self.nodes.values() if not n.slave]
+        if "namesrv" in self._paused:
+            return []
+        try:
+            master = self._request("members", timeout_s=10)["members"].get(self.broker_name, {}).get("0")
+        except ClientError:
+            return []
+        return [n for n in self.nodes.values() if self.ports_of(n.target).broker_addr == master]
+
+    def _target_field(self, target: str) -> dict:
+        """A snapshot's ``target``: written in a cluster only (a single broker's snapshots stay as they were)."""
+        return {"target": target} if self.cluster != SINGLE else {}
+
+    def _broker_status(self, timeout_s: float = 10.0, addrs: list[str] | None = None) -> dict | None:
         """Admin ``brokerStatus`` of every broker. Right after a start the broker answers with an
         error until its runtime statistics have a first sample: retry until ``timeout_s``; then
         None, and the reason goes to ``info.details['snapshot_errors']``."""
         deadline = time.monotonic() + timeout_s
         while True:
             try:
-                return self._request("broker_status", timeout_s=15)["brokers"]
+                return self._request("broker_status", timeout_s=15, **({"addrs": addrs} if addrs is not None else {}))["brokers"]
             except AdapterError as e:
                 if time.monotonic() > deadline:
                     self.info.details.setdefault("snapshot_errors", []).append(str(e)[:500])

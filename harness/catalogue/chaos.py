@@ -8,7 +8,8 @@ The ``SHORT`` set runs in the main job and in CI; ``NIGHTLY`` adds the long ones
 
 from __future__ import annotations
 
-from harness.scenario import ConsumerGroup, FaultStep, Message, Scenario
+from harness.scenario import ConsumerGroup, FaultStep, Message, Profile, Scenario
+from reference.cluster import CONTROLLER, MASTER_SLAVE, TWO_MASTERS
 
 LATER, OK, CRASH = "LATER", "OK", "CRASH"
 
@@ -164,6 +165,81 @@ def clock_back_while_due() -> Scenario:
                     description=clock_back_while_due.__doc__)
 
 
+#: when the cluster scenarios take a broker down, and for how long (reference.cluster): after the
+#: brokers' first offset flush (10 s after their start), so the restart resumes from persisted offsets
+CLUSTER_DOWN_AT_MS, CLUSTER_DOWN_MS = 12_000, 8_000
+
+
+def _waiting(prefix: str, topic: str) -> tuple[Message, ...]:
+    """90 messages over 9 s, levels 3..8 (every sixth retried once): at ``CLUSTER_DOWN_AT_MS`` the
+    later half of them waits in the schedule queues."""
+    return tuple(Message(f"{prefix}{i:03d}", topic, at_ms=i * 100, delay_level=3 + i % 6,
+                         plan=(LATER, OK) if i % 6 == 5 else ()) for i in range(90))
+
+
+def two_masters_one_down() -> Scenario:
+    """Two masters of two broker names; the second is killed (-9) for 8 s while level-3..8
+    messages spread over both fall due, some retried: what the killed broker holds is re-put after
+    it is back, the other goes on; sends to the killed one fail (FAILED) until the producer's route
+    drops it; a retry whose send-back meets it is re-sent through the client's producer; nothing is
+    lost (reference.cluster)."""
+    before = _waiting("TM", "TwoMasters")
+    during = tuple(Message(f"TD{i:03d}", "TwoMasters", at_ms=CLUSTER_DOWN_AT_MS + 1_000 + i * 400, delay_level=2 + i % 3)
+                   for i in range(10))
+    faults = (FaultStep(at_ms=CLUSTER_DOWN_AT_MS, action="outage", target="broker-2", duration_ms=CLUSTER_DOWN_MS),)
+    return Scenario("two-masters-one-down", before + during, _group("twomasters", "TwoMasters"), faults,
+                    profile=Profile(cluster=TWO_MASTERS), description=two_masters_one_down.__doc__)
+
+
+def master_down_slave_serves() -> Scenario:
+    """A master and its slave; the consumer is frozen (SIGSTOP) from 9 s to 15 s while plain
+    messages are sent (some to be retried), and the master is killed (-9) at 12 s for 8 s while
+    level-3..8 messages wait: the consumer wakes up with the master gone and pulls the plain
+    messages from the slave (a consumer that starts while the master is down cannot: it reads its
+    offsets from the master, RemoteBrokerOffsetStore.fetchConsumeOffsetFromBroker), a retry's
+    send-back cannot reach a master so the client re-consumes it locally, the slave re-puts
+    nothing, the delayed messages come after the master is back, and what was consumed from the
+    slave may come again once the master is back (its own consume offsets); nothing is lost
+    (reference.cluster)."""
+    delayed = _waiting("MS", "MasterSlave")
+    plain = tuple(Message(f"MP{i:03d}", "MasterSlave", at_ms=9_500 + i * 50, plan=(LATER, OK) if i % 5 == 4 else ())
+                  for i in range(30))
+    faults = (FaultStep(at_ms=9_000, action="pause", target="consumer", duration_ms=6_000),
+              FaultStep(at_ms=CLUSTER_DOWN_AT_MS, action="outage", target="broker", duration_ms=CLUSTER_DOWN_MS))
+    return Scenario("master-down-slave-serves", delayed + plain, _group("masterslave", "MasterSlave"), faults,
+                    profile=Profile(cluster=MASTER_SLAVE), description=master_down_slave_serves.__doc__)
+
+
+def slave_down() -> Scenario:
+    """A master and its slave; the slave is killed (-9) for 8 s while messages of levels 2..5 fall
+    due: an ASYNC_MASTER does not wait for its slave, so nothing a client sees changes
+    (reference.cluster)."""
+    msgs = tuple(Message(f"SD{i:03d}", "SlaveDown", at_ms=i * 80, delay_level=2 + i % 4,
+                         plan=(LATER, OK) if i % 5 == 4 else ()) for i in range(40))
+    faults = (FaultStep(at_ms=2_000, action="outage", target="broker-2", duration_ms=CLUSTER_DOWN_MS),)
+    return Scenario("slave-down", msgs, _group("slavedown", "SlaveDown"), faults,
+                    profile=Profile(cluster=MASTER_SLAVE), description=slave_down.__doc__)
+
+
+def controller_failover_while_due() -> Scenario:
+    """5.x controller mode: two replicas of one broker name; the master is killed (-9) at 12 s
+    while level-3..8 messages wait (some retried) and comes back 8 s later as a replica: the
+    controller elects the other at once, which re-puts from the delay offsets it synced (re-puts
+    made since then may come twice, and each LATER answer of a twice-delivered attempt stores its
+    own retry), sends go to the new master once the producer's route has it; nothing is lost
+    (reference.cluster)."""
+    before = _waiting("CF", "Failover")
+    during = tuple(Message(f"CD{i:03d}", "Failover", at_ms=CLUSTER_DOWN_AT_MS + 1_000 + i * 400, delay_level=2 + i % 3)
+                   for i in range(15))
+    faults = (FaultStep(at_ms=CLUSTER_DOWN_AT_MS, action="outage", target="broker", duration_ms=CLUSTER_DOWN_MS),)
+    return Scenario("controller-failover-while-due", before + during, _group("failover", "Failover"), faults,
+                    profile=Profile(cluster=CONTROLLER), requires=("timer",), description=controller_failover_while_due.__doc__)
+
+
+#: the cluster scenarios (a system with a second broker; the simulator runs one broker: skipped there)
+CLUSTER: tuple[Scenario, ...] = (two_masters_one_down(), master_down_slave_serves(), slave_down(),
+                                 controller_failover_while_due())
+
 SHORT: tuple[Scenario, ...] = (kill9_during_level_delivery(), graceful_restart_while_due(), consumer_crash_mid_consume())
 NIGHTLY: tuple[Scenario, ...] = SHORT + (
     outage_short(),
@@ -177,4 +253,6 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     latency_while_due(),
     clock_ahead_while_due(),
     clock_back_while_due(),
-)
+) + CLUSTER
+#: what the simulator runs (one broker): the cluster scenarios are judged on real brokers only
+SIMULATED: tuple[Scenario, ...] = tuple(s for s in NIGHTLY if s not in CLUSTER)

@@ -1,93 +1,130 @@
-"""The checker on a real Spark cluster: a standalone master and two workers started from the
-installed pyspark (``reports.standalone``), whose executors run a virtualenv that has numpy and
-pyarrow but not the project, and no ``PYTHONPATH``. The checker ships its code to them; its
-verdicts there are those of ``local[*]``, on both paths (runs judged whole from their files'
-bytes through Spark's binaryFile source; runs cut into buckets of keys, shuffled as Arrow blobs). Without
-the shipped code the executors cannot import the checker, and the command says so in one line
-before it reads any run; so does an executors' Python of another version."""
+"""The checker on runs of a cluster (reference.cluster), on both judge paths: each broker orders
+its own levels, two brokers' commit-log offsets are not one stored copy, a master's restart after
+its slave served allows a redelivery, and a retry whose send-back met a broker that was down may
+come a send-back timeout later — each case beside the same run without the cluster's reason, which
+must fail."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-pytestmark = pytest.mark.sparkcluster
+from reference.network import SEND_BACK_FAILS_AFTER_MS
+from suites.selftest.checker.runs import T0, RunBuilder, check_on_path
 
-ROOT = Path(__file__).resolve().parents[3]
+A, B = "broker-a", "broker-b"
+
+
+def _profile(builder: RunBuilder, cluster: str) -> dict:
+    return {**builder.run_json()["profile"], "cluster": cluster}
+
+
+def _order(run_id: str, second_broker: str) -> RunBuilder:
+    # b is born after a's send returned, stored before a: out of order only within one broker;
+    # c (born after both returned, stored after both) is judged either way
+    return (RunBuilder(run_id).send("a", 0, level=2).send("b", 100, level=2).send("c", 200, level=2)
+            .deliver("a", 5_400, broker=A).deliver("b", 5_200, broker=second_broker).deliver("c", 5_500, broker=second_broker))
+
+
+def _two_copies(run_id: str, second_broker: str) -> RunBuilder:
+    # the same commit-log offset twice, a consumer restart in between: one copy redelivered if both
+    # come from one broker; two copies (and no broker kill) if from two
+    return (RunBuilder(run_id).send("c", 0).deliver("c", 100, copy=7, broker=A)
+            .fault(2_000, "kill", "consumer").fault(3_000, "start", "consumer")
+            .deliver("c", 100, copy=7, at=4_000, broker=second_broker))
+
+
+def _master_back(run_id: str) -> RunBuilder:
+    # consumed (from the slave) while the master was down, delivered again after the master's start
+    return (RunBuilder(run_id).send("d", 500).fault(1_000, "kill").deliver("d", 900, at=3_000, copy=5, broker=A)
+            .fault(4_000, "start").fault(6_000, "ready").deliver("d", 900, at=7_000, copy=5, broker=A))
+
+
+def _send_back(run_id: str, outage: bool) -> RunBuilder:
+    # a LATER at 20 s; its local re-consume 5 s + a send-back timeout later
+    b = RunBuilder(run_id).send("e", 19_000, plan=["LATER", "OK"])
+    if outage:
+        b.fault(18_000, "kill", "broker-2").fault(30_000, "start", "broker-2").fault(33_000, "ready", "broker-2")
+    late = 20_010 + 5_000 + SEND_BACK_FAILS_AFTER_MS - 500
+    return b.deliver("e", 19_010, outcome="LATER", at=20_010, copy=9, broker=A).deliver("e", 19_010, attempt=1, at=late, copy=9, broker=A)
+
+
+def _retry_copies(run_id: str, laters: int) -> RunBuilder:
+    # attempt 0 answered LATER ``laters`` times (the second a redelivery after a consumer restart),
+    # attempt 1 stored twice
+    b = RunBuilder(run_id).send("f", 0, plan=["LATER", "OK"]).deliver("f", 10, outcome="LATER", at=100, copy=11)
+    b.fault(200, "kill", "consumer").fault(300, "start", "consumer")
+    if laters == 2:
+        b.deliver("f", 10, outcome="LATER", at=400, copy=11)
+    return b.deliver("f", 10_100, attempt=1, copy=21).deliver("f", 10_400, attempt=1, copy=22)
+
+
+def _failover_repeat(run_id: str) -> RunBuilder:
+    # a re-put 14.5 s before the master's kill, re-put again after it: older than the killed
+    # broker's own last persist (10 s interval), within what an elected replica may have synced
+    return (RunBuilder(run_id).send("h", 19_000, level=1).deliver("h", 20_500, at=20_600)
+            .fault(35_000, "kill").deliver("h", 36_000, at=36_100)
+            .fault(43_000, "start").fault(45_000, "ready"))
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    from reports.standalone import StandaloneCluster, executor_python
-
-    python = executor_python()
-    with StandaloneCluster(workers=2, cores=1, memory="1g", workdir=tmp_path_factory.mktemp("spark-cluster")) as c:
-        yield c, python
-    assert all(_gone(pid) for pid in c.pids())
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-def _check_on(cluster, case_root: Path, out: Path, *options: str) -> subprocess.CompletedProcess:
-    """``python -m reports check`` of ``case_root`` on the cluster (``options``: the test driver's
-    switches and more ``--conf``)."""
-    c, python = cluster
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
-    switches = [o for o in options if o in ("--unshipped", "--bucketed")]
-    more = [o for o in options if o not in switches]
-    cmd = [sys.executable, "-m", "suites.selftest.checker.cluster_driver", *switches, "check", str(case_root),
-           "--out", str(out), "--master", c.master, "--conf", f"spark.pyspark.python={python}",
-           "--conf", "spark.executor.memory=512m", "--conf", "spark.driver.memory=1g", *more]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+def cluster_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cluster")
+    for run_id, b in [("order-two-brokers", _order("order-two-brokers", B)), ("order-one-broker", _order("order-one-broker", A))]:
+        b.write(root, profile=_profile(b, "two-masters"))
+    for run_id, second in [("copies-one-broker", A), ("copies-two-brokers", B)]:
+        b = _two_copies(run_id, second)
+        b.write(root, profile=_profile(b, "two-masters"))
+    b = _master_back("master-back-slave-served")
+    b.write(root, profile=_profile(b, "master-slave"))
+    _master_back("master-back-single").write(root)
+    b = _failover_repeat("failover-replica-resumes")
+    b.write(root, profile=_profile(b, "controller"))
+    _failover_repeat("restart-resumes-own-offsets").write(root)
+    _retry_copies("retry-of-each-later", 2).write(root)
+    _retry_copies("retry-copy-without-later", 1).write(root)
+    for run_id, outage in [("send-back-broker-down", True), ("send-back-no-outage", False)]:
+        b = _send_back(run_id, outage)
+        b.write(root, profile=_profile(b, "two-masters"))
+    return root
 
 
-def _verdicts(out: Path) -> dict[str, dict]:
-    return {p.parent.name: json.loads(p.read_text()) for p in out.glob("*/verdict.json")}
+@pytest.fixture(scope="module", params=["whole", "bucketed"])
+def verdicts(request, spark, cluster_root, tmp_path_factory):
+    return check_on_path(request.param, [cluster_root], tmp_path_factory.mktemp("out"))
 
 
-@pytest.mark.parametrize("path", ["whole", "bucketed"])
-def test_verdicts_on_the_cluster_are_those_of_local(cluster, case_root, verdicts, tmp_path, path):
-    done = _check_on(cluster, case_root, tmp_path, *(["--bucketed"] if path == "bucketed" else []))
-    assert done.returncode == 1, done.stderr[-3000:]  # the hand-made runs hold violations
-    on_cluster = _verdicts(tmp_path)
-    local = {v["run_id"]: json.loads(json.dumps(v)) for v in verdicts.values()}
-    assert set(on_cluster) == set(local)
-    for run_id, v in local.items():
-        assert on_cluster[run_id] == v, run_id
-    apps = cluster[0].status()
-    ran = [a for a in apps.get("completedapps", []) + apps.get("activeapps", []) if a["name"] == "hourglass-checker"]
-    assert ran, "the checker's application never reached the cluster's master"
+def test_each_broker_orders_its_own_levels(verdicts):
+    two = verdicts["order-two-brokers"]["invariants"]["LEVEL_ORDER"]
+    assert two["passed"] is True and two["checked"] >= 1, two
+    one = verdicts["order-one-broker"]["invariants"]["LEVEL_ORDER"]
+    assert one["passed"] is False and one["examples"][0]["key"] == "b"
 
 
-def test_executors_without_the_code_fail_with_the_missing_module(cluster, case_root, tmp_path):
-    done = _check_on(cluster, case_root, tmp_path, "--unshipped")
-    assert done.returncode == 3
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"hourglass check: the Spark executors ({cluster[0].master}): expected Python 3.")
-    assert "No module named 'reports'" in last and str(cluster[1]) in last
-    assert not list(tmp_path.glob("*/verdict.json"))  # nothing was judged
+def test_commit_log_offsets_of_two_brokers_are_two_copies(verdicts):
+    assert verdicts["copies-one-broker"]["invariants"]["NO_DUPLICATE"]["passed"] is True  # the consumer restart
+    two = verdicts["copies-two-brokers"]["invariants"]["NO_DUPLICATE"]
+    assert two["passed"] is False and "new stored copy" in two["examples"][0]["explanation"]
 
 
-def test_executors_of_another_python_version_fail_naming_both(cluster, case_root, tmp_path):
-    """An executors' Python that says it is 3.99 (a sitecustomize on their PYTHONPATH): PySpark's
-    own check refuses it, and the command says so in one line, both versions named."""
-    fake = tmp_path / "fake-version"
-    fake.mkdir()
-    (fake / "sitecustomize.py").write_text("import collections, sys\nsys.version_info = collections.namedtuple("
-                                           "'version_info', 'major minor micro releaselevel serial')(3, 99, 0, 'final', 0)\n")
-    done = _check_on(cluster, case_root, tmp_path / "out", "--conf", f"spark.executorEnv.PYTHONPATH={fake}")
-    assert done.returncode == 3
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"hourglass check: the Spark executors ({cluster[0].master}): expected a Python 3.")
-    assert "3.99" in last and "%d.%d" % sys.version_info[:2] in last
+def test_a_master_back_after_its_slave_served_may_redeliver(verdicts):
+    assert verdicts["master-back-slave-served"]["invariants"]["NO_DUPLICATE"]["passed"] is True
+    single = verdicts["master-back-single"]["invariants"]["NO_DUPLICATE"]
+    assert single["passed"] is False  # one broker: no slave served, its start explains nothing
+
+
+def test_a_send_back_that_met_a_down_broker_may_come_a_timeout_later(verdicts):
+    assert verdicts["send-back-broker-down"]["invariants"]["ON_TIME"]["passed"] is True
+    assert verdicts["send-back-no-outage"]["invariants"]["ON_TIME"]["passed"] is False
+    assert T0  # times are relative to the shared origin
+
+
+def test_each_later_answer_stores_its_own_retry(verdicts):
+    assert verdicts["retry-of-each-later"]["invariants"]["NO_DUPLICATE"]["passed"] is True
+    one = verdicts["retry-copy-without-later"]["invariants"]["NO_DUPLICATE"]
+    assert one["passed"] is False and one["examples"][0]["attempt"] == 1
+
+
+def test_a_replica_elected_after_a_kill_may_repeat_re_puts_since_its_last_sync(verdicts):
+    assert verdicts["failover-replica-resumes"]["invariants"]["NO_DUPLICATE"]["passed"] is True
+    own = verdicts["restart-resumes-own-offsets"]["invariants"]["NO_DUPLICATE"]  # one broker: its own persist
+    assert own["passed"] is False and own["examples"][0]["cause"] == "scheduler"

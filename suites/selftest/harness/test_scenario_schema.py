@@ -77,6 +77,9 @@ BAD = [
     ("outage-without-duration", _raw(faults=[{"at_ms": 10, "action": "outage"}]), "faults[0].duration_ms", "missing"),
     ("outage-of-zero", _raw(faults=[{"at_ms": 10, "action": "outage", "duration_ms": 0}]), "faults[0].duration_ms", 0),
     ("duration-on-kill", _raw(faults=[{"at_ms": 10, "action": "kill", "duration_ms": 300}]), "faults[0].duration_ms", 300),
+    ("unknown-cluster", _raw(profile={"cluster": "three-masters"}), "profile.cluster", "three-masters"),
+    ("second-broker-without-cluster", _raw(faults=[{"at_ms": 10, "action": "kill", "target": "broker-2"}]),
+     "faults[0].target", "broker-2"),
     ("timer-without-requires", _raw(messages=[{"key": "a", "topic": "T", "deliver_after_ms": 1500}]), "requires", []),
 ]
 

@@ -14,7 +14,7 @@ import pytest
 
 from adapters.simulated.defects import Defect
 from harness.verdicts import assert_conforms, describe
-from harness.catalogue.chaos import NIGHTLY
+from harness.catalogue.chaos import SIMULATED
 from harness.catalogue.conformance import CONFORMANCE
 from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, verdicts_by_defect
 
@@ -23,12 +23,12 @@ DEFECTS = list(Defect)
 
 @pytest.fixture(scope="module")
 def verdicts_by_system(tmp_path_factory):
-    return verdicts_by_defect(CONFORMANCE + NIGHTLY, DEFECTS, tmp_path_factory.mktemp("defects"))
+    return verdicts_by_defect(CONFORMANCE + SIMULATED, DEFECTS, tmp_path_factory.mktemp("defects"))
 
 
 def test_clean_simulator_conforms_on_every_suite_scenario(verdicts_by_system):
     clean = verdicts_by_system[None]
-    assert len(clean) == len(CONFORMANCE + NIGHTLY)
+    assert len(clean) == len(CONFORMANCE + SIMULATED)
     for v in clean:
         assert_conforms(v)
 

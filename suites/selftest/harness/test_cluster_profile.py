@@ -1,0 +1,43 @@
+"""A cluster topology is part of a scenario's profile (reference.cluster): it reaches the system,
+keeps scenarios of different topologies off one shared system, and a system that cannot run it
+skips the scenario with the reason."""
+
+from __future__ import annotations
+
+from adapters.base import SystemInfo
+from harness.batch import plan_jobs
+from harness.catalogue.chaos import CLUSTER, two_masters_one_down
+from harness.runner import skip_reason
+from harness.scenario import ConsumerGroup, Message, Profile, Scenario
+from harness.systems import broker_profile
+from reference.cluster import broker_targets
+
+
+def test_the_profile_s_cluster_reaches_the_broker_profile():
+    assert broker_profile(two_masters_one_down().profile).cluster == "two-masters"
+    assert broker_targets("two-masters") == ("broker", "broker-2") and broker_targets("single") == ("broker",)
+
+
+def test_scenarios_of_different_topologies_never_share_a_system():
+    def plain(name, cluster):
+        return Scenario(name, (Message("k", "T"),), (ConsumerGroup("g", ("T",)),), profile=Profile(cluster=cluster))
+
+    jobs = plan_jobs([plain("a", "single"), plain("b", "two-masters"), plain("c", "single")], virtual=False)
+    assert sorted(sorted(s.name for s in j.scenarios) for j in jobs) == [["a", "c"], ["b"]]
+
+
+def test_a_system_without_the_cluster_skips_with_the_reason():
+    class OneBroker:
+        info = SystemInfo("simulated", "1", "virtual", {})
+
+    class External:
+        info = SystemInfo("rocketmq", "5.5.0", "external", {"cluster": "single",
+                                                               "cluster_unsupported": "an external cluster is what it is"})
+
+    class TwoMasters:
+        info = SystemInfo("rocketmq", "5.5.0", "process", {"cluster": "two-masters"})
+
+    for s in CLUSTER:
+        assert skip_reason(s, OneBroker()) == f"simulated 1 (virtual runtime) cannot run a {s.profile.cluster} cluster: it runs a single broker"
+        assert "an external cluster is what it is" in skip_reason(s, External())
+    assert skip_reason(two_masters_one_down(), TwoMasters()) is None
