@@ -224,8 +224,8 @@ class DiskFaults(Protocol):
 
 @runtime_checkable
 class NetworkFaults(Protocol):
-    """Cuts a target off from every client and the name server, or slows what it sends (the
-    ``partition`` and ``latency`` faults, :mod:`reference.network`); ``can_fault('partition',
+    """Cuts a target off from every client and the name server, slows what it sends, or drops a
+    share of its packets (the ``partition``, ``latency`` and ``loss`` faults, :mod:`reference.network`); ``can_fault('partition',
     target)`` says whether it can here (a real broker: only when it runs in a network namespace the
     harness made)."""
 
@@ -238,6 +238,10 @@ class NetworkFaults(Protocol):
     def add_latency(self, target: str, delay_ms: int) -> None: ...
 
     def remove_latency(self, target: str) -> None: ...
+
+    def add_loss(self, target: str, loss_percent: int) -> None: ...
+
+    def remove_loss(self, target: str) -> None: ...
 
 
 @runtime_checkable

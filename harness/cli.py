@@ -57,7 +57,9 @@ class Interrupted(BaseException):
 
 def load_suite(name: str, seed: int = 0, count: int = 10):
     if name == "generated":
-        return list(importlib.import_module("harness.catalogue.generate").sample(seed, count))
+        from reference.cluster import CLUSTERS  # real brokers run every topology (the simulator skips clusters)
+
+        return list(importlib.import_module("harness.catalogue.generate").sample(seed, count, CLUSTERS))
     mod, attr = SUITES[name]
     return list(getattr(importlib.import_module(mod), attr))
 

@@ -21,12 +21,12 @@ from harness.scenario import FaultStep
 from reference.clock import CLOCK
 from reference.cluster import is_broker
 from reference.disk import DISK_ACTIONS, FILL, FREE
-from reference.network import LATENCY, LATENCY_END, NET_ACTIONS, PARTITION, PARTITION_END
+from reference.network import LATENCY, LATENCY_END, LOSS, LOSS_END, NET_ACTIONS, NET_END, PARTITION, PARTITION_END
 
 #: primitive actions a timed step performs
 PRIMITIVES = ("kill", "stop", "start", "pause", "resume", FILL, FREE, *NET_ACTIONS, CLOCK)
 #: the primitive that ends each network fault
-_NET_END = {PARTITION: PARTITION_END, LATENCY: LATENCY_END}
+_NET_END = NET_END
 #: the first half of a ``slow_start``: start the target and pause it at once, before it is ready
 #: (the ``resume`` that ends it waits until the target is ready)
 START_PAUSED = "start_paused"
@@ -42,11 +42,12 @@ class TimedFault:
     anchor_event_ms: int | None = None  # an anchored step: when that happened
     delay_ms: int | None = None  # a latency: the delay it adds
     offset_ms: int | None = None  # a clock step: the broker's clock offset from then on
+    loss_percent: int | None = None  # a loss: the share of packets it drops
 
     def event_fields(self) -> dict:
         """The optional ``fault`` event fields that say which step this is and what timed it."""
         out = {"step": self.step, "anchor": self.anchor, "anchor_event_ms": self.anchor_event_ms,
-               "delay_ms": self.delay_ms, "offset_ms": self.offset_ms}
+               "delay_ms": self.delay_ms, "offset_ms": self.offset_ms, "loss_percent": self.loss_percent}
         return {k: v for k, v in out.items() if v is not None}
 
 
@@ -55,11 +56,12 @@ def expand_step(s: FaultStep, at_ms: int, step: int | None = None, anchor: str |
     """The primitives of one step fired at ``at_ms`` (offset from the scenario start), in order."""
     def tf(offset: int, action: str, clock_offset: int | None = None) -> TimedFault:
         delay = s.delay_ms if action == LATENCY else None
-        return TimedFault(at_ms + offset, action, s.target, step, anchor, anchor_event_ms, delay, clock_offset)
+        return TimedFault(at_ms + offset, action, s.target, step, anchor, anchor_event_ms, delay, clock_offset,
+                          s.loss_percent if action == LOSS else None)
 
     if s.action == CLOCK:  # reference.clock: stepped, and stepped back after the duration (0: the heal does)
         return [tf(0, CLOCK, s.offset_ms)] + ([tf(s.duration_ms, CLOCK, 0)] if s.duration_ms else [])
-    if s.action in PRIMITIVES and not (s.action in ("pause", FILL, PARTITION, LATENCY) and s.duration_ms):
+    if s.action in PRIMITIVES and not (s.action in ("pause", FILL, *_NET_END) and s.duration_ms):
         return [tf(0, s.action)]
     if s.action == FILL:
         return [tf(0, FILL), tf(s.duration_ms, FREE)]
@@ -147,13 +149,16 @@ class FaultDriver:
             self._event(action, target, extra)  # recorded before: the model's periods start no later
             if action == PARTITION:
                 sysm.partition(target)
-                self.cut.add((action, target))
             elif action == LATENCY:
                 sysm.add_latency(target, extra["delay_ms"])
+            elif action == LOSS:
+                sysm.add_loss(target, extra["loss_percent"])
+            else:
+                {PARTITION_END: sysm.heal_partition, LATENCY_END: sysm.remove_latency, LOSS_END: sysm.remove_loss}[action](target)
+            if action in _NET_END:
                 self.cut.add((action, target))
             else:
-                (sysm.heal_partition if action == PARTITION_END else sysm.remove_latency)(target)
-                self.cut.discard((PARTITION if action == PARTITION_END else LATENCY, target))
+                self.cut.discard((next(a for a, end in _NET_END.items() if end == action), target))
         elif action == CLOCK:
             if not isinstance(sysm, ClockFaults) or not sysm.can_fault(action, target):
                 raise AdapterError(f"{type(sysm).__name__} cannot move the clock of {target}")
@@ -211,7 +216,7 @@ _STEP_PRIMITIVES = {
     "kill": ("kill", "start"), "stop": ("stop", "start"), "start": ("start",), "pause": ("pause", "resume"),
     "resume": ("resume",), "restart": ("stop", "start"), "kill_restart": ("kill", "start"),
     "outage": ("kill", "start"), "slow_start": ("start", "pause", "resume"), FILL: DISK_ACTIONS,
-    PARTITION: (PARTITION, PARTITION_END), LATENCY: (LATENCY, LATENCY_END), CLOCK: (CLOCK,),
+    CLOCK: (CLOCK,), **{a: (a, end) for a, end in _NET_END.items()},
 }
 
 

@@ -33,26 +33,27 @@ from reference.contract import FAULT_TARGETS, PLAN_WORDS, ContractError
 from reference.levels import parse_level_table
 from reference.clock import CLOCK_ACTIONS, MAX_CLOCK_STEP_MS
 from reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
-from reference.network import MAX_DELAY_MS, MAX_PARTITION_MS
+from reference.network import MAX_DELAY_MS, MAX_LOSS_PERCENT, MAX_PARTITION_MS
 
 DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 #: 18 levels like the default table (so retry levels 3..18 exist) with waits of seconds.
 COMPRESSED_LEVELS = "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 1s 2s 3s 4s 5s 6s 7s 8s"
 
 FAULT_ACTIONS_SCHEDULABLE = ("kill", "stop", "start", "pause", "resume", "restart", "kill_restart", "outage",
-                             "slow_start", "disk_full", "partition", "latency", "clock")
+                             "slow_start", "disk_full", "partition", "latency", "loss", "clock")
 #: actions whose ``duration_ms`` means something (the others must leave it 0)
 FAULT_ACTIONS_WITH_DURATION = ("pause", "restart", "kill_restart", "outage", "slow_start", "disk_full", "partition",
-                               "latency", "clock")
+                               "latency", "loss", "clock")
 #: steps that fill the broker's store (its system needs a fillable store)
 STORE_FILL_ACTIONS = ("disk_full",)
 #: steps that act on the broker's network (its system runs the broker in its own network namespace)
-NETWORK_ACTIONS = ("partition", "latency")
+NETWORK_ACTIONS = ("partition", "latency", "loss")
 #: steps that move the broker's wall clock (its system runs the broker under a clock it controls)
 CLOCK_STEP_ACTIONS = CLOCK_ACTIONS
 #: steps after which deliveries may come seconds late (a process down or frozen, a network cut):
 #: they cannot be judged beside a step back of the broker's clock (reference.clock.BrokerClock.true_ms)
-DELIVERY_DELAYING_ACTIONS = ("kill", "stop", "pause", "restart", "kill_restart", "outage", "slow_start", "partition")
+DELIVERY_DELAYING_ACTIONS = ("kill", "stop", "pause", "restart", "kill_restart", "outage", "slow_start", "partition",
+                             "loss")
 #: actions only the broker can take (its store, its network, its clock)
 BROKER_ONLY_ACTIONS = STORE_FILL_ACTIONS + NETWORK_ACTIONS + CLOCK_STEP_ACTIONS
 #: what a fault step may be timed from (``FaultStep.after``): the broker's last ``ready``, the
@@ -127,7 +128,8 @@ class FaultStep:
     the broker's store to the brim for ``duration_ms`` (0: until the run ends), then free it
     (:mod:`reference.disk`). ``partition`` = cut the broker off from every client and the name
     server for ``duration_ms`` (> 0); ``latency`` = delay every packet the broker sends by
-    ``delay_ms`` for ``duration_ms`` (0: until the run ends) (:mod:`reference.network`); ``clock`` =
+    ``delay_ms`` for ``duration_ms`` (0: until the run ends); ``loss`` = drop ``loss_percent`` of the
+    packets in and out of the broker for ``duration_ms`` (> 0) (:mod:`reference.network`); ``clock`` =
     step the broker's wall clock by ``offset_ms`` (negative: back) for ``duration_ms`` (0: until
     the run ends), then step it back (:mod:`reference.clock`). Without
     ``after``, ``at_ms`` counts from the scenario's start; with it, from the anchor event."""
@@ -138,6 +140,7 @@ class FaultStep:
     duration_ms: int = 0
     after: FaultAnchor | None = None
     delay_ms: int = 0  # latency only: the delay added to each packet
+    loss_percent: int = 0  # loss only: the share of packets dropped
     offset_ms: int = 0  # clock only: the step of the broker's wall clock (negative: back)
 
 
@@ -288,6 +291,8 @@ def scenario_schema() -> dict:
                                                       "free it; partition = cut the broker off from its clients and "
                                                       "the name server for duration_ms (> 0); latency = delay what "
                                                       "the broker sends by delay_ms for duration_ms (0: to the end); "
+                                                      "loss = drop loss_percent of the packets in and out of the "
+                                                      "broker for duration_ms (> 0); "
                                                       "clock = step the broker's wall clock by offset_ms for "
                                                       "duration_ms (0: to the end).", {
                 "at_ms": (ms, "When, in milliseconds after the scenario starts (with after: after the anchor event)."),
@@ -300,6 +305,9 @@ def scenario_schema() -> dict:
                 "delay_ms": ({"type": "integer", "minimum": 0, "maximum": MAX_DELAY_MS},
                              f"latency only: the delay added to every packet the broker sends (1..{MAX_DELAY_MS}); "
                              "must be 0 for the others."),
+                "loss_percent": ({"type": "integer", "minimum": 0, "maximum": MAX_LOSS_PERCENT},
+                                 f"loss only: the share of packets in and out of the broker dropped at random "
+                                 f"(1..{MAX_LOSS_PERCENT}); must be 0 for the others."),
                 "offset_ms": ({"type": "integer", "minimum": -MAX_CLOCK_STEP_MS, "maximum": MAX_CLOCK_STEP_MS},
                               f"clock only: the step of the broker's wall clock, ahead (> 0) or back (< 0), at most "
                               f"{MAX_CLOCK_STEP_MS} ms either way; must be 0 for the others."),
@@ -392,8 +400,13 @@ def _cross_check(raw: dict, where: str) -> None:
             what = ("fills the broker's store" if f["action"] in STORE_FILL_ACTIONS else
                     "moves the broker's clock" if f["action"] in CLOCK_STEP_ACTIONS else "acts on the broker's network")
             fail(f"faults[{i}].target", f"broker ({f['action']} {what})", f["target"])
-        if f["action"] == "partition" and (duration == "missing" or not 0 < duration <= MAX_PARTITION_MS):
-            fail(f"faults[{i}].duration_ms", f"how long the partition lasts, 1..{MAX_PARTITION_MS} (a longer one "
+        loss = f.get("loss_percent", 0)
+        if f["action"] == "loss" and loss <= 0:
+            fail(f"faults[{i}].loss_percent", f"the share of packets the loss drops, 1..{MAX_LOSS_PERCENT}", loss)
+        if f["action"] != "loss" and loss != 0:
+            fail(f"faults[{i}].loss_percent", "0 or no such field (only loss takes a share)", loss)
+        if f["action"] in ("partition", "loss") and (duration == "missing" or not 0 < duration <= MAX_PARTITION_MS):
+            fail(f"faults[{i}].duration_ms", f"how long the {f['action']} lasts, 1..{MAX_PARTITION_MS} (a longer one "
                                              "outlives the broker's 120 s channel expiry: reference.network)", duration)
         delay = f.get("delay_ms", 0)
         if f["action"] == "latency" and delay <= 0:
@@ -456,7 +469,8 @@ def scenario_from_json(raw: Any, where: str = "scenario") -> Scenario:
         faults=tuple(FaultStep(at_ms=int(f["at_ms"]), action=f["action"], target=f.get("target", "broker"),
                                duration_ms=int(f.get("duration_ms", 0)),
                                after=None if f.get("after") is None else FaultAnchor(**f["after"]),
-                               delay_ms=int(f.get("delay_ms", 0)), offset_ms=int(f.get("offset_ms", 0)))
+                               delay_ms=int(f.get("delay_ms", 0)), offset_ms=int(f.get("offset_ms", 0)),
+                               loss_percent=int(f.get("loss_percent", 0)))
                      for f in raw.get("faults", [])),
         profile=Profile(**{k: (int(v) if k not in ("message_delay_level", "cluster") else v) for k, v in prof.items()}),
         seed=int(raw.get("seed", 0)),

@@ -30,7 +30,7 @@ INVARIANTS: tuple[str, ...] = (
 PLAN_WORDS: tuple[str, ...] = ("OK", "LATER", "CRASH")
 SEND_STATUSES: tuple[str, ...] = ("SEND_OK", "FAILED", "UNKNOWN")
 FAULT_ACTIONS: tuple[str, ...] = ("kill", "stop", "start", "ready", "pause", "resume", "disk_full", "disk_free",
-                                  "partition", "partition_end", "latency", "latency_end", "clock")
+                                  "partition", "partition_end", "latency", "latency_end", "loss", "loss_end", "clock")
 #: the broker processes a system may run (``reference.cluster``: a second one in a cluster
 #: topology); ``broker`` is the first, the only one of a single-broker system
 BROKER_TARGETS: tuple[str, ...] = ("broker", "broker-2")
@@ -155,6 +155,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("anchor_event_ms", "int", False),  # an anchored step: when that anchor event happened
         _f("version", "str", False),  # a broker's ready in an across-store chain: the version now running
         _f("delay_ms", "int", False),  # latency: the delay added to every packet the broker sends
+        _f("loss_percent", "int", False),  # loss: the share of packets in and out of the broker dropped
         _f("offset_ms", "int", False),  # clock: the broker's clock reads this far ahead of true time from now on
         _f("settled_ms", "int", False),  # clock: by when the broker's process took the step (reference.clock)
         _f("waiting_levels", "str", False),  # clock: the levels holding entries at the step ("3,8")

@@ -36,7 +36,7 @@ from reference.profile import Profile, profile_from_run
 from reference.retry import requested_retry_level, retry_level
 from reference.timer import rounded_deliver_ms
 from reference.disk import write_outages
-from reference.network import local_retry_lag_ms, send_back_lag_ms, unknown_send_outages
+from reference.network import local_retry_lag_ms, send_back_lag_ms, send_back_may_repeat, unknown_send_outages
 from reference.clock import BrokerClock
 from reference.cluster import CONTROLLER, MASTER_SLAVE, REPLICA_SYNC_BOUND_MS, is_broker
 from reference.cluster import send_back_lag_ms as outage_send_back_lag_ms
@@ -295,13 +295,17 @@ def same_stored_copy(first: Mapping, second: Mapping) -> bool:
     return qa == qb
 
 
-def sent_back_copies(previous_attempt: Iterable[Mapping]) -> int:
+def sent_back_copies(previous_attempt: Iterable[Mapping], faults: Iterable[Mapping] = ()) -> int:
     """ConsumeMessageConcurrentlyService.processConsumeResult: every delivery answered LATER sends its
     own message back (sendMessageBack per message), so attempt k may have as many stored copies as
     attempt k-1 had LATER answers: a duplicated attempt (a consumer redelivery, a re-put repeated
     after a failover: ``reference.cluster``) doubles the rest of its chain, each copy of the retry
-    being an attempt of its own. ``previous_attempt``: the deliveries of attempt k-1."""
-    return sum(1 for d in previous_attempt if d.get("outcome") == "LATER")
+    being an attempt of its own. A LATER whose send-back timed out in a cut may store one more
+    (:func:`reference.network.send_back_may_repeat`: TCP retransmits it beside the client's re-send).
+    ``previous_attempt``: the deliveries of attempt k-1; ``faults``: the run's fault events."""
+    repeats = send_back_may_repeat(faults)
+    laters = [d for d in previous_attempt if d.get("outcome") == "LATER"]
+    return len(laters) + sum(1 for d in laters if repeats(d["ts_ms"]))
 
 
 def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, second: Mapping) -> DuplicateRuling:

@@ -32,14 +32,21 @@ The rule, method by method:
   heartbeat) drops the clients from their groups, and a name server drops the broker after 120 s
   (RouteInfoManager.scanNotActiveBroker): group membership and routes change, which this rule does
   not state. Scenarios keep partitions below :data:`MAX_PARTITION_MS`.
+- Packet loss (``loss``/``loss_end``, ``loss_percent`` of every packet in and out of the broker
+  dropped at random): TCP retransmits what is dropped, backing off from the initial RTO, so any
+  request or answer may come seconds late or time out; the schedule service does not see it. Its
+  worst case is every packet dropped: a loss period is judged as a partition of the same period
+  (:func:`partitions`), which bounds what a correct broker may do and asks nothing more.
 - Latency (netem delay of ``delay_ms`` on every packet the broker sends): store times are the
   broker's own, so windows do not move; a retry is stored when its send-back arrives, one round trip
   (2 × ``delay_ms``) after the ``LATER`` (:func:`send_back_lag_ms`); an ``UNKNOWN`` send in a latency
   period may be stored up to its end + ``delay_ms`` + the initial RTO.
 
-What the model does not yet state: a send-back that timed out in a partition may also be stored
-after the heal by TCP retransmission, beside the local re-consume of the same attempt (a second
-copy of that retry); scenarios keep ``LATER`` answers out of partitions.
+- A send-back that timed out in a partition (or a loss period) may still be stored when TCP
+  retransmits it after the heal, beside what the client did on the timeout: its re-send through its
+  own producer (a second stored copy of the retry) or the local re-consume. Each ``LATER`` answered
+  in a cut, or up to :data:`SEND_BACK_FAILS_AFTER_MS` before it, may store one more copy of its
+  retry (:func:`send_back_may_repeat`).
 """
 
 from __future__ import annotations
@@ -50,8 +57,13 @@ from reference.windows import Outage
 
 PARTITION, PARTITION_END = "partition", "partition_end"
 LATENCY, LATENCY_END = "latency", "latency_end"
+LOSS, LOSS_END = "loss", "loss_end"
 #: the primitive fault actions of network faults (``fault`` events of ``target: broker``)
-NET_ACTIONS = (PARTITION, PARTITION_END, LATENCY, LATENCY_END)
+NET_ACTIONS = (PARTITION, PARTITION_END, LATENCY, LATENCY_END, LOSS, LOSS_END)
+#: the primitive that ends each network fault
+NET_END = {PARTITION: PARTITION_END, LATENCY: LATENCY_END, LOSS: LOSS_END}
+#: a loss drops 1..100 % of the packets (100: a partition by another name)
+MAX_LOSS_PERCENT = 100
 #: TCP_TIMEOUT_INIT (Linux): the initial retransmission timeout, an upper bound of the first RTO
 INITIAL_RTO_MS = 1_000
 #: DefaultMQPushConsumerImpl.sendMessageBack: consumerSendMessageBack's timeout
@@ -85,8 +97,24 @@ def _periods(faults: Iterable[Mapping], start: str, end: str, target: str) -> li
 
 
 def partitions(faults: Iterable[Mapping], target: str = "broker") -> list[tuple[int, int | None]]:
-    """The periods in which ``target`` was cut off from every client and the name server."""
-    return [(a, b) for a, b, _ in _periods(faults, PARTITION, PARTITION_END, target)]
+    """The periods in which ``target`` was cut off from every client and the name server, or may
+    have been (a loss period: its worst case), in time order."""
+    faults = list(faults)
+    return sorted(((a, b) for start, end in ((PARTITION, PARTITION_END), (LOSS, LOSS_END))
+                   for a, b, _ in _periods(faults, start, end, target)), key=lambda p: p[0])
+
+
+def send_back_may_repeat(faults: Iterable[Mapping], target: str = "broker"):
+    """A function of a ``LATER``'s ``ts_ms``: whether its send-back may have timed out in a cut and
+    still be stored by TCP retransmission beside the client's own re-send (one more stored copy of
+    its retry): answered in a partition or loss period, or up to :data:`SEND_BACK_FAILS_AFTER_MS`
+    before one."""
+    cuts = partitions(faults, target)
+
+    def repeats(ts_ms: int) -> bool:
+        return any(a - SEND_BACK_FAILS_AFTER_MS <= ts_ms and (b is None or ts_ms <= b) for a, b in cuts)
+
+    return repeats
 
 
 def unknown_send_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Outage]:
@@ -95,7 +123,7 @@ def unknown_send_outages(faults: Iterable[Mapping], target: str = "broker") -> l
     :data:`INITIAL_RTO_MS`), each latency period until its end + ``delay_ms`` + the initial RTO."""
     faults = list(faults)
     out = [Outage(PARTITION, a, None if b is None else b + (b - a) + INITIAL_RTO_MS)
-           for a, b, _ in _periods(faults, PARTITION, PARTITION_END, target)]
+           for a, b in partitions(faults, target)]
     out += [Outage(LATENCY, a, None if b is None else b + int(f.get("delay_ms") or 0) + INITIAL_RTO_MS)
             for a, b, f in _periods(faults, LATENCY, LATENCY_END, target)]
     return sorted(out, key=lambda o: o.down_ms)

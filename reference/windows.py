@@ -35,7 +35,7 @@ class Outage:
             end = "never freed" if self.up_ms is None else f"writable again by {self.up_ms}"
             return f"broker store full at {self.down_ms}, {end}"
         if self.action in ("partition", "latency"):
-            what = "cut off from its clients" if self.action == "partition" else "slow to its clients"
+            what = "cut off from its clients (or losing packets)" if self.action == "partition" else "slow to its clients"
             end = "never healed" if self.up_ms is None else f"a retransmitted request stored by {self.up_ms}"
             return f"broker {what} at {self.down_ms}, {end}"
         end = "never ready again" if self.up_ms is None else f"ready at {self.up_ms}"

@@ -167,7 +167,7 @@ def _attempt(out: Judgements, run, faults, key, group, attempt, ds, prev, x, sen
     # each copy's redeliveries against its first delivery; each later-stored copy against the copy
     # stored before it (its re-put repeats that one: the cause lies between the two re-puts)
     pairs = [(c[0], d) for c in copies for d in c[1:]] + [(copies[i - 1][0], copies[i][0]) for i in range(1, len(copies))]
-    sent_back = model.sent_back_copies(prev[0]) if attempt >= 1 and prev is not None else 0
+    sent_back = model.sent_back_copies(prev[0], faults) if attempt >= 1 and prev is not None else 0
     extra_copies = max(0, sent_back - 1)  # copies of a retry its attempt's LATER answers stored, beyond the first
     for one, other in pairs:
         if extra_copies and other is not one and any(other is c[0] for c in copies[1:]):

@@ -47,6 +47,9 @@ LABEL_HOST = "hourglass.harness-host"
 # ($0); run the image's own Java ($JAVA_HOME/bin/java where the image sets it, else `java`).
 WRAPPER = (
     'echo "==== hourglass: container start $(date -u +%Y-%m-%dT%H:%M:%SZ): java $*" >>"$0"; '
+    # a container with a network of its own: the JVM starts once the harness plumbed its interface
+    'if [ -n "$HG_WAIT_IF" ]; then i=0; while ! grep -q "$HG_WAIT_IF" /proc/net/dev && [ $i -lt 1200 ]; '
+    'do sleep 0.05; i=$((i+1)); done; fi; '
     'if [ -n "$JAVA_HOME" ] && [ -x "$JAVA_HOME/bin/java" ]; then exec "$JAVA_HOME/bin/java" "$@" >>"$0" 2>&1; fi; '
     'exec java "$@" >>"$0" 2>&1'
 )
@@ -201,6 +204,8 @@ class ContainerRuntime:
         readonly = [d for d in outermost(extra_dirs)
                     if not any(d == w or w in d.parents for w in writable)]
         env = {k: v for k, v in spec.env if k != "JAVA_HOME"}  # a host path means nothing inside
+        if spec.wait_for_interface:
+            env["HG_WAIT_IF"] = spec.wait_for_interface
         labels = {**self.labels, **{str(k): str(v) for k, v in spec.labels.items()},
                   LABEL_COMPONENT: spec.component}
         name = f"hourglass-{spec.component}-{self.runtime_id}"
@@ -209,7 +214,8 @@ class ContainerRuntime:
             container.with_volume_mapping(str(d), str(d), "rw")
         for d in readonly:
             container.with_volume_mapping(str(d), str(d), "ro")
-        container.with_kwargs(network_mode="host", init=True, labels=labels, entrypoint=["sh", "-c", WRAPPER],
+        container.with_kwargs(network_mode="none" if spec.wait_for_interface else "host", init=True, labels=labels,
+                              entrypoint=["sh", "-c", WRAPPER],
                               user=f"{os.getuid()}:{os.getgid()}", working_dir=str(self.workdir))
         self._specs[spec.component] = spec
         try:
@@ -218,6 +224,13 @@ class ContainerRuntime:
             self._remove_by_name(name)
             raise AdapterError(f"container runtime: could not start {spec.component} from {image.tag}: {e}") from None
         self._containers[spec.component] = container.get_wrapped_container()
+
+    def pid(self, component: str) -> int:
+        """The host pid of the component's main process (its network namespace is the container's)."""
+        pid = int(self._state(component).get("Pid") or 0)
+        if pid <= 0:
+            raise AdapterError(f"container runtime: {component} is not running (no pid)")
+        return pid
 
     def _container(self, component: str):
         if component not in self._containers:

@@ -1,5 +1,5 @@
 """The broker in a network namespace of its own, so the harness can cut it off or slow it (the
-``partition`` and ``latency`` faults, :mod:`reference.network`).
+``partition``, ``latency`` and ``loss`` faults, :mod:`reference.network`).
 
 :func:`create` makes a namespace and a veth pair on a free ``10.213.X.0/30``: the host end
 (``.1``) stays on the host, the other end (``.2``) and ``lo`` come up in the namespace. The broker
@@ -8,8 +8,13 @@ process group and the signals are the JVM's own), with ``brokerIP1`` the namespa
 ``namesrvAddr`` the host end (the name server listens on every interface of the host). Every client
 reaches the broker through the veth only, so rules inside the namespace cut every path to it:
 :func:`partition` drops everything but ``lo`` (iptables in the namespace), :func:`add_latency`
-delays what the broker sends (netem on the namespace end). Nothing on the host changes but the
+delays what the broker sends (netem on the namespace end), :func:`add_loss` drops a share of its
+packets at random (iptables' statistic match). Nothing on the host changes but the
 host end of the veth and its address.
+
+On the container runtime the broker's container starts without a network and its JVM waits until
+the namespace end of the veth is there: :func:`attach` names the container's namespace and plumbs the
+pair in after each start (a restarted container has a new namespace); the rules are the same.
 
 Needs root (CAP_NET_ADMIN) and Linux. Each namespace's name carries its owner
 (``hourglass-<pid>-<start time>-<X>``) so :func:`remove_leftovers` (run by the next system that
@@ -100,21 +105,47 @@ def create(owner: str) -> BrokerNet:
         net = BrokerNet(name, f"hgnet{x}h", f"hgnet{x}n", f"{SUBNET}.{x}.1", f"{SUBNET}.{x}.2")
         if _run("ip", "netns", "add", name, check=False).returncode != 0:
             continue
-        if _run("ip", "link", "add", net.host_if, "type", "veth", "peer", "name", net.ns_if, check=False).returncode != 0:
+        if not _plumb(net):
             _run("ip", "netns", "del", name, check=False)  # the name is taken by another harness: next X
             continue
-        try:
-            _run("ip", "link", "set", net.ns_if, "netns", name)
-            _run("ip", "addr", "add", f"{net.host_addr}/30", "dev", net.host_if)
-            _run("ip", "link", "set", net.host_if, "up")
-            _run("ip", "-n", name, "addr", "add", f"{net.ns_addr}/30", "dev", net.ns_if)
-            _run("ip", "-n", name, "link", "set", net.ns_if, "up")
-            _run("ip", "-n", name, "link", "set", "lo", "up")
-        except BaseException:
-            remove(net)
-            raise
         return net
     raise AdapterError(f"no free {SUBNET}.X.0/30 subnet for a broker's network namespace (X in 0..255 all used)")
+
+
+def _plumb(net: BrokerNet) -> bool:
+    """The veth pair between the host and the namespace named ``net.name``, addressed and up (lo
+    too); False when its host end's name is taken."""
+    if _run("ip", "link", "add", net.host_if, "type", "veth", "peer", "name", net.ns_if, check=False).returncode != 0:
+        return False
+    try:
+        _run("ip", "link", "set", net.ns_if, "netns", net.name)
+        _run("ip", "addr", "add", f"{net.host_addr}/30", "dev", net.host_if)
+        _run("ip", "link", "set", net.host_if, "up")
+        _run("ip", "-n", net.name, "addr", "add", f"{net.ns_addr}/30", "dev", net.ns_if)
+        _run("ip", "-n", net.name, "link", "set", net.ns_if, "up")
+        _run("ip", "-n", net.name, "link", "set", "lo", "up")
+    except BaseException:
+        remove(net)
+        raise
+    return True
+
+
+def attach(net: BrokerNet, pid: int) -> None:
+    """Make the network namespace of process ``pid`` (a container started without a network: its
+    JVM waits for :attr:`BrokerNet.ns_if`) the one named ``net.name``, with the veth pair plumbed
+    in: the name and the pair of a previous start are dropped first (a container's restart brings
+    a new namespace). Nothing to do when that namespace is already the named one, plumbed."""
+    try:
+        same = os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(f"/var/run/netns/{net.name}").st_ino
+    except OSError:
+        same = False
+    if same and _run("ip", "link", "show", net.host_if, check=False).returncode == 0:
+        return
+    _run("ip", "netns", "del", net.name, check=False)
+    _run("ip", "link", "del", net.host_if, check=False)
+    _run("ip", "netns", "attach", net.name, str(pid))
+    if not _plumb(net):
+        raise AdapterError(f"could not plumb {net.host_if} into the namespace of process {pid} ({net.name})")
 
 
 def remove(net: BrokerNet) -> None:
@@ -145,6 +176,27 @@ def heal(net: BrokerNet) -> None:
 
 def is_partitioned(net: BrokerNet) -> bool:
     return all(_in_ns(net, "iptables", "-w", "-C", *rule, check=False).returncode == 0 for rule in _DROP)
+
+
+def _loss_rules(loss_percent: int) -> tuple[tuple[str, ...], ...]:
+    share = f"{min(max(loss_percent, 0), 100) / 100:.2f}"
+    return tuple(rule[:-2] + ("-m", "statistic", "--mode", "random", "--probability", share) + rule[-2:] for rule in _DROP)
+
+
+def add_loss(net: BrokerNet, loss_percent: int) -> None:
+    """Drop ``loss_percent`` of the packets in and out of the namespace at random (iptables'
+    statistic match: no netem needed); loopback untouched."""
+    for rule in _loss_rules(loss_percent):
+        _in_ns(net, "iptables", "-w", "-I", *rule)
+
+
+def remove_loss(net: BrokerNet) -> None:
+    """Remove every loss rule (whatever its share)."""
+    for chain in ("INPUT", "OUTPUT"):
+        listed = _in_ns(net, "iptables", "-w", "-S", chain, check=False).stdout.splitlines()
+        for line in listed:
+            if "--mode random" in line and line.startswith("-A "):
+                _in_ns(net, "iptables", "-w", "-D", *line.split()[1:])
 
 
 def add_latency(net: BrokerNet, delay_ms: int) -> None:

@@ -34,6 +34,10 @@ class LaunchSpec:
     #: what the JVM's command line is run under, e.g. ``("ip", "netns", "exec", NS)`` (it must exec
     #: the command, so the pid is the JVM's); the process runtime only
     command_prefix: tuple[str, ...] = ()
+    #: the container runtime: the component runs in a network namespace of its own, not the host's,
+    #: and its JVM starts once this interface is up there (the system plumbs it after each start:
+    #: ``adapters.rocketmq.netns.attach``); the process runtime runs it under ``command_prefix``
+    wait_for_interface: str | None = None
     #: the command line to run instead of ``java <jvm_opts> -cp <classpath> <main_class> <args>``
     #: (then those four fields are unused); its ``env`` is the whole of what the harness adds
     command: tuple[str, ...] | None = None

@@ -172,7 +172,8 @@ class RocketMQSystem:
             cfg.write_properties(conf, cfg.broker_config(dist, self.profile, ports_of, node.layout,
                                                          broker_name=node.name, slave=node.slave,
                                                          controller=self.ports.controller_addr if self.cluster == CONTROLLER else None))
-        prefix = netns.command_prefix(self._net) if component == "broker" and self._net is not None else ()
+        own_net = component == "broker" and self._net is not None
+        prefix = netns.command_prefix(self._net) if own_net and self.runtime.name == "process" else ()
         log_file = self.layout.logs_dir / f"{component}.out"
         ports = ((self.ports.namesrv, self.ports.controller) if component == "namesrv"
                  else (ports_of.broker - 2, ports_of.broker, ports_of.broker + 1))
@@ -188,7 +189,7 @@ class RocketMQSystem:
                               log_file=log_file, mounts=(self.layout.root,), ports=ports, labels=labels, command=argv,
                               command_prefix=prefix)
         return LaunchSpec(
-            command_prefix=prefix,
+            command_prefix=prefix, wait_for_interface=self._net.ns_if if own_net and self.runtime.name != "process" else None,
             component=component, main_class=MAIN_CLASS[kind], classpath=dist.classpath(),
             jvm_opts=dist.jvm_opts(kind) + props, args=("-c", str(conf)),
             env=(("ROCKETMQ_HOME", str(home)),) + (brokerclock.environment(self._clock_file)
@@ -290,6 +291,12 @@ class RocketMQSystem:
     def _launch(self, component: str) -> None:
         self.runtime.launch(self._spec(component))
         self._launched.add(component)
+        self._plumb(component)
+
+    def _plumb(self, component: str) -> None:
+        """A container with a network of its own gets its veth after each start (netns.attach)."""
+        if component == "broker" and self._net is not None and self.runtime.name != "process":
+            netns.attach(self._net, self.runtime.pid(component))
 
     def teardown(self) -> None:
         # the client's graceful close (seconds of JVM shutdown) runs beside the consumers' stop
@@ -338,6 +345,7 @@ class RocketMQSystem:
             self._launch("broker")
         else:
             self.runtime.start(target)
+            self._plumb(target)
 
     def stop(self, target: str) -> None:
         self._check(target)
@@ -594,9 +602,8 @@ class RocketMQSystem:
     def _make_broker_network(self) -> None:
         """The broker in a network namespace of its own, reached at its veth address, or the reason
         it is not in ``info.details['network_faults']`` (then scenarios that need it are skipped)."""
-        if self.runtime.name != "process":
-            self.info.details["network_faults"] = (f"network faults are not supported by the {self.runtime.name} runtime "
-                                                   "yet (its broker shares the host's network): use the process runtime")
+        if self.runtime.name not in ("process", "container"):
+            self.info.details["network_faults"] = f"network faults are not supported by the {self.runtime.name} runtime"
             return
         why = netns.unavailable()
         if why:
@@ -645,6 +652,12 @@ class RocketMQSystem:
 
     def clock_settle_ms(self, target: str) -> int:
         return brokerclock.SETTLE_MS
+
+    def add_loss(self, target: str, loss_percent: int) -> None:
+        netns.add_loss(self._network(target), loss_percent)
+
+    def remove_loss(self, target: str) -> None:
+        netns.remove_loss(self._network(target))
 
     def add_latency(self, target: str, delay_ms: int) -> None:
         netns.add_latency(self._network(target), delay_ms)

@@ -139,6 +139,13 @@ class SimulatedSystem:
         self.broker.heal_partition()
         self._on_broker_ready()  # the consumers' pulls go through again
 
+    def add_loss(self, target: str, loss_percent: int) -> None:
+        """reference.network: a loss period at its worst, every packet dropped (a partition)."""
+        self.partition(target)
+
+    def remove_loss(self, target: str) -> None:
+        self.heal_partition(target)
+
     def add_latency(self, target: str, delay_ms: int) -> None:
         """What the broker sends arrives ``delay_ms`` later: send results and deliveries."""
         self.broker.latency_ms = delay_ms

@@ -10,15 +10,15 @@ from __future__ import annotations
 import pytest
 
 from harness.catalogue.chaos import controller_failover_while_due, master_down_slave_serves, slave_down, two_masters_one_down
-from suites.adapters.conftest import run_and_check
+from suites.adapters.conftest import process_first_runtimes, run_and_check
 
 pytestmark = pytest.mark.realbroker
 SLOW = pytest.mark.slow
 
 
-def _passing(scenario, system, tmp_path):
-    """Run ``scenario`` on ``system`` (process runtime): its verdict must pass; (run dir, run.json, events)."""
-    run_dir, v, run, events = run_and_check(scenario, system, "process", tmp_path)
+def _passing(scenario, system, tmp_path, runtime="process"):
+    """Run ``scenario`` on ``system``: its verdict must pass; (run dir, run.json, events)."""
+    run_dir, v, run, events = run_and_check(scenario, system, runtime, tmp_path)
     assert v["passed"] is True, v
     return run_dir, run, events
 
@@ -30,10 +30,11 @@ def _outage(events, target):
     return down, ready
 
 
+@pytest.mark.parametrize("runtime", process_first_runtimes())
 @pytest.mark.parametrize("system", [pytest.param("rocketmq:latest", id="latest"),
                                     pytest.param("rocketmq:4.9.7", id="4.9.7", marks=SLOW)])
-def test_two_masters_one_killed_loses_nothing(system, tmp_path):
-    run_dir, run, events = _passing(two_masters_one_down(), system, tmp_path)
+def test_two_masters_one_killed_loses_nothing(system, runtime, tmp_path):
+    run_dir, run, events = _passing(two_masters_one_down(), system, tmp_path, runtime)
     assert run["profile"]["cluster"] == "two-masters"
     brokers = {e.get("broker") for e in events if e["type"] == "deliver"}
     assert brokers == {"hg-broker", "hg-broker-2"}, brokers  # the messages were spread over both

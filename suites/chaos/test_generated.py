@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from reference.cluster import CLUSTERS
 from harness.verdicts import assert_conforms
 from harness.catalogue.generate import chaos_scenarios, sample
 from harness.scenario import FaultStep
@@ -32,7 +33,8 @@ def test_simulated_broker_conforms_on_generated_chaos(scenario, request):
 
 @pytest.mark.slow
 @pytest.mark.realbroker
-@pytest.mark.parametrize("scenario", sample(int(os.environ.get("HOURGLASS_SEED", "1")), int(os.environ.get("HOURGLASS_GENERATED_COUNT", "6"))),
+@pytest.mark.parametrize("scenario", sample(int(os.environ.get("HOURGLASS_SEED", "1")), int(os.environ.get("HOURGLASS_GENERATED_COUNT", "6")),
+                                            CLUSTERS),
                          ids=lambda s: s.name)
 def test_real_broker_conforms_on_generated_chaos(scenario, hg_verdict):
     assert_conforms(hg_verdict)

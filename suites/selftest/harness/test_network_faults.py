@@ -12,7 +12,7 @@ import pytest
 
 from adapters.base import SystemInfo
 from suites.selftest.harness.defect_runs import run_on_simulator
-from harness.catalogue.chaos import latency_while_due, partition_while_due
+from harness.catalogue.chaos import latency_while_due, loss_while_due, partition_while_due
 from harness.faults import expand
 from harness.runner import skip_reason
 from harness.scenario import ScenarioError, scenario_from_json
@@ -36,7 +36,8 @@ def verdicts(tmp_path_factory):
     defect = ("reput-paused-while-partitioned",)
     runs = {"clean": _run(tmp / "clean", sc), "latency": _run(tmp / "latency", latency_while_due()),
             "stalled": _run(tmp / "stalled", sc, defect),
-            "stalled-no-cut": _run(tmp / "nocut", replace(sc, faults=()), defect)}
+            "stalled-no-cut": _run(tmp / "nocut", replace(sc, faults=()), defect),
+            "loss": _run(tmp / "loss", loss_while_due()), "stalled-loss": _run(tmp / "stalled-loss", loss_while_due(), defect)}
     by_id = {v["run_id"]: v for v in check_runs([r.run_dir for r in runs.values()])}
     return {k: by_id[r.run_id] for k, r in runs.items()}, runs
 
@@ -56,17 +57,20 @@ def test_a_correct_broker_conforms_through_a_partition(verdicts):
     assert any(start < e["store_ms"] < end for e in delivered)  # though re-puts went on in it
 
 
-def test_a_correct_broker_conforms_through_latency(verdicts):
+@pytest.mark.parametrize("kind, field, value", [("latency", "delay_ms", 300), ("loss", "loss_percent", 30)])
+def test_a_correct_broker_conforms_through_a_slow_or_lossy_network(verdicts, kind, field, value):
+    """A loss period is judged as its worst case, a partition (reference.network)."""
     v, runs = verdicts
-    assert_conforms(v["latency"])
-    events = _events(runs["latency"].run_dir)
-    assert [(e["action"], e.get("delay_ms")) for e in events if e["type"] == "fault"
-            and e["action"].startswith("latency")] == [("latency", 300), ("latency_end", None)]
+    assert_conforms(v[kind])
+    events = _events(runs[kind].run_dir)
+    assert [(e["action"], e.get(field)) for e in events if e["type"] == "fault"
+            and e["action"].startswith(kind)] == [(kind, value), (kind + "_end", None)]
 
 
 def test_a_schedule_service_stopped_by_a_partition_is_caught(verdicts):
     v, _ = verdicts
     assert v["stalled"]["invariants"]["ON_TIME"]["passed"] is False, describe(v["stalled"])
+    assert v["stalled-loss"]["invariants"]["ON_TIME"]["passed"] is False, describe(v["stalled-loss"])  # a lossy one too
     assert v["stalled-no-cut"]["passed"] is True, describe(v["stalled-no-cut"])  # the partition is what finds it
 
 
@@ -76,14 +80,17 @@ def test_a_partition_and_a_latency_expand_into_their_start_and_end():
         ("latency", 300), ("partition", None), ("latency_end", None), ("partition_end", None)]
 
 
-@pytest.mark.parametrize("change, match", [
-    ({"target": "consumer"}, r"faults\[0\].target.*broker \(partition acts on the broker's network\)"),
-    ({"duration_ms": 0}, r"faults\[0\].duration_ms.*1..100000"),
-    ({"duration_ms": 150_000}, r"faults\[0\].duration_ms.*120 s channel expiry"),
-    ({"delay_ms": 5}, r"faults\[0\].delay_ms.*only latency takes a delay"),
+@pytest.mark.parametrize("scenario, change, match", [
+    (partition_while_due, {"target": "consumer"}, r"faults\[0\].target.*broker \(partition acts on the broker's network\)"),
+    (partition_while_due, {"duration_ms": 0}, r"faults\[0\].duration_ms.*1..100000"),
+    (partition_while_due, {"duration_ms": 150_000}, r"faults\[0\].duration_ms.*120 s channel expiry"),
+    (partition_while_due, {"delay_ms": 5}, r"faults\[0\].delay_ms.*only latency takes a delay"),
+    (loss_while_due, {"loss_percent": 0}, r"faults\[0\].loss_percent.*the share of packets the loss drops"),
+    (loss_while_due, {"duration_ms": 0}, r"faults\[0\].duration_ms.*how long the loss lasts"),
+    (loss_while_due, {"action": "partition"}, r"faults\[0\].loss_percent.*only loss takes a share"),
 ])
-def test_a_partition_step_is_checked(change, match):
-    raw = json.loads(json.dumps(partition_while_due().to_json()))
+def test_a_network_step_is_checked(scenario, change, match):
+    raw = json.loads(json.dumps(scenario().to_json()))
     raw["faults"][0].update(change)
     with pytest.raises(ScenarioError, match=match):
         scenario_from_json(raw, "x.json")
@@ -105,3 +112,14 @@ def test_a_system_that_cannot_cut_its_network_skips_the_scenario_with_the_reason
 
     assert skip_reason(partition_while_due(), NoNet()) == (
         "rocketmq 5.5.0 (container runtime) cannot act on the network of broker: not supported by the container runtime yet")
+
+
+def test_a_send_back_that_timed_out_in_a_cut_may_store_one_more_retry():
+    from reference.expected import sent_back_copies
+
+    cut = [{"type": "fault", "ts_ms": 10_000, "action": "loss", "target": "broker", "loss_percent": 30},
+           {"type": "fault", "ts_ms": 18_000, "action": "loss_end", "target": "broker"}]
+    later = [{"outcome": "LATER", "ts_ms": 12_000}]
+    assert sent_back_copies(later, cut) == 2  # its send-back retransmitted, beside the client's re-send
+    assert sent_back_copies(later, []) == 1
+    assert sent_back_copies([{"outcome": "LATER", "ts_ms": 30_000}], cut) == 1  # long after the cut
