@@ -65,6 +65,7 @@ class SendResult:
     msg_id: str | None = None
     body_crc: int | None = None
     error: str | None = None
+    broker: str | None = None  # the broker name it was stored on (a cluster: reference.cluster)
 
 
 @dataclass(frozen=True)

@@ -411,6 +411,8 @@ class ScenarioRun:
             ev["plan"] = list(m.plan)
         if res.msg_id:
             ev["msg_id"] = res.msg_id
+        if res.broker:
+            ev["broker"] = res.broker
         if res.error:
             ev["error"] = res.error[:300]
         log.write(ev)

@@ -56,10 +56,13 @@ that much later) or fails too (no master: the same stored copy is re-consumed lo
 A ``LATER`` answered while a broker is down, or up to the time a send-back takes before, may be
 that much later (:func:`send_back_lag_ms`, :data:`reference.network.SEND_BACK_FAILS_AFTER_MS`).
 
-The model is conservative about which broker a message is on: an outage of either broker widens
-every window (a correct broker is never judged late for it; a broker that loses a message is still
-caught by NO_LOSS, one that re-puts early by NOT_EARLY), and a kill of either allows the
-duplicates a kill allows. The persisted and in-memory schedule offsets are read per broker
+Which broker holds a message: a send records the broker name it was stored on (``send`` events'
+``broker``; run.json's ``system.brokers`` maps each fault target to its broker name), so the window
+of a message's first attempt is widened by the outages of that broker name's processes only
+(:func:`outages_by_broker`: in two-masters a message on the live master is held to its own window
+while the other is down). Where the model cannot tell (a retry, stored wherever its send-back
+went; a send that did not say), an outage of either broker widens the window. A kill of either
+broker allows the duplicates a kill allows. The persisted and in-memory schedule offsets are read per broker
 (``snapshot`` events carry their ``target``) and judged per broker (``reports.offsets``).
 """
 
@@ -69,7 +72,8 @@ from typing import Callable, Iterable, Mapping
 
 from reference.contract import BROKER_TARGETS
 from reference.network import SEND_BACK_FAILS_AFTER_MS
-from reference.windows import cluster_outages
+from reference.disk import write_outages
+from reference.windows import Outage, broker_outages, cluster_outages, merge_outages
 
 SINGLE = "single"
 TWO_MASTERS = "two-masters"
@@ -118,3 +122,16 @@ def send_back_lag_ms(faults: Iterable[Mapping]) -> Callable[[int], int]:
         return 0
 
     return lag
+
+
+def outages_by_broker(run: Mapping, faults: Iterable[Mapping]) -> dict[str, list[Outage]]:
+    """Broker name -> the outages that may hold back what that broker name stores: its own
+    processes' (``run.json`` ``system.brokers``: target -> name), and the full store of the first
+    broker. Empty for a run that does not say (a single broker, the simulator)."""
+    faults = list(faults)
+    names: dict[str, list[str]] = {}
+    for target, broker in sorted(((run.get("system") or {}).get("brokers") or {}).items()):
+        names.setdefault(broker.get("name"), []).append(target)
+    return {name: merge_outages([o for t in targets for o in broker_outages(faults, t)]
+                                + (write_outages(faults) if BROKER_TARGETS[0] in targets else []))
+            for name, targets in names.items() if name}

@@ -121,6 +121,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("status", "str", True, SEND_STATUSES),
         _f("msg_id", "str", False),
         _f("born_ms", "int", False),
+        _f("broker", "str", False),  # the broker name the send stored it on (reference.cluster)
     ),
     "deliver": (
         _f("key", "str"),

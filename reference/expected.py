@@ -39,6 +39,7 @@ from reference.disk import write_outages
 from reference.network import local_retry_lag_ms, send_back_lag_ms, send_back_may_repeat, unknown_send_outages
 from reference.clock import BrokerClock
 from reference.cluster import CONTROLLER, MASTER_SLAVE, REPLICA_SYNC_BOUND_MS, is_broker
+from reference.cluster import outages_by_broker
 from reference.cluster import send_back_lag_ms as outage_send_back_lag_ms
 from reference.windows import OutageIndex, broker_outages, cluster_outages, merge_outages
 
@@ -186,6 +187,8 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     slack = profile.slack_ms
     first_delay = profile.first_delay_ms
     widen = OutageIndex(outages, first_delay, slack).widen
+    # reference.cluster: what a broker name stores waits for its own processes only
+    widen_on = {name: OutageIndex(own, first_delay, slack).widen for name, own in outages_by_broker(run, faults).items()}
     consumer_outages = broker_outages(faults, target="consumer")
     widen_local = OutageIndex(consumer_outages, 0, slack).widen  # a paused/killed consumer re-consumes later
     # reference.network: a partition widens the windows of UNKNOWN sends only (a request stored
@@ -223,7 +226,8 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                                                               None if level else earliest, earliest, due_on_time, level)
         latest = due_on_time + slack
         if outages:
-            latest, widened = _joined(widen(born if born is not None else anchor0, earliest, latest), widened)
+            latest, widened = _joined(widen_on.get(send.get("broker"), widen)(born if born is not None else anchor0,
+                                                                               earliest, latest), widened)
         if status == "UNKNOWN" and latest is not None and unknown_outages:
             latest, widened = _unknown_send_latest(born if born is not None else anchor0, anchor0, delay,
                                                    latest, widened, unknown_outages, slack, first_delay)

@@ -91,14 +91,15 @@ def scheduler_duplicate_allowed(faults: Iterable[Mapping], first_store_ms: int, 
     there, so that is where the cause lies). Returns (allowed, reason); the reason names the
     broker's faults between the two re-puts. In a cluster (``reference.cluster``) each broker
     process keeps its own offsets: a kill of either may explain it (the rule does not tell which
-    broker re-put the copies). ``replica_sync_ms`` (5.x controller mode): the replica elected after a
-    kill (or a freeze long enough for the controller to miss the master's heartbeats) resumes from
-    the delay offsets it synced at most that long before, so a first re-put from that long before
-    the kill or pause may repeat (``reference.cluster``)."""
+    broker re-put the copies). ``replica_sync_ms`` (5.x controller mode): the replica elected after
+    the master leaves — a kill, a graceful stop (it persists its own offsets, not the replica's), or
+    a freeze long enough for the controller to miss its heartbeats — resumes from the delay offsets
+    it synced at most that long before, so a first re-put from that long before may repeat
+    (``reference.cluster``)."""
     faults = list(faults)
     if replica_sync_ms is not None:
         for f in sorted(faults, key=lambda f: f["ts_ms"]):
-            if f.get("action") in ("kill", "pause") and f.get("target") in BROKER_TARGETS \
+            if f.get("action") in ("kill", "stop", "pause") and f.get("target") in BROKER_TARGETS \
                     and f["ts_ms"] - replica_sync_ms - jitter_ms <= first_store_ms <= f["ts_ms"] + jitter_ms < second_store_ms + jitter_ms:
                 return True, (f"first copy re-put at {first_store_ms}, at most {replica_sync_ms} ms before the {f['action']} of "
                               f"{f['target']} at {f['ts_ms']}: the replica elected after it resumed from delay offsets "

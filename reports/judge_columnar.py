@@ -36,7 +36,8 @@ from reports.rows import (EXPECTED_COL, JSON_FIELDS, LATENESS_BIN_MS, LATENESS_R
 _COL = EXPECTED_COL
 
 _NULL = np.iinfo(np.int64).min  # an absent integer
-SEND_FIELDS = ("type", "ts_ms", "key", "topic", "delay_level", "deliver_at_ms", "body_crc", "plan", "status", "born_ms")
+SEND_FIELDS = ("type", "ts_ms", "key", "topic", "delay_level", "deliver_at_ms", "body_crc", "plan", "status", "born_ms",
+               "broker")  # broker: reference.cluster
 DELIVER_FIELDS = ("type", "ts_ms", "key", "group", "topic", "queue_id", "queue_offset", "queue_topic",
                   "commit_log_offset", "broker", "body_crc", "reconsume_times", "born_ms", "store_ms", "outcome")
 DLQ_FIELDS = ("type", "ts_ms", "key", "group", "reconsume_times", "store_ms")

@@ -13,7 +13,7 @@ Commands:
 - ``create_topic {topic, queues}`` -> ``{"brokers": [addr...]}`` on every broker of the cluster
 - ``send {message, timeout_ms}`` -> one result; ``send_batch {messages, threads, timeout_ms}`` ->
   ``{"results": [...]}`` in request order, sent concurrently by ``threads`` Java threads. A message is ``{topic, key, body (latin-1 text), delay_level,
-  deliver_at_ms, plan}``; a result is ``{status, ts_ms, born_ms, msg_id, body_crc, error}`` with
+  deliver_at_ms, plan}``; a result is ``{status, ts_ms, born_ms, msg_id, body_crc, broker, error}`` with
   status ``SEND_OK``, ``FAILED`` (certainly not stored) or ``UNKNOWN`` (timed out / not sure).
   The send loop itself is Java (``java/HgBatchSender.java``, compiled on first use by
   ``helpers``): a batch is one JPype call, so Python's GIL does not cap the send rate.
@@ -228,9 +228,9 @@ class Client:
 
 
 def _parse_result(line: str) -> dict:
-    status, ts_ms, born_ms, msg_id, crc, error = line.split("\t", 5)
+    status, ts_ms, born_ms, msg_id, crc, broker, error = line.split("\t", 6)
     return {"status": status, "ts_ms": int(ts_ms), "born_ms": int(born_ms), "msg_id": msg_id or None,
-            "body_crc": int(crc), "error": error or None}
+            "body_crc": int(crc), "broker": broker or None, "error": error or None}
 
 
 def serve(client: Client, chan: Channel) -> None:

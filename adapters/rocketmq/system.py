@@ -835,4 +835,5 @@ def _message(req: SendRequest) -> dict:
 
 def _result(res: dict) -> SendResult:
     return SendResult(status=res["status"], ts_ms=res["ts_ms"], born_ms=res["born_ms"], msg_id=res.get("msg_id"),
+                      broker=res.get("broker"),
                       body_crc=res.get("body_crc"), error=res.get("error"))

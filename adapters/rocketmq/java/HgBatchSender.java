@@ -96,11 +96,12 @@ public final class HgBatchSender {
             SendResult r = producer.send(m, timeoutMs);
             String status = r.getSendStatus().name();
             boolean ok = "SEND_OK".equals(status);
-            return line(ok ? "SEND_OK" : "UNKNOWN", System.currentTimeMillis(), born, r.getMsgId(), crc,
+            String broker = r.getMessageQueue() == null ? "" : r.getMessageQueue().getBrokerName();
+            return line(ok ? "SEND_OK" : "UNKNOWN", System.currentTimeMillis(), born, r.getMsgId(), crc, broker,
                 ok ? "" : "broker answered " + status);
         } catch (Throwable e) {
             long now = System.currentTimeMillis();
-            return line(unknown(e) ? "UNKNOWN" : "FAILED", now, born, "", crc, e.getClass().getName() + ": " + e.getMessage());
+            return line(unknown(e) ? "UNKNOWN" : "FAILED", now, born, "", crc, "", e.getClass().getName() + ": " + e.getMessage());
         }
     }
 
@@ -115,8 +116,9 @@ public final class HgBatchSender {
         return false;
     }
 
-    private static String line(String status, long ts, long born, String msgId, long crc, String error) {
+    private static String line(String status, long ts, long born, String msgId, long crc, String broker, String error) {
         String err = error == null ? "" : error.replace('\t', ' ').replace('\n', ' ');
-        return status + "\t" + ts + "\t" + born + "\t" + (msgId == null ? "" : msgId) + "\t" + crc + "\t" + err;
+        return status + "\t" + ts + "\t" + born + "\t" + (msgId == null ? "" : msgId) + "\t" + crc + "\t"
+            + (broker == null ? "" : broker) + "\t" + err;
     }
 }

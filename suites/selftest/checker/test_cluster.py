@@ -66,6 +66,16 @@ def _failover_repeat(run_id: str) -> RunBuilder:
             .fault(43_000, "start").fault(45_000, "ready"))
 
 
+_TWO_MASTERS = {"adapter": "handmade", "version": "1.0", "runtime": "none", "cluster": "two-masters",
+                "brokers": {"broker": {"name": A, "role": "master"}, "broker-2": {"name": B, "role": "master"}}}
+
+
+def _late_while_the_other_is_down(run_id: str, stored_on: str) -> RunBuilder:
+    # the second master is down from 0 to 20 s; a level-2 message (5 s) sent at 1 s is re-put at 15 s
+    return (RunBuilder(run_id).fault(0, "kill", "broker-2").send("m", 1_000, level=2, broker=stored_on)
+            .deliver("m", 15_000, broker=stored_on).fault(18_000, "start", "broker-2").fault(20_000, "ready", "broker-2"))
+
+
 @pytest.fixture(scope="module")
 def cluster_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("cluster")
@@ -80,6 +90,9 @@ def cluster_root(tmp_path_factory):
     b = _failover_repeat("failover-replica-resumes")
     b.write(root, profile=_profile(b, "controller"))
     _failover_repeat("restart-resumes-own-offsets").write(root)
+    for run_id, broker in [("late-on-the-live-master", A), ("late-on-the-down-master", B)]:
+        b = _late_while_the_other_is_down(run_id, broker)
+        b.write(root, profile=_profile(b, "two-masters"), system=_TWO_MASTERS)
     _retry_copies("retry-of-each-later", 2).write(root)
     _retry_copies("retry-copy-without-later", 1).write(root)
     for run_id, outage in [("send-back-broker-down", True), ("send-back-no-outage", False)]:
@@ -128,3 +141,9 @@ def test_a_replica_elected_after_a_kill_may_repeat_re_puts_since_its_last_sync(v
     assert verdicts["failover-replica-resumes"]["invariants"]["NO_DUPLICATE"]["passed"] is True
     own = verdicts["restart-resumes-own-offsets"]["invariants"]["NO_DUPLICATE"]  # one broker: its own persist
     assert own["passed"] is False and own["examples"][0]["cause"] == "scheduler"
+
+
+def test_a_message_waits_only_for_the_broker_it_was_stored_on(verdicts):
+    live = verdicts["late-on-the-live-master"]["invariants"]["ON_TIME"]
+    assert live["passed"] is False and live["examples"][0]["key"] == "m"
+    assert verdicts["late-on-the-down-master"]["invariants"]["ON_TIME"]["passed"] is True  # widened by its outage
