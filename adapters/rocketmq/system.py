@@ -37,7 +37,7 @@ from pathlib import Path
 from adapters.base import (AdapterError, BrokerProfile, ConsumerSpec, NotReady, SendRequest, SendResult,
                            SystemInfo)
 from adapters.rocketmq import config as cfg
-from reference.clock import CLOCK, CLOCK_ACTIONS
+from reference.clock import CLOCK, CLOCK_ACTIONS, CLOCK_DRIFT
 from reference.contract import CONSUME_STATS_SOURCE, RETRY_PREFIX, queue_key
 from reference.disk import DISK_ACTIONS, FILL, FREE
 from reference.network import LATENCY, LATENCY_END, NET_ACTIONS
@@ -547,6 +547,8 @@ class RocketMQSystem:
         """Whether this system can perform the primitive fault (an external cluster only where the
         user gave a command for it; filling a store only where it is size-limited; network faults
         only on a broker in a namespace of its own; clock steps only on a broker under libfaketime)."""
+        if action == CLOCK_DRIFT:  # not yet: the broker's launch must fake its monotonic clock too (brokerclock)
+            return False
         if action in CLOCK_ACTIONS:
             return target == "broker" and self._clock_file is not None
         if action in NET_ACTIONS:
