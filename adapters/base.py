@@ -41,6 +41,7 @@ class BrokerProfile:
     fillable_store: bool = False  # the store on a size-limited filesystem, for the disk_full fault
     own_network: bool = False  # the broker in its own network namespace, for partition and latency
     own_clock: bool = False  # the broker's wall clock under the harness's control, for clock steps
+    drifting_clock: bool = False  # ... and able to run fast or slow (clock_drift), with own_clock
 
 
 @dataclass(frozen=True)

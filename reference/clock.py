@@ -73,6 +73,10 @@ CLOCK_STEP_ACTIONS = (CLOCK, CLOCK_DRIFT)
 #: the largest drift either way, per mille of the true rate: the broker's clock runs at least
 #: 0.1 times the true rate, so it stays strictly increasing and a reading maps back to one true moment
 MAX_CLOCK_RATE_PERMILLE = 900
+#: how far off a drift's line a real broker's clock may start: libfaketime counts a speed from the
+#: process's start, which the harness knows to the clock tick (adapters.rocketmq.brokerclock:
+#: 10 ms), so the clock may read up to ``|r|`` times that off the recorded line
+DRIFT_ANCHOR_MS = 10
 #: the largest step a scenario takes: a larger one would outlive the broker's 120 s channel expiry
 #: (ClientHousekeepingService) and the name server's broker expiry in the broker's own clock,
 #: which this rule does not state
@@ -95,6 +99,13 @@ class Step:
         """The offset of the segment this change starts, at true ``t_ms`` (anchored at ``ts_ms``:
         the harness writes the change so the clock is continuous there)."""
         return self.offset_ms + (self.rate_permille * (t_ms - self.ts_ms)) // 1000
+
+    def reading_slack_ms(self) -> int:
+        """How far in true time a due moment, and a store time read back, may lie off this
+        segment's line (:data:`DRIFT_ANCHOR_MS`, each way; 0 for a step), plus the clock's
+        millisecond."""
+        r = self.rate_permille
+        return 0 if not r else 2 * (-(-abs(r) * DRIFT_ANCHOR_MS // (1000 + r))) + 2
 
     def true_of(self, broker_ms: int) -> int:
         """The latest true millisecond at which this segment's line reads ``broker_ms`` or less
@@ -203,13 +214,19 @@ class BrokerClock:
             waiting = step.waiting_levels is None or level is None or level in step.waiting_levels
             if back > 0 and waiting and step.ts_ms <= stored_hi_ms:
                 late.append(step.settled_ms + delay_ms + back)
-        return min(early), max(late)
+        slack = self.reading_slack_ms()
+        return min(early) - slack, max(late) + slack
 
     def deadline_range(self, from_ms: int, deliver_at_broker_ms: int) -> tuple[int, int]:
         """A due time given in the broker's clock (a timer message's deliver time): the earliest
         and latest true moment the broker's clock reads it, over both extremes."""
         reached = [self.reached_ms(from_ms, deliver_at_broker_ms, late) for late in (False, True)]
-        return min(reached), max(reached)
+        slack = self.reading_slack_ms()
+        return min(reached) - slack, max(reached) + slack
+
+    def reading_slack_ms(self) -> int:
+        """The largest :meth:`Step.reading_slack_ms` of this clock's drifts (0 without one)."""
+        return max((s.reading_slack_ms() for s in self.steps), default=0)
 
     def true_ms(self, broker_ms: int, before_ms: int) -> int:
         """A ``store_ms`` (the broker's clock) as true time: the latest true moment no later than

@@ -136,7 +136,7 @@ class RocketMQSystem:
             command_prefix=prefix,
             component=component, main_class=MAIN_CLASS[component], classpath=dist.classpath(),
             jvm_opts=dist.jvm_opts(component) + props, args=("-c", str(conf)),
-            env=(("ROCKETMQ_HOME", str(home)),) + (brokerclock.environment(self._clock_file)
+            env=(("ROCKETMQ_HOME", str(home)),) + (brokerclock.environment(self._clock_file, self.profile.drifting_clock)
                                                    if component == "broker" and self._clock_file is not None else ()),
             log_file=log_file,
             mounts=(self.layout.root, dist.lib_dir), ports=ports, labels=labels)
@@ -534,6 +534,16 @@ class RocketMQSystem:
             raise AdapterError(f"cannot step the clock of {target}: " + self.info.details.get("clock_faults", "not a broker under libfaketime"))
         brokerclock.write_offset(self._clock_file, offset_ms)
 
+    def set_clock_rate(self, target: str, offset_ms: int, rate_permille: int) -> None:
+        if not self.can_fault(CLOCK_DRIFT, target):
+            raise AdapterError(f"cannot make the clock of {target} drift: " + self.info.details.get(
+                "clock_faults", "not a broker launched to drift under libfaketime (BrokerProfile.drifting_clock)"))
+        pid = self.runtime.pid(target)
+        if pid is None:
+            raise AdapterError(f"cannot make the clock of {target} drift: it is not running (libfaketime's speed "
+                               "counts from the process's start)")
+        brokerclock.write_rate(self._clock_file, offset_ms, rate_permille, brokerclock.process_start_ms(pid))
+
     def clock_settle_ms(self, target: str) -> int:
         return brokerclock.SETTLE_MS
 
@@ -547,8 +557,8 @@ class RocketMQSystem:
         """Whether this system can perform the primitive fault (an external cluster only where the
         user gave a command for it; filling a store only where it is size-limited; network faults
         only on a broker in a namespace of its own; clock steps only on a broker under libfaketime)."""
-        if action == CLOCK_DRIFT:  # not yet: the broker's launch must fake its monotonic clock too (brokerclock)
-            return False
+        if action == CLOCK_DRIFT:  # a broker launched to drift (brokerclock.environment)
+            return target == "broker" and self._clock_file is not None and self.profile.drifting_clock
         if action in CLOCK_ACTIONS:
             return target == "broker" and self._clock_file is not None
         if action in NET_ACTIONS:
