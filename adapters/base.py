@@ -42,6 +42,7 @@ class BrokerProfile:
     own_network: bool = False  # the broker in its own network namespace, for partition and latency
     own_clock: bool = False  # the broker's wall clock under the harness's control, for clock steps
     cluster: str = "single"  # reference.cluster: the brokers the system runs
+    drifting_clock: bool = False  # ... and able to run fast or slow (clock_drift), with own_clock
 
 
 @dataclass(frozen=True)
@@ -171,13 +172,19 @@ class Snapshotting(Protocol):
 
 @runtime_checkable
 class ClockFaults(Protocol):
-    """Systems that can step the broker's wall clock (``clock`` faults, :mod:`reference.clock`);
-    ``can_fault('clock', target)`` says whether this one can now."""
+    """Systems that can step the broker's wall clock (``clock`` faults, :mod:`reference.clock`) and
+    make it drift (``clock_drift``); ``can_fault('clock', target)`` / ``can_fault('clock_drift',
+    target)`` say whether this one can now."""
 
     def can_fault(self, action: str, target: str) -> bool: ...
 
     def set_clock(self, target: str, offset_ms: int) -> None:
         """From now on the target's wall clock reads ``offset_ms`` ahead of the true time (0: true)."""
+
+    def set_clock_rate(self, target: str, offset_ms: int, rate_permille: int) -> None:
+        """From now on the target's wall clock reads ``offset_ms`` ahead of the true time and runs
+        ``rate_permille`` per mille faster (negative: slower; 0: at the true rate again), continuous
+        with what it read until now (``can_fault('clock_drift', target)`` says whether it can)."""
 
     def clock_settle_ms(self, target: str) -> int:
         """How long after :meth:`set_clock` returns the target's process may still read the old

@@ -25,6 +25,7 @@ from harness.runner import BROKER_SETUP, Cancelled, ConsumerWatch, Progress, Run
 from reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
 from harness.fit import MAX_WAIT_MS, fit_to_broker
 from harness.scenario import CLOCK_STEP_ACTIONS, NETWORK_ACTIONS, STORE_FILL_ACTIONS, Scenario
+from reference.clock import CLOCK_DRIFT
 from harness.summary import scenario_wait_ms
 from harness.systems import SystemSpec, open_system
 
@@ -146,8 +147,9 @@ class Batch:
             fillable = any(f.action in STORE_FILL_ACTIONS for s in job.scenarios for f in s.faults)
             own_network = any(f.action in NETWORK_ACTIONS for s in job.scenarios for f in s.faults)
             own_clock = any(f.action in CLOCK_STEP_ACTIONS for s in job.scenarios for f in s.faults)
+            drifting = any(f.action == CLOCK_DRIFT for s in job.scenarios for f in s.faults)
             system = open_system(self.opts.system, first.profile, workdir, seed=first.seed, fillable_store=fillable,
-                                 own_network=own_network, own_clock=own_clock)
+                                 own_network=own_network, own_clock=own_clock, drifting_clock=drifting)
         except Exception as e:  # noqa: BLE001 - e.g. an unknown system or version: every scenario is broken
             for s in job.scenarios:
                 self.errors.setdefault(s.name, f"{type(e).__name__}: {e}")

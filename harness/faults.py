@@ -18,7 +18,7 @@ from typing import Callable
 from adapters.base import AdapterError, ClockFaults, DiskFaults, Lifecycle, NetworkFaults, Pausable, Snapshotting
 from adapters.rundir import EventLog
 from harness.scenario import FaultStep
-from reference.clock import CLOCK
+from reference.clock import CLOCK, CLOCK_DRIFT, MAX_CLOCK_STEP_MS, Step
 from reference.cluster import is_broker
 from reference.disk import DISK_ACTIONS, FILL, FREE
 from reference.network import LATENCY, LATENCY_END, LOSS, LOSS_END, NET_ACTIONS, NET_END, PARTITION, PARTITION_END
@@ -43,22 +43,26 @@ class TimedFault:
     delay_ms: int | None = None  # a latency: the delay it adds
     offset_ms: int | None = None  # a clock step: the broker's clock offset from then on
     loss_percent: int | None = None  # a loss: the share of packets it drops
+    rate_permille: int | None = None  # a drift's start (its rate) or end (0): the offset is the one reached
 
     def event_fields(self) -> dict:
         """The optional ``fault`` event fields that say which step this is and what timed it."""
         out = {"step": self.step, "anchor": self.anchor, "anchor_event_ms": self.anchor_event_ms,
-               "delay_ms": self.delay_ms, "offset_ms": self.offset_ms, "loss_percent": self.loss_percent}
+               "delay_ms": self.delay_ms, "offset_ms": self.offset_ms, "loss_percent": self.loss_percent,
+               "rate_permille": self.rate_permille}
         return {k: v for k, v in out.items() if v is not None}
 
 
 def expand_step(s: FaultStep, at_ms: int, step: int | None = None, anchor: str | None = None,
                 anchor_event_ms: int | None = None) -> list[TimedFault]:
     """The primitives of one step fired at ``at_ms`` (offset from the scenario start), in order."""
-    def tf(offset: int, action: str, clock_offset: int | None = None) -> TimedFault:
+    def tf(offset: int, action: str, clock_offset: int | None = None, rate: int | None = None) -> TimedFault:
         delay = s.delay_ms if action == LATENCY else None
         return TimedFault(at_ms + offset, action, s.target, step, anchor, anchor_event_ms, delay, clock_offset,
-                          s.loss_percent if action == LOSS else None)
+                          s.loss_percent if action == LOSS else None, rate)
 
+    if s.action == CLOCK_DRIFT:  # reference.clock: runs fast or slow, then at the true rate from the offset reached
+        return [tf(0, CLOCK, rate=s.rate_permille), tf(s.duration_ms, CLOCK, rate=0)]
     if s.action == CLOCK:  # reference.clock: stepped, and stepped back after the duration (0: the heal does)
         return [tf(0, CLOCK, s.offset_ms)] + ([tf(s.duration_ms, CLOCK, 0)] if s.duration_ms else [])
     if s.action in PRIMITIVES and not (s.action in ("pause", FILL, *_NET_END) and s.duration_ms):
@@ -101,6 +105,7 @@ class FaultDriver:
         self.full: set[str] = set()  # stores filled (disk_full), freed by the heal
         self.cut: set[tuple[str, str]] = set()  # (partition/latency, target) in force, ended by the heal
         self.clocked: set[str] = set()  # targets whose clock is stepped, stepped back by the heal
+        self.clock_lines: dict[str, Step] = {}  # each moved clock's segment now (reference.clock.Step)
         self.clock_reach_ms = 0  # how far behind the true time a clock of this run has read (store times read earlier)
         #: the delay levels holding entries now (reference.clock.waiting_levels), recorded with a
         #: clock step; None: unknown (the model then lets every level hold what comes after)
@@ -160,17 +165,25 @@ class FaultDriver:
             else:
                 self.cut.discard((next(a for a, end in _NET_END.items() if end == action), target))
         elif action == CLOCK:
-            if not isinstance(sysm, ClockFaults) or not sysm.can_fault(action, target):
+            if not isinstance(sysm, ClockFaults) or not sysm.can_fault(CLOCK_DRIFT if "rate_permille" in extra else CLOCK,
+                                                                          target):
                 raise AdapterError(f"{type(sysm).__name__} cannot move the clock of {target}")
-            offset = int(extra.get("offset_ms") or 0)
-            now = sysm.clock.now_ms()  # recorded before: the process may take the step at once
+            now = sysm.clock.now_ms()  # recorded before: the process may take the change at once
+            rate = extra.get("rate_permille")  # a drift's start or end: from the offset reached now
+            line = self.clock_lines.get(target)
+            offset = int(extra["offset_ms"] if rate is None else (line.offset_ms_at(now) if line else 0))
             fields = {**extra, "offset_ms": offset, "settled_ms": now + sysm.clock_settle_ms(target)}
             if self.waiting_levels is not None:
                 fields["waiting_levels"] = self.waiting_levels()
             self._event(CLOCK, target, fields)
-            sysm.set_clock(target, offset)
-            (self.clocked.add if offset else self.clocked.discard)(target)
-            self.clock_reach_ms = max(self.clock_reach_ms, -offset)
+            if rate is None:
+                sysm.set_clock(target, offset)
+            else:
+                sysm.set_clock_rate(target, offset, int(rate))
+            self.clock_lines[target] = Step(now, fields["settled_ms"], offset, rate_permille=int(rate or 0))
+            (self.clocked.add if offset or rate else self.clocked.discard)(target)
+            # a slow drift reads further back as it goes, at most MAX_CLOCK_STEP_MS (harness.scenario)
+            self.clock_reach_ms = max(self.clock_reach_ms, -offset + (MAX_CLOCK_STEP_MS if (rate or 0) < 0 else 0))
         elif action in ("pause", "resume"):
             if not isinstance(sysm, Pausable):
                 raise AdapterError(f"{type(sysm).__name__} cannot {action} {target}")
@@ -217,6 +230,7 @@ _STEP_PRIMITIVES = {
     "resume": ("resume",), "restart": ("stop", "start"), "kill_restart": ("kill", "start"),
     "outage": ("kill", "start"), "slow_start": ("start", "pause", "resume"), FILL: DISK_ACTIONS,
     CLOCK: (CLOCK,), **{a: (a, end) for a, end in _NET_END.items()},
+    CLOCK_DRIFT: (CLOCK_DRIFT, CLOCK),  # a drift needs a clock that can run fast or slow; the heal steps
 }
 
 

@@ -30,7 +30,7 @@ from harness.catalogue import suite_of
 from harness.scenario import Scenario
 from reference.cluster import SINGLE, broker_targets
 from reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, consumer_fault, retry_topic
-from reference.clock import CLOCK_ACTIONS, waiting_levels
+from reference.clock import CLOCK_STEP_ACTIONS, waiting_levels
 from reference.levels import parse_level_table
 from reference.disk import DISK_ACTIONS
 from reference.network import NET_ACTIONS
@@ -97,7 +97,7 @@ SET_UP_FAULTS = (
     (DISK_ACTIONS, DiskFaults, "fill the store of", ("disk_faults",), "the system cannot fill a store"),
     (NET_ACTIONS, NetworkFaults, "act on the network of", ("network_faults", "latency_faults"),
      "the system cannot cut or slow a network"),
-    (CLOCK_ACTIONS, ClockFaults, "move the clock of", ("clock_faults",), "the system cannot move a clock"),
+    (CLOCK_STEP_ACTIONS, ClockFaults, "move the clock of", ("clock_faults",), "the system cannot move a clock"),
 )
 SET_UP_ACTIONS = tuple(a for actions, *_ in SET_UP_FAULTS for a in actions)
 

@@ -31,7 +31,7 @@ from jsonschema.exceptions import best_match
 from harness.schema_errors import Found, explain, join_path
 from reference.contract import FAULT_TARGETS, PLAN_WORDS, ContractError
 from reference.levels import parse_level_table
-from reference.clock import CLOCK_ACTIONS, MAX_CLOCK_STEP_MS
+from reference.clock import CLOCK, CLOCK_DRIFT, CLOCK_STEP_ACTIONS, MAX_CLOCK_RATE_PERMILLE, MAX_CLOCK_STEP_MS
 from reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
 from reference.network import MAX_DELAY_MS, MAX_LOSS_PERCENT, MAX_PARTITION_MS
 
@@ -40,16 +40,16 @@ DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 COMPRESSED_LEVELS = "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 1s 2s 3s 4s 5s 6s 7s 8s"
 
 FAULT_ACTIONS_SCHEDULABLE = ("kill", "stop", "start", "pause", "resume", "restart", "kill_restart", "outage",
-                             "slow_start", "disk_full", "partition", "latency", "loss", "clock")
+                             "slow_start", "disk_full", "partition", "latency", "loss", CLOCK, CLOCK_DRIFT)
 #: actions whose ``duration_ms`` means something (the others must leave it 0)
 FAULT_ACTIONS_WITH_DURATION = ("pause", "restart", "kill_restart", "outage", "slow_start", "disk_full", "partition",
-                               "latency", "loss", "clock")
+                               "latency", "loss", CLOCK, CLOCK_DRIFT)
 #: steps that fill the broker's store (its system needs a fillable store)
 STORE_FILL_ACTIONS = ("disk_full",)
 #: steps that act on the broker's network (its system runs the broker in its own network namespace)
 NETWORK_ACTIONS = ("partition", "latency", "loss")
-#: steps that move the broker's wall clock (its system runs the broker under a clock it controls)
-CLOCK_STEP_ACTIONS = CLOCK_ACTIONS
+#: steps that move the broker's wall clock (its system runs the broker under a clock it controls):
+#: reference.clock.CLOCK_STEP_ACTIONS
 #: steps after which deliveries may come seconds late (a process down or frozen, a network cut):
 #: they cannot be judged beside a step back of the broker's clock (reference.clock.BrokerClock.true_ms)
 DELIVERY_DELAYING_ACTIONS = ("kill", "stop", "pause", "restart", "kill_restart", "outage", "slow_start", "partition",
@@ -131,7 +131,9 @@ class FaultStep:
     ``delay_ms`` for ``duration_ms`` (0: until the run ends); ``loss`` = drop ``loss_percent`` of the
     packets in and out of the broker for ``duration_ms`` (> 0) (:mod:`reference.network`); ``clock`` =
     step the broker's wall clock by ``offset_ms`` (negative: back) for ``duration_ms`` (0: until
-    the run ends), then step it back (:mod:`reference.clock`). Without
+    the run ends), then step it back (:mod:`reference.clock`); ``clock_drift`` = make the broker's
+    wall clock run ``rate_permille`` per mille fast (negative: slow) for ``duration_ms`` (> 0),
+    then at the true rate again, keeping the offset it reached (the heal steps it back). Without
     ``after``, ``at_ms`` counts from the scenario's start; with it, from the anchor event."""
 
     at_ms: int
@@ -142,6 +144,7 @@ class FaultStep:
     delay_ms: int = 0  # latency only: the delay added to each packet
     loss_percent: int = 0  # loss only: the share of packets dropped
     offset_ms: int = 0  # clock only: the step of the broker's wall clock (negative: back)
+    rate_permille: int = 0  # clock_drift only: how much faster the broker's clock runs, per mille (negative: slower)
 
 
 @dataclass(frozen=True)
@@ -294,7 +297,9 @@ def scenario_schema() -> dict:
                                                       "loss = drop loss_percent of the packets in and out of the "
                                                       "broker for duration_ms (> 0); "
                                                       "clock = step the broker's wall clock by offset_ms for "
-                                                      "duration_ms (0: to the end).", {
+                                                      "duration_ms (0: to the end); clock_drift = run the broker's "
+                                                      "wall clock rate_permille per mille fast (< 0: slow) for "
+                                                      "duration_ms (> 0), then at the true rate.", {
                 "at_ms": (ms, "When, in milliseconds after the scenario starts (with after: after the anchor event)."),
                 "action": ({"enum": list(FAULT_ACTIONS_SCHEDULABLE)}, "What to do to the target."),
                 "target": ({"enum": list(FAULT_TARGETS)}, "Which part of the system."),
@@ -311,6 +316,10 @@ def scenario_schema() -> dict:
                 "offset_ms": ({"type": "integer", "minimum": -MAX_CLOCK_STEP_MS, "maximum": MAX_CLOCK_STEP_MS},
                               f"clock only: the step of the broker's wall clock, ahead (> 0) or back (< 0), at most "
                               f"{MAX_CLOCK_STEP_MS} ms either way; must be 0 for the others."),
+                "rate_permille": ({"type": "integer", "minimum": -MAX_CLOCK_RATE_PERMILLE, "maximum": MAX_CLOCK_RATE_PERMILLE},
+                                  "clock_drift only: how much faster the broker's wall clock runs than the true time, "
+                                  f"per mille (500: 1.5 times; -500: half speed), at most {MAX_CLOCK_RATE_PERMILLE} "
+                                  "either way (the clock keeps increasing); must be 0 for the others."),
             }),
             "anchor": _object(FaultAnchor, "Fault anchor", "The broker event a fault step is timed from, counted from "
                                                           "when the previous fault step fired (the first: from the first "
@@ -414,11 +423,22 @@ def _cross_check(raw: dict, where: str) -> None:
         if f["action"] != "latency" and delay != 0:
             fail(f"faults[{i}].delay_ms", "0 or no such field (only latency takes a delay)", delay)
         offset = f.get("offset_ms", 0)
+        rate = f.get("rate_permille", 0)
+        if f["action"] == CLOCK_DRIFT and rate == 0:
+            fail(f"faults[{i}].rate_permille", f"how fast the broker's clock drifts, non-zero, "
+                                               f"-{MAX_CLOCK_RATE_PERMILLE}..{MAX_CLOCK_RATE_PERMILLE} per mille", rate)
+        if f["action"] == CLOCK_DRIFT and (duration == "missing" or duration <= 0
+                                           or abs(rate) * duration > MAX_CLOCK_STEP_MS * 1000):
+            fail(f"faults[{i}].duration_ms", "how long the drift lasts, > 0, with |rate_permille| * duration_ms / 1000 "
+                                             f"at most {MAX_CLOCK_STEP_MS} (the offset it reaches: reference.clock)", duration)
+        if f["action"] != CLOCK_DRIFT and rate != 0:
+            fail(f"faults[{i}].rate_permille", "0 or no such field (only clock_drift takes a rate)", rate)
         if f["action"] == "clock" and offset == 0:
             fail(f"faults[{i}].offset_ms", f"the step of the broker's clock, non-zero, -{MAX_CLOCK_STEP_MS}..{MAX_CLOCK_STEP_MS}", offset)
         if f["action"] != "clock" and offset != 0:
             fail(f"faults[{i}].offset_ms", "0 or no such field (only clock takes an offset)", offset)
-        if f["action"] == "clock" and (offset < 0 or duration not in (0, "missing")):
+        # a step back, the step back ending a step ahead, and the heal of a fast drift (reference.clock)
+        if (f["action"] == "clock" and (offset < 0 or duration not in (0, "missing"))) or (f["action"] == CLOCK_DRIFT and rate > 0):
             late = [j for j, g in enumerate(faults) if g["action"] in DELIVERY_DELAYING_ACTIONS]
             if late:
                 fail(f"faults[{late[0]}].action", "no fault that delays deliveries beside a step back of the broker's "
@@ -470,7 +490,8 @@ def scenario_from_json(raw: Any, where: str = "scenario") -> Scenario:
                                duration_ms=int(f.get("duration_ms", 0)),
                                after=None if f.get("after") is None else FaultAnchor(**f["after"]),
                                delay_ms=int(f.get("delay_ms", 0)), offset_ms=int(f.get("offset_ms", 0)),
-                               loss_percent=int(f.get("loss_percent", 0)))
+                               loss_percent=int(f.get("loss_percent", 0)),
+                               rate_permille=int(f.get("rate_permille", 0)))
                      for f in raw.get("faults", [])),
         profile=Profile(**{k: (int(v) if k not in ("message_delay_level", "cluster") else v) for k, v in prof.items()}),
         seed=int(raw.get("seed", 0)),

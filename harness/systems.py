@@ -141,16 +141,19 @@ class SystemSpec:
         return tuple(d.strip() for d in m.group("defects").split(",") if d.strip())
 
 
-def broker_profile(p: Profile, fillable_store: bool = False, own_network: bool = False, own_clock: bool = False) -> BrokerProfile:
+def broker_profile(p: Profile, fillable_store: bool = False, own_network: bool = False, own_clock: bool = False,
+                   drifting_clock: bool = False) -> BrokerProfile:
     return BrokerProfile(message_delay_level=p.message_delay_level, flush_delay_offset_interval_ms=p.flush_delay_offset_interval_ms,
-                         fillable_store=fillable_store, own_network=own_network, own_clock=own_clock, cluster=p.cluster)
+                         fillable_store=fillable_store, own_network=own_network, own_clock=own_clock or drifting_clock,
+                         drifting_clock=drifting_clock, cluster=p.cluster)
 
 
 def open_system(spec: SystemSpec, profile: Profile, workdir: Path, seed: int = 0, fillable_store: bool = False,
-                own_network: bool = False, own_clock: bool = False) -> System:
+                own_network: bool = False, own_clock: bool = False, drifting_clock: bool = False) -> System:
     """A system for ``spec`` with ``profile`` (not set up yet: call ``setup()``); ``fillable_store``:
     its scenarios fill the broker's store (``disk_full``); ``own_network``: they cut or slow the
-    broker's network (``partition``, ``latency``)."""
+    broker's network (``partition``, ``latency``); ``own_clock``: they step the broker's clock
+    (``clock``); ``drifting_clock``: they make it drift (``clock_drift``)."""
     if spec.virtual:
         from adapters.simulated import open_simulated
 
@@ -158,7 +161,7 @@ def open_system(spec: SystemSpec, profile: Profile, workdir: Path, seed: int = 0
     if spec.spec.startswith(("rocketmq:", "dist:", "jars:", "cmd:")):
         from adapters.rocketmq import open_system as open_rocketmq
 
-        return open_rocketmq(system=spec.spec, runtime=spec.runtime, workdir=workdir, profile=broker_profile(profile, fillable_store, own_network, own_clock), image=spec.image,
+        return open_rocketmq(system=spec.spec, runtime=spec.runtime, workdir=workdir, profile=broker_profile(profile, fillable_store, own_network, own_clock, drifting_clock), image=spec.image,
                              namesrv_addr=spec.namesrv, fault_commands=spec.fault_commands())
     raise AdapterError(
         f"unknown system {spec.spec!r}: expected rocketmq:<version>, dist:/path, jars:/path, cmd:FILE, simulated or "

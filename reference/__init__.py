@@ -11,7 +11,7 @@ and ``rocketmq-all-5.3.3``. The catalogue:
 | ``levels.LevelTable.clamp`` | CommitLog.asyncPutMessage (4.9.x), HookUtils.transformDelayLevelMessage (5.x) |
 | ``levels.LevelTable.delay_ms`` | ScheduleMessageService.computeDeliverTimestamp |
 | ``windows.corrected_deliver_ms`` | DeliverDelayedMessageTimerTask.correctDeliverTimestamp |
-| ``clock.BrokerClock.due_range`` (a stepped broker clock) | ScheduleMessageService.computeDeliverTimestamp / executeOnTimeup / correctDeliverTimestamp on the broker's wall clock |
+| ``clock.BrokerClock.due_range`` (a stepped or drifting broker clock) | ScheduleMessageService.computeDeliverTimestamp / executeOnTimeup / correctDeliverTimestamp on the broker's wall clock |
 | ``windows.window`` (ready + first delay) | ScheduleMessageService.start (FIRST_DELAY_TIME = 1000) |
 | ``persistence.next_flush_ms`` | ScheduleMessageService.start (scheduleAtFixedRate(persist, 10000, flushDelayOffsetInterval)) |
 | ``persistence`` graceful persist / kill -9 loss | ScheduleMessageService.shutdown / persist |

@@ -39,6 +39,20 @@ stall them; only the due test below reads the wall clock):
 
 Timer messages (5.x TimerMessageStore): their deliver time is in the broker's clock too (seen on
 5.5.0: 30 s late after a 30 s step back, at once after a step ahead).
+
+A drift (the ``clock_drift`` step, issue 13): for a while the broker's clock runs at ``1 + r`` times
+the true rate (``rate_permille`` = 1000·r, ``|r| <= MAX_CLOCK_RATE_PERMILLE / 1000``, so the
+clock stays increasing), then at the true rate again. The clock is then piecewise linear: each
+``clock`` event starts a segment whose offset is ``offset_ms + r·(t - ts_ms)`` (a step is a segment
+of rate 0 that starts with a jump; a drift's start and end are continuous). The same rule applies,
+read on a monotone clock: DeliverDelayedMessageTimerTask.executeOnTimeup re-puts the head once
+``System.currentTimeMillis() >= S + delay``, so a fast clock re-puts early in true time (by
+``delay·r/(1+r)`` when the whole wait drifts) and a slow one late; correctDeliverTimestamp never
+fires while the clock only runs fast or slow (it never reads below ``S``), and nothing is held
+behind a level's head (due times stay in store order). ``store_ms`` maps back to true time
+uniquely (:meth:`BrokerClock.true_ms`). Timer messages likewise wait on the broker's clock
+(TimerMessageStore's dequeue compares with ``System.currentTimeMillis``). The heal at a run's end
+steps the clock back to true (offset 0): after a drift that is a ``clock`` step with its rules.
 """
 
 from __future__ import annotations
@@ -49,8 +63,20 @@ from typing import Iterable, Mapping
 from reference.retry import retry_level
 
 CLOCK = "clock"
+#: the scenario step that makes the broker's clock run fast or slow for a while (recorded as
+#: ``clock`` events with a ``rate_permille``)
+CLOCK_DRIFT = "clock_drift"
 #: the primitive fault action that moves the broker's clock (``fault`` events of ``target: broker``)
 CLOCK_ACTIONS = (CLOCK,)
+#: the scenario steps that move the broker's clock
+CLOCK_STEP_ACTIONS = (CLOCK, CLOCK_DRIFT)
+#: the largest drift either way, per mille of the true rate: the broker's clock runs at least
+#: 0.1 times the true rate, so it stays strictly increasing and a reading maps back to one true moment
+MAX_CLOCK_RATE_PERMILLE = 900
+#: how far off a drift's line a real broker's clock may start: libfaketime counts a speed from the
+#: process's start, which the harness knows to the clock tick (adapters.rocketmq.brokerclock:
+#: 10 ms), so the clock may read up to ``|r|`` times that off the recorded line
+DRIFT_ANCHOR_MS = 10
 #: the largest step a scenario takes: a larger one would outlive the broker's 120 s channel expiry
 #: (ClientHousekeepingService) and the name server's broker expiry in the broker's own clock,
 #: which this rule does not state
@@ -67,15 +93,41 @@ class Step:
     settled_ms: int
     offset_ms: int
     waiting_levels: frozenset[int] | None = None
+    rate_permille: int = 0  # a drift: from ts_ms the offset grows by this much per 1000 ms (0: a step)
+
+    def offset_ms_at(self, t_ms: int) -> int:
+        """The offset of the segment this change starts, at true ``t_ms`` (anchored at ``ts_ms``:
+        the harness writes the change so the clock is continuous there)."""
+        return self.offset_ms + (self.rate_permille * (t_ms - self.ts_ms)) // 1000
+
+    def reading_slack_ms(self) -> int:
+        """How far in true time a due moment, and a store time read back, may lie off this
+        segment's line (:data:`DRIFT_ANCHOR_MS`, each way; 0 for a step), plus the clock's
+        millisecond."""
+        r = self.rate_permille
+        return 0 if not r else 2 * (-(-abs(r) * DRIFT_ANCHOR_MS // (1000 + r))) + 2
+
+    def true_of(self, broker_ms: int) -> int:
+        """The latest true millisecond at which this segment's line reads ``broker_ms`` or less
+        (the inverse of ``t + offset_ms_at(t)``; exact for a step)."""
+        if not self.rate_permille:
+            return broker_ms - self.offset_ms
+        t = (1000 * (broker_ms - self.offset_ms) + self.rate_permille * self.ts_ms) // (1000 + self.rate_permille)
+        while t + 1 + self.offset_ms_at(t + 1) <= broker_ms:
+            t += 1
+        while t + self.offset_ms_at(t) > broker_ms:
+            t -= 1
+        return t
 
 
 @dataclass(frozen=True)
 class BrokerClock:
-    """The broker clock's offset from the true time, a step function (0 before the first step).
+    """The broker clock's offset from the true time, piecewise linear (0 before the first change):
+    each change starts a segment, a step (rate 0) or a drift (:meth:`Step.offset_ms_at`).
 
-    Each step took effect at an unknown moment of its ``[ts_ms, settled_ms]``: every question is
-    answered for the two extremes (all steps at ``ts_ms``, all at ``settled_ms``) and the answers
-    bound what a correct broker may do."""
+    Each change took effect at an unknown moment of its ``[ts_ms, settled_ms]``: every question is
+    answered for the two extremes (all changes at ``ts_ms``, all at ``settled_ms``; until then the
+    previous segment runs on) and the answers bound what a correct broker may do."""
 
     steps: tuple[Step, ...]
 
@@ -83,46 +135,61 @@ class BrokerClock:
     def from_faults(cls, faults: Iterable[Mapping]) -> "BrokerClock | None":
         """The clock of a run's ``fault`` events; None when no event moved it."""
         steps = sorted((Step(int(f["ts_ms"]), int(f.get("settled_ms") or f["ts_ms"]), int(f.get("offset_ms") or 0),
-                             parse_levels(f.get("waiting_levels")))
+                             parse_levels(f.get("waiting_levels")), int(f.get("rate_permille") or 0))
                         for f in faults if f.get("action") == CLOCK and f.get("target", "broker") == "broker"),
                        key=lambda s: s.ts_ms)
         return cls(tuple(steps)) if steps else None
 
-    # -- one extreme: every step at ts_ms (late=False) or at settled_ms (late=True) ------------
-    def _changes(self, late: bool) -> list[tuple[int, int]]:
-        return [(s.settled_ms if late else s.ts_ms, s.offset_ms) for s in self.steps]
+    # -- one extreme: every change at ts_ms (late=False) or at settled_ms (late=True) ----------
+    def _segments(self, late: bool) -> list[tuple[int, int, Step | None]]:
+        """``(start, end, change)``: from ``start`` (inclusive) to ``end`` the clock follows
+        ``change``'s line (None: true, before the first change)."""
+        out, start, current = [], -(2**62), None
+        for s in self.steps:
+            at = s.settled_ms if late else s.ts_ms
+            out.append((start, at, current))
+            start, current = at, s
+        out.append((start, 2**62, current))
+        return out
+
+    def _changes(self, late: bool) -> list[int]:
+        return [s.settled_ms if late else s.ts_ms for s in self.steps]
 
     def offset_at(self, t_ms: int, late: bool = False) -> int:
-        off = 0
-        for at, o in self._changes(late):
-            if at > t_ms:
-                break
-            off = o
-        return off
+        for start, end, change in self._segments(late):
+            if start <= t_ms < end:
+                return change.offset_ms_at(t_ms) if change else 0
+        return 0
 
     def broker_ms(self, t_ms: int, late: bool = False) -> int:
         return t_ms + self.offset_at(t_ms, late)
 
     def reached_ms(self, from_ms: int, target_broker_ms: int, late: bool = False) -> int:
         """The first true moment at or after ``from_ms`` at which the broker's clock reads
-        ``target_broker_ms`` or later (after the last step the offset is constant: always reached)."""
-        changes = [(at, o) for at, o in self._changes(late) if at > from_ms]
-        start, off = from_ms, self.offset_at(from_ms, late)
-        for at, o in changes:
-            if start + off >= target_broker_ms:
+        ``target_broker_ms`` or later (the last segment increases: always reached)."""
+        for start, end, change in self._segments(late):
+            if end <= from_ms:
+                continue
+            start = max(start, from_ms)
+            line = (lambda t: t + change.offset_ms_at(t)) if change else (lambda t: t)
+            if line(start) >= target_broker_ms:
                 return start
-            if target_broker_ms - off < at:
-                return target_broker_ms - off
-            start, off = at, o
-        return max(start, target_broker_ms - off)
+            t = max(start, change.true_of(target_broker_ms) if change else target_broker_ms)
+            while t > start and line(t - 1) >= target_broker_ms:  # the line's rounding: to the millisecond
+                t -= 1
+            while line(t) < target_broker_ms:
+                t += 1
+            if t < end:
+                return t
+        raise AssertionError("the last segment increases")  # pragma: no cover
 
     def correction_ms(self, store_ms: int, until_ms: int, late: bool = False) -> int | None:
-        """correctDeliverTimestamp: the first step after ``store_ms`` (true) and before
+        """correctDeliverTimestamp: the first change after ``store_ms`` (true) and before
         ``until_ms`` that takes the broker's clock back below the store's broker time: the message
-        is due at once there. None if no step does."""
+        is due at once there. None if none does (a drift alone never does: the clock increases)."""
         stored_at = self.broker_ms(store_ms, late)
-        for at, o in self._changes(late):
-            if store_ms < at <= until_ms and at + o < stored_at:
+        for at in self._changes(late):
+            if store_ms < at <= until_ms and self.broker_ms(at, late) < stored_at:
                 return at
         return None
 
@@ -140,36 +207,39 @@ class BrokerClock:
                 early.append(min(due, corrected) if corrected is not None else due)
         # the level queue is re-put in order: after a step back of J at T, the entries of the level
         # waiting at T are due by T + delay + J and hold those stored after T
-        before = 0
+        before: Step | None = None
         for step in self.steps:
-            back = before - step.offset_ms
-            before = step.offset_ms
+            back = (before.offset_ms_at(step.ts_ms) if before else 0) - step.offset_ms  # the jump back at the change
+            before = step
             waiting = step.waiting_levels is None or level is None or level in step.waiting_levels
             if back > 0 and waiting and step.ts_ms <= stored_hi_ms:
                 late.append(step.settled_ms + delay_ms + back)
-        return min(early), max(late)
+        slack = self.reading_slack_ms()
+        return min(early) - slack, max(late) + slack
 
     def deadline_range(self, from_ms: int, deliver_at_broker_ms: int) -> tuple[int, int]:
         """A due time given in the broker's clock (a timer message's deliver time): the earliest
         and latest true moment the broker's clock reads it, over both extremes."""
         reached = [self.reached_ms(from_ms, deliver_at_broker_ms, late) for late in (False, True)]
-        return min(reached), max(reached)
+        slack = self.reading_slack_ms()
+        return min(reached) - slack, max(reached) + slack
+
+    def reading_slack_ms(self) -> int:
+        """The largest :meth:`Step.reading_slack_ms` of this clock's drifts (0 without one)."""
+        return max((s.reading_slack_ms() for s in self.steps), default=0)
 
     def true_ms(self, broker_ms: int, before_ms: int) -> int:
         """A ``store_ms`` (the broker's clock) as true time: the latest true moment no later than
         ``before_ms`` (when the copy was delivered) at which the broker's clock read it, over both
         extremes (the later one: a copy is never taken as stored earlier than it may have been);
-        if no moment fits (a reading inside a step's settling), the reading less the offset in
-        force at ``before_ms``, capped at ``before_ms``."""
+        if no moment fits (a reading inside a change's settling), the reading less the offset in
+        force at ``before_ms``, capped at ``before_ms``. Within a drift the clock increases, so
+        each segment reads a time at one moment (:meth:`Step.true_of`)."""
         best = None
         for late in (False, True):
-            bounds = self._changes(late)
-            starts = [-(2**62)] + [at for at, _ in bounds]
-            offsets = [0] + [o for _, o in bounds]
-            ends = [at for at, _ in bounds] + [2**62]
-            for lo, off, hi in zip(starts, offsets, ends):
-                t = broker_ms - off
-                if lo <= t <= hi and t <= before_ms:  # a reading at a step's moment: either side
+            for lo, hi, change in self._segments(late):
+                t = change.true_of(broker_ms) if change else broker_ms
+                if lo <= t <= hi and t <= before_ms:  # a reading at a change's moment: either side
                     best = t if best is None else max(best, t)
         if best is None:
             best = min(before_ms, broker_ms - self.offset_at(before_ms, True))

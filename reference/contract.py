@@ -160,6 +160,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("offset_ms", "int", False),  # clock: the broker's clock reads this far ahead of true time from now on
         _f("settled_ms", "int", False),  # clock: by when the broker's process took the step (reference.clock)
         _f("waiting_levels", "str", False),  # clock: the levels holding entries at the step ("3,8")
+        _f("rate_permille", "int", False),  # clock: from ts_ms the offset grows this much per 1000 ms (a drift)
     ),
     "snapshot": (
         _f("source", "str"),

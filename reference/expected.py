@@ -117,13 +117,16 @@ def _on_broker_clock(clock: BrokerClock, stored_lo: int, stored_hi: int, delay: 
                      earliest: int, due: int, level: int) -> tuple[int, int, str | None]:
     """reference.clock: an attempt stored in ``[stored_lo, stored_hi]`` with ``delay`` (or a timer
     message due at ``timer_due`` in the broker's clock) when a scenario moved the broker's clock:
-    its earliest and on-time due moments widened to what a correct broker may do, and why."""
+    its earliest and on-time due moments moved to what a correct broker may do on its own clock
+    (a window in true time that a move of the clock shifts: a drift's re-put on true time is early
+    or late), and why."""
     lo, hi = (clock.deadline_range(stored_lo, timer_due) if timer_due is not None
               else clock.due_range(stored_lo, stored_hi, delay, level))
-    if lo >= earliest and hi <= due:
+    if lo == earliest and hi == due:
         return earliest, due, None
-    steps = ", ".join(f"{s.offset_ms:+d} ms at {s.ts_ms}" for s in clock.steps if s.ts_ms <= max(hi, due))
-    return min(earliest, lo), max(due, hi), f"broker clock stepped ({steps})"
+    steps = ", ".join(f"{s.offset_ms:+d} ms at {s.ts_ms}" + (f" drifting {s.rate_permille:+d}‰" if s.rate_permille else "")
+                      for s in clock.steps if s.ts_ms <= max(hi, due))
+    return lo, hi, f"broker clock moved ({steps})"
 
 
 def _joined(widened_latest: tuple[int | None, str | None], before: str | None) -> tuple[int | None, str | None]:

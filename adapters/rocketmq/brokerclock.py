@@ -10,12 +10,22 @@ The multi-threaded library is used (the other flapped the clock in one of three 
 ``currentTimeMillis`` costs 1.6 µs instead of 34 ns under it. libfaketime leaves
 ``/dev/shm/faketime_shm_<pid>`` and ``sem.faketime_sem_<pid>`` after its process dies:
 :func:`remove_leftovers` deletes those of processes that are gone.
+
+A drift (``clock_drift``) needs another launch (measured on JDK 17 with Debian's libfaketime
+0.9.10: a ``Thread.sleep`` still waiting after 18 minutes): with the monotonic clock kept true, any
+speed but x1 hangs every timed wait of the JVM; with the
+monotonic clock faked along and the monotonic fix left to libfaketime, speeds work and nothing
+spins, and the JVM's ``nanoTime`` drifts with the wall clock (its tasks tick at the rate: a host
+whose whole clock drifts). libfaketime applies a speed from the process's start ``P``, not from the
+change: ``+O xR`` reads ``t + O + (R - 1)(t - P)``, so :func:`write_rate` writes the ``O`` that keeps
+the clock continuous (within a few ms: ``P`` from ``/proc``, :func:`process_start_ms`).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 
 LIBRARY = "libfaketimeMT.so.1"
@@ -43,18 +53,46 @@ def unavailable(runtime: str) -> str | None:
     return None
 
 
-def environment(control: Path) -> tuple[tuple[str, str], ...]:
-    """The broker JVM's environment under the clock control file ``control``."""
-    return (("LD_PRELOAD", str(library())), ("FAKETIME_TIMESTAMP_FILE", str(control)), ("FAKETIME_NO_CACHE", "1"),
-            ("FAKETIME_DONT_FAKE_MONOTONIC", "1"), ("FAKETIME_FORCE_MONOTONIC_FIX", "0"))
+def environment(control: Path, drift: bool = False) -> tuple[tuple[str, str], ...]:
+    """The broker JVM's environment under the clock control file ``control``; ``drift``: one that
+    can run fast or slow (the monotonic clock drifts along, see the module's docstring)."""
+    faked = (("LD_PRELOAD", str(library())), ("FAKETIME_TIMESTAMP_FILE", str(control)), ("FAKETIME_NO_CACHE", "1"))
+    return faked if drift else faked + (("FAKETIME_DONT_FAKE_MONOTONIC", "1"), ("FAKETIME_FORCE_MONOTONIC_FIX", "0"))
 
 
 def write_offset(control: Path, offset_ms: int) -> None:
     """The broker's clock ``offset_ms`` ahead of the true time from now on (seconds with a
     fraction: libfaketime has no millisecond unit), replaced atomically."""
+    _write(control, f"{offset_ms / 1000:+.3f}")
+
+
+def rate_spec(offset_ms: int, rate_permille: int, now_ms: float, start_ms: float) -> str:
+    """The control line under which a process started at ``start_ms`` reads ``offset_ms`` ahead at
+    ``now_ms`` and from then on runs ``rate_permille`` per mille fast: libfaketime's ``+O xR`` reads
+    ``t + O + (R - 1)(t - start)`` (measured), so ``O = offset - r (now - start)``."""
+    base = offset_ms - rate_permille * (now_ms - start_ms) / 1000
+    return f"{base / 1000:+.3f} x{(1000 + rate_permille) / 1000:.3f}"
+
+
+def write_rate(control: Path, offset_ms: int, rate_permille: int, start_ms: float) -> None:
+    """From now on the broker's clock reads ``offset_ms`` ahead and runs at ``1 + rate/1000``
+    times the true rate, continuous with what it read (a broker process started at ``start_ms``)."""
+    _write(control, rate_spec(offset_ms, rate_permille, time.time() * 1000, start_ms))
+
+
+def _write(control: Path, line: str) -> None:
     tmp = control.with_name(control.name + ".tmp")
-    tmp.write_text(f"{offset_ms / 1000:+.3f}\n")
+    tmp.write_text(line + "\n")
     tmp.replace(control)
+
+
+def process_start_ms(pid: int) -> float:
+    """When process ``pid`` started (epoch ms, to the clock tick): ``/proc/<pid>/stat``'s
+    starttime after boot, plus the boot's epoch time. libfaketime's own start is its load in the
+    process, a few ms later at most."""
+    ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    boot_s = time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
+    return (boot_s + ticks / os.sysconf("SC_CLK_TCK")) * 1000
 
 
 def remove_leftovers(shm: Path = Path("/dev/shm")) -> None:

@@ -308,8 +308,7 @@ class ProcessRuntime:
                     os.killpg(proc.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    pass
+                # the whole group, not only its leader (a launcher's server outlives it): a SIGKILL
+                # lands a moment later, and "closed" means nothing of it runs any more
+                self._wait_gone(component, 10.0)
         _LIVE.discard(self)

@@ -37,7 +37,7 @@ from pathlib import Path
 from adapters.base import (AdapterError, BrokerProfile, ConsumerSpec, NotReady, SendRequest, SendResult,
                            SystemInfo)
 from adapters.rocketmq import config as cfg
-from reference.clock import CLOCK, CLOCK_ACTIONS
+from reference.clock import CLOCK, CLOCK_ACTIONS, CLOCK_DRIFT
 from reference.cluster import CONTROLLER, MASTER_SLAVE, SINGLE, TWO_MASTERS, broker_targets
 from reference.contract import BROKER_TARGETS, CONSUME_STATS_SOURCE, MEMORY_SOURCE, PERSISTED_SOURCE, RETRY_PREFIX, queue_key
 from reference.disk import DISK_ACTIONS, FILL, FREE
@@ -192,7 +192,7 @@ class RocketMQSystem:
             command_prefix=prefix, wait_for_interface=self._net.ns_if if own_net and self.runtime.name != "process" else None,
             component=component, main_class=MAIN_CLASS[kind], classpath=dist.classpath(),
             jvm_opts=dist.jvm_opts(kind) + props, args=("-c", str(conf)),
-            env=(("ROCKETMQ_HOME", str(home)),) + (brokerclock.environment(self._clock_file)
+            env=(("ROCKETMQ_HOME", str(home)),) + (brokerclock.environment(self._clock_file, self.profile.drifting_clock)
                                                    if component == "broker" and self._clock_file is not None else ()),
             log_file=log_file,
             mounts=(self.layout.root, dist.lib_dir), ports=ports, labels=labels)
@@ -650,6 +650,16 @@ class RocketMQSystem:
             raise AdapterError(f"cannot step the clock of {target}: " + self.info.details.get("clock_faults", "not a broker under libfaketime"))
         brokerclock.write_offset(self._clock_file, offset_ms)
 
+    def set_clock_rate(self, target: str, offset_ms: int, rate_permille: int) -> None:
+        if not self.can_fault(CLOCK_DRIFT, target):
+            raise AdapterError(f"cannot make the clock of {target} drift: " + self.info.details.get(
+                "clock_faults", "not a broker launched to drift under libfaketime (BrokerProfile.drifting_clock)"))
+        pid = self.runtime.pid(target)
+        if pid is None:
+            raise AdapterError(f"cannot make the clock of {target} drift: it is not running (libfaketime's speed "
+                               "counts from the process's start)")
+        brokerclock.write_rate(self._clock_file, offset_ms, rate_permille, brokerclock.process_start_ms(pid))
+
     def clock_settle_ms(self, target: str) -> int:
         return brokerclock.SETTLE_MS
 
@@ -672,6 +682,8 @@ class RocketMQSystem:
         a second broker only in a cluster, and only its process: start, stop, kill, pause)."""
         if target in BROKER_TARGETS[1:] and not self.external:
             return target in self.nodes and action not in CLOCK_ACTIONS + NET_ACTIONS + DISK_ACTIONS
+        if action == CLOCK_DRIFT:  # a broker launched to drift (brokerclock.environment)
+            return target == "broker" and self._clock_file is not None and self.profile.drifting_clock
         if action in CLOCK_ACTIONS:
             return target == "broker" and self._clock_file is not None
         if action in NET_ACTIONS:

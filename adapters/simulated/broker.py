@@ -18,6 +18,7 @@ from adapters.simulated.clock import VirtualClock
 from adapters.simulated.defects import Defect
 from adapters.simulated.schedule import ScheduleService
 from adapters.simulated.store import MessageStore, StoredMessage
+from reference.clock import BrokerClock, Step
 from reference.contract import MEMORY_SOURCE, PERSISTED_SOURCE, SCHEDULE_TOPIC
 from reference.profile import Profile
 from reference.retry import dlq_topic, goes_to_dlq, goes_to_dlq_on_resend, requested_retry_level, retry_topic
@@ -60,9 +61,10 @@ class SimBroker:
         self.latency_ms = 0  # added to everything the broker sends (reference.network)
         self.pending_while_partitioned: list[Callable[[], None]] = []  # sends TCP retransmits after the heal
         self.stalled_levels: set[int] = set()  # REPUT_PAUSED_WHILE_PARTITIONED: levels waiting for the heal
-        # reference.clock: the broker's wall clock reads this far ahead of the true (virtual) time;
-        # store times and due tests read it, the scheduled tasks wait on the true time
-        self.clock_offset_ms = 0
+        # reference.clock: the broker's wall clock, a line of true (virtual) time (a step: rate 0,
+        # a drift: its rate); store times and due tests read it, the scheduled tasks wait on the true time
+        self.clock_line = Step(0, 0, 0)
+        self.countdowns: dict[int, tuple[int, int]] = {}  # REPUT_BY_COUNTDOWN: level -> (wake, due it waits for)
         self.stalled_until_ms = 0  # STALLED_BY_CLOCK_BACK: the level tasks wait until then
         self.timer_heap: list[tuple[int, int, StoredMessage]] = []  # (deliver_ms, commit offset, entry)
         self.level_wake: dict[int, int] = {}  # level -> when its task runs next
@@ -205,19 +207,21 @@ class SimBroker:
 
     # --- the broker's wall clock (reference.clock) --------------------------------------------
     def wall_ms(self) -> int:
-        return self.clock.now_ms() + self.clock_offset_ms
+        now = self.clock.now_ms()
+        return now + self.clock_line.offset_ms_at(now)
 
     def _true_ms(self, wall_ms: int) -> int:
-        """When the wall clock reads ``wall_ms`` if it is not moved again."""
-        return wall_ms - self.clock_offset_ms
+        """When the wall clock reads ``wall_ms`` if it is not moved again (now if it already has)."""
+        return BrokerClock((self.clock_line,)).reached_ms(self.clock.now_ms(), wall_ms)
 
-    def set_clock_offset(self, offset_ms: int) -> None:
-        """Step the broker's wall clock; every level and the timer wheel test their heads again
-        now (a ScheduledExecutorService's 100 ms tick), or, with STALLED_BY_CLOCK_BACK, after a
-        step back only once the wall clock is where it was."""
-        back = self.clock_offset_ms - offset_ms
-        self.clock_offset_ms = offset_ms
+    def set_clock_offset(self, offset_ms: int, rate_permille: int = 0) -> None:
+        """Step the broker's wall clock, or make it drift from ``offset_ms`` at ``rate_permille``;
+        every level and the timer wheel test their heads again now (a ScheduledExecutorService's
+        100 ms tick), or, with STALLED_BY_CLOCK_BACK, after a step back only once the wall clock is
+        where it was."""
         now = self.clock.now_ms()
+        back = self.clock_line.offset_ms_at(now) - offset_ms
+        self.clock_line = Step(now, now, offset_ms, rate_permille=rate_permille)
         if back > 0 and Defect.STALLED_BY_CLOCK_BACK in self.defects:
             self.stalled_until_ms = max(self.stalled_until_ms, now + back)
         for level in range(1, self.profile.max_level + 1):
@@ -289,8 +293,19 @@ class SimBroker:
         if self.clock.now_ms() < self.stalled_until_ms:  # STALLED_BY_CLOCK_BACK
             self._wake_level(level, self.stalled_until_ms)
             return
-        nxt = self.schedule.run_level(level, self.wall_ms(), self._reput)
-        if nxt is not None:
+        now = self.wall_ms()
+        wake, waited_for = self.countdowns.pop(level, (None, now))
+        if wake == scheduled_ms:  # REPUT_BY_COUNTDOWN: the countdown ran out, taken as the wall clock reading it
+            now = max(now, waited_for)
+        nxt = self.schedule.run_level(level, now, self._reput)
+        if nxt is None:
+            return
+        if Defect.REPUT_BY_COUNTDOWN in self.defects:  # sleeps due - now on the monotonic (true) clock
+            wake = self.clock.now_ms() + max(0, nxt - now)
+            self._wake_level(level, wake)
+            if self.level_wake.get(level) == wake:
+                self.countdowns[level] = (wake, nxt)
+        else:
             self._wake_level(level, max(self.clock.now_ms(), self._true_ms(nxt)))
 
     def _reput(self, entry: StoredMessage) -> StoredMessage:

@@ -82,6 +82,15 @@ class Defect(enum.Enum):
         "messages stored after the step are re-put late", "delayed messages sent after a step back "
         "of the broker's clock (chaos: clock-back-while-due)")
 
+    REPUT_BY_COUNTDOWN = DefectInfo(
+        "NOT_EARLY", "the schedule service sleeps a head's countdown (due time minus now, on the broker's "
+        "wall clock) on the monotonic clock and re-puts it when it wakes without reading the wall clock "
+        "again (4.9.2 and earlier schedule the countdown, but java.util.Timer re-tests the wall clock; "
+        "4.9.3+ re-test every 100 ms: ScheduleMessageService.DeliverDelayedMessageTimerTask): while the "
+        "broker's clock runs slow it re-puts early, while it runs fast late",
+        "delayed messages waiting while the broker's clock drifts (chaos: clock-slow-while-due, "
+        "clock-fast-while-due)")
+
     @property
     def invariant(self) -> str:
         return self.value.invariant

@@ -14,7 +14,7 @@ from adapters.simulated.consumers import SimConsumer
 from adapters.simulated.defects import Defect
 from adapters.simulated.store import StoredMessage
 from reference.contract import FAULT_TARGETS, retry_topic
-from reference.clock import CLOCK_ACTIONS
+from reference.clock import CLOCK_STEP_ACTIONS
 from reference.disk import DISK_ACTIONS
 from reference.network import NET_ACTIONS
 from reference.levels import parse_level_table
@@ -121,7 +121,7 @@ class SimulatedSystem:
 
     # --- DiskFaults -------------------------------------------------------------------------
     def can_fault(self, action: str, target: str) -> bool:
-        return target == "broker" or action not in DISK_ACTIONS + NET_ACTIONS + CLOCK_ACTIONS
+        return target == "broker" or action not in DISK_ACTIONS + NET_ACTIONS + CLOCK_STEP_ACTIONS
 
     def fill_disk(self, target: str) -> None:
         """reference.disk: the store is marked full at once (a real broker within DISK_CHECK_MS)."""
@@ -157,6 +157,10 @@ class SimulatedSystem:
     def set_clock(self, target: str, offset_ms: int) -> None:
         """The broker's wall clock steps at once (a real broker's process within its settle time)."""
         self.broker.set_clock_offset(offset_ms)
+
+    def set_clock_rate(self, target: str, offset_ms: int, rate_permille: int) -> None:
+        """The broker's wall clock drifts from now on (virtual time: exactly the model's line)."""
+        self.broker.set_clock_offset(offset_ms, rate_permille)
 
     def clock_settle_ms(self, target: str) -> int:
         return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from harness.scenario import ConsumerGroup, FaultStep, Message, Profile, Scenario
 from reference.cluster import CONTROLLER, MASTER_SLAVE, TWO_MASTERS
+from reference.clock import CLOCK_DRIFT
 
 LATER, OK, CRASH = "LATER", "OK", "CRASH"
 
@@ -183,6 +184,43 @@ def clock_back_while_due() -> Scenario:
                     description=clock_back_while_due.__doc__)
 
 
+#: when the drift scenarios make the broker's clock run fast or slow, at what rate and for how long
+#: (reference.clock): each reaches an offset of 9-10 s, more than a level's wait and the slack
+CLOCK_DRIFT_AT_MS = 2_000
+CLOCK_FAST_PERMILLE, CLOCK_FAST_MS = 900, 10_000
+CLOCK_SLOW_PERMILLE, CLOCK_SLOW_MS = -500, 20_000
+
+
+def clock_fast_while_due() -> Scenario:
+    """The broker's wall clock runs 1.9 times the true rate for 10 s while level-6..9 messages wait
+    and others are sent: a correct broker re-puts each when its own clock reads the due time, early
+    in true time by what the clock gained over the wait; nothing is lost or repeated
+    (reference.clock; the heal steps the clock 9 s back)."""
+    before = tuple(Message(f"DF{i:03d}", "ClockFast", at_ms=i * 200, delay_level=6 + i % 4,
+                           plan=(LATER, OK) if i % 7 == 3 else ()) for i in range(15))
+    during = tuple(Message(f"DG{i:03d}", "ClockFast", at_ms=CLOCK_DRIFT_AT_MS + 1_000 + i * 400, delay_level=2 + i % 4)
+                   for i in range(15))
+    faults = (FaultStep(at_ms=CLOCK_DRIFT_AT_MS, action=CLOCK_DRIFT, duration_ms=CLOCK_FAST_MS,
+                        rate_permille=CLOCK_FAST_PERMILLE),)
+    return Scenario("clock-fast-while-due", before + during, _group("clockfast", "ClockFast"), faults,
+                    description=clock_fast_while_due.__doc__)
+
+
+def clock_slow_while_due() -> Scenario:
+    """The broker's wall clock runs at half the true rate for 20 s while level-8..10 messages wait
+    and others are sent: a correct broker re-puts each when its own clock reads the due time, late in
+    true time by what the clock lost over the wait (up to twice the delay) — a schedule service that
+    sleeps a head's countdown on the monotonic clock re-puts early (reference.clock)."""
+    before = tuple(Message(f"DS{i:03d}", "ClockSlow", at_ms=i * 250, delay_level=8 + i % 3) for i in range(15))
+    during = tuple(Message(f"DT{i:03d}", "ClockSlow", at_ms=CLOCK_DRIFT_AT_MS + 1_000 + i * 500, delay_level=1 + i % 5,
+                           plan=(LATER, OK) if i % 5 == 2 else ()) for i in range(15))
+    faults = (FaultStep(at_ms=CLOCK_DRIFT_AT_MS, action=CLOCK_DRIFT, duration_ms=CLOCK_SLOW_MS,
+                        rate_permille=CLOCK_SLOW_PERMILLE),)
+    return Scenario("clock-slow-while-due", before + during, _group("clockslow", "ClockSlow"), faults,
+                    description=clock_slow_while_due.__doc__)
+
+
+
 #: when the cluster scenarios take a broker down, and for how long (reference.cluster): after the
 #: brokers' first offset flush (10 s after their start), so the restart resumes from persisted offsets
 CLUSTER_DOWN_AT_MS, CLUSTER_DOWN_MS = 12_000, 8_000
@@ -272,6 +310,8 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     loss_while_due(),
     clock_ahead_while_due(),
     clock_back_while_due(),
+    clock_fast_while_due(),
+    clock_slow_while_due(),
 ) + CLUSTER
 #: what the simulator runs (one broker): the cluster scenarios are judged on real brokers only
 SIMULATED: tuple[Scenario, ...] = tuple(s for s in NIGHTLY if s not in CLUSTER)

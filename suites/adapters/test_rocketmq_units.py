@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -229,3 +230,27 @@ def test_broker_clock_control_file_and_leftovers(tmp_path):
     (shm / f"sem.faketime_sem_{os.getpid()}").write_text("")
     brokerclock.remove_leftovers(shm)
     assert [p.name for p in shm.iterdir()] == [f"sem.faketime_sem_{os.getpid()}"]
+
+
+def test_broker_clock_drift_line_is_continuous_under_libfaketimes_speed_rule(tmp_path):
+    """adapters/rocketmq/brokerclock: libfaketime reads '+O xR' as t + O + (R - 1)(t - P) (P the
+    process's start, measured), so the line written at ``now`` reads the offset reached there and
+    then drifts at the rate; a drifting broker's launch fakes the monotonic clock along (the
+    speed hangs every JVM timed wait otherwise) and leaves the monotonic fix to libfaketime."""
+    from adapters.rocketmq import brokerclock
+
+    start, now = 1_000_000.0, 1_060_000.0  # the broker started 60 s before the change
+
+    def reads(spec: str, t: float) -> float:  # libfaketime's rule, as measured
+        offset, speed = spec.split(" x")
+        return t + float(offset) * 1000 + (float(speed) - 1) * (t - start)
+
+    for offset, rate in ((0, 500), (2_000, 0), (2_000, -500), (-7_500, 900)):
+        spec = brokerclock.rate_spec(offset, rate, now, start)
+        assert abs(reads(spec, now) - (now + offset)) <= 1  # continuous at the change (to the written ms)
+        assert abs(reads(spec, now + 10_000) - (now + 10_000 + offset + rate * 10)) <= 1
+    brokerclock.write_rate(tmp_path / "c", 0, -500, start)
+    assert (tmp_path / "c").read_text().endswith(" x0.500\n")
+    drifting = dict(brokerclock.environment(tmp_path / "c", drift=True))
+    assert "FAKETIME_DONT_FAKE_MONOTONIC" not in drifting and "FAKETIME_FORCE_MONOTONIC_FIX" not in drifting
+    assert brokerclock.process_start_ms(os.getpid()) <= time.time() * 1000

@@ -95,6 +95,31 @@ def test_compound_faults_expand_into_timed_primitives():
     ]
 
 
+def test_a_clock_drift_expands_into_a_rated_clock_change_and_its_end_at_the_offset_reached(tmp_path):
+    """reference.clock: a drift starts from the offset in force and ends at the true rate from the
+    offset it reached (neither written in the step: the driver computes them, as the model's line)."""
+    from adapters.simulated import open_simulated
+    from adapters.base import BrokerProfile
+    from harness.faults import FaultDriver
+
+    drift = FaultStep(2000, "clock_drift", "broker", 4000, rate_permille=-250)
+    assert expand((drift,)) == [TimedFault(2000, "clock", "broker", step=0, rate_permille=-250),
+                                TimedFault(6000, "clock", "broker", step=0, rate_permille=0)]
+    system = open_simulated(BrokerProfile(), seed=1)
+    system.setup()
+    log = EventLog(tmp_path / "h.jsonl")
+    driver = FaultDriver(system, log)
+    driver.apply("clock", "broker", {"offset_ms": 1000})  # a step ahead first
+    driver.apply("clock", "broker", {"rate_permille": -500})
+    system.clock.advance(4000)
+    driver.apply("clock", "broker", {"rate_permille": 0})
+    driver.heal()
+    log.close()
+    moves = [json.loads(line) for line in (tmp_path / "h.jsonl").read_text().splitlines()]
+    assert [(m["offset_ms"], m.get("rate_permille")) for m in moves] == [(1000, None), (1000, -500), (-1000, 0), (0, None)]
+    assert system.broker.wall_ms() == system.clock.now_ms()  # healed: true again
+
+
 def test_prefix_keeps_scenarios_apart_on_a_shared_broker():
     s = Scenario("s", (Message("k", "T"),), (ConsumerGroup("g", ("T",)),))
     p = s.with_prefix("s_")

@@ -37,6 +37,7 @@ class Fault:
     action: str  # kill / stop / start / pause / resume / partition / partition_end / clock
     target: str = "broker"
     offset_ms: int = 0  # clock: the broker's clock offset from then on
+    rate_permille: int | None = None  # clock: a drift's rate from then on (ClockFaults.set_clock_rate)
 
 
 @dataclass
@@ -95,8 +96,12 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
                                  for line in path.read_text().splitlines()]
                 events.append({"type": "fault", "ts_ms": clock.now_ms(), "action": "clock", "target": item.target,
                                "offset_ms": item.offset_ms, "settled_ms": clock.now_ms(),
-                               "waiting_levels": waiting_levels(seen, table.max_level, table.clamp)})
-                system.set_clock(item.target, item.offset_ms)
+                               "waiting_levels": waiting_levels(seen, table.max_level, table.clamp)}
+                              | ({} if item.rate_permille is None else {"rate_permille": item.rate_permille}))
+                if item.rate_permille is None:
+                    system.set_clock(item.target, item.offset_ms)
+                else:
+                    system.set_clock_rate(item.target, item.offset_ms, item.rate_permille)
             elif item.action == "partition_end":  # NetworkFaults.heal_partition
                 fault_event(item.action, item.target)
                 system.heal_partition(item.target)

@@ -52,6 +52,11 @@ def exposing(defect: Defect) -> tuple[list[Send], list[Fault], dict]:
         before = [Send(i * 100, f"b{i}", delay_level=5) for i in range(10)]
         after = [Send(3000 + i * 100, f"c{i}", delay_level=1) for i in range(10)]
         return before + after, [Fault(2500, "clock", offset_ms=-6000)], {}
+    if defect is Defect.REPUT_BY_COUNTDOWN:
+        # the broker's clock runs at half speed from 1 s to 9 s (4 s behind after) while level-5
+        # messages wait: a correct broker re-puts them up to 4 s late, the broken one on true time
+        sends = [Send(i * 100, f"w{i}", delay_level=5) for i in range(8)]
+        return sends, [Fault(1000, "clock", rate_permille=-500), Fault(9000, "clock", offset_ms=-4000, rate_permille=0)], {}
     return steady, [], {}
 
 
