@@ -174,6 +174,9 @@ class ProcessRuntime:
         self._specs: dict[str, LaunchSpec] = {}
         self._procs: dict[str, subprocess.Popen] = {}
         self._closed = False
+        #: a start racing the close (a fault step's restart while Ctrl-C tears the system down)
+        #: either spawns before the close, which then kills it, or is refused: nothing outlives it
+        self._spawning = threading.Lock()
         _LIVE.add(self)
         install_cleanup_handlers()
         global _SWEPT
@@ -187,7 +190,9 @@ class ProcessRuntime:
         env = dict(os.environ)
         env.update(dict(spec.env))
         env[OWNER_ENV] = owner_tag()
-        with open(spec.log_file, "ab") as log:
+        with open(spec.log_file, "ab") as log, self._spawning:
+            if self._closed:
+                raise AdapterError(f"process runtime: closed (not starting {spec.component})")
             log.write(f"\n==== hourglass: starting {spec.component}: {' '.join(java_command(spec, self.java))}\n".encode())
             log.flush()
             try:
@@ -299,9 +304,10 @@ class ProcessRuntime:
         return tail_file(spec.log_file, lines)
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+        with self._spawning:
+            if self._closed:
+                return
+            self._closed = True
         for component, proc in list(self._procs.items()):
             if proc.poll() is None or group_members(proc.pid):
                 try:

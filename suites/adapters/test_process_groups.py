@@ -107,3 +107,19 @@ def test_leftovers_of_a_gone_harness_die_with_their_whole_group(tmp_path):
             os.kill(server, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def test_a_start_after_the_close_is_refused_and_starts_nothing(tmp_path):
+    """A fault step's restart racing a teardown (Ctrl-C, SIGTERM) must not leave a process behind:
+    seen once, three broker JVMs outlived a SIGTERMed run whose outage restarted its broker."""
+    rt = ProcessRuntime()
+    spec = LaunchSpec("broker", "", (), (), (), (), tmp_path / "broker.out", command=("/bin/sh", "-c", "sleep 60"))
+    try:
+        rt.launch(spec)
+        rt.kill("broker")
+        rt.close()
+        with pytest.raises(AdapterError, match=r"process runtime: closed \(not starting broker\)"):
+            rt.start("broker")
+        assert not rt.running("broker")
+    finally:
+        rt.close()
