@@ -50,6 +50,8 @@ _RESTARTS_BROKER = ("kill_restart", "restart", "outage")
 
 #: the process faults a cluster's second broker takes (reference.cluster)
 _SECOND_BROKER_FAULTS = (("kill_restart", "broker-2"), ("outage", "broker-2"), ("pause", "broker-2"))
+#: what a single broker's machine does to it beside its process faults (reference.disk, reference.network)
+_MACHINE_FAULTS = (("disk_full", "broker"), ("partition", "broker"), ("loss", "broker"))
 
 
 @st.composite
@@ -57,16 +59,16 @@ def fault_schedules(draw, span_ms: int = 12_000, max_faults: int = 3, levels: tu
     """Fault steps timed from the start of the run, or — as a persistence bug needs — from what the
     broker did: the first step from the n-th re-put of a level the workload sends (``levels``: the
     clamped delay levels of the messages, one entry per message), later steps from the broker's
-    ``ready`` after a restart, from an offset flush, or from the previous step. In a ``cluster``
-    (reference.cluster) the second broker is killed, taken down or frozen too; the clock is stepped
-    on a single broker only."""
+    ``ready`` after a restart, from an offset flush, or from the previous step. A single broker's
+    store may fill up, its network be cut or lose packets, its clock step; in a ``cluster``
+    (reference.cluster) the second broker is killed, taken down or frozen instead."""
     steps = []
     t = draw(st.integers(500, 3_000))
     for i in range(draw(st.integers(0, max_faults))):
         action, target = draw(st.sampled_from((
             ("kill_restart", "broker"), ("restart", "broker"), ("outage", "broker"), ("pause", "broker"),
             ("outage", "namesrv"), ("outage", "consumer"),
-        ) + ((("clock", "broker"),) if cluster == SINGLE else _SECOND_BROKER_FAULTS)))
+        ) + ((("clock", "broker"),) + _MACHINE_FAULTS if cluster == SINGLE else _SECOND_BROKER_FAULTS)))
         duration = 0 if action == "kill_restart" else draw(st.integers(500, 8_000))
         # reference.clock: a step of the broker's clock ahead or back, undone after the duration; the
         # only fault of its scenario (harness.scenario refuses a step back beside delayed deliveries)
@@ -88,8 +90,9 @@ def fault_schedules(draw, span_ms: int = 12_000, max_faults: int = 3, levels: tu
                 after, at_ms = FaultAnchor("flush"), draw(st.integers(0, 1_000))
             else:
                 after, at_ms = FaultAnchor("previous"), prev.duration_ms + gap
+        loss = draw(st.integers(10, 60)) if action == "loss" else 0
         steps.append(FaultStep(at_ms=at_ms, action=action, target=target, duration_ms=duration, after=after,
-                               offset_ms=offset))
+                               offset_ms=offset, loss_percent=loss))
         t += duration + gap
         if t > span_ms or action == "clock":
             break
