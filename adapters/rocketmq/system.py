@@ -68,7 +68,7 @@ class BrokerNode:
     layout: cfg.StoreLayout
 
 
-def cluster_unsupported(cluster: str, runtime: str, external: bool, commands: bool) -> str | None:
+def cluster_unsupported(cluster: str, external: bool, commands: bool) -> str | None:
     """Why a system cannot run ``cluster``'s second broker, or None."""
     if cluster == SINGLE:
         return None
@@ -109,7 +109,7 @@ class RocketMQSystem:
         self._lease: cfg.PortLease | None = None
         self._namesrv_addr = namesrv_addr
         self.broker_name = "hg-broker"
-        why = cluster_unsupported(profile.cluster, runtime.name, self.external,
+        why = cluster_unsupported(profile.cluster, self.external,
                                   any(type(d).command is not Distribution.command for d in self.chain))
         if why is None and profile.cluster != SINGLE and len(self.chain) > 1:
             why = "an across-store chain upgrades a single broker"

@@ -25,6 +25,8 @@ from reference.retry import dlq_topic, goes_to_dlq, goes_to_dlq_on_resend, reque
 from reference.timer import TIMER_TOPIC
 
 UP, DOWN, STARTING, PAUSED = "up", "down", "starting", "paused"  # STARTING may be paused: start_paused_at
+#: SLAVE_REPUTS_WHILE_MASTER_DOWN: how often the broken slave's level tasks run
+SLAVE_TICK_MS = 100
 #: Virtual time from ``start`` to ``ready``.
 STARTUP_MS = 1500
 #: BrokerConfig.flushConsumerOffsetInterval: consumerOffset.json persisted every 5 s.
@@ -66,6 +68,7 @@ class SimBroker:
         self.clock_line = Step(0, 0, 0)
         self.countdowns: dict[int, tuple[int, int]] = {}  # REPUT_BY_COUNTDOWN: level -> (wake, due it waits for)
         self.stalled_until_ms = 0  # STALLED_BY_CLOCK_BACK: the level tasks wait until then
+        self.slave_schedule: ScheduleService | None = None  # SLAVE_REPUTS_WHILE_MASTER_DOWN: its slave's
         self.timer_heap: list[tuple[int, int, StoredMessage]] = []  # (deliver_ms, commit offset, entry)
         self.level_wake: dict[int, int] = {}  # level -> when its task runs next
         self.timer_wake: int | None = None  # when the timer wheel runs next
@@ -116,6 +119,7 @@ class SimBroker:
     def _ready(self) -> None:
         now = self.clock.now_ms()
         self.state = UP
+        self.slave_schedule = None  # the master is back: its slave is a slave again
         self.consumer_offsets = dict(self.consumer_offsets_persisted)
         self.schedule.load_before_start(now - (self.started_ms or now), self.profile.first_flush_delay_ms)
         self.schedule.start()
@@ -182,6 +186,27 @@ class SimBroker:
             send()
         for task in held:
             task()
+
+    # --- a slave that re-puts (SLAVE_REPUTS_WHILE_MASTER_DOWN, reference.cluster) ---------------
+    def slave_takes_over(self) -> None:
+        """The broken slave starts a schedule service of its own while this master is down, from the
+        delay offsets it copied (the master's last persisted ones), re-putting into the store it
+        replicates (the same one here) every 100 ms until the master is back."""
+        if Defect.SLAVE_REPUTS_WHILE_MASTER_DOWN not in self.defects or self.state != DOWN:
+            return
+        slave = ScheduleService(self.profile.level_table, self.store, frozenset(), self.rng, 0.0)
+        slave.persisted = dict(self.schedule.persisted)
+        slave.start()
+        self.slave_schedule = slave
+        self._slave_tick(slave)
+
+    def _slave_tick(self, slave: ScheduleService) -> None:
+        if self.slave_schedule is not slave or self.state != DOWN:
+            return
+        now = self.wall_ms()
+        for level in range(1, self.profile.max_level + 1):
+            slave.run_level(level, now, self._reput)
+        self._at(self.clock.now_ms() + SLAVE_TICK_MS, lambda: self._slave_tick(slave))
 
     # --- network faults ---------------------------------------------------------------------
     def heal_partition(self) -> None:

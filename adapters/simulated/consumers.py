@@ -92,8 +92,9 @@ class SimConsumer:
         self._out.write(consumer_fault(action, self.system.clock.now_ms(), self.spec.name, self.group, CONSUMER_DIED))
 
     def commit(self) -> None:
-        """RemoteBrokerOffsetStore.persistAll: the local offsets go to the broker (if it answers)."""
-        broker = self.system.broker
+        """RemoteBrokerOffsetStore.persistAll: the local offsets go to the broker (if it answers; its
+        slave while a master with a slave is down)."""
+        broker = self.system.source()
         if not broker.reachable:
             return
         for queue, offset in self.next_offsets.items():
@@ -105,7 +106,7 @@ class SimConsumer:
     # --- pulling ----------------------------------------------------------------------------
     def schedule_pull(self) -> None:
         clock = self.system.clock
-        at = clock.now_ms() + self.system.rng.randint(*PULL_LATENCY_MS) + self.system.broker.latency_ms
+        at = clock.now_ms() + self.system.rng.randint(*PULL_LATENCY_MS) + self.system.source().latency_ms
         if self.pull_at is not None and self.pull_at <= at:
             return
         self.pull_at = at
@@ -115,13 +116,14 @@ class SimConsumer:
     def _pull(self, inc: int, at: int) -> None:
         if self.pull_at == at:
             self.pull_at = None
-        if inc != self.incarnation or not self.alive or self.paused or not self.system.broker.reachable:
+        source = self.system.source()  # the master, or its slave while it is down (reference.cluster)
+        if inc != self.incarnation or not self.alive or self.paused or not source.reachable:
             return
-        store = self.system.broker.store
+        store = source.store
         for topic, qid in self.system.owned_queues(self):
             key = (topic, qid)
             if key not in self.next_offsets:
-                self.next_offsets[key] = self.system.broker.consumer_offsets.get((self.group, topic, qid), 0)
+                self.next_offsets[key] = source.consumer_offsets.get((self.group, topic, qid), 0)
             q = store.queues.get(key, ())
             while self.next_offsets[key] < len(q):
                 msg = q[self.next_offsets[key]]

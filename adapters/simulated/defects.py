@@ -90,6 +90,12 @@ class Defect(enum.Enum):
         "broker's clock runs slow it re-puts early, while it runs fast late",
         "delayed messages waiting while the broker's clock drifts (chaos: clock-slow-while-due, "
         "clock-fast-while-due)")
+    SLAVE_REPUTS_WHILE_MASTER_DOWN = DefectInfo(
+        "NO_DUPLICATE", "a slave runs the schedule service while its master is down (from the delay offsets "
+        "it copied, the master's last persisted ones) and the master, back, re-puts the same entries again from "
+        "its own: a correct slave re-puts nothing (DefaultMessageStore.handleScheduleMessageService runs it on a "
+        "master only)", "delayed messages waiting while a master with a slave is down (chaos: "
+        "master-down-slave-serves)")
 
     @property
     def invariant(self) -> str:

@@ -8,12 +8,13 @@ import random
 import zlib
 
 from adapters.base import AdapterError, BrokerProfile, ConsumerSpec, NotReady, SendRequest, SendResult, SystemInfo
-from adapters.simulated.broker import PAUSED, STARTING, STARTUP_MS, UP, SimBroker
+from adapters.simulated.broker import DOWN, PAUSED, STARTING, STARTUP_MS, UP, SimBroker
 from adapters.simulated.clock import VirtualClock
 from adapters.simulated.consumers import SimConsumer
 from adapters.simulated.defects import Defect
 from adapters.simulated.store import StoredMessage
-from reference.contract import FAULT_TARGETS, retry_topic
+from reference.cluster import MASTER_SLAVE, SINGLE
+from reference.contract import BROKER_TARGETS, FAULT_TARGETS, retry_topic
 from reference.clock import CLOCK_STEP_ACTIONS
 from reference.disk import DISK_ACTIONS
 from reference.network import NET_ACTIONS
@@ -26,6 +27,22 @@ from reference.timer import timer_ruling
 SEND_TIMEOUT_MS = 3000
 #: Send round trip to a serving broker.
 SEND_LATENCY_MS = (1, 3)
+
+
+#: the topologies the simulator runs (reference.cluster): one broker, or a master and its slave
+SIMULATED_CLUSTERS = (SINGLE, MASTER_SLAVE)
+
+
+class SlaveView:
+    """What consumers read while the master of a master-slave pair is down (reference.cluster): the
+    slave's replica of its store (the same store here: replicated at once) and consume offsets of its
+    own (copied from the master's persisted ones when it took over; commits made to it stay there)."""
+
+    def __init__(self, store, consumer_offsets: dict):
+        self.store = store
+        self.consumer_offsets = consumer_offsets
+        self.reachable = True
+        self.latency_ms = 0
 
 
 class SimulatedSystem:
@@ -60,6 +77,12 @@ class SimulatedSystem:
             "defects": sorted(d.slug for d in defects), "seed": seed,
             "capabilities": ["timer"] if timers else [],
         })
+        self.cluster = profile.cluster if profile.cluster in SIMULATED_CLUSTERS else SINGLE
+        self.info.details["cluster"] = self.cluster
+        if profile.cluster != self.cluster:
+            self.info.details["cluster_unsupported"] = "the simulator runs one broker, or a master and its slave"
+        self.slave_up = self.cluster == MASTER_SLAVE  # broker-2: the master's slave
+        self.slave: SlaveView | None = None  # serving reads while the master is down
 
     # --- Lifecycle --------------------------------------------------------------------------
     def setup(self) -> None:
@@ -74,14 +97,38 @@ class SimulatedSystem:
         self.broker.stop(graceful=True)
         self.namesrv_up = False
 
-    @staticmethod
-    def _check_target(target: str) -> None:
-        if target not in FAULT_TARGETS:
-            raise AdapterError(f"unknown target {target!r}: expected one of {', '.join(FAULT_TARGETS)}")
+    def _check_target(self, target: str) -> None:
+        if target not in FAULT_TARGETS or (target == BROKER_TARGETS[1] and self.cluster == SINGLE):
+            raise AdapterError(f"unknown target {target!r}: expected one of {', '.join(FAULT_TARGETS)} "
+                               f"(broker-2 in a master-slave cluster)")
+
+    def source(self):
+        """Where consumers read and commit: the master while it serves; its slave while the master is
+        down and the slave up (PullAPIWrapper.recalculatePullFromWhichNode); else the master (which
+        does not answer)."""
+        if self.cluster == MASTER_SLAVE and self.broker.state == DOWN and self.slave_up:
+            if self.slave is None:
+                self.slave = SlaveView(self.broker.store, dict(self.broker.consumer_offsets_persisted))
+            return self.slave
+        self.slave = None
+        return self.broker
+
+    def _slave(self, up: bool) -> None:
+        self.slave_up = up
+        if not up:
+            self.slave = None
+        self._after_master_down()
+
+    def _after_master_down(self) -> None:
+        if self.cluster == MASTER_SLAVE and self.broker.state == DOWN and self.slave_up:
+            self.broker.slave_takes_over()
+            self._on_broker_ready()  # the consumers' pulls go to the slave now
 
     def start(self, target: str) -> None:
         self._check_target(target)
-        if target == "broker":
+        if target == BROKER_TARGETS[1]:
+            self._slave(True)
+        elif target == "broker":
             self.broker.start()
         elif target == "namesrv":
             self.namesrv_up = True
@@ -91,8 +138,11 @@ class SimulatedSystem:
 
     def stop(self, target: str) -> None:
         self._check_target(target)
-        if target == "broker":
+        if target == BROKER_TARGETS[1]:
+            self._slave(False)
+        elif target == "broker":
             self.broker.stop(graceful=True)
+            self._after_master_down()
         elif target == "namesrv":
             self.namesrv_up = False
         elif target == "consumer":
@@ -101,8 +151,11 @@ class SimulatedSystem:
 
     def kill(self, target: str) -> None:
         self._check_target(target)
-        if target == "broker":
+        if target == BROKER_TARGETS[1]:
+            self._slave(False)
+        elif target == "broker":
             self.broker.stop(graceful=False)
+            self._after_master_down()
         elif target == "namesrv":
             self.namesrv_up = False
         elif target == "consumer":
@@ -121,6 +174,8 @@ class SimulatedSystem:
 
     # --- DiskFaults -------------------------------------------------------------------------
     def can_fault(self, action: str, target: str) -> bool:
+        if target == BROKER_TARGETS[1]:  # the slave: its process only
+            return self.cluster == MASTER_SLAVE and action not in DISK_ACTIONS + NET_ACTIONS + CLOCK_STEP_ACTIONS
         return target == "broker" or action not in DISK_ACTIONS + NET_ACTIONS + CLOCK_STEP_ACTIONS
 
     def fill_disk(self, target: str) -> None:
@@ -168,7 +223,9 @@ class SimulatedSystem:
     # --- Pausable ---------------------------------------------------------------------------
     def pause(self, target: str) -> None:
         self._check_target(target)
-        if target == "broker":
+        if target == BROKER_TARGETS[1]:
+            self._slave(False)  # a frozen slave serves nothing
+        elif target == "broker":
             self.broker.pause()
         elif target == "consumer":
             for c in self.consumers.values():
@@ -176,7 +233,9 @@ class SimulatedSystem:
 
     def resume(self, target: str) -> None:
         self._check_target(target)
-        if target == "broker":
+        if target == BROKER_TARGETS[1]:
+            self._slave(True)
+        elif target == "broker":
             self.broker.resume()
             self._on_broker_ready()
         elif target == "consumer":
@@ -265,9 +324,10 @@ class SimulatedSystem:
         for c in self.consumers.values():
             if c.group == group and c.alive:
                 owned = set(self.owned_queues(c))
+                source = self.source()
                 for q in [q for q in c.next_offsets if q not in owned]:
-                    if self.broker.reachable:
-                        self.broker.consumer_offsets[(group, q[0], q[1])] = c.next_offsets[q]
+                    if source.reachable:
+                        source.consumer_offsets[(group, q[0], q[1])] = c.next_offsets[q]
                     del c.next_offsets[q]
                 c.schedule_pull()
 

@@ -313,5 +313,3 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     clock_fast_while_due(),
     clock_slow_while_due(),
 ) + CLUSTER
-#: what the simulator runs (one broker): the cluster scenarios are judged on real brokers only
-SIMULATED: tuple[Scenario, ...] = tuple(s for s in NIGHTLY if s not in CLUSTER)

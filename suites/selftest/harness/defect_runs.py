@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.base import BrokerProfile
 from adapters.simulated import open_simulated
 from adapters.simulated.defects import Defect
 from harness.batch import BatchOptions, run_batch
 from harness.runner import ScenarioRun
-from harness.systems import SystemSpec
+from harness.systems import SystemSpec, broker_profile
 
 #: the defects of the schedule offset's persistence (stale, rewound, lost, and the new classes)
 PERSISTENCE_DEFECTS = [
@@ -37,9 +36,7 @@ def run_on_simulator(tmp_path: Path, scenario, defects=()):
     """One scenario on a simulated broker (seed 1, no random write failures, so a fault alone
     decides what fails): its RunResult, the run directory under ``tmp_path``."""
     run_id = f"{scenario.name}-{tmp_path.name}"
-    p = scenario.profile
-    system = open_simulated(BrokerProfile(p.message_delay_level, p.flush_delay_offset_interval_ms), defects=defects,
-                            seed=1, put_failure_rate=0.0)
+    system = open_simulated(broker_profile(scenario.profile), defects=defects, seed=1, put_failure_rate=0.0)
     system.setup()
     try:
         return ScenarioRun(scenario, system, tmp_path / run_id, run_id).execute()

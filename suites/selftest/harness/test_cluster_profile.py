@@ -41,3 +41,30 @@ def test_a_system_without_the_cluster_skips_with_the_reason():
         assert skip_reason(s, OneBroker()) == f"simulated 1 (virtual runtime) cannot run a {s.profile.cluster} cluster: it runs a single broker"
         assert "an external cluster is what it is" in skip_reason(s, External())
     assert skip_reason(two_masters_one_down(), TwoMasters()) is None
+
+
+def test_the_simulator_s_slave_serves_and_a_slave_that_re_puts_is_caught(tmp_path):
+    """A master and its slave on the simulator (adapters.simulated.system.SlaveView): while the master
+    is down the consumer reads the slave's replica and nothing is re-put; a slave that runs the
+    schedule service (slave-reputs-while-master-down) makes the master's re-puts repeat: NO_DUPLICATE."""
+    import json
+
+    from harness.catalogue.chaos import master_down_slave_serves
+    from harness.verdicts import assert_conforms
+    from reference.rundir import EVENTS_DIR
+    from reports.check import check_runs
+    from suites.selftest.harness.defect_runs import run_on_simulator
+
+    scenario = master_down_slave_serves()
+    clean = run_on_simulator(tmp_path / "clean", scenario)
+    broken = run_on_simulator(tmp_path / "broken", scenario, ("slave-reputs-while-master-down",))
+    verdicts = {v["run_id"]: v for v in check_runs([clean.run_dir, broken.run_dir])}
+    assert_conforms(verdicts[clean.run_id])
+    events = [json.loads(line) for f in sorted((clean.run_dir / EVENTS_DIR).glob("*.jsonl")) for line in f.read_text().splitlines()]
+    faults = [e for e in events if e["type"] == "fault" and e["target"] == "broker" and e.get("step") == 1]
+    down = next(e["ts_ms"] for e in faults if e["action"] == "kill")
+    up = next(e["ts_ms"] for e in faults if e["action"] == "ready")
+    during = [e for e in events if e["type"] == "deliver" and down < e["ts_ms"] < up]
+    assert any(e["key"].startswith("MP") for e in during)  # read from the slave
+    assert not any(down < e["store_ms"] < up for e in during if e["key"].startswith("MS"))  # nothing re-put
+    assert verdicts[broken.run_id]["invariants"]["NO_DUPLICATE"]["passed"] is False

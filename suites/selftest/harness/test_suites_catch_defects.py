@@ -14,11 +14,16 @@ import pytest
 
 from adapters.simulated.defects import Defect
 from harness.verdicts import assert_conforms, describe
-from harness.catalogue.chaos import SIMULATED
+from adapters.simulated.system import SIMULATED_CLUSTERS
+from harness.catalogue.chaos import NIGHTLY
 from harness.catalogue.conformance import CONFORMANCE
 from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, verdicts_by_defect
 
 DEFECTS = list(Defect)
+
+
+#: what the simulator runs: one broker, or a master and its slave (two masters and controller mode: real brokers only)
+SIMULATED = tuple(s for s in NIGHTLY if s.profile.cluster in SIMULATED_CLUSTERS)
 
 
 @pytest.fixture(scope="module")

@@ -57,6 +57,11 @@ def exposing(defect: Defect) -> tuple[list[Send], list[Fault], dict]:
         # messages wait: a correct broker re-puts them up to 4 s late, the broken one on true time
         sends = [Send(i * 100, f"w{i}", delay_level=5) for i in range(8)]
         return sends, [Fault(1000, "clock", rate_permille=-500), Fault(9000, "clock", offset_ms=-4000, rate_permille=0)], {}
+    if defect is Defect.SLAVE_REPUTS_WHILE_MASTER_DOWN:
+        # a master and its slave; the master is killed after its first offset flush (10 s after its
+        # start) while level-5 messages wait, and is back 6 s later: its own offsets re-put them again
+        sends = [Send(10_500 + i * 100, f"s{i}", delay_level=5) for i in range(10)]
+        return sends, [Fault(12_000, "kill"), Fault(18_000, "start")], {"cluster": "master-slave"}
     return steady, [], {}
 
 
