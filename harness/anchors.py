@@ -30,6 +30,7 @@ from harness.faults import TimedFault, expand, expand_step
 from harness.scenario import FaultAnchor, Scenario
 from harness.summary import scenario_wait_ms
 from reference.clock import CLOCK, BrokerClock
+from reference.expected import stored_copy_key
 from reference.levels import parse_level_table
 from reference.profile import FIRST_DELAY_MS, FIRST_FLUSH_DELAY_MS
 
@@ -67,8 +68,7 @@ class AnchorWatch:
                 self.clock_steps.append(e)
                 self.clock = BrokerClock.from_faults(self.clock_steps)
             elif t == "deliver" and e.get("reconsume_times") == 0 and e.get("key") in self.levels:
-                copy = ((e.get("broker"), e["commit_log_offset"]) if e.get("commit_log_offset") is not None else
-                        (e.get("broker"), e.get("queue_topic") or e.get("topic"), e.get("queue_id"), e.get("queue_offset")))
+                copy = stored_copy_key(e)
                 stored = self.clock.true_ms(e["store_ms"], e["ts_ms"]) if self.clock is not None else e["store_ms"]
                 self.reputs.setdefault(copy, (stored, self.levels[e["key"]], e["key"]))
 

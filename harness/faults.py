@@ -21,12 +21,10 @@ from harness.scenario import FaultStep
 from reference.clock import CLOCK, CLOCK_DRIFT, MAX_CLOCK_STEP_MS, Step
 from reference.cluster import is_broker
 from reference.disk import DISK_ACTIONS, FILL, FREE
-from reference.network import LATENCY, LATENCY_END, LOSS, LOSS_END, NET_ACTIONS, NET_END, PARTITION, PARTITION_END
+from reference.network import LATENCY, LATENCY_END, LOSS, LOSS_END, NET_ACTIONS, NET_END, NET_START, PARTITION, PARTITION_END
 
 #: primitive actions a timed step performs
 PRIMITIVES = ("kill", "stop", "start", "pause", "resume", FILL, FREE, *NET_ACTIONS, CLOCK)
-#: the primitive that ends each network fault
-_NET_END = NET_END
 #: the first half of a ``slow_start``: start the target and pause it at once, before it is ready
 #: (the ``resume`` that ends it waits until the target is ready)
 START_PAUSED = "start_paused"
@@ -65,12 +63,12 @@ def expand_step(s: FaultStep, at_ms: int, step: int | None = None, anchor: str |
         return [tf(0, CLOCK, rate=s.rate_permille), tf(s.duration_ms, CLOCK, rate=0)]
     if s.action == CLOCK:  # reference.clock: stepped, and stepped back after the duration (0: the heal does)
         return [tf(0, CLOCK, s.offset_ms)] + ([tf(s.duration_ms, CLOCK, 0)] if s.duration_ms else [])
-    if s.action in PRIMITIVES and not (s.action in ("pause", FILL, *_NET_END) and s.duration_ms):
+    if s.action in PRIMITIVES and not (s.action in ("pause", FILL, *NET_END) and s.duration_ms):
         return [tf(0, s.action)]
     if s.action == FILL:
         return [tf(0, FILL), tf(s.duration_ms, FREE)]
-    if s.action in _NET_END:
-        return [tf(0, s.action), tf(s.duration_ms, _NET_END[s.action])]
+    if s.action in NET_END:
+        return [tf(0, s.action), tf(s.duration_ms, NET_END[s.action])]
     if s.action == "pause":
         return [tf(0, "pause"), tf(s.duration_ms, "resume")]
     if s.action == "restart":
@@ -160,10 +158,10 @@ class FaultDriver:
                 sysm.add_loss(target, extra["loss_percent"])
             else:
                 {PARTITION_END: sysm.heal_partition, LATENCY_END: sysm.remove_latency, LOSS_END: sysm.remove_loss}[action](target)
-            if action in _NET_END:
+            if action in NET_END:
                 self.cut.add((action, target))
             else:
-                self.cut.discard((next(a for a, end in _NET_END.items() if end == action), target))
+                self.cut.discard((NET_START[action], target))
         elif action == CLOCK:
             if not isinstance(sysm, ClockFaults) or not sysm.can_fault(CLOCK_DRIFT if "rate_permille" in extra else CLOCK,
                                                                           target):
@@ -216,7 +214,7 @@ class FaultDriver:
         for target in sorted(self.clocked):
             self.apply(CLOCK, target, {"offset_ms": 0})
         for action, target in sorted(self.cut):
-            self.apply(_NET_END[action], target)
+            self.apply(NET_END[action], target)
         for target in sorted(self.paused):
             self.apply("resume", target)
         for target in sorted(self.down, key=lambda t: 0 if t == "namesrv" else 1):
@@ -229,7 +227,7 @@ _STEP_PRIMITIVES = {
     "kill": ("kill", "start"), "stop": ("stop", "start"), "start": ("start",), "pause": ("pause", "resume"),
     "resume": ("resume",), "restart": ("stop", "start"), "kill_restart": ("kill", "start"),
     "outage": ("kill", "start"), "slow_start": ("start", "pause", "resume"), FILL: DISK_ACTIONS,
-    CLOCK: (CLOCK,), **{a: (a, end) for a, end in _NET_END.items()},
+    CLOCK: (CLOCK,), **{a: (a, end) for a, end in NET_END.items()},
     CLOCK_DRIFT: (CLOCK_DRIFT, CLOCK),  # a drift needs a clock that can run fast or slow; the heal steps
 }
 

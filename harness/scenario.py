@@ -48,8 +48,6 @@ FAULT_ACTIONS_WITH_DURATION = ("pause", "restart", "kill_restart", "outage", "sl
 STORE_FILL_ACTIONS = ("disk_full",)
 #: steps that act on the broker's network (its system runs the broker in its own network namespace)
 NETWORK_ACTIONS = ("partition", "latency", "loss")
-#: steps that move the broker's wall clock (its system runs the broker under a clock it controls):
-#: reference.clock.CLOCK_STEP_ACTIONS
 #: steps after which deliveries may come seconds late (a process down or frozen, a network cut):
 #: they cannot be judged beside a step back of the broker's clock (reference.clock.BrokerClock.true_ms)
 DELIVERY_DELAYING_ACTIONS = ("kill", "stop", "pause", "restart", "kill_restart", "outage", "slow_start", "partition",

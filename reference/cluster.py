@@ -54,7 +54,7 @@ local re-consume 10 s after its LATER with the master down). The client's re-sen
 producer then either stores the retry on a live master (two masters: the retry is stored up to
 that much later) or fails too (no master: the same stored copy is re-consumed locally 5 s later).
 A ``LATER`` answered while a broker is down, or up to the time a send-back takes before, may be
-that much later (:func:`send_back_lag_ms`, :data:`reference.network.SEND_BACK_FAILS_AFTER_MS`).
+that much later (:func:`down_broker_lag_ms`, :data:`reference.network.SEND_BACK_FAILS_AFTER_MS`).
 
 Which broker holds a message: a send records the broker name it was stored on (``send`` events'
 ``broker``; run.json's ``system.brokers`` maps each fault target to its broker name), so the window
@@ -71,9 +71,9 @@ from __future__ import annotations
 from typing import Callable, Iterable, Mapping
 
 from reference.contract import BROKER_TARGETS
-from reference.network import SEND_BACK_FAILS_AFTER_MS
+from reference.network import SEND_BACK_FAILS_AFTER_MS, send_back_meets
 from reference.disk import write_outages
-from reference.windows import Outage, broker_outages, cluster_outages, merge_outages
+from reference.windows import Outage, cluster_outages, merge_outages
 
 SINGLE = "single"
 TWO_MASTERS = "two-masters"
@@ -89,6 +89,9 @@ SECOND_BROKER = {TWO_MASTERS: "the master of a second broker name", MASTER_SLAVE
 #: on a 3 s tick (BrokerController: syncAll), so what it re-puts after its election repeats at most
 #: what the master re-put this long before it failed
 REPLICA_SYNC_BOUND_MS = 10_000 + 3_000
+#: the primitive faults a cluster's second broker takes: its process's (a full store, a cut network
+#: and a moved clock are the first broker's only)
+SECOND_BROKER_ACTIONS = ("kill", "stop", "start", "pause", "resume")
 
 
 def broker_targets(cluster: str) -> tuple[str, ...]:
@@ -108,18 +111,15 @@ def snapshot_target(snap) -> str:
     return snap.get("target") or BROKER_TARGETS[0]
 
 
-def send_back_lag_ms(faults: Iterable[Mapping]) -> Callable[[int], int]:
+def down_broker_lag_ms(faults: Iterable[Mapping]) -> Callable[[int], int]:
     """A function of a ``LATER``'s ``ts_ms``: how much later than usual its retry may be stored or
     re-consumed locally because its send-back met a broker that was down (see the module
-    docstring): :data:`~reference.network.SEND_BACK_FAILS_AFTER_MS` from that long before an
-    outage to its end, else 0."""
-    outages = cluster_outages(faults)
+    docstring): :data:`~reference.network.SEND_BACK_FAILS_AFTER_MS` when it
+    :func:`~reference.network.send_back_meets` an outage, else 0."""
+    meets = send_back_meets((o.down_ms, o.up_ms) for o in cluster_outages(faults))
 
     def lag(ts_ms: int) -> int:
-        for o in outages:
-            if o.down_ms - SEND_BACK_FAILS_AFTER_MS <= ts_ms and (o.up_ms is None or ts_ms <= o.up_ms):
-                return SEND_BACK_FAILS_AFTER_MS
-        return 0
+        return SEND_BACK_FAILS_AFTER_MS if meets(ts_ms) else 0
 
     return lag
 
@@ -132,6 +132,6 @@ def outages_by_broker(run: Mapping, faults: Iterable[Mapping]) -> dict[str, list
     names: dict[str, list[str]] = {}
     for target, broker in sorted(((run.get("system") or {}).get("brokers") or {}).items()):
         names.setdefault(broker.get("name"), []).append(target)
-    return {name: merge_outages([o for t in targets for o in broker_outages(faults, t)]
+    return {name: merge_outages(cluster_outages(faults, tuple(targets))
                                 + (write_outages(faults) if BROKER_TARGETS[0] in targets else []))
             for name, targets in names.items() if name}

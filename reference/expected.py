@@ -38,9 +38,7 @@ from reference.timer import rounded_deliver_ms
 from reference.disk import write_outages
 from reference.network import local_retry_lag_ms, send_back_lag_ms, send_back_may_repeat, unknown_send_outages
 from reference.clock import BrokerClock
-from reference.cluster import CONTROLLER, MASTER_SLAVE, REPLICA_SYNC_BOUND_MS, is_broker
-from reference.cluster import outages_by_broker
-from reference.cluster import send_back_lag_ms as outage_send_back_lag_ms
+from reference.cluster import CONTROLLER, MASTER_SLAVE, REPLICA_SYNC_BOUND_MS, down_broker_lag_ms, is_broker, outages_by_broker
 from reference.windows import OutageIndex, broker_outages, cluster_outages, merge_outages
 
 
@@ -198,7 +196,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     # after the heal) and the local re-consume of a LATER whose send-back met it; latency delays
     # the storing of a retry by a round trip
     unknown_outages = merge_outages(outages + unknown_send_outages(faults))
-    net_local, net_back, down_lag = local_retry_lag_ms(faults), send_back_lag_ms(faults), outage_send_back_lag_ms(faults)
+    net_local, net_back, down_lag = local_retry_lag_ms(faults), send_back_lag_ms(faults), down_broker_lag_ms(faults)
 
     def local_lag(ts_ms: int) -> int:
         return max(net_local(ts_ms), down_lag(ts_ms))
@@ -288,6 +286,17 @@ def build_expected(run: Mapping, events: Iterable[Mapping]) -> list[ExpectedAtte
     return out
 
 
+def stored_copy_key(d: Mapping) -> tuple:
+    """A delivery's stored copy as a key (DESIGN.md "stored copy"): its broker's commit-log offset
+    where it has one, else its broker's queue position (the brokers of a cluster have their own commit
+    logs and queues, ``reference.cluster``). Deliveries that all say the same things compare alike
+    by key and by :func:`same_stored_copy`."""
+    clo = d.get("commit_log_offset")
+    if clo is not None:
+        return (d.get("broker"), clo)
+    return (d.get("broker"), d.get("queue_topic") or d.get("topic"), d.get("queue_id"), d.get("queue_offset"))
+
+
 def same_stored_copy(first: Mapping, second: Mapping) -> bool:
     """DESIGN.md "stored copy": the same ``commit_log_offset`` where both have one, else the same
     (queue_topic, queue_id, queue_offset); both of the same broker (``broker``, where both say: the
@@ -329,11 +338,12 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
     (``start``) or a broker kill in between. Scheduler duplicate (new stored copy):
     ScheduleMessageService.persist (4.9.x) — see :func:`reference.persistence.scheduler_duplicate_allowed`."""
     profile = profile_from_run(run)
+    cluster = (run.get("profile") or {}).get("cluster")
     faults = list(faults)
     if same_stored_copy(first, second):
         if first["ts_ms"] > second["ts_ms"]:
             first, second = second, first
-        return _consumer_redelivery(faults, first, second, (run.get("profile") or {}).get("cluster") == MASTER_SLAVE)
+        return _consumer_redelivery(faults, first, second, cluster == MASTER_SLAVE)
     # two stored copies: in the order they were stored (the later-stored one may arrive first)
     if (first["store_ms"], first["ts_ms"]) > (second["store_ms"], second["ts_ms"]):
         first, second = second, first
@@ -341,7 +351,6 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
         return DuplicateRuling(True, "consumer", f"the first delivery (at {first['ts_ms']}) was a local re-consume "
                                "answered CRASH: that retry lived only in the crashed consumer, whose redelivered "
                                "previous attempt sent it back again as a new stored copy")
-    cluster = (run.get("profile") or {}).get("cluster")
     allowed, reason = scheduler_duplicate_allowed([f for f in faults if f.get("type", "fault") == "fault"],
                                                   first["store_ms"], second["store_ms"],
                                                   profile.flush_delay_offset_interval_ms,

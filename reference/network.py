@@ -60,8 +60,9 @@ LATENCY, LATENCY_END = "latency", "latency_end"
 LOSS, LOSS_END = "loss", "loss_end"
 #: the primitive fault actions of network faults (``fault`` events of ``target: broker``)
 NET_ACTIONS = (PARTITION, PARTITION_END, LATENCY, LATENCY_END, LOSS, LOSS_END)
-#: the primitive that ends each network fault
+#: the primitive that ends each network fault, and the one each end ends
 NET_END = {PARTITION: PARTITION_END, LATENCY: LATENCY_END, LOSS: LOSS_END}
+NET_START = {end: start for start, end in NET_END.items()}
 #: a loss drops 1..100 % of the packets (100: a partition by another name)
 MAX_LOSS_PERCENT = 100
 #: TCP_TIMEOUT_INIT (Linux): the initial retransmission timeout, an upper bound of the first RTO
@@ -104,17 +105,23 @@ def partitions(faults: Iterable[Mapping], target: str = "broker") -> list[tuple[
                    for a, b, _ in _periods(faults, start, end, target)), key=lambda p: p[0])
 
 
+def send_back_meets(periods: Iterable[tuple[int, int | None]]):
+    """A function of a ``LATER``'s ``ts_ms``: whether its send-back (and the client's re-send after
+    it, :data:`SEND_BACK_FAILS_AFTER_MS` in all) may have met one of ``periods`` (start, end or None):
+    answered in one, or up to that long before it."""
+    periods = list(periods)
+
+    def meets(ts_ms: int) -> bool:
+        return any(a - SEND_BACK_FAILS_AFTER_MS <= ts_ms and (b is None or ts_ms <= b) for a, b in periods)
+
+    return meets
+
+
 def send_back_may_repeat(faults: Iterable[Mapping], target: str = "broker"):
     """A function of a ``LATER``'s ``ts_ms``: whether its send-back may have timed out in a cut and
     still be stored by TCP retransmission beside the client's own re-send (one more stored copy of
-    its retry): answered in a partition or loss period, or up to :data:`SEND_BACK_FAILS_AFTER_MS`
-    before one."""
-    cuts = partitions(faults, target)
-
-    def repeats(ts_ms: int) -> bool:
-        return any(a - SEND_BACK_FAILS_AFTER_MS <= ts_ms and (b is None or ts_ms <= b) for a, b in cuts)
-
-    return repeats
+    its retry): :func:`send_back_meets` a partition or loss period."""
+    return send_back_meets(partitions(faults, target))
 
 
 def unknown_send_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Outage]:
@@ -132,14 +139,11 @@ def unknown_send_outages(faults: Iterable[Mapping], target: str = "broker") -> l
 def local_retry_lag_ms(faults: Iterable[Mapping], target: str = "broker"):
     """DefaultMQPushConsumerImpl.sendMessageBack: a function of a ``LATER``'s ``ts_ms`` giving how
     much later than usual its local re-consume may come (:data:`SEND_BACK_FAILS_AFTER_MS` when the
-    send-back met a partition: answered in it, or up to that long before it)."""
-    cuts = partitions(faults, target)
+    send-back met a partition: answered in it, or up to that long before it, :func:`send_back_meets`)."""
+    meets = send_back_meets(partitions(faults, target))
 
     def lag(ts_ms: int) -> int:
-        for a, b in cuts:
-            if a - SEND_BACK_FAILS_AFTER_MS <= ts_ms and (b is None or ts_ms <= b):
-                return SEND_BACK_FAILS_AFTER_MS
-        return 0
+        return SEND_BACK_FAILS_AFTER_MS if meets(ts_ms) else 0
 
     return lag
 

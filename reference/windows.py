@@ -63,11 +63,11 @@ class DeliveryWindow:
     widened_by: str | None
 
 
-def cluster_outages(faults: Iterable[Mapping]) -> list[Outage]:
-    """The outages of every broker process (``reference.cluster``: either broker of a cluster
-    down widens every window), merged."""
+def cluster_outages(faults: Iterable[Mapping], targets: tuple[str, ...] = BROKER_TARGETS) -> list[Outage]:
+    """The outages of the broker processes ``targets`` (every one by default: ``reference.cluster``,
+    either broker of a cluster down widens a window no send says the broker of), merged."""
     faults = list(faults)
-    return merge_outages([o for t in BROKER_TARGETS for o in broker_outages(faults, t)])
+    return merge_outages([o for t in targets for o in broker_outages(faults, t)])
 
 
 def broker_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Outage]:

@@ -166,14 +166,13 @@ def _attempt(out: Judgements, run, faults, key, group, attempt, ds, prev, x, sen
     out.checked["NO_DUPLICATE"] += 1
     # each copy's redeliveries against its first delivery; each later-stored copy against the copy
     # stored before it (its re-put repeats that one: the cause lies between the two re-puts)
-    pairs = [(c[0], d) for c in copies for d in c[1:]] + [(copies[i - 1][0], copies[i][0]) for i in range(1, len(copies))]
+    later_copies = [(copies[i - 1][0], copies[i][0]) for i in range(1, len(copies))]
+    # the copies of a retry that its attempt's own LATER answers stored, beyond the first
+    # (reference.expected.sent_back_copies): the earliest-stored later copies
     sent_back = model.sent_back_copies(prev[0], faults) if attempt >= 1 and prev is not None else 0
-    extra_copies = max(0, sent_back - 1)  # copies of a retry its attempt's LATER answers stored, beyond the first
-    for one, other in pairs:
-        if extra_copies and other is not one and any(other is c[0] for c in copies[1:]):
-            extra_copies -= 1
-            out.plot["duplicates"]["consumer allowed"] += 1
-            continue  # its own LATER answer sent this copy back (reference.expected.sent_back_copies)
+    sent_back_extra = later_copies[:max(0, sent_back - 1)]
+    out.plot["duplicates"]["consumer allowed"] += len(sent_back_extra)
+    for one, other in [(c[0], d) for c in copies for d in c[1:]] + later_copies[len(sent_back_extra):]:
         ruling = model.rule_duplicate(run, faults, one, other)
         out.plot["duplicates"][f"{ruling.cause} {'allowed' if ruling.allowed else 'not allowed'}"] += 1
         if not ruling.allowed:

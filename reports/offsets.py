@@ -31,6 +31,7 @@ from typing import Iterable, Mapping
 
 from reference.cluster import snapshot_target
 from reference.contract import BROKER_TARGETS, MEMORY_SOURCE, PERSISTED_SOURCE
+from reference.expected import stored_copy_key
 from reference.persistence import persisted_after_graceful_stop, resumed_after_start
 
 INVARIANT = "OFFSET_PERSISTENCE"
@@ -110,8 +111,7 @@ def count_reputs(windows: list[tuple[int, int]], deliveries: Iterable[Mapping], 
         hits = [w for w in windows if w[0] <= store <= w[1]]
         if not hits:
             continue
-        clo = d.get("commit_log_offset")
-        copy = (d.get("broker"), clo) if clo is not None else (d.get("broker"), d.get("queue_topic") or d["topic"], d["queue_id"], d["queue_offset"])
+        copy = stored_copy_key(d)
         if copy in seen:
             continue
         seen.add(copy)

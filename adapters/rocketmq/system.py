@@ -38,7 +38,7 @@ from adapters.base import (AdapterError, BrokerProfile, ConsumerSpec, NotReady, 
                            SystemInfo)
 from adapters.rocketmq import config as cfg
 from reference.clock import CLOCK, CLOCK_ACTIONS, CLOCK_DRIFT
-from reference.cluster import CONTROLLER, MASTER_SLAVE, SINGLE, TWO_MASTERS, broker_targets
+from reference.cluster import CONTROLLER, MASTER_SLAVE, SECOND_BROKER_ACTIONS, SINGLE, broker_targets
 from reference.contract import BROKER_TARGETS, CONSUME_STATS_SOURCE, MEMORY_SOURCE, PERSISTED_SOURCE, RETRY_PREFIX, queue_key
 from reference.disk import DISK_ACTIONS, FILL, FREE
 from reference.network import LATENCY, LATENCY_END, NET_ACTIONS
@@ -326,9 +326,8 @@ class RocketMQSystem:
         self._lease = self._lease2 = None
 
     def _check(self, target: str) -> None:
-        if target not in TARGETS or (target in BROKER_TARGETS and target not in self.nodes and not self.external) \
-                or (self.external and target == BROKER_TARGETS[1]):
-            ours = ("namesrv",) + (tuple(self.nodes) if not self.external else BROKER_TARGETS[:1]) + ("consumer",)
+        if target not in TARGETS or (target in BROKER_TARGETS and target not in self.nodes):  # an external one: single
+            ours = ("namesrv",) + tuple(self.nodes) + ("consumer",)
             raise AdapterError(f"target {target!r}: expected one of {', '.join(ours)} (cluster {self.cluster})")
 
     def start(self, target: str) -> None:
@@ -681,7 +680,7 @@ class RocketMQSystem:
         only on a broker in a namespace of its own; clock steps only on a broker under libfaketime;
         a second broker only in a cluster, and only its process: start, stop, kill, pause)."""
         if target in BROKER_TARGETS[1:] and not self.external:
-            return target in self.nodes and action not in CLOCK_ACTIONS + NET_ACTIONS + DISK_ACTIONS
+            return target in self.nodes and action in SECOND_BROKER_ACTIONS
         if action == CLOCK_DRIFT:  # a broker launched to drift (brokerclock.environment)
             return target == "broker" and self._clock_file is not None and self.profile.drifting_clock
         if action in CLOCK_ACTIONS:

@@ -13,7 +13,7 @@ from adapters.simulated.clock import VirtualClock
 from adapters.simulated.consumers import SimConsumer
 from adapters.simulated.defects import Defect
 from adapters.simulated.store import StoredMessage
-from reference.cluster import MASTER_SLAVE, SINGLE
+from reference.cluster import MASTER_SLAVE, SECOND_BROKER_ACTIONS, SINGLE
 from reference.contract import BROKER_TARGETS, FAULT_TARGETS, retry_topic
 from reference.clock import CLOCK_STEP_ACTIONS
 from reference.disk import DISK_ACTIONS
@@ -175,7 +175,7 @@ class SimulatedSystem:
     # --- DiskFaults -------------------------------------------------------------------------
     def can_fault(self, action: str, target: str) -> bool:
         if target == BROKER_TARGETS[1]:  # the slave: its process only
-            return self.cluster == MASTER_SLAVE and action not in DISK_ACTIONS + NET_ACTIONS + CLOCK_STEP_ACTIONS
+            return self.cluster == MASTER_SLAVE and action in SECOND_BROKER_ACTIONS
         return target == "broker" or action not in DISK_ACTIONS + NET_ACTIONS + CLOCK_STEP_ACTIONS
 
     def fill_disk(self, target: str) -> None:

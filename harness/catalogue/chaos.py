@@ -233,6 +233,14 @@ def _waiting(prefix: str, topic: str) -> tuple[Message, ...]:
                          plan=(LATER, OK) if i % 6 == 5 else ()) for i in range(90))
 
 
+def _down_outage(prefix: str, topic: str, count: int, target: str) -> tuple[tuple[Message, ...], tuple[FaultStep, ...]]:
+    """``target`` killed (-9) at ``CLUSTER_DOWN_AT_MS`` for ``CLUSTER_DOWN_MS``, and ``count`` level-2..4
+    messages sent while it is down, from 1 s after the kill, 400 ms apart."""
+    during = tuple(Message(f"{prefix}{i:03d}", topic, at_ms=CLUSTER_DOWN_AT_MS + 1_000 + i * 400, delay_level=2 + i % 3)
+                   for i in range(count))
+    return during, (FaultStep(at_ms=CLUSTER_DOWN_AT_MS, action="outage", target=target, duration_ms=CLUSTER_DOWN_MS),)
+
+
 def two_masters_one_down() -> Scenario:
     """Two masters of two broker names; the second is killed (-9) for 8 s while level-3..8
     messages spread over both fall due, some retried: what the killed broker holds is re-put after
@@ -240,9 +248,7 @@ def two_masters_one_down() -> Scenario:
     drops it; a retry whose send-back meets it is re-sent through the client's producer; nothing is
     lost (reference.cluster)."""
     before = _waiting("TM", "TwoMasters")
-    during = tuple(Message(f"TD{i:03d}", "TwoMasters", at_ms=CLUSTER_DOWN_AT_MS + 1_000 + i * 400, delay_level=2 + i % 3)
-                   for i in range(10))
-    faults = (FaultStep(at_ms=CLUSTER_DOWN_AT_MS, action="outage", target="broker-2", duration_ms=CLUSTER_DOWN_MS),)
+    during, faults = _down_outage("TD", "TwoMasters", 10, "broker-2")
     return Scenario("two-masters-one-down", before + during, _group("twomasters", "TwoMasters"), faults,
                     profile=Profile(cluster=TWO_MASTERS), description=two_masters_one_down.__doc__)
 
@@ -285,14 +291,13 @@ def controller_failover_while_due() -> Scenario:
     own retry), sends go to the new master once the producer's route has it; nothing is lost
     (reference.cluster)."""
     before = _waiting("CF", "Failover")
-    during = tuple(Message(f"CD{i:03d}", "Failover", at_ms=CLUSTER_DOWN_AT_MS + 1_000 + i * 400, delay_level=2 + i % 3)
-                   for i in range(15))
-    faults = (FaultStep(at_ms=CLUSTER_DOWN_AT_MS, action="outage", target="broker", duration_ms=CLUSTER_DOWN_MS),)
+    during, faults = _down_outage("CD", "Failover", 15, "broker")
     return Scenario("controller-failover-while-due", before + during, _group("failover", "Failover"), faults,
                     profile=Profile(cluster=CONTROLLER), description=controller_failover_while_due.__doc__)
 
 
-#: the cluster scenarios (a system with a second broker; the simulator runs one broker: skipped there)
+#: the cluster scenarios (a system with a second broker; the simulator runs master-slave only, and
+#: skips the others with the reason)
 CLUSTER: tuple[Scenario, ...] = (two_masters_one_down(), master_down_slave_serves(), slave_down(),
                                  controller_failover_while_due())
 
