@@ -261,6 +261,21 @@ class OffsetFlushWatching(Protocol):
 
 
 @runtime_checkable
+class HostWatching(Protocol):
+    """What the harness may watch of the system's processes on this host while a run lasts, for
+    the stalls that excuse a late attempt (``reference.stalls``, ``harness.hostwatch``)."""
+
+    def watched_processes(self) -> dict[str, int]:
+        """The host pid of the root of each process tree of the system that runs now, by subject
+        (``broker``, ``broker-2``, ``namesrv``, ``consumer <name>``): its descendants are watched too
+        (a launcher's JVM, a container's init's child)."""
+
+    def host_not_observed(self) -> str | None:
+        """Why the host its broker runs on cannot be observed from here (an external cluster), or
+        None; a system in virtual time says that the host's stalls do not reach it."""
+
+
+@runtime_checkable
 class LogFiles(Protocol):
     """Jepsen's ``LogFiles``: the system's logs, which the runner copies into each run's
     ``RUN/logs/`` at the run's end (``harness.logcopy``). The runner knows no layout: the system

@@ -262,6 +262,8 @@ def cmd_matrix(args) -> int:
     print(f"\nmatrix of {', '.join(m['versions'])}: {out / 'matrix.html'}")
     for d in m["differences"]:
         print(f"  differs: {d['scenario']} {d['invariant']}: " + ", ".join(f"{v}={(c or {}).get('passed')}" for v, c in d["by_version"].items()))
+    for d in m["host_stalled"]:
+        print(f"  undecided, the host stalled (not a difference): {d['scenario']} {d['invariant']}")
     return exit_code([v for vs in by_system.values() for v in vs])
 
 

@@ -25,6 +25,7 @@ from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
 from adapters.rundir import EventLog, EventTail, write_run_json
 from harness.faults import FaultDriver, TimedFault, primitives_needed
+from harness import hostwatch
 from harness.logcopy import copy_logs, log_sizes
 from harness.catalogue import suite_of
 from harness.scenario import Scenario
@@ -34,7 +35,8 @@ from reference.clock import CLOCK_STEP_ACTIONS, waiting_levels
 from reference.levels import parse_level_table
 from reference.disk import DISK_ACTIONS
 from reference.network import NET_ACTIONS
-from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, SCENARIO_JSON
+from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, LOGS_DIR, SCENARIO_JSON, STALL_EVENTS
+from reference.contract import BROKER_TARGETS
 
 #: ``system.info.details`` key: [start, ready] of the system's setup (the broker's start before the
 #: run), recorded as the run's first broker ``start``/``ready`` events (``cause: setup``): a kill
@@ -42,6 +44,7 @@ from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, SCENARIO_JSON
 #: after its schedule service started (ScheduleMessageService.start), maybe after the run began
 BROKER_SETUP = "broker_setup_ms"
 
+SECOND_BROKER = BROKER_TARGETS[1]
 #: how often the runner has dead consumers restarted, and looks at progress, while it waits
 POLL_MS = 250
 
@@ -228,6 +231,7 @@ class ScenarioRun:
                                **({"version": chain[0]} if chain and action == "ready" else {})})
         faults = FaultDriver(sysm, log)
         faults.waiting_levels = self._waiting_levels
+        watch = hostwatch.acquire(sysm)  # the host's and the system's stalls meanwhile (reference.stalls)
         state = DrainState((), None, len(sc.messages), 0)
         error = interrupted = None
         try:
@@ -282,6 +286,7 @@ class ScenarioRun:
                 log.close()
                 run["ended_ms"] = clock.now_ms()
                 self._copy_logs(run, logs_since)
+                self._record_stalls(run, watch)
                 run["drained"] = not state.pending
                 run["pending"] = list(state.pending[:50])
                 if error:
@@ -309,6 +314,24 @@ class ScenarioRun:
                 run.setdefault("consume_stats_errors", []).append(f"{group}: {type(e).__name__}: {e}"[:300])
                 continue
             log.write({"type": "snapshot", "ts_ms": sysm.clock.now_ms(), **snap, "moment": CONSUMERS_STOPPED})
+
+    def _record_stalls(self, run: dict, watch: hostwatch.HostWatch | None) -> None:
+        """The stalls of the run's period into ``events/stalls.jsonl`` (the host watch's, and those
+        the broker reported in its log copies), and what was observed into run.json's ``host``."""
+        try:
+            run["host"] = hostwatch.observation(self.system, watch)
+            if watch is None:
+                return
+            found = watch.stalls_between(run["started_ms"], run["ended_ms"])
+            for name in sorted(run.get("logs") or ()):
+                if ("broker" in name or "store" in name) and not name.startswith("clients/"):
+                    subject = SECOND_BROKER if SECOND_BROKER in name else BROKER_TARGETS[0]
+                    found += hostwatch.log_stalls([self.run_dir / LOGS_DIR / name], subject, run["started_ms"], run["ended_ms"])
+            with EventLog(self.events_dir / STALL_EVENTS) as out:
+                for e in sorted(found, key=lambda e: (e["ts_ms"], e["source"], e["subject"])):
+                    out.write(e)
+        finally:
+            hostwatch.release(self.system)
 
     def _log_sizes(self) -> dict[str, int]:
         if not isinstance(self.system, LogFiles):

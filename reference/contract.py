@@ -35,7 +35,10 @@ FAULT_ACTIONS: tuple[str, ...] = ("kill", "stop", "start", "ready", "pause", "re
 #: topology); ``broker`` is the first, the only one of a single-broker system
 BROKER_TARGETS: tuple[str, ...] = ("broker", "broker-2")
 FAULT_TARGETS: tuple[str, ...] = BROKER_TARGETS + ("namesrv", "consumer", "proxy")
-EVENT_TYPES: tuple[str, ...] = ("send", "deliver", "dlq", "fault", "snapshot")
+EVENT_TYPES: tuple[str, ...] = ("send", "deliver", "dlq", "fault", "snapshot", "stall")
+#: ``source`` of a ``stall`` event: what measured a period in which a subject could not run
+#: (``reference.stalls`` says what each measures and what it explains)
+STALL_SOURCES: tuple[str, ...] = ("psi-cpu", "psi-io", "psi-memory", "run-queue", "io-delay", "heartbeat", "broker-log")
 #: ``moment`` of a ``snapshot`` event: when the harness took it — at the run's start, after a
 #: start of the broker answered (``ready``), right before a broker ``kill``/``stop`` (written
 #: before its ``fault`` event: the in-memory offsets at the stop), right after a ``kill``/``stop``
@@ -170,6 +173,15 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("target", "str", False, BROKER_TARGETS),  # delayOffset.json, brokerStatus: which broker process (default broker)
         _f("max_offsets", "dict", False),  # brokerStatus: level -> max offset of its schedule queue
         _f("group", "str", False),  # consumeStats: which consumer group
+    ),
+    # reference.stalls: from from_ms to ts_ms, subject could not run for stalled_ms of it
+    "stall": (
+        _f("source", "str", True, STALL_SOURCES),
+        _f("subject", "str"),  # host, harness, broker, broker-2, namesrv, consumer <name>
+        _f("from_ms", "int"),
+        _f("stalled_ms", "int"),
+        _f("full_ms", "int", False),  # psi-*: every non-idle task stalled this long
+        _f("detail", "str", False),  # what reported it (a broker log line, a thread's name)
     ),
 }
 

@@ -11,6 +11,7 @@ processes, the simulator); the checker reads the same names (``reports.inputs``)
       scenario.json                 SCENARIO_JSON: the scenario as data (replay)
       events/harness.jsonl          HARNESS_EVENTS: send, fault, snapshot, dlq
       events/consumer-<name>.jsonl  consumer_events(name): deliver, and the consumer's deaths and restarts
+      events/stalls.jsonl           STALL_EVENTS: stall (the host's and the broker's), written at the end
       logs/                         LOGS_DIR: copies of the system's logs (broker, name server,
                                     clients, consumers), taken at the run's end; none for a
                                     system without logs (the simulator)
@@ -29,6 +30,8 @@ RUN_JSON = "run.json"
 SCENARIO_JSON = "scenario.json"
 EVENTS_DIR = "events"
 HARNESS_EVENTS = "harness.jsonl"
+#: the stalls of the host and the system's processes while the run lasted (reference.stalls)
+STALL_EVENTS = "stalls.jsonl"
 CONSUMER_EVENTS_PREFIX = "consumer-"
 EVENTS_SUFFIX = ".jsonl"
 LOGS_DIR = "logs"

@@ -30,6 +30,7 @@ from reports.level_order import level_order
 from reports.logs import run_logs
 from reports.rows import VIOLATION_COLUMNS
 from reports.run_files import WHOLE_RUN_MAX_EVENTS
+from reports.stalls import host_summary
 from reports.outputs import write_run_outputs
 from reports.spark import get_spark, stop_spark
 from reports.verdict import broken_verdict, build_verdict
@@ -211,15 +212,19 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, o
         got["violations"].extend(dict(v, run_id=rid) for v in found)
         # a loss the broker can still answer for (stored, never pulled) is undecided: reports.stalls
         got["violations"], got["pending"] = stalls.reclassify(got["violations"], got["pending"], stalls.lags(unkeyed.get(rid, [])))
+        # a late attempt the host's or the broker's recorded stalls explain is undecided: reference.stalls
+        got["violations"], got["pending"] = stalls.host_reclassify(got["violations"], got["pending"], unkeyed.get(rid, []), run)
         vdf = _violation_frame(got["violations"])
         if accepted is not None:
             vdf = accepted.mark(vdf, run)
         verdict = build_verdict(rid, got["stats"], got["checked"], vdf.to_dict("records"), got["pending"], faults, torn.get(rid, []),
                                 interrupted.get(rid))
+        verdict["host"] = host_summary(run, unkeyed.get(rid, []))
         target = _target_dir(out_dir, by_id[rid].run_dir, rid)
         if target is not None:
-            jobs.append((target, verdict, vdf, plots.merge(got["plots"], run, plots.lost_due_ms(got["violations"])), run, faults,
-                         run_logs(verdict, run, by_id[rid].run_dir, target)))
+            data = plots.merge(got["plots"], run, plots.lost_due_ms(got["violations"]))
+            data["stalls"] = plots.stall_bands([e for e in unkeyed.get(rid, []) if e["type"] == "stall"])
+            jobs.append((target, verdict, vdf, data, run, faults, run_logs(verdict, run, by_id[rid].run_dir, target)))
         else:
             _log(f"{by_id[rid].run_dir}: not a local directory, outputs not written (give --out)")
         verdicts.append(verdict)

@@ -44,6 +44,7 @@ DLQ_FIELDS = ("type", "ts_ms", "key", "group", "reconsume_times", "store_ms")
 FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group", "delay_ms",  # delay_ms: reference.network
                 "offset_ms", "settled_ms", "waiting_levels", "rate_permille")  # reference.clock
 SNAPSHOT_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["snapshot"]))
+STALL_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["stall"]))  # reference.stalls: judged per run
 
 
 @lru_cache(maxsize=None)
@@ -89,10 +90,12 @@ def _ints(col) -> np.ndarray:
     return pc.fill_null(col, _NULL).to_numpy() if col.null_count else col.to_numpy()
 
 
-def _unkeyed(faults: pa.Table, snapshots: pa.Table, deliveries: pa.Table) -> list[dict]:
-    """The run's faults and snapshots, and its CRASH answers as consumer faults, in time order."""
+def _unkeyed(faults: pa.Table, snapshots: pa.Table, deliveries: pa.Table, stalls: pa.Table | None = None) -> list[dict]:
+    """The run's faults, snapshots and stalls, and its CRASH answers as consumer faults, in time order."""
     out = _dicts(faults, FAULT_FIELDS)
     out.extend(_dicts(snapshots, SNAPSHOT_FIELDS))
+    if stalls is not None:
+        out.extend(_dicts(stalls, STALL_FIELDS))
     crashes = deliveries.filter(pc.equal(deliveries.column("outcome"), "CRASH"))
     for ts, group, key in zip(*(crashes.column(n).to_pylist() for n in ("ts_ms", "group", "key"))):
         out.append({"type": "fault", "ts_ms": ts, "action": "crash", "target": "consumer", "group": group, "key": key})
@@ -131,7 +134,8 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, t
     clock = BrokerClock.from_faults(_dicts(faults_t, FAULT_FIELDS)) if faults_t.num_rows else None
     if clock is not None:  # reference.clock: store times judged as true times
         all_deliveries, dlq_t = _on_true_clock(all_deliveries, clock), _on_true_clock(dlq_t, clock)
-    unkeyed = _unkeyed(faults_t, of_type("snapshot", SNAPSHOT_FIELDS), all_deliveries)
+    unkeyed = _unkeyed(faults_t, of_type("snapshot", SNAPSHOT_FIELDS), all_deliveries,
+                       of_type("stall", STALL_FIELDS) if "from_ms" in table.column_names else None)
     if bucket == 0 and unkeyed:
         out.emit("u", unkeyed)
     deliv = all_deliveries.filter(pc.invert(all_deliveries.column("echo"))) if echoed else all_deliveries

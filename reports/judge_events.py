@@ -22,6 +22,9 @@ from reports.rows import EXPECTED_COL, LATENESS_BIN_MS, LATENESS_RANGE_MS, LATEN
 
 _COL = EXPECTED_COL
 
+#: what an ON_TIME or NOT_EARLY violation of a local re-consume says (its time is the consumer's:
+#: reference.stalls counts the consumer's stalls for it, not the broker's)
+LOCAL_RECONSUME = "a local re-consume of the same stored copy"
 #: LEVEL_ORDER: the return time given an UNKNOWN send (after every birth: it bounds no other store)
 UNKNOWN_NEVER_RETURNED = 2**62
 
@@ -137,7 +140,7 @@ def _attempt(out: Judgements, run, faults, key, group, attempt, ds, prev, x, sen
     early = lo is not None and observed < lo
     late = hi is not None and observed > hi
     if early or late:
-        how = " (a local re-consume of the same stored copy: judged by delivery time)" if local else ""
+        how = f" ({LOCAL_RECONSUME}: judged by delivery time)" if local else ""
         common = dict(group=group, attempt=attempt, requested_level=_x(x, "requested_level"), level=_x(x, "level"),
                       clamped=_x(x, "clamped"), anchor_ms=_x(x, "anchor_ms"), earliest_ms=lo, latest_ms=hi,
                       observed_ms=observed, widened_by=_x(x, "widened_by"))

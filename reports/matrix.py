@@ -16,6 +16,7 @@ from typing import Iterable
 
 from reference.contract import INVARIANTS, ContractError
 from reference.rundir import RUN_JSON, VERDICT_JSON
+from reports.verdict import UNDECIDED_BY_HOST
 
 
 def _version(run: dict) -> str:
@@ -29,7 +30,15 @@ def _version(run: dict) -> str:
 def _cell(entry: dict | None) -> dict | None:
     if entry is None:
         return None
-    return {"passed": entry["passed"], "violations": entry["violations"], "checked": entry["checked"]}
+    cell = {"passed": entry["passed"], "violations": entry["violations"], "checked": entry["checked"]}
+    if entry.get(UNDECIDED_BY_HOST):
+        cell[UNDECIDED_BY_HOST] = entry[UNDECIDED_BY_HOST]
+    return cell
+
+
+def _host_stalled(cell: dict | None) -> bool:
+    """An undecided cell the host's stalls explain (reports.stalls): it says nothing of its version."""
+    return bool(cell and cell.get("passed") is None and cell.get(UNDECIDED_BY_HOST))
 
 
 def compare(pairs: Iterable[tuple[dict, dict]]) -> dict:
@@ -45,16 +54,21 @@ def compare(pairs: Iterable[tuple[dict, dict]]) -> dict:
         overall = rows.setdefault("(run)", {})
         overall[version] = {"passed": verdict["passed"], "violations": sum(e["violations"] for e in verdict["invariants"].values()),
                             "checked": None}
+        by_host = sum(e.get(UNDECIDED_BY_HOST, 0) for e in verdict["invariants"].values())
+        if by_host:
+            overall[version][UNDECIDED_BY_HOST] = by_host
         for inv in INVARIANTS:
             rows.setdefault(inv, {})[version] = _cell(verdict["invariants"].get(inv))
     versions.sort()
-    differences = []
+    differences, host_stalled = [], []
     for scenario, rows in sorted(table.items()):
         for inv, by_version in rows.items():
             states = {json.dumps((by_version.get(v) or {}).get("passed")) for v in versions}
             if len(states) > 1:
-                differences.append({"scenario": scenario, "invariant": inv, "by_version": {v: by_version.get(v) for v in versions}})
-    return {"versions": versions, "scenarios": table, "differences": differences}
+                row = {"scenario": scenario, "invariant": inv, "by_version": {v: by_version.get(v) for v in versions}}
+                # a version undecided because its host stalled differs from none: the host did
+                (host_stalled if any(_host_stalled(by_version.get(v)) for v in versions) else differences).append(row)
+    return {"versions": versions, "scenarios": table, "differences": differences, "host_stalled": host_stalled}
 
 
 def load_checked(paths: Iterable[str]) -> list[tuple[dict, dict]]:
@@ -80,6 +94,8 @@ def _word(cell: dict | None) -> tuple[str, str]:
         return "pass", "pass"
     if cell["passed"] is False:
         return "fail", f"FAIL ({cell['violations']})"
+    if _host_stalled(cell):
+        return "none", f"undecided: host stalled ({cell[UNDECIDED_BY_HOST]})"
     return "none", "n/a"
 
 
@@ -89,7 +105,8 @@ def matrix_html(m: dict) -> str:
     out = ["<!doctype html><html><head><meta charset='utf-8'><title>Hourglass version matrix</title><style>",
            "body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em}",
            ".pass{background:#e6f4ea}.fail{background:#fce8e6}.none{background:#f1f3f4}.diff td:first-child{font-weight:bold}</style></head><body>",
-           f"<h1>Version matrix</h1><p>{len(m['differences'])} scenario/invariant rows differ between versions.</p>",
+           f"<h1>Version matrix</h1><p>{len(m['differences'])} scenario/invariant rows differ between versions"
+           f"{_stalled_note(m)}.</p>",
            f"<table><tr><th>scenario</th><th>invariant</th>{head}</tr>"]
     diff = {(d["scenario"], d["invariant"]) for d in m["differences"]}
     rows = sorted(((s, i) for s, r in m["scenarios"].items() for i in r), key=lambda k: ((k[0], k[1]) not in diff, k))
@@ -99,6 +116,11 @@ def matrix_html(m: dict) -> str:
         out.append(f"<tr{cls}><td>{html.escape(scenario)}</td><td>{inv}</td>{cells}</tr>")
     out.append("</table></body></html>")
     return "".join(out)
+
+
+def _stalled_note(m: dict) -> str:
+    n = len(m.get("host_stalled") or ())
+    return f"; {n} more are undecided on some version because its host stalled (not a difference)" if n else ""
 
 
 def write_matrix(paths: Iterable[str], out_dir: str) -> dict:

@@ -1,10 +1,11 @@
 """Plot data (partial aggregates from each judged bucket, merged per run) and the plots (inline SVG).
 
 - lateness over time: how long after its due time each attempt arrived, at the time it arrived,
-  with the outages as bands; an attempt whose window a broker outage widened (the model's
+  with the outages as bands and the host's and the broker's recorded stalls as grey bands
+  (``reference.stalls``); an attempt whose window a broker outage widened (the model's
   ``widened_by``) is drawn apart, as is its legend entry ("window widened by outage (kill)");
 - lateness per delay level: the same as histograms, the widened windows' attempts hatched;
-- timeline: deliveries per time bin by outcome, broker/name-server/consumer outages as bands (the
+- timeline: deliveries per time bin by outcome, broker/name-server/consumer outages and stalls as bands (the
   lines break where the broker was down), lost messages (NO_LOSS violations) marked at the time
   they were due;
 - retry gaps: time from a LATER to the next attempt, per attempt, against the expected delay;
@@ -112,11 +113,32 @@ def widened_label(faults: list[dict]) -> str:
     return "window widened by outage" + (f" ({'/'.join(actions)})" if actions else "")
 
 
-def _fault_bands(chart: Chart, faults: list[dict], run: dict, t0: int) -> None:
+#: the colour of the bands of the host's and the broker's stalls (reference.stalls)
+_STALL_COLOUR = "tab:gray"
+#: a stall shorter than this is not drawn (a slack covers it; the report would be all bands)
+STALL_BAND_MIN_MS = 500
+
+
+def stall_bands(stalls: list[dict]) -> list[tuple[int, int, str]]:
+    """(from_ms, to_ms, label) of the recorded stalls that can excuse a late attempt
+    (``reference.stalls.counted_ms``) and last long enough to matter: the report's grey bands."""
+    from reference.stalls import counted_ms
+
+    return [(int(s["from_ms"]), int(s["ts_ms"]), f"stall: {s['source']} {s.get('subject') or ''}".strip())
+            for s in stalls if max(counted_ms(s, False), counted_ms(s, True)) >= STALL_BAND_MIN_MS]
+
+
+def _fault_bands(chart: Chart, faults: list[dict], run: dict, t0: int, stalls: list = ()) -> None:
     """Each target's outages as shaded bands (one legend entry per target and kind), kills as
-    dotted lines; seconds since ``t0``. An outage not over by the run's end reaches its end (the
-    axes' right edge for a run without one)."""
+    dotted lines, the host's and the broker's stalls as grey bands (:func:`stall_bands`); seconds
+    since ``t0``. An outage not over by the run's end reaches its end (the axes' right edge for a
+    run without one)."""
     end = _span(run) / 1000 or None
+    named_stalls: set[str] = set()
+    for start, stop, label in stalls:
+        chart.band((start - t0) / 1000, (stop - t0) / 1000, _STALL_COLOUR, label=None if label in named_stalls else label,
+                   cls="band stall")
+        named_stalls.add(label)
     for target, colour in _TARGET_COLOURS.items():
         named: set[str] = set()
         for o in broker_outages(faults, target):
@@ -147,7 +169,7 @@ def lateness_time_svg(data: dict, faults: list[dict], run: dict, slack_ms: int) 
         if chosen:  # matplotlib's scatter sizes (pt²), as before
             chart.points([(t - t0 + half) / 1000 for t, _, _, _ in chosen], [late / 1000 for _, late, _, _ in chosen],
                          radii=[marker_radius(8 + 6 * math.log2(n)) for *_, n in chosen], **style)
-    _fault_bands(chart, faults, run, t0)
+    _fault_bands(chart, faults, run, t0, data.get("stalls") or ())
     chart.hline(0, "black")
     chart.hline(slack_ms / 1000, "red", dash="5,3", label=f"due + slack ({slack_ms} ms)", cls="slack")
     return chart.render()
@@ -212,7 +234,7 @@ def timeline_svg(data: dict, faults: list[dict], run: dict) -> str | None:
     if lost:
         chart.points([(t - t0 + width / 2) / 1000 for t, _ in lost], [n for _, n in lost], "black", shape="X",
                      radius=marker_radius(45), label=f"lost: never delivered ({sum(n for _, n in lost)}), when due", cls="lost")
-    _fault_bands(chart, faults, run, t0)
+    _fault_bands(chart, faults, run, t0, data.get("stalls") or ())
     chart.ylim[0] = 0
     return chart.render()
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from reference import stalls as rule
 from reference.contract import CONSUME_STATS_SOURCE, parse_queue_key
 
 INVARIANT = "NO_LOSS"
@@ -87,3 +88,61 @@ def _one(by_group: Mapping[str, Lag]) -> Lag | None:
     """A violation without a group: the groups' lags summed (any of them could hold it)."""
     queues = tuple(q for lag in by_group.values() for q in lag.queues)
     return Lag("/".join(sorted(by_group)), sum(lag.total for lag in by_group.values()), queues) if by_group else None
+
+
+# --- the host's stalls (reference.stalls): a late attempt the machine explains is undecided -----
+TIMING_INVARIANT = "ON_TIME"
+#: ``cause`` of a pending row the host's stalls explain (verdict.json counts them apart: the matrix
+#: never reports them as a difference between versions)
+HOST_STALL_CAUSE = "host"
+
+
+def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping
+                    ) -> tuple[list[dict], list[dict]]:
+    """``violations`` and ``pending`` of one run with the ON_TIME violations the recorded stalls of
+    the host or the broker explain moved to pending (:func:`reference.stalls.explain_late`); the
+    others say what was recorded meanwhile, or that the host was not observed."""
+    from reports.judge_events import LOCAL_RECONSUME
+
+    late = [v for v in violations if v.get("invariant") == TIMING_INVARIANT and not v.get("accepted")
+            and v.get("latest_ms") is not None and v.get("observed_ms") is not None]
+    if not late or (run.get("host") or {}).get(rule.HOST_VIRTUAL):  # no host stall reaches virtual time
+        return violations, pending
+    why_not = rule.not_observed(run.get("host"))
+    recorded = sorted((e for e in unkeyed if e.get("type") == "stall"), key=lambda e: e["from_ms"])
+    started = int(run.get("started_ms") or 0)
+    keep = [v for v in violations if not any(v is x for x in late)]
+    moved = list(pending)
+    for v in late:
+        if why_not:
+            keep.append(dict(v, detail=f"{v.get('detail') or ''} (the broker's host was not observed: {why_not})"))
+            continue
+        earliest = int(v["earliest_ms"]) if v.get("earliest_ms") is not None else int(v["latest_ms"])
+        covered, reason = rule.explain_late(recorded, earliest, int(v["latest_ms"]), int(v["observed_ms"]), started,
+                                            local=LOCAL_RECONSUME in str(v.get("detail") or ""))
+        if covered:
+            moved.append({"invariant": TIMING_INVARIANT, "key": v["key"], "attempt": v.get("attempt"), "detail": reason,
+                          "cause": HOST_STALL_CAUSE})
+        else:
+            keep.append(dict(v, detail=f"{v.get('detail') or ''}; {reason}"))
+    return keep, moved
+
+
+def host_summary(run: Mapping, unkeyed: Iterable[Mapping]) -> dict:
+    """verdict.json ``host``: what the harness observed of the machine (run.json ``host``) and the
+    stalls it recorded, per series (source and subject): how many, their total and the largest."""
+    host = dict(run.get("host") or {})
+    why_not = rule.not_observed(run.get("host"))
+    if why_not:
+        host[rule.HOST_NOT_OBSERVED] = why_not
+    series: dict[str, dict] = {}
+    for e in unkeyed:
+        if e.get("type") != "stall":
+            continue
+        s = series.setdefault(f"{e['source']} {e.get('subject') or ''}".strip(), {"stalls": 0, "stalled_ms": 0, "largest_ms": 0})
+        s["stalls"] += 1
+        s["stalled_ms"] += int(e["stalled_ms"])
+        s["largest_ms"] = max(s["largest_ms"], int(e["stalled_ms"]))
+    if series:
+        host["stalls"] = dict(sorted(series.items()))
+    return host

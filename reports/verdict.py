@@ -10,8 +10,11 @@ import math
 from typing import Iterable, Mapping
 
 from reference.contract import INVARIANTS
+from reports.stalls import HOST_STALL_CAUSE
 
 EXAMPLES_PER_INVARIANT = 5
+#: an invariant's count of undecided messages the host's recorded stalls explain (reports.stalls)
+UNDECIDED_BY_HOST = "undecided_by_host"
 PENDING_EXAMPLES = 5
 
 
@@ -124,6 +127,9 @@ def build_verdict(run_id: str, stats: Mapping, checked: Mapping[str, int], viola
             entry["accepted"] = accepted
         if pending_by_inv[inv]:
             entry["undecided"] = len(pending_by_inv[inv])
+            by_host = sum(1 for p in pending_by_inv[inv] if p.get("cause") == HOST_STALL_CAUSE)
+            if by_host:  # reference.stalls: the machine, not the broker, may explain them
+                entry[UNDECIDED_BY_HOST] = by_host
         invariants[inv] = entry
         gating += len(rows) - accepted
         accepted_total += accepted

@@ -397,6 +397,30 @@ class RocketMQSystem:
                 parts += [f"--- {path} (tail) ---", tail_file(path, lines // 2)]
         return "\n".join(parts)
 
+    # -- the host's stalls (adapters.base.HostWatching) -----------------------------------------
+    def watched_processes(self) -> dict[str, int]:
+        if self.external:
+            return {}
+        out: dict[str, int] = {}
+        for component in sorted(self._launched):
+            if component in self._paused:
+                continue
+            try:
+                pid = self.runtime.pid(component)
+            except AdapterError:  # a container not running now
+                continue
+            if pid:
+                out[component] = pid
+        for name, proc in list(self.consumers.items()):
+            if proc.alive():
+                out[f"consumer {name}"] = proc.proc.pid
+        return out
+
+    def host_not_observed(self) -> str | None:
+        if self.external:
+            return "an external cluster: its brokers run on hosts the harness does not see"
+        return None
+
     # -- logs (adapters.base.LogFiles) ---------------------------------------------------------
     def log_files(self) -> dict[str, Path]:
         """Every log of this system on this host, by the name of its copy in the run's ``logs/``:

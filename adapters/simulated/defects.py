@@ -25,6 +25,9 @@ class Defect(enum.Enum):
     EARLY_DELIVERY = DefectInfo(
         "NOT_EARLY", "the schedule service re-puts a delayed message half its delay early",
         "any delayed message")
+    LATE_DELIVERY = DefectInfo(
+        "ON_TIME", "the schedule service re-puts a delayed message 10 s after it is due (a broker whose "
+        "timer lags: what a host's stall looks like, with no stall of the host)", "any delayed message")
     NO_LEVEL_CLAMPING = DefectInfo(
         "NOT_EARLY", "a delay level above the table's maximum is not clamped: the message is stored "
         "as not delayed and delivered at once", "a send with delay_level > max level")

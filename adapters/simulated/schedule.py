@@ -26,6 +26,10 @@ RETRY_PUT_MS = 100
 REORDER_HOLD_MS = 400
 
 
+#: Defect.LATE_DELIVERY: how long after its due time a delayed message is re-put
+LATE_DELIVERY_MS = 10_000
+
+
 class ScheduleService:
     def __init__(self, table: LevelTable, store: MessageStore, defects: frozenset[Defect],
                  rng: random.Random, put_failure_rate: float):
@@ -86,6 +90,8 @@ class ScheduleService:
         due = corrected_deliver_ms(now_ms, entry.deliver_ms, delay)
         if Defect.EARLY_DELIVERY in self.defects:
             due = min(due, entry.deliver_ms - delay // 2)
+        if Defect.LATE_DELIVERY in self.defects:
+            due = max(due, entry.deliver_ms + LATE_DELIVERY_MS)
         if Defect.REORDER_WITHIN_LEVEL in self.defects and entry.queue_offset % 2 == 0:
             due = max(due, entry.deliver_ms + REORDER_HOLD_MS)
         return due

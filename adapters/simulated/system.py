@@ -46,6 +46,9 @@ class SlaveView:
 
 
 class SimulatedSystem:
+    #: run.json ``host`` (reference.stalls): nothing of the host reaches a broker in virtual time
+    VIRTUAL_TIME = "the simulated broker runs in virtual time: the host's stalls do not reach it"
+
     def __init__(self, profile: BrokerProfile, defects: frozenset[Defect], seed: int, start_ms: int,
                  put_failure_rate: float | None = None, send_back_failure_rate: float = 0.0,
                  unknown_stored_rate: float = 0.5, timers: bool = True, version: str = "5.3.3-sim",

@@ -35,5 +35,5 @@ def test_each_defect_names_a_catalogue_invariant_and_says_what_it_breaks():
 
 def test_defects_are_found_by_slug_or_name_and_unknown_names_are_refused():
     assert parse_defects(["early-delivery", "SKIPPED_DLQ"]) == {Defect.EARLY_DELIVERY, Defect.SKIPPED_DLQ}
-    with pytest.raises(ValueError, match="unknown defect 'late-delivery'.*early-delivery"):
-        parse_defects(["late-delivery"])
+    with pytest.raises(ValueError, match="unknown defect 'lazy-delivery'.*early-delivery"):
+        parse_defects(["lazy-delivery"])

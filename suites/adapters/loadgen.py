@@ -1,0 +1,126 @@
+"""A busy host for the busy-host tests: CPU, I/O and memory hogs, and a CPU quota that starves the
+broker's processes for seconds at a time, started and stopped by the test itself.
+
+What makes a correct broker late here was measured (2026-11-25, this 2-core machine): hogs alone
+(load 17–31, CPU pressure 91 %, I/O 28 %, 19 GiB of memory hogs) left every broker on time in 65
+runs; a CPU quota of 1 % on the broker's processes for 6 s made re-puts late by seconds — what a
+CI runner whose container shares its CPU quota with a build does. So :class:`HostLoad` runs both:
+
+- ``stress-ng`` CPU, I/O (write + fsync) and memory workers in their own process group, bounded by
+  ``--timeout`` (they end on their own if the test dies);
+- a throttler thread that moves the processes ``targets()`` names into a cgroup-v1 ``cpu`` group
+  of their own and sets its quota to :data:`STARVED_QUOTA_US` of every period for ``stall_s`` of
+  every ``every_s`` seconds. The harness is told nothing: what it records of the stalls is what
+  it measured itself (``harness.hostwatch``).
+
+Everything it starts or makes is undone by :meth:`HostLoad.stop` (the hogs' group killed, the
+processes moved back, the cgroup removed), also when the test fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
+#: 1 % of one CPU (of cpu.cfs_period_us = 100000): the starved processes barely run
+STARVED_QUOTA_US = 1000
+
+
+def unavailable() -> str | None:
+    """Why a busy host cannot be made here, or None."""
+    if shutil.which("stress-ng") is None:
+        return "stress-ng is not installed (.ci/bootstrap installs it)"
+    if not (CPU_CGROUP / "cpu.cfs_quota_us").exists() or not os.access(CPU_CGROUP, os.W_OK):
+        return f"no writable cgroup-v1 cpu controller at {CPU_CGROUP} (needs root)"
+    return None
+
+
+def java_processes(marker: str, main_class: str = "BrokerStartup") -> list[int]:
+    """The JVMs running ``main_class`` whose command line mentions ``marker`` (a test's directory)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = (Path("/proc") / entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if main_class in cmd and marker in cmd:
+            out.append(int(entry))
+    return out
+
+
+class HostLoad:
+    def __init__(self, seconds: int, targets: Callable[[], Iterable[int]] = lambda: (), stall_s: float = 6.0,
+                 every_s: float = 20.0, cpu: int = 4, io: int = 2, vm: int = 2, vm_bytes: str = "6G"):
+        self.seconds, self.targets, self.stall_s, self.every_s = seconds, targets, stall_s, every_s
+        self.argv = ["stress-ng", "--cpu", str(cpu), "--hdd", str(io), "--hdd-opts", "wr-seq,fsync", "--hdd-bytes", "256M",
+                     "--vm", str(vm), "--vm-bytes", vm_bytes, "--timeout", f"{seconds}s", "--quiet"]
+        self.group = CPU_CGROUP / f"hourglass-starve-{os.getpid()}"
+        self.starved: list[tuple[float, float]] = []  # (from, to) epoch seconds of each starvation
+        self._stop = threading.Event()
+        self._hogs: subprocess.Popen | None = None
+        self._thread: threading.Thread | None = None
+        self._workdir: Path | None = None
+
+    def __enter__(self) -> "HostLoad":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        why = unavailable()
+        if why:
+            raise RuntimeError(f"HostLoad: {why}")
+        import tempfile
+
+        self._workdir = Path(tempfile.mkdtemp(prefix="hourglass-load-"))
+        self._hogs = subprocess.Popen(self.argv + ["--temp-path", str(self._workdir)], start_new_session=True,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.group.mkdir(exist_ok=True)
+        self._thread = threading.Thread(target=self._throttle, name="hourglass-starver", daemon=True)
+        self._thread.start()
+
+    def _throttle(self) -> None:
+        quota = self.group / "cpu.cfs_quota_us"
+        while not self._stop.wait(self.every_s - self.stall_s):
+            for pid in self.targets():
+                try:
+                    (self.group / "cgroup.procs").write_text(str(pid))
+                except OSError:  # gone meanwhile
+                    continue
+            began = time.time()
+            quota.write_text(str(STARVED_QUOTA_US))
+            self._stop.wait(self.stall_s)
+            quota.write_text("-1")
+            self.starved.append((began, time.time()))
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.stall_s + 5)
+        if self._hogs is not None:
+            try:
+                os.killpg(self._hogs.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._hogs.wait()
+        if self.group.exists():
+            (self.group / "cpu.cfs_quota_us").write_text("-1")
+            for pid in (self.group / "cgroup.procs").read_text().split():
+                try:
+                    (CPU_CGROUP / "cgroup.procs").write_text(pid)
+                except OSError:
+                    pass
+            self.group.rmdir()
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)

@@ -1,0 +1,87 @@
+"""A late attempt the host's recorded stalls explain is undecided, on both judging paths; one late
+beyond them stays a violation and says what was recorded; a run whose host was not observed says so;
+the version matrix never reports a host-stalled run as a difference (reference.stalls, reports.stalls)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reference import stalls as rule
+from reports.matrix import compare
+from reports.verdict import exit_code
+from suites.selftest.checker.runs import T0, RunBuilder, check_on_path
+
+OBSERVED = {rule.HOST_OBSERVED: ["psi-cpu", "psi-io", "psi-memory", "heartbeat", "run-queue"]}
+
+
+def late(run_id: str, stalled_ms: int | None) -> RunBuilder:
+    """Level 1 sent at 0 (due at 1005, late after 4005), stored at 5000: 995 ms late; the broker's
+    threads waited ``stalled_ms`` for a CPU from 900 to 3000."""
+    b = RunBuilder(run_id).send("slow", 0, level=1).deliver("slow", 5000).send("ok", 10).deliver("ok", 20)
+    if stalled_ms is not None:
+        b.events.append({"type": "stall", "ts_ms": T0 + 3000, "source": rule.RUN_QUEUE, "subject": "broker",
+                         "from_ms": T0 + 900, "stalled_ms": stalled_ms, "detail": "thread ScheduleMessageTimerThread"})
+        b.events.append({"type": "stall", "ts_ms": T0 + 3000, "source": "psi-io", "subject": rule.HOST,
+                         "from_ms": T0 + 1000, "stalled_ms": 1200, "full_ms": 0})
+    return b
+
+
+@pytest.fixture(scope="module", params=["whole", "bucketed"])
+def judged(request, spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("host-stalls")
+    late("covered", 1800).write(root, host=OBSERVED)
+    late("beyond", 500).write(root, host=OBSERVED)
+    late("unobserved", None).write(root, host={rule.HOST_NOT_OBSERVED: "an external cluster: other hosts"})
+    late("old-run", None).write(root)
+    out = tmp_path_factory.mktemp("out")
+    verdicts = check_on_path(request.param, [root], out)
+    verdicts["report"] = next(out.rglob("covered/report.html")).read_text()
+    return verdicts
+
+
+def test_a_lateness_the_brokers_stall_covers_is_undecided_and_says_by_what(judged):
+    v = judged["covered"]
+    on_time = v["invariants"]["ON_TIME"]
+    assert on_time["violations"] == 0 and on_time["passed"] is None
+    assert on_time["undecided"] == 1 and on_time["undecided_by_host"] == 1
+    (example,) = v["undecided"]["examples"]
+    assert example["key"] == "slow"
+    assert "run-queue: the broker stalled 1800 ms" in example["reason"] and "io pressure" in example["reason"]
+    assert exit_code([v]) == 2  # undecided: retry, never "a violation, never retry"
+    assert v["host"]["stalls"]["run-queue broker"] == {"stalls": 1, "stalled_ms": 1800, "largest_ms": 1800}
+    assert "band stall" in judged["report"] and "stall: run-queue broker" in judged["report"]  # drawn as a band
+
+
+def test_a_lateness_far_beyond_the_recorded_stalls_stays_a_violation_and_says_what_was_recorded(judged):
+    v = judged["beyond"]
+    on_time = v["invariants"]["ON_TIME"]
+    assert on_time["passed"] is False and on_time["violations"] == 1
+    text = on_time["examples"][0]["explanation"]
+    assert "beyond the stalls recorded meanwhile" in text and "they explain 500 ms" in text
+    assert exit_code([v]) == 1
+
+
+def test_a_run_whose_host_was_not_observed_says_so_instead_of_assuming_a_quiet_one(judged):
+    for run_id, why in (("unobserved", "an external cluster"), ("old-run", "did not record its host")):
+        v = judged[run_id]
+        assert v["invariants"]["ON_TIME"]["violations"] == 1
+        assert "the broker's host was not observed" in v["invariants"]["ON_TIME"]["examples"][0]["explanation"]
+        assert why in v["host"][rule.HOST_NOT_OBSERVED]
+
+
+def test_the_matrix_never_reports_a_host_stalled_run_as_a_difference(judged):
+    def pair(version: str, verdict: dict) -> tuple[dict, dict]:
+        return {"scenario": "s", "system": {"adapter": "rocketmq", "version": version}}, verdict
+
+    passed = dict(judged["covered"], passed=True, undecided=None,
+                  invariants={k: {x: y for x, y in dict(e, passed=True if k == "ON_TIME" else e["passed"]).items()
+                                  if x not in ("undecided", "undecided_by_host")}
+                              for k, e in judged["covered"]["invariants"].items()})
+    # a real violation on one version and a pass on the other: a difference
+    m = compare([pair("5.2.0", judged["beyond"]), pair("5.3.3", passed)])
+    assert {d["invariant"] for d in m["differences"]} == {"(run)", "ON_TIME"} and m["host_stalled"] == []
+    # undecided because its host stalled, against a pass or a violation: no difference, said apart
+    for other in (passed, judged["beyond"]):
+        m = compare([pair("5.2.0", judged["covered"]), pair("5.3.3", other)])
+        assert m["differences"] == []
+        assert {d["invariant"] for d in m["host_stalled"]} == {"(run)", "ON_TIME"}

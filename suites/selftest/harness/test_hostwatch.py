@@ -1,0 +1,164 @@
+"""harness.hostwatch: what the host watch reads from /proc, what it records, and (where the machine
+allows: root, cgroup v1) that a process starved of CPU by a quota is recorded as stalled."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import hostwatch
+from reference import stalls as rule
+from reference.contract import validate_event
+
+
+class FakeProc:
+    """A /proc of our own: pressure files and the threads of some processes."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        (root / "pressure").mkdir(parents=True)
+        self.psi(0, 0)
+
+    def psi(self, some_us: int, full_us: int, resource: str = "io") -> None:
+        for r in ("cpu", "io", "memory"):
+            s, f = (some_us, full_us) if r == resource else (0, 0)
+            (self.root / "pressure" / r).write_text(f"some avg10=0.00 avg60=0.00 avg300=0.00 total={s}\n"
+                                                    f"full avg10=0.00 avg60=0.00 avg300=0.00 total={f}\n")
+
+    def thread(self, pid: int, tid: int, run_delay_ns: int, comm: str = "java", ppid: int = 1) -> None:
+        d = self.root / str(pid)
+        (d / "task" / str(tid)).mkdir(parents=True, exist_ok=True)
+        stat = f"{pid} ({comm}) S {ppid} " + " ".join(["0"] * 48)
+        (d / "stat").write_text(stat)
+        (d / "task" / str(tid) / "schedstat").write_text(f"1000 {run_delay_ns} 5\n")
+        (d / "task" / str(tid) / "stat").write_text(f"{tid} ({comm}) S {ppid} " + " ".join(["0"] * 48))
+
+
+def watch_on(proc: Path, roots: dict, clock: list[int]) -> hostwatch.HostWatch:
+    return hostwatch.HostWatch(lambda: roots, proc=proc, now_ms=lambda: clock[0])
+
+
+def test_a_threads_run_queue_wait_and_the_hosts_full_pressure_are_recorded_as_stalls(tmp_path):
+    proc = FakeProc(tmp_path)
+    proc.thread(100, 100, 0)
+    proc.thread(100, 101, 0, comm="ScheduleMessageTimerThread")
+    proc.thread(200, 200, 0, comm="java", ppid=100)  # a child of the broker's root: its tree
+    clock = [1_000_000]
+    w = watch_on(tmp_path, {"broker": 100}, clock)
+    w.sample()  # the first sample only learns where the counters stand
+    clock[0] += 500
+    proc.thread(100, 101, 3_000_000_000, comm="ScheduleMessageTimerThread")  # waited 3 s (ended by now)
+    proc.thread(200, 200, 20_000_000)  # 20 ms: below the floor
+    proc.psi(400_000, 300_000)
+    w.sample(late_ms=120)
+    clock[0] += 500
+    w.sample()  # nothing more: the periods close
+    found = {(e["source"], e["subject"]): e for e in w.stalls}
+    rq = found[(rule.RUN_QUEUE, "broker")]
+    assert rq["stalled_ms"] == 3000 and rq["from_ms"] == 1_000_500 - 3000 and rq["ts_ms"] == 1_000_500
+    assert rq["detail"] == "thread ScheduleMessageTimerThread"
+    io = found[("psi-io", rule.HOST)]
+    assert (io["stalled_ms"], io["full_ms"]) == (400, 300)
+    assert found[(rule.HEARTBEAT, rule.HARNESS)]["stalled_ms"] == 120
+    for e in w.stalls:
+        validate_event(e)  # what the runner writes is contract events
+    assert w.stalls_between(1_000_400, 1_000_450) and not w.stalls_between(2_000_000, 3_000_000)
+
+
+def test_consecutive_stalled_samples_merge_and_a_period_never_holds_more_stall_than_it_lasts(tmp_path):
+    proc = FakeProc(tmp_path)
+    clock = [0]
+    w = watch_on(tmp_path, {}, clock)
+    some = 0
+    for _ in range(4):
+        clock[0] += 500
+        some += 600_000  # more than the sample's 500 ms: clamped to the period
+        proc.psi(some, 0)
+        w.sample()
+    w.stop()
+    (e,) = [e for e in w.stalls if e["source"] == "psi-io"]
+    assert (e["from_ms"], e["ts_ms"]) == (0, 2000) and e["stalled_ms"] == 2000
+
+
+def test_a_broker_log_stall_report_inside_the_run_is_read_with_the_line(tmp_path):
+    log = tmp_path / "store.log"
+    log.write_text("2026-11-25 13:01:02,419 WARN RocketmqStore - [NOTIFYME]putMessage in lock cost time(ms)=6419, x\n"
+                   "2026-11-25 13:01:03,000 INFO RocketmqStore - nothing to see\n"
+                   "2020-01-01 00:00:00,000 WARN RocketmqStore - [NOTIFYME]putMessage in lock cost time(ms)=9000, x\n")
+    offset = -time.altzone if time.daylight and time.localtime().tm_isdst else -time.timezone
+    end = 1795611662419 - offset * 1000
+    (e,) = hostwatch.log_stalls([log], "broker", end - 60_000, end + 60_000)
+    assert (e["from_ms"], e["ts_ms"], e["stalled_ms"]) == (end - 6419, end, 6419)
+    assert e["source"] == rule.BROKER_LOG and "store.log" in e["detail"] and "6419" in e["detail"]
+    validate_event(e)
+
+
+def test_a_simulated_system_records_virtual_time_and_an_external_one_that_its_host_was_not_observed():
+    from adapters.simulated import open_simulated
+    from adapters.base import BrokerProfile
+
+    sim = open_simulated(BrokerProfile(message_delay_level="1s 5s", flush_delay_offset_interval_ms=1000))
+    assert hostwatch.acquire(sim) is None
+    assert rule.HOST_VIRTUAL in hostwatch.observation(sim, None)
+
+    class External:
+        def watched_processes(self):
+            return {}
+
+        def host_not_observed(self):
+            return "an external cluster: other hosts"
+
+    assert hostwatch.acquire(External()) is None
+    assert hostwatch.observation(External(), None) == {rule.HOST_NOT_OBSERVED: "an external cluster: other hosts"}
+
+
+def test_one_watch_serves_every_run_on_a_system_and_stops_after_the_last():
+    class Local:
+        def watched_processes(self):
+            return {}
+
+        def host_not_observed(self):
+            return None
+
+    system = Local()
+    first = hostwatch.acquire(system)
+    second = hostwatch.acquire(system)
+    try:
+        assert first is second and first._thread.is_alive()
+    finally:
+        hostwatch.release(system)
+        assert first._thread.is_alive()
+        hostwatch.release(system)
+    assert not first._thread.is_alive()
+
+
+def test_a_process_starved_by_a_cpu_quota_is_recorded_as_waiting_for_a_cpu(tmp_path):
+    from suites.adapters import loadgen
+
+    cgroup = loadgen.CPU_CGROUP
+    if not (cgroup / "cpu.cfs_quota_us").exists() or not (cgroup / "cgroup.procs").stat().st_uid == 0:
+        pytest.skip(f"no cgroup-v1 cpu controller at {cgroup}")
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    group = cgroup / f"hourglass-test-{busy.pid}"
+    try:
+        group.mkdir()
+        (group / "cgroup.procs").write_text(str(busy.pid))
+        w = hostwatch.HostWatch(lambda: {"broker": busy.pid})
+        w.start()
+        time.sleep(1.0)
+        (group / "cpu.cfs_quota_us").write_text(str(loadgen.STARVED_QUOTA_US))
+        time.sleep(2.0)
+        (group / "cpu.cfs_quota_us").write_text("-1")
+        time.sleep(1.0)
+        w.stop()
+    finally:
+        busy.kill()
+        busy.wait()
+        if group.exists():
+            group.rmdir()
+    waited = sum(e["stalled_ms"] for e in w.stalls if e["source"] == rule.RUN_QUEUE and e["subject"] == "broker")
+    assert waited >= 1500, list(w.stalls)  # starved for 2 s at 1 % of a CPU
