@@ -199,7 +199,8 @@ def cmd_run(args) -> int:
     for name, s in summary["scenarios"].items():
         failed = ", ".join(f"{inv} {n}/{s['runs']}" for inv, n in s["failed_invariants"].items())
         print(f"  {name}: {s['passed']}/{s['runs']} passed" + (f"; failed: {failed}" if failed else "")
-              + (f"; broken {s['broken']}" if s["broken"] else ""))
+              + (f"; broken {s['broken']}" if s["broken"] else "")
+              + (f"; undecided, the host stalled: {s['host_stalled']}" if s["host_stalled"] else ""))
     print(f"  in all: {summary['passed']}/{summary['runs']} runs passed; {out / 'repeats.json'}")
     return exit_code([v for r in rounds for v in r])
 
@@ -207,15 +208,18 @@ def cmd_run(args) -> int:
 def repeat_summary(rounds: list[list[dict]]) -> dict:
     """Per scenario over repeated rounds: runs, passed, broken, and how often each invariant failed
     (a failure in some rounds only is flaky: the broker or the harness, the examples say which)."""
-    from reports.verdict import PASSED, status
+    from reports.verdict import PASSED, UNDECIDED, UNDECIDED_BY_HOST, status
 
     per: dict[str, dict] = {}
     for verdicts in rounds:
         for v in verdicts:
-            s = per.setdefault(v.get("scenario") or v["run_id"], {"runs": 0, "passed": 0, "broken": 0, "failed_invariants": {}})
+            s = per.setdefault(v.get("scenario") or v["run_id"],
+                               {"runs": 0, "passed": 0, "broken": 0, "host_stalled": 0, "failed_invariants": {}})
             s["runs"] += 1
             s["passed"] += status(v) == PASSED
             s["broken"] += status(v) == BROKEN
+            # undecided because the host stalled (reports.stalls): no failure, and no sign of flakiness
+            s["host_stalled"] += status(v) == UNDECIDED and any(e.get(UNDECIDED_BY_HOST) for e in v.get("invariants", {}).values())
             for inv, entry in v.get("invariants", {}).items():
                 if entry.get("passed") is False:
                     s["failed_invariants"][inv] = s["failed_invariants"].get(inv, 0) + 1

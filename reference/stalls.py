@@ -23,7 +23,8 @@ source         subject    what ``stalled_ms`` is
 
 The rule (:func:`cover`): a stall delays what the stalled subject does by at most its length. An
 attempt's deadline is pushed by each stall of one series (one source and subject) that begins
-before the deadline so far and ends after the attempt was due, in time order: deadlines chain as
+before the deadline so far (and before the attempt arrived) and ends after the attempt was due — by
+the share of it that lies after the due time — in time order: deadlines chain as
 outages do (``reference.windows``), and a subject stalled a share ``f < 1`` of the time gets at
 most ``slack / (1 - f)``. The series that pushes furthest is the one that explains most; series are
 never added together (two sources measure the same stall twice). A late attempt within that
@@ -139,6 +140,8 @@ def cover(stalls: Iterable[Mapping], earliest_ms: int, latest_ms: int, local: bo
                 break
             if end < earliest_ms:
                 continue
+            if start < earliest_ms:  # only what of it came after the due time can have held the attempt
+                n = n * (end - earliest_ms) // (end - start)
             deadline += n
             total += n
             if largest is None or n > largest[1]:

@@ -129,6 +129,7 @@ class RocketMQSystem:
         self._stopped_consumers: set[str] = set()
         self._launched: set[str] = set()
         self._paused: set[str] = set()  # SIGSTOPped components: white-box reads skip them
+        self._watched: dict[str, int] = {}  # the host pid of each component, for the host watch
         self._fillable = False  # the store is a size-limited filesystem we mounted (disk_full)
         self._clock_file: Path | None = None  # the broker's clock control (brokerclock), for clock steps
         self._net: netns.BrokerNet | None = None  # the broker's own network namespace (partition, latency)
@@ -405,12 +406,14 @@ class RocketMQSystem:
         for component in sorted(self._launched):
             if component in self._paused:
                 continue
-            try:
-                pid = self.runtime.pid(component)
-            except AdapterError:  # a container not running now
-                continue
+            pid = self._watched.get(component)
+            if pid is None or not os.path.exists(f"/proc/{pid}"):  # asked once per start (the watch's thread
+                try:                                                # must not drive a runtime's client)
+                    pid = self.runtime.pid(component)
+                except AdapterError:  # a container not running now
+                    continue
             if pid:
-                out[component] = pid
+                out[component] = self._watched[component] = pid
         for name, proc in list(self.consumers.items()):
             if proc.alive():
                 out[f"consumer {name}"] = proc.proc.pid

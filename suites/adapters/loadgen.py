@@ -124,3 +124,33 @@ class HostLoad:
             self.group.rmdir()
         if self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m suites.adapters.loadgen --marker DIR [--seconds N] -- COMMAND ...``: run COMMAND
+    on a busy host (the hogs, and every broker JVM whose command line mentions DIR starved 6 s of
+    every 20 s), then undo the load; exits with COMMAND's code. E.g. the suites on a busy host:
+    ``python -m suites.adapters.loadgen --marker runs/busy -- python -m harness run --suite
+    conformance --suite persistence --system rocketmq:4.9.7 --runtime process --out runs/busy``."""
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="python -m suites.adapters.loadgen", description=main.__doc__)
+    p.add_argument("--marker", required=True, help="starve the broker JVMs whose command line mentions this (the run's --out)")
+    p.add_argument("--seconds", type=int, default=3600, help="the hogs' bound (stress-ng --timeout)")
+    p.add_argument("--stall-s", type=float, default=6.0)
+    p.add_argument("--every-s", type=float, default=20.0)
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    args = p.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        p.error("give the command to run after --")
+    marker = str(Path(args.marker).resolve())
+    with HostLoad(args.seconds, targets=lambda: java_processes(marker), stall_s=args.stall_s, every_s=args.every_s) as load:
+        code = subprocess.call(command)
+    print(f"loadgen: {len(load.starved)} starvations of {args.stall_s:.0f} s", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -16,10 +16,10 @@ def stall(source, subject, from_ms, to_ms, stalled_ms, full_ms=None):
 
 
 def test_a_broker_starved_across_the_due_time_explains_its_lateness():
-    s = [stall(rule.RUN_QUEUE, "broker", 10_000, 16_000, 5_900)]
-    covered, reason = rule.explain_late(s, 12_000, 14_000, 19_000, 0)
+    s = [stall(rule.RUN_QUEUE, "broker", 11_000, 17_000, 6_000)]
+    covered, reason = rule.explain_late(s, 12_000, 14_000, 18_000, 0)
     assert covered
-    assert "run-queue: the broker stalled 5900 ms" in reason and "+10.0 s" in reason and "undecided" in reason
+    assert "run-queue: the broker stalled 5000 ms" in reason and "+11.0 s" in reason and "undecided" in reason
 
 
 def test_lateness_beyond_every_stall_stays_a_violation_and_says_what_was_recorded():
@@ -28,6 +28,11 @@ def test_lateness_beyond_every_stall_stays_a_violation_and_says_what_was_recorde
     assert not covered
     assert "5000 ms late, beyond the stalls recorded meanwhile" in reason and "they explain 800 ms" in reason
     assert "no stall of the host or the broker" in rule.explain_late([], 12_000, 14_000, 19_000, 0)[1]
+
+
+def test_only_the_part_of_a_stall_after_the_due_time_counts():
+    s = [stall(rule.RUN_QUEUE, "broker", 10_000, 14_000, 4_000)]  # half of it before the due time
+    assert rule.cover(s, 12_000, 14_000).deadline_ms == 16_000
 
 
 def test_a_stall_before_the_due_time_or_after_the_arrival_explains_nothing():

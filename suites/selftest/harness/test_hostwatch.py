@@ -162,3 +162,17 @@ def test_a_process_starved_by_a_cpu_quota_is_recorded_as_waiting_for_a_cpu(tmp_p
             group.rmdir()
     waited = sum(e["stalled_ms"] for e in w.stalls if e["source"] == rule.RUN_QUEUE and e["subject"] == "broker")
     assert waited >= 1500, list(w.stalls)  # starved for 2 s at 1 % of a CPU
+
+
+def test_repeats_count_a_run_undecided_by_the_hosts_stalls_apart_never_as_a_failure():
+    from harness.cli import repeat_summary
+
+    def verdict(passed, by_host=0):
+        entry = {"passed": passed, "violations": 0, "checked": 3}
+        if by_host:
+            entry.update(undecided=by_host, undecided_by_host=by_host)
+        return {"run_id": "r", "scenario": "s", "passed": passed, "invariants": {"ON_TIME": entry}}
+
+    summary = repeat_summary([[verdict(True)], [verdict(None, by_host=2)], [verdict(True)]])
+    s = summary["scenarios"]["s"]
+    assert (s["runs"], s["passed"], s["host_stalled"], s["failed_invariants"]) == (3, 2, 1, {})
