@@ -25,7 +25,6 @@ import argparse
 import importlib
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -48,11 +47,6 @@ SUITES = {
     "persistence-full": ("harness.catalogue.persistence", "FULL"),
 }
 SUITE_NAMES = (*SUITES, "generated")
-
-
-class Interrupted(BaseException):
-    """SIGTERM (a CI timeout, ``kill``): unwinds like Ctrl-C, so every run records that it was
-    interrupted and every system is torn down."""
 
 
 def load_suite(name: str, seed: int = 0, count: int = 10):
@@ -372,24 +366,9 @@ def _scenario_name(p: argparse.ArgumentParser) -> None:
                         "matches (shell glob, repeatable; python -m harness list shows them)")
 
 
-def _on_sigterm(signum, frame):
-    raise Interrupted(f"signal {signal.Signals(signum).name}")
-
-
 def main(argv: list[str] | None = None) -> int:
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
-    try:
-        return run_command(build_parser(), argv, "hourglass", interrupted=(KeyboardInterrupt, Interrupted),
-                           on_interrupt="interrupted: the runs record it and check as undecided; every system started was torn down")
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
+    return run_command(build_parser(), argv, "hourglass",
+                       on_interrupt="interrupted: the runs record it and check as undecided; every system started was torn down")
 
 
 if __name__ == "__main__":
