@@ -140,7 +140,9 @@ def system_spec(args, system: str):
 
 def check_inputs(args, systems: list[str]) -> Path:
     """Everything the command was given, checked before anything starts: the system specs, the
-    baseline, the Spark master, and that ``--out`` is a directory we can write. Returns ``--out``."""
+    baseline, the Spark master, and that ``--out`` is a directory we can write and no other harness
+    is writing (held until this process exits: :func:`harness.outdir.lock_out`). Returns ``--out``."""
+    from harness.outdir import lock_out, run_stamp
     from reports import baseline as baseline_mod
     from reports.spark import check_master
 
@@ -151,7 +153,9 @@ def check_inputs(args, systems: list[str]) -> Path:
     check_master(args.master)
     if args.max_systems < 1 or args.repeat < 1 or args.count < 1 or args.max_wait <= 0:
         raise UsageError("--max-systems, --repeat and --count must be at least 1, --max-wait above 0")
-    return writable_dir(Path(args.out or f"runs/{args.cmd}-{time.strftime('%Y%m%dT%H%M%S')}").resolve(), "Hourglass")
+    out = writable_dir(Path(args.out or f"runs/{args.cmd}-{run_stamp()}").resolve(), "Hourglass")
+    lock_out(out)
+    return out
 
 
 def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:

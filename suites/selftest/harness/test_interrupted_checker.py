@@ -23,7 +23,7 @@ import pytest
 from reports.verdict import BROKEN, EXIT_CODES
 from suites.selftest.checker.runs import RunBuilder
 
-MARKER = "HOURGLASS_TEST_MARKER"
+MARKER = "CHECKER_INTERRUPT_TEST_MARKER"  # inherited by whatever the command starts
 ROOT = Path(__file__).resolve().parents[3]
 #: generous: a loaded 2-core machine took over three minutes to start Spark
 DEADLINE_S = 600
