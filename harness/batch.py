@@ -28,6 +28,7 @@ from harness.scenario import CLOCK_STEP_ACTIONS, NETWORK_ACTIONS, STORE_FILL_ACT
 from reference.clock import CLOCK_DRIFT
 from harness.summary import scenario_wait_ms
 from harness.systems import SystemSpec, open_system
+from harness.outdir import run_stamp
 
 
 #: How long an interrupted batch waits for its runs to heal their faults and complete run.json.
@@ -84,7 +85,7 @@ class Batch:
             raise ValueError(f"scenario names must be unique in a batch: {sorted(n for n in set(names) if names.count(n) > 1)}")
         self.scenarios = scenarios
         self.opts = opts
-        self.stamp = time.strftime("%Y%m%dT%H%M%S")
+        self.stamp = run_stamp()  # one harness's runs never share an id with another's
         self.token = uuid.uuid4().hex[:8]  # names on a cluster that outlives runs
         self.progress = {s.name: Progress(s.name) for s in scenarios}
         self._systems: list[System] = []

@@ -25,7 +25,6 @@ import argparse
 import importlib
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -48,11 +47,6 @@ SUITES = {
     "persistence-full": ("harness.catalogue.persistence", "FULL"),
 }
 SUITE_NAMES = (*SUITES, "generated")
-
-
-class Interrupted(BaseException):
-    """SIGTERM (a CI timeout, ``kill``): unwinds like Ctrl-C, so every run records that it was
-    interrupted and every system is torn down."""
 
 
 def load_suite(name: str, seed: int = 0, count: int = 10):
@@ -146,7 +140,9 @@ def system_spec(args, system: str):
 
 def check_inputs(args, systems: list[str]) -> Path:
     """Everything the command was given, checked before anything starts: the system specs, the
-    baseline, the Spark master, and that ``--out`` is a directory we can write. Returns ``--out``."""
+    baseline, the Spark master, and that ``--out`` is a directory we can write and no other harness
+    is writing (held until this process exits: :func:`harness.outdir.lock_out`). Returns ``--out``."""
+    from harness.outdir import lock_out, run_stamp
     from reports import baseline as baseline_mod
     from reports.spark import check_master
 
@@ -157,7 +153,9 @@ def check_inputs(args, systems: list[str]) -> Path:
     check_master(args.master)
     if args.max_systems < 1 or args.repeat < 1 or args.count < 1 or args.max_wait <= 0:
         raise UsageError("--max-systems, --repeat and --count must be at least 1, --max-wait above 0")
-    return writable_dir(Path(args.out or f"runs/{args.cmd}-{time.strftime('%Y%m%dT%H%M%S')}").resolve(), "Hourglass")
+    out = writable_dir(Path(args.out or f"runs/{args.cmd}-{run_stamp()}").resolve(), "Hourglass")
+    lock_out(out)
+    return out
 
 
 def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
@@ -378,24 +376,9 @@ def _scenario_name(p: argparse.ArgumentParser) -> None:
                         "matches (shell glob, repeatable; python -m harness list shows them)")
 
 
-def _on_sigterm(signum, frame):
-    raise Interrupted(f"signal {signal.Signals(signum).name}")
-
-
 def main(argv: list[str] | None = None) -> int:
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
-    try:
-        return run_command(build_parser(), argv, "hourglass", interrupted=(KeyboardInterrupt, Interrupted),
-                           on_interrupt="interrupted: the runs record it and check as undecided; every system started was torn down")
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
+    return run_command(build_parser(), argv, "hourglass",
+                       on_interrupt="interrupted: the runs record it and check as undecided; every system started was torn down")
 
 
 if __name__ == "__main__":

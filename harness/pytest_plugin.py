@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from reference.rundir import REPORT_HTML, run_json
+from harness.outdir import run_stamp
 from reports.spark import conf_item
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -71,7 +72,7 @@ def pytest_configure(config):
         "main: part of the main job (conformance suite + short chaos run)",
     ):
         config.addinivalue_line("markers", line)
-    out = config.getoption("--hg-out") or f"runs/{time.strftime('%Y%m%dT%H%M%S')}"
+    out = config.getoption("--hg-out") or f"runs/{run_stamp()}"
     config._hourglass = HgSession(config, Path(out).resolve())
     if config.getoption("--hg-progress-interval") <= 0:
         raise pytest.UsageError("--hg-progress-interval (HOURGLASS_PROGRESS_INTERVAL_S) must be more than 0 seconds")
@@ -200,6 +201,7 @@ class HgSession:
 
     def _run(self, system: str, record: bool = True) -> None:
         from harness.batch import BatchOptions, run_batch
+        from harness.outdir import lock_out
         from harness.systems import SystemSpec
 
         scenarios = list(self.pending.pop(system, {}).values())
@@ -209,6 +211,8 @@ class HgSession:
         spec = SystemSpec(system, c.getoption("--hg-runtime"), c.getoption("--hg-image"), c.getoption("--hg-namesrv"),
                           c.getoption("--hg-faults"))
         sys_dir = self.out_dir / _dirname(system)
+        sys_dir.mkdir(parents=True, exist_ok=True)
+        lock_out(self.out_dir)
         started = time.monotonic()
         mode = c.getoption("--hg-progress")
         results, errors = run_batch(scenarios, BatchOptions(

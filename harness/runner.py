@@ -469,6 +469,3 @@ class ScenarioRun:
             if state.deadline_ms is None or now > state.deadline_ms + sc.drain_margin_ms:
                 return state
             self._wait_until(min(now + 1000, state.deadline_ms + sc.drain_margin_ms + 1))
-
-def new_run_id(scenario: Scenario, system: System) -> str:
-    return f"{scenario.name}-{system.info.version}-{time.strftime('%Y%m%dT%H%M%S')}"

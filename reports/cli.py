@@ -64,9 +64,12 @@ def _check(args) -> int:
     owns_session = spark_mod._session is None  # in-process callers (tests) keep their session
     try:
         verdicts = check_runs(args.runs, out_dir=out, master=args.master, baseline=accepted, spark_conf=dict(args.conf))
-    finally:
-        if owns_session:
-            spark_mod.stop_spark()
+    except BaseException as e:
+        if owns_session:  # interrupted: killed, not stopped (a graceful stop waits on the interrupted jobs)
+            spark_mod.stop_spark() if isinstance(e, Exception) else spark_mod.kill_spark()
+        raise
+    if owns_session:
+        spark_mod.stop_spark()
     for v in verdicts:
         state = status(v)
         failed = [i for i, e in v["invariants"].items() if e["passed"] is False]
@@ -83,4 +86,4 @@ def _matrix(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command(build_parser(), argv, "hourglass check")
+    return run_command(build_parser(), argv, "hourglass check", on_interrupt="interrupted: the check did not finish")

@@ -5,7 +5,9 @@ traceback). The exit codes themselves are :mod:`reports.verdict`'s."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -25,12 +27,49 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+class Interrupted(BaseException):
+    """SIGTERM (a CI timeout, ``kill``): unwinds like Ctrl-C, so every run records that it was
+    interrupted, every system is torn down and the checker's JVM is killed."""
+
+
+def _on_sigterm(signum, frame):
+    raise Interrupted(f"signal {signal.Signals(signum).name}")
+
+
 def run_command(parser: argparse.ArgumentParser, argv: list[str] | None, prefix: str,
-                interrupted: tuple[type[BaseException], ...] = (KeyboardInterrupt,),
                 on_interrupt: str = "interrupted") -> int:
     """Parse ``argv`` and call ``args.fn(args)``; map what escapes to an exit code and one line on
-    stderr: a usage error (64), a contract error of an input (3), an interruption (3), anything
-    else — a failure of the tool, never of the broker — (3)."""
+    stderr: a usage error (64), a contract error of an input (3), an interruption — Ctrl-C, or
+    SIGTERM while this runs — (3, the checker's JVM killed), anything else — a failure of the tool,
+    never of the broker — (3)."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.getsignal(sig) for sig in _INTERRUPTS} if main_thread else {}
+    if main_thread:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    interrupted = False
+    try:
+        return _run(parser, argv, prefix)
+    except (KeyboardInterrupt, Interrupted) as e:
+        interrupted = True
+        for sig in previous:  # a second Ctrl-C or SIGTERM must not cut the cleanup short
+            signal.signal(sig, signal.SIG_IGN)
+        from reports.spark import kill_spark
+
+        kill_spark()
+        print(f"\n{prefix}: {on_interrupt} ({str(e) or 'Ctrl-C'})", file=sys.stderr)
+        return EXIT_CODES[BROKEN]
+    finally:
+        # the process's own command (argv None: sys.argv) interrupted: what is left of the process
+        # is its exit, which a further signal must not turn into a death by that signal
+        if not (interrupted and argv is None):
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _run(parser: argparse.ArgumentParser, argv: list[str] | None, prefix: str) -> int:
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
         args = parser.parse_args(argv)
@@ -43,9 +82,6 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str] | None, prefix:
     except ContractError as e:
         print(f"{prefix}: {e}", file=sys.stderr)
         _traceback(debug)
-        return EXIT_CODES[BROKEN]
-    except interrupted as e:
-        print(f"\n{prefix}: {on_interrupt} ({e or 'Ctrl-C'})", file=sys.stderr)
         return EXIT_CODES[BROKEN]
     except Exception as e:  # noqa: BLE001 - one line, exit 3
         print(f"{prefix}: failed: {type(e).__name__}: {e}" + ("" if debug else " (--debug for the traceback)"),

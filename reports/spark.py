@@ -4,6 +4,12 @@ Driver memory only takes effect before the JVM starts, so it is set here, on the
 later calls return the same session whatever they ask for. ``conf`` (``--conf key=value``) is
 passed to the session's builder after the defaults, so it wins over them.
 
+The session's JVM (pyspark's gateway: ``spark-submit`` → java) runs in a process group of its own,
+known from the moment it is spawned: an interruption (Ctrl-C, SIGTERM) while it starts or while it
+works kills that group (:func:`kill_spark`). pyspark alone leaks it: interrupted before the gateway
+answers, it deletes the directory the JVM was to report its port in, and the JVM's gateway thread
+then runs for good.
+
 On a cluster (any master but ``local``/``local[...]``) the session ships the project's code to the
 executors and proves they import it before it is returned (:mod:`reports.shipping`). The
 executors' Python is ``spark.pyspark.python`` (or ``spark.executorEnv.PYSPARK_PYTHON``, or
@@ -13,8 +19,11 @@ executors' Python is ``spark.pyspark.python`` (or ``spark.executorEnv.PYSPARK_PY
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import threading
 from contextlib import contextmanager
@@ -27,6 +36,9 @@ DEFAULT_SHUFFLE_PARTITIONS = 8
 _lock = threading.Lock()
 _session = None
 _shipped: list = []  # the code zips of this process's sessions (removed when the session stops)
+_jvms: list[subprocess.Popen] = []  # the gateway JVMs this process launched (each its process group)
+_interrupted = False  # Ctrl-C while the session lived: py4j's records of the calls it broke are noise
+_sigint_before = None  # the SIGINT handler in place before the session's (main thread)
 
 
 #: Ship the project's code to a cluster's executors (off only to show what happens without it).
@@ -41,11 +53,13 @@ def is_local(master: str) -> bool:
 def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
     """Return the process-wide SparkSession, starting it on the first call (~5 s; on a cluster,
     plus the executors' start and a probe of what they import)."""
-    global _session
+    global _session, _interrupted
     with _lock:
         if _session is not None:
             return _session
         from pyspark.sql import SparkSession
+
+        _interrupted = False
 
         master = master or os.environ.get("HOURGLASS_SPARK_MASTER", DEFAULT_MASTER)
         conf = dict(conf or {})
@@ -65,21 +79,139 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
         for key, value in conf.items():
             builder = builder.config(key, value)
         python = conf.get("spark.pyspark.python") or conf.get("spark.executorEnv.PYSPARK_PYTHON")
-        with _environ("PYSPARK_PYTHON", python or os.environ.get("PYSPARK_PYTHON") or (sys.executable if is_local(master) else None)):
-            session = builder.getOrCreate()  # the context takes its workers' Python from PYSPARK_PYTHON
-        session.sparkContext.setLogLevel("ERROR")
-        if not is_local(master):
-            from reports import shipping
+        try:
+            with _environ("PYSPARK_PYTHON", python or os.environ.get("PYSPARK_PYTHON") or (sys.executable if is_local(master) else None)), \
+                    _gateway_tracked(), _own_sigint():
+                session = builder.getOrCreate()  # the context takes its workers' Python from PYSPARK_PYTHON
+            session.sparkContext.setLogLevel("ERROR")
+            if not is_local(master):
+                from reports import shipping
 
-            try:
-                if SHIP_CODE:
-                    _shipped.append(shipping.ship(session))
-                shipping.probe(session)
-            except BaseException:
-                session.stop()
-                raise
+                try:
+                    if SHIP_CODE:
+                        _shipped.append(shipping.ship(session))
+                    shipping.probe(session)
+                except BaseException:
+                    session.stop()
+                    raise
+        except BaseException as e:
+            if not isinstance(e, Exception):  # Ctrl-C, SIGTERM: nothing of the start may outlive us
+                kill_spark()
+            raise
         _session = session
         return _session
+
+
+class _GroupedPopen(subprocess.Popen):
+    """pyspark's spawn of the gateway JVM, in a process group of its own and recorded as soon as
+    it exists (pyspark hands the process out only once the gateway answered)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("process_group", 0)
+        super().__init__(*args, **kwargs)
+        _jvms.append(self)
+
+
+@contextmanager
+def _gateway_tracked():
+    """pyspark's ``launch_gateway`` spawning through :class:`_GroupedPopen` for the duration."""
+    from pyspark import java_gateway
+
+    spawn = java_gateway.Popen
+    java_gateway.Popen = _GroupedPopen
+    try:
+        yield
+    finally:
+        java_gateway.Popen = spawn
+
+
+@contextmanager
+def _own_sigint():
+    """Ctrl-C while the session lives does what it did before (the handler the context installs
+    asks the JVM to cancel its jobs from inside the interrupted call: py4j's "reentrant call", and
+    tracebacks of both sides), and whoever catches it kills the JVM (:func:`kill_spark`). py4j
+    still logs, with tracebacks, how the interrupted call and its connection ended: those records
+    are dropped (the command says in one line that it was interrupted)."""
+    global _sigint_before
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGINT) if main else None
+    try:
+        yield
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, _on_sigint)
+            _sigint_before = before
+        for name in ("", "py4j.java_gateway", "py4j.clientserver"):  # py4j logs on the root logger too
+            logging.getLogger(name).addFilter(_not_after_an_interrupt)
+
+
+def _on_sigint(signum, frame):
+    global _interrupted
+    _interrupted = True
+    if callable(_sigint_before):
+        _sigint_before(signum, frame)
+    elif _sigint_before != signal.SIG_IGN:
+        raise KeyboardInterrupt
+
+
+def _restore_sigint() -> None:
+    global _sigint_before
+    if _sigint_before is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _sigint_before)
+        _sigint_before = None
+
+
+def _not_after_an_interrupt(record: logging.LogRecord) -> bool:
+    return not (_interrupted and f"{os.sep}py4j{os.sep}" in record.pathname)
+
+
+def kill_spark() -> None:
+    """Kill the session's JVM (its whole process group) without asking it anything, and forget the
+    session (the next :func:`get_spark` starts a new one). For an interrupted check: a graceful
+    stop would wait on the very calls being interrupted; the JVM writes nothing worth keeping."""
+    global _session, _interrupted
+    _interrupted = True
+    if _jvms:
+        _kill_jvms()
+        _forget_gateway()
+    _restore_sigint()
+    _session = None
+    while _shipped:
+        shutil.rmtree(_shipped.pop().parent, ignore_errors=True)
+
+
+def _kill_jvms() -> None:
+    """SIGKILL each gateway JVM's group and reap it; a second Ctrl-C or SIGTERM meanwhile is held
+    until this is done."""
+    held = threading.current_thread() is threading.main_thread()
+    if held:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        while _jvms:
+            proc = _jvms.pop()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+    finally:
+        if held:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _forget_gateway() -> None:
+    """pyspark's record of a killed gateway reset, so that nothing calls the dead JVM."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    gateway, SparkContext._gateway, SparkContext._jvm = SparkContext._gateway, None, None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = SparkSession._activeSession = None
+    if gateway is not None:
+        try:
+            gateway.close()
+        except Exception:  # noqa: BLE001 - its peer is gone; the sockets close with the process
+            pass
 
 
 @contextmanager
@@ -109,6 +241,7 @@ def stop_spark() -> None:
     """Stop the shared session (the next :func:`get_spark` starts a new one)."""
     global _session
     with _lock:
+        _restore_sigint()
         if _session is not None:
             _session.stop()
             _session = None

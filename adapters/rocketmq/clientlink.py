@@ -107,6 +107,10 @@ class _LineProcess:
     def close(self) -> None:
         self.kill()
 
+    def abort(self) -> None:
+        """The exit and signal cleanup (``process._close_all``): killed at once, whatever it is doing."""
+        self.kill()
+
     def ask_to_stop(self) -> None:
         """Close stdin: the graceful stop request (the process shuts its client down and exits)."""
         if self.proc.poll() is None:
@@ -157,13 +161,19 @@ class ClientProcess(_LineProcess):
         return reply
 
     def close(self) -> None:
-        if self.alive():
+        """Graceful (the client shuts down, up to 15 s) unless a request is in flight: then it is
+        waiting on a broker that does not answer, and the process is killed at once."""
+        if self.alive() and self._lock.acquire(timeout=1.0):
             try:
-                with self._lock:
-                    self.proc.stdin.write(b'{"cmd": "shutdown"}\n')
-                    self.proc.stdin.flush()
+                self.proc.stdin.write(b'{"cmd": "shutdown"}\n')
+                self.proc.stdin.flush()
+            except OSError:
+                pass
+            finally:
+                self._lock.release()
+            try:
                 self.proc.wait(timeout=15)
-            except (OSError, subprocess.TimeoutExpired):
+            except subprocess.TimeoutExpired:
                 pass
         self.kill()
 

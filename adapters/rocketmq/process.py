@@ -34,8 +34,10 @@ _HANDLER_LOCK = threading.Lock()
 
 
 def _close_all() -> None:
+    """Kill everything live: at exit and on SIGINT/SIGTERM nothing waits for a graceful close (a
+    client's would wait out the calls in flight to a broker that may be gone: tens of seconds)."""
     for rt in list(_LIVE):
-        rt.close()
+        getattr(rt, "abort", rt.close)()
 
 
 def _on_signal(signum, frame):  # pragma: no cover - exercised by Ctrl-C
