@@ -530,8 +530,19 @@ class RocketMQSystem:
         return self.client.request(cmd, timeout_s=timeout_s, **args)
 
     # -- producing ----------------------------------------------------------------------------
+    #: a topic's creation is an admin call with RocketMQ's own 5 s timeout: on a starved broker (a
+    #: busy host, reference.stalls) it can time out; creating a topic again is harmless
+    CREATE_TOPIC_ATTEMPTS = 4
+
     def create_topic(self, topic: str, queues: int = 4) -> None:
-        self._request("create_topic", timeout_s=30, topic=topic, queues=queues)
+        for attempt in range(1, self.CREATE_TOPIC_ATTEMPTS + 1):
+            try:
+                self._request("create_topic", timeout_s=30, topic=topic, queues=queues)
+                return
+            except ClientError as e:
+                if attempt == self.CREATE_TOPIC_ATTEMPTS or "Timeout" not in e.error:
+                    raise
+                time.sleep(attempt)
 
     def send(self, req: SendRequest, timeout_ms: int = 3000) -> SendResult:
         res = self._request("send", timeout_s=timeout_ms / 1000 + 30, message=_message(req), timeout_ms=timeout_ms)
@@ -551,7 +562,7 @@ class RocketMQSystem:
             raise AdapterError(f"consumer {spec.name!r} is already running")
         self._consumer_specs[spec.name] = spec
         # the retry topic exists before the first LATER, so the consumer's route has it from the start
-        self._request("create_topic", timeout_s=30, topic=RETRY_PREFIX + spec.group, queues=1)
+        self.create_topic(RETRY_PREFIX + spec.group, queues=1)
         self._stopped_consumers.discard(spec.name)
         self.consumers[spec.name] = self._spawn_consumer(spec)
 

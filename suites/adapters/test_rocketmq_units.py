@@ -254,3 +254,33 @@ def test_broker_clock_drift_line_is_continuous_under_libfaketimes_speed_rule(tmp
     drifting = dict(brokerclock.environment(tmp_path / "c", drift=True))
     assert "FAKETIME_DONT_FAKE_MONOTONIC" not in drifting and "FAKETIME_FORCE_MONOTONIC_FIX" not in drifting
     assert brokerclock.process_start_ms(os.getpid()) <= time.time() * 1000
+
+
+def test_a_topic_creation_that_timed_out_on_a_starved_broker_is_asked_again(monkeypatch):
+    from adapters.rocketmq import system as sysmod
+    from adapters.rocketmq.clientlink import ClientError
+
+    class Client:
+        calls = 0
+
+        def request(self, cmd, timeout_s, **args):
+            Client.calls += 1
+            if Client.calls < 3:
+                raise ClientError(cmd, "org.apache.rocketmq.remoting.exception.RemotingTimeoutException: wait response "
+                                       "on the channel <127.0.0.1:19881> timeout, 5000(ms)")
+            return {}
+
+    monkeypatch.setattr(sysmod.time, "sleep", lambda s: None)
+    system = object.__new__(sysmod.RocketMQSystem)
+    system.client = Client()
+    system.create_topic("T")
+    assert Client.calls == 3
+    Client.calls = -10  # every attempt times out: the last error is raised
+    with pytest.raises(ClientError, match="RemotingTimeoutException"):
+        system.create_topic("T")
+
+    def refused(cmd, timeout_s, **args):
+        raise ClientError(cmd, "MQClientException: CODE: 1 DESC: no permission")
+    system.client.request = refused
+    with pytest.raises(ClientError, match="no permission"):  # not a timeout: at once
+        system.create_topic("T")
