@@ -59,8 +59,8 @@ def java_processes(marker: str, main_class: str = "BrokerStartup") -> list[int]:
 
 class HostLoad:
     def __init__(self, seconds: int, targets: Callable[[], Iterable[int]] = lambda: (), stall_s: float = 6.0,
-                 every_s: float = 20.0, cpu: int = 4, io: int = 2, vm: int = 2, vm_bytes: str = "6G"):
-        self.seconds, self.targets, self.stall_s, self.every_s = seconds, targets, stall_s, every_s
+                 every_s: float = 20.0, cpu: int = 4, io: int = 2, vm: int = 2, vm_bytes: str = "6G", hogs: bool = True):
+        self.seconds, self.targets, self.stall_s, self.every_s, self.hogs = seconds, targets, stall_s, every_s, hogs
         self.argv = ["stress-ng", "--cpu", str(cpu), "--hdd", str(io), "--hdd-opts", "wr-seq,fsync", "--hdd-bytes", "256M",
                      "--vm", str(vm), "--vm-bytes", vm_bytes, "--timeout", f"{seconds}s", "--quiet"]
         self.group = CPU_CGROUP / f"hourglass-starve-{os.getpid()}"
@@ -84,8 +84,9 @@ class HostLoad:
         import tempfile
 
         self._workdir = Path(tempfile.mkdtemp(prefix="hourglass-load-"))
-        self._hogs = subprocess.Popen(self.argv + ["--temp-path", str(self._workdir)], start_new_session=True,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if self.hogs:
+            self._hogs = subprocess.Popen(self.argv + ["--temp-path", str(self._workdir)], start_new_session=True,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.group.mkdir(exist_ok=True)
         self._thread = threading.Thread(target=self._throttle, name="hourglass-starver", daemon=True)
         self._thread.start()
@@ -140,13 +141,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=int, default=3600, help="the hogs' bound (stress-ng --timeout)")
     p.add_argument("--stall-s", type=float, default=6.0)
     p.add_argument("--every-s", type=float, default=20.0)
+    p.add_argument("--no-hogs", action="store_true", help="only starve the brokers (another load already runs the hogs)")
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         p.error("give the command to run after --")
     marker = str(Path(args.marker).resolve())
-    with HostLoad(args.seconds, targets=lambda: java_processes(marker), stall_s=args.stall_s, every_s=args.every_s) as load:
+    with HostLoad(args.seconds, targets=lambda: java_processes(marker), stall_s=args.stall_s, every_s=args.every_s,
+                  hogs=not args.no_hogs) as load:
         code = subprocess.call(command)
     print(f"loadgen: {len(load.starved)} starvations of {args.stall_s:.0f} s", file=sys.stderr)
     return code
