@@ -301,23 +301,34 @@ def observation(system, watch: HostWatch | None) -> dict:
     return {rule.HOST_NOT_OBSERVED: why or f"the {type(system).__name__} system names no processes to watch"}
 
 
-def log_stalls(files: Iterable[Path], subject: str, from_ms: int, to_ms: int) -> list[dict]:
+def log_stalls(files: Iterable[Path], subject: str, from_ms: int, to_ms: int, written_ms: Mapping[Path, int] | None = None
+               ) -> list[dict]:
     """The stalls the broker reported in its log copies (``reference.stalls.LOG_STALLS``) that
-    overlap ``[from_ms, to_ms]``; the log's times are read in this host's zone."""
-    offset = -time.altzone if time.daylight and time.localtime().tm_isdst else -time.timezone
+    overlap ``[from_ms, to_ms]``. A log's zone is read from the file itself: its last line's time
+    against when its source was last written (``written_ms``; else the copy's own time), so RocketMQ's
+    GMT+8 patterns and the harness's host-zone one are both read right."""
     out = []
     for path in files:
         try:
             with open(path, "r", encoding="utf-8", errors="replace") as f:
+                candidates, last = [], None
                 for line in f:
-                    if "cost" not in line:
-                        continue
-                    found = rule.parse_log_stall(line, offset)
-                    if found and found[1] >= from_ms and found[0] <= to_ms:
-                        start, end, what = found
-                        out.append({"type": "stall", "ts_ms": end, "source": rule.BROKER_LOG, "subject": subject,
-                                    "from_ms": start, "stalled_ms": end - start,
-                                    "detail": f"{Path(path).name}: {what}: {line.strip()[:300]}"})
+                    at = rule.log_time_ms(line)
+                    if at is not None:
+                        last = at
+                        if "cost" in line:
+                            candidates.append(line)
+            written = (written_ms or {}).get(Path(path)) or int(os.stat(path).st_mtime * 1000)
         except OSError:
             continue
+        if not candidates or last is None:
+            continue
+        offset = rule.log_utc_offset_s(last, written)
+        for line in candidates:
+            found = rule.parse_log_stall(line, offset)
+            if found and found[1] >= from_ms and found[0] <= to_ms:
+                start, end, what = found
+                out.append({"type": "stall", "ts_ms": end, "source": rule.BROKER_LOG, "subject": subject,
+                            "from_ms": start, "stalled_ms": end - start,
+                            "detail": f"{Path(path).name}: {what}: {line.strip()[:300]}"})
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import os
 import random
 import threading
 import time
@@ -323,10 +324,15 @@ class ScenarioRun:
             if watch is None:
                 return
             found = watch.stalls_between(run["started_ms"], run["ended_ms"])
-            for name in sorted(run.get("logs") or ()):
-                if ("broker" in name or "store" in name) and not name.startswith("clients/"):
+            for name, entry in sorted((run.get("logs") or {}).items()):
+                if ("broker" in name or "store" in name) and not name.startswith("clients/") and "source" in entry:
                     subject = SECOND_BROKER if SECOND_BROKER in name else BROKER_TARGETS[0]
-                    found += hostwatch.log_stalls([self.run_dir / LOGS_DIR / name], subject, run["started_ms"], run["ended_ms"])
+                    copy = self.run_dir / LOGS_DIR / name
+                    try:  # when the broker last wrote it: the log's zone (hostwatch.log_stalls)
+                        written = {copy: int(os.stat(entry["source"]).st_mtime * 1000)}
+                    except OSError:
+                        written = {}
+                    found += hostwatch.log_stalls([copy], subject, run["started_ms"], run["ended_ms"], written)
             with EventLog(self.events_dir / STALL_EVENTS) as out:
                 for e in sorted(found, key=lambda e: (e["ts_ms"], e["source"], e["subject"])):
                     out.write(e)

@@ -78,8 +78,27 @@ LOG_STALLS: tuple[tuple[re.Pattern, str], ...] = (
     # the broker's threads did not run meanwhile
     (re.compile(r"check hold (?:pull )?request cost (\d+) ?ms"), "the pull hold check (milliseconds of work) took"),
 )
-#: a RocketMQ log line's leading time (every version's pattern: ``yyyy-MM-dd HH:mm:ss,SSS``)
-_LOG_TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)[,.](\d{3})")
+#: a RocketMQ log line's leading time: RocketMQ's own logback patterns (4.9.x ``conf/logback_*.xml``,
+#: 5.x ``rmq.*.logback.xml``) print ``%d{yyy-MM-dd HH:mm:ss,GMT+8}`` (seconds, in GMT+8, whatever
+#: the host's zone); the 4.9.x configuration the harness writes prints milliseconds in the host's zone
+_LOG_TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[,.](\d{3}))?")
+#: the zone of RocketMQ's own patterns
+ROCKETMQ_LOG_UTC_OFFSET_S = 8 * 3600
+
+
+def log_time_ms(line: str) -> int | None:
+    """A log line's leading time as epoch ms *read as UTC* (shift it by the log's zone), or None."""
+    t = _LOG_TIME.match(line)
+    if t is None:
+        return None
+    y, mo, d, h, mi, s, ms = (int(x or 0) for x in t.groups())
+    return calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) * 1000 + ms
+
+
+def log_utc_offset_s(last_line_ms: int, written_ms: int) -> int:
+    """The zone a log prints its times in, from its last line's time (:func:`log_time_ms`) and when
+    the file was last written: their difference, to the nearest quarter hour (zones are quarter hours)."""
+    return round((last_line_ms - written_ms) / 900_000) * 900
 #: a broker log stall shorter than this says nothing a slack does not cover
 LOG_STALL_MIN_MS = 500
 
@@ -91,12 +110,11 @@ def parse_log_stall(line: str, utc_offset_s: int) -> tuple[int, int, str] | None
         m = pattern.search(line)
         if m is None:
             continue
-        t = _LOG_TIME.match(line)
+        at = log_time_ms(line)
         cost = int(m.group(1))
-        if t is None or cost < LOG_STALL_MIN_MS:
+        if at is None or cost < LOG_STALL_MIN_MS:
             return None
-        y, mo, d, h, mi, s, ms = (int(x) for x in t.groups())
-        end = (calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) - utc_offset_s) * 1000 + ms
+        end = at - utc_offset_s * 1000
         return end - cost, end, f"{what} {cost} ms"
     return None
 

@@ -111,6 +111,21 @@ def test_the_brokers_own_stall_reports_are_read_at_their_time():
     assert end == 1795611662419 - 3_600_000
 
 
+def test_rocketmqs_own_pattern_in_gmt_plus_8_without_milliseconds_is_read_too():
+    # %d{yyy-MM-dd HH:mm:ss,GMT+8} (rmq.broker.logback.xml, 5.3.3): seen in a 5.5.0 store.log
+    line = ("2026-11-25 22:46:12 WARN ScheduleMessageTimerThread_16 - DefaultMessageStore#putMessage: "
+            "CommitLog#putMessage cost 2202ms, topic=%RETRY%dlq-small_cg-dlq2, bodyLength=64")
+    start, end, _ = rule.parse_log_stall(line, rule.ROCKETMQ_LOG_UTC_OFFSET_S)
+    assert end == 1795617972000 and end - start == 2202  # 14:46:12 UTC
+
+
+def test_a_logs_zone_is_read_from_its_last_line_and_when_it_was_written():
+    last = rule.log_time_ms("2026-11-25 22:46:12 INFO x - y")
+    assert rule.log_utc_offset_s(last, 1795617972000 + 3_000) == 8 * 3600  # written 3 s after its last line
+    assert rule.log_utc_offset_s(last - 8 * 3_600_000, 1795617972000 + 200_000) == 0
+    assert rule.log_utc_offset_s(last, last + 9 * 3_600_000 + 1_800_000) == -int(9.5 * 3600)  # UTC-9:30
+
+
 def test_short_stalls_and_other_lines_are_not_stall_reports():
     assert rule.parse_log_stall("2026-11-25 13:01:02,419 WARN x - [NOTIFYME]putMessage in lock cost time(ms)=12", 0) is None
     assert rule.parse_log_stall("2026-11-25 13:01:02,419 INFO x - register broker cost 9999 ms", 0) is None

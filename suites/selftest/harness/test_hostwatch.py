@@ -85,13 +85,12 @@ def test_consecutive_stalled_samples_merge_and_a_period_never_holds_more_stall_t
 
 
 def test_a_broker_log_stall_report_inside_the_run_is_read_with_the_line(tmp_path):
-    log = tmp_path / "store.log"
-    log.write_text("2026-11-25 13:01:02,419 WARN RocketmqStore - [NOTIFYME]putMessage in lock cost time(ms)=6419, x\n"
-                   "2026-11-25 13:01:03,000 INFO RocketmqStore - nothing to see\n"
-                   "2020-01-01 00:00:00,000 WARN RocketmqStore - [NOTIFYME]putMessage in lock cost time(ms)=9000, x\n")
-    offset = -time.altzone if time.daylight and time.localtime().tm_isdst else -time.timezone
-    end = 1795611662419 - offset * 1000
-    (e,) = hostwatch.log_stalls([log], "broker", end - 60_000, end + 60_000)
+    log = tmp_path / "store.log"  # RocketMQ's own pattern: GMT+8, seconds
+    log.write_text("2026-11-25 21:01:02 WARN RocketmqStore - [NOTIFYME]putMessage in lock cost time(ms)=6419, x\n"
+                   "2020-01-01 00:00:00 WARN RocketmqStore - [NOTIFYME]putMessage in lock cost time(ms)=9000, x\n"
+                   "2026-11-25 21:01:03 INFO RocketmqStore - nothing to see\n")
+    end = 1795611662000  # 13:01:02 UTC
+    (e,) = hostwatch.log_stalls([log], "broker", end - 60_000, end + 60_000, {log: end + 1000 + 2_500})
     assert (e["from_ms"], e["ts_ms"], e["stalled_ms"]) == (end - 6419, end, 6419)
     assert e["source"] == rule.BROKER_LOG and "store.log" in e["detail"] and "6419" in e["detail"]
     validate_event(e)
