@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from pathlib import PurePath
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from reference.contract import ContractError, validate_event
 
@@ -46,6 +46,24 @@ EVENT_GLOBS = ("events*.jsonl", "events/*.jsonl", "events*.parquet", "events/*.p
 def consumer_events(name: str) -> str:
     """File name (in ``events/``) of the events one consumer process writes."""
     return f"{CONSUMER_EVENTS_PREFIX}{name}{EVENTS_SUFFIX}"
+
+
+def missing_consumer_files(event_files: Iterable[str], started: Iterable[str]) -> list[tuple[str, str]]:
+    """(name, file) of each consumer in ``started`` (the names of the ``fault`` ``start`` events of
+    target ``consumer``) whose own events file is not among ``event_files`` (paths relative to the
+    run directory), for a run in this layout (``events/harness.jsonl`` among them; a run converted
+    to Parquet may hold ``consumer-<name>.parquet`` instead). Every consumer process opens its file
+    when it starts, so a started consumer without one had its deliveries go unrecorded: the run is
+    broken, not the broker's loss. ``file``: where the file should be, relative to the run."""
+    present = {PurePath(f).as_posix() for f in event_files}
+    if f"{EVENTS_DIR}/{HARNESS_EVENTS}" not in present:
+        return []
+    out = []
+    for name in sorted(set(started)):
+        path = f"{EVENTS_DIR}/{consumer_events(name)}"
+        if path not in present and path.removesuffix(EVENTS_SUFFIX) + ".parquet" not in present:
+            out.append((name, path))
+    return out
 
 
 def _dir(run_dir) -> PurePath:

@@ -25,7 +25,7 @@ from reference.rundir import local_path
 from reports import baseline as baseline_mod
 from reports import offsets, plots, spark_jobs, stalls
 from reports.completeness import assess, judging_end_ms
-from reports.inputs import BrokenRun, _display, discover_runs, rescan_file
+from reports.inputs import BrokenRun, _display, discover_runs, missing_consumers, rescan_file
 from reports.level_order import level_order
 from reports.logs import run_logs
 from reports.rows import VIOLATION_COLUMNS
@@ -143,8 +143,9 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
         got = per_run[rid]
         found = assess(run_input.run, [_display(f) for f in run_input.json_files + run_input.parquet_files],
                        got["events"], got["stats"]["messages"], got["last_ts_ms"])
-        if found.broken:
-            broken.append(BrokenRun(run_input.run_dir, found.broken, rid))
+        why = found.broken or missing_consumers(spark, run_input, unkeyed.get(rid, []))
+        if why:
+            broken.append(BrokenRun(run_input.run_dir, why, rid))
         interrupted[rid] = found.interrupted
     bad_ids = {b.run_id for b in broken}
     good_ids = [rid for rid in by_id if rid not in bad_ids]

@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from reference.contract import EVENT_FIELDS, ContractError, validate_event, validate_run
-from reference.rundir import EVENT_GLOBS, RUN_JSON, local_path, lone_surrogate
+from reference.rundir import EVENT_GLOBS, EVENTS_DIR, HARNESS_EVENTS, RUN_JSON, local_path, lone_surrogate, missing_consumer_files
 
 #: Typical bytes per event (JSONL as the harness writes it; Parquet compressed), for bucket sizing.
 BYTES_PER_JSON_EVENT = 200
@@ -171,6 +171,27 @@ def _load_run(fs: _FS, run_dir: str) -> RunInput | BrokenRun:
         parquet_files=[f for f in files if f.endswith(".parquet")],
         sizes=sizes,
     )
+
+
+def missing_consumers(spark: SparkSession, run: RunInput, faults: list[dict]) -> str | None:
+    """Why the run is broken when a consumer the harness started left no events file (or a
+    directory in its place: :func:`reference.rundir.missing_consumer_files`), else None.
+    ``faults``: the run's ``fault`` events (a judging's unkeyed rows)."""
+    started: dict[str, int] = {}
+    for f in faults:
+        if f.get("target") == "consumer" and f.get("action") == "start" and f.get("name"):
+            started.setdefault(f["name"], f["ts_ms"])
+    prefix = _display(run.run_dir).rstrip("/") + "/"  # the listing spells file: URIs its own way
+    files = [_display(f)[len(prefix):] for f in run.json_files + run.parquet_files if _display(f).startswith(prefix)]
+    missing = missing_consumer_files(files, started)
+    if not missing:
+        return None
+    fs = _FS(spark)
+    return "; ".join(
+        f"{prefix + path}: expected the events of consumer {name!r}, started at {started[name]} "
+        f"({EVENTS_DIR}/{HARNESS_EVENTS}), found {'a directory' if fs.exists(run.run_dir.rstrip('/') + '/' + path) else 'no such file'}: "
+        "its deliveries were not recorded (not a loss by the broker)"
+        for name, path in missing)
 
 
 @dataclass
