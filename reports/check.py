@@ -25,7 +25,7 @@ from reference.rundir import local_path
 from reports import baseline as baseline_mod
 from reports import offsets, plots, spark_jobs, stalls
 from reports.completeness import assess, judging_end_ms
-from reports.inputs import BrokenRun, _display, discover_runs, missing_consumers, rescan_file
+from reports.inputs import BrokenRun, _display, discover_runs, missing_consumers, repeated_lines, rescan_file, sent_twice
 from reports.level_order import level_order
 from reports.logs import run_logs
 from reports.rows import VIOLATION_COLUMNS
@@ -43,6 +43,8 @@ def _log(msg: str) -> None:
 
 #: The columns of the judged rows the driver reads (:data:`reports.rows.OUTPUT_SCHEMA`).
 ROW_COLUMNS = ("run_id", "bucket", "kind", "key", "level", "store_ms", "born_ms", "payload")
+#: The invariants that count copies: a run violating one is read again for exact repeats of a line.
+COPIES_COUNTED = ("NO_DUPLICATE", "DLQ_ROUTING")
 #: Wall time of each phase of the last check (seconds), for the benchmark.
 PHASES: dict[str, float] = {}
 #: Seconds the last check's tasks spent in each of their phases, summed over tasks (core-seconds:
@@ -137,13 +139,15 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     per_run = _gather(rows)
     interrupted = {}
     already = {b.run_id for b in broken}
+    copies = {r.run_id for r in rows if r.kind == "v" and json.loads(r.payload)["invariant"] in COPIES_COUNTED}
     for rid, run_input in by_id.items():
         if rid in already:
             continue
         got = per_run[rid]
         found = assess(run_input.run, [_display(f) for f in run_input.json_files + run_input.parquet_files],
                        got["events"], got["stats"]["messages"], got["last_ts_ms"])
-        why = found.broken or missing_consumers(spark, run_input, unkeyed.get(rid, []))
+        why = (found.broken or missing_consumers(spark, run_input, unkeyed.get(rid, []))
+               or (repeated_lines(spark, run_input) if rid in copies else None))
         if why:
             broken.append(BrokenRun(run_input.run_dir, why, rid))
         interrupted[rid] = found.interrupted
@@ -170,6 +174,8 @@ def _task_seconds(rows) -> None:
 def _judging_error(spark, run_input, error: dict) -> str:
     """A run the task could not judge: the contract error its files hold, if a rescan finds one
     (bad bytes, say), else what went wrong."""
+    if error.get("send_key") is not None:
+        return sent_twice(spark, run_input, error["send_key"]) or f"{_display(run_input.run_dir)}: {error['message']}"
     if error["rescan"]:
         for uri in run_input.json_files + run_input.parquet_files:
             finding = rescan_file(spark, uri)

@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from reference.contract import EVENT_FIELDS, ContractError, validate_event, validate_run
+from reference.expected import SENT_ONCE
 from reference.rundir import EVENT_GLOBS, EVENTS_DIR, HARNESS_EVENTS, RUN_JSON, local_path, lone_surrogate, missing_consumer_files
 
 #: Typical bytes per event (JSONL as the harness writes it; Parquet compressed), for bucket sizing.
@@ -192,6 +193,63 @@ def missing_consumers(spark: SparkSession, run: RunInput, faults: list[dict]) ->
         f"({EVENTS_DIR}/{HARNESS_EVENTS}), found {'a directory' if fs.exists(run.run_dir.rstrip('/') + '/' + path) else 'no such file'}: "
         "its deliveries were not recorded (not a loss by the broker)"
         for name, path in missing)
+
+
+#: Exact repeats named per file in a broken run's message.
+REPEATS_NAMED = 3
+
+
+def repeated_lines(spark: SparkSession, run: RunInput) -> str | None:
+    """Why the run is broken when one of its JSONL files holds a byte-identical repeat of an
+    earlier line of the same file, else None. Nothing writes the same line twice: each consumer
+    process has its own file, and two deliveries of one stored copy to it differ at least in
+    ``ts_ms`` (``adapters.rocketmq.consumer_proc``), two DLQ entries in their offsets. A repeat is
+    a recording fault (a copied or replayed file), not a redelivery; counted, it would be a
+    NO_DUPLICATE or DLQ_ROUTING violation. Read only for runs judged to hold duplicates."""
+    fs = _FS(spark)
+    found = []
+    for uri in run.json_files:
+        first: dict[bytes, int] = {}
+        repeats = []
+        for number, raw in enumerate(fs.read_bytes(uri).split(b"\n"), start=1):
+            if raw.strip():
+                was = first.setdefault(raw, number)
+                if was != number:
+                    repeats.append((number, was))
+        if len(repeats) == 1:
+            found.append(f"{_display(uri)}:{repeats[0][0]}: {_repeat(f'line {repeats[0][1]}')}")
+        elif repeats:
+            more = f" and {len(repeats) - REPEATS_NAMED} more" if len(repeats) > REPEATS_NAMED else ""
+            named = ", ".join(f"{n} (of {was})" for n, was in repeats[:REPEATS_NAMED])
+            found.append(f"{_display(uri)}: lines {named}{more}: {_repeat('earlier lines')}")
+    return "; ".join(found) or None
+
+
+def _repeat(of: str) -> str:
+    return f"expected each event recorded once, found an exact repeat of {of} (a recording fault: a redelivery differs at least in ts_ms)"
+
+
+def sent_twice(spark: SparkSession, run: RunInput, key: str) -> str | None:
+    """The error of a key sent twice (:data:`reference.expected.SENT_ONCE`) naming both lines, or
+    an exact repeat of the first; None where they cannot be found (Parquet events)."""
+    needles = {json.dumps(key, ensure_ascii=False).encode("utf-8", "surrogatepass"), json.dumps(key).encode()}
+    fs = _FS(spark)
+    lines: list[tuple[str, bytes]] = []
+    for uri in run.json_files:
+        for number, raw in enumerate(fs.read_bytes(uri).split(b"\n"), start=1):
+            if any(n in raw for n in needles):
+                try:
+                    obj = json.loads(raw)
+                except (ValueError, UnicodeDecodeError):
+                    continue
+                if isinstance(obj, dict) and obj.get("type") == "send" and obj.get("key") == key:
+                    lines.append((f"{_display(uri)}:{number}", raw))
+    if len(lines) < 2:
+        return None
+    (first, raw_first), (second, raw_second) = lines[:2]
+    if raw_first == raw_second:
+        return f"{second}: {_repeat(first)}"
+    return str(ContractError(f"{first} and {second}", "key", SENT_ONCE, key))
 
 
 @dataclass
