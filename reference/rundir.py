@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import json
 from pathlib import PurePath
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Hashable, Iterable, Mapping, TypeVar
 
 from reference.contract import ContractError, validate_event
+
+T = TypeVar("T")
 
 RUN_JSON = "run.json"
 SCENARIO_JSON = "scenario.json"
@@ -63,6 +65,27 @@ def missing_consumer_files(event_files: Iterable[str], started: Iterable[str]) -
         path = f"{EVENTS_DIR}/{consumer_events(name)}"
         if path not in present and path.removesuffix(EVENTS_SUFFIX) + ".parquet" not in present:
             out.append((name, path))
+    return out
+
+
+def find_dirs(root: T, holds: Callable[[T], bool], children: Callable[[T], Iterable[T]], real: Callable[[T], Hashable]) -> list[T]:
+    """The directories at or below ``root`` that ``holds`` says are wanted (nothing below them is
+    searched), depth first in the order ``children`` lists them. Each real directory is visited
+    once (``real``: which one a path is, e.g. its resolved path): a symlink loop, or a second link
+    to a directory already seen, adds nothing."""
+    seen: set = set()
+    out: list[T] = []
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        key = real(d)
+        if key in seen:
+            continue
+        seen.add(key)
+        if holds(d):
+            out.append(d)
+        else:
+            stack.extend(reversed(list(children(d))))
     return out
 
 

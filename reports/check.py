@@ -83,7 +83,7 @@ def check_runs(run_dirs, out_dir=None, master=None, baseline=None, spark_conf=No
         _log(b.message)
         run_id = b.run_id or Path(_display(b.where)).name
         v = broken_verdict(run_id, b.message)
-        target = _target_dir(out_dir, b.where, run_id)
+        target = _target_dir(out_dir, b.where, run_id) if b.is_run else None
         if target is not None:
             write_run_outputs(target, v, None, None, None, logs=run_logs(v, run_json.get(b.run_id), b.where, target))
         verdicts.append(v)

@@ -13,6 +13,7 @@ field (``reference.contract.validate_event``) or recognises a torn last line.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
@@ -20,7 +21,8 @@ from pyspark.sql import types as T
 
 from reference.contract import EVENT_FIELDS, ContractError, validate_event, validate_run
 from reference.expected import SENT_ONCE
-from reference.rundir import EVENT_GLOBS, EVENTS_DIR, HARNESS_EVENTS, RUN_JSON, local_path, lone_surrogate, missing_consumer_files
+from reference.rundir import (EVENT_GLOBS, EVENTS_DIR, HARNESS_EVENTS, RUN_JSON, find_dirs, local_path, lone_surrogate,
+                              missing_consumer_files)
 
 #: Typical bytes per event (JSONL as the harness writes it; Parquet compressed), for bucket sizing.
 BYTES_PER_JSON_EVENT = 200
@@ -74,6 +76,7 @@ class BrokenRun:
     where: str
     message: str
     run_id: str | None = None
+    is_run: bool = True  # False: a directory with events but no run.json (no outputs are written into it)
 
 
 class _FS:
@@ -142,16 +145,24 @@ def discover_runs(spark: SparkSession, paths: list[str]) -> tuple[list[RunInput]
 
 
 def _run_dirs(fs: _FS, uri: str) -> list[str]:
-    if fs.glob(f"{uri}/{RUN_JSON}"):
-        return [uri]
-    out: list[str] = []
-    for child in fs.children(uri):
-        out.extend(_run_dirs(fs, child))
-    return out
+    """The run directories at or below ``uri``, and the directories holding events but no run.json
+    (:func:`_load_run` breaks them), each real directory once (a symlink loop adds nothing)."""
+    def holds(d: str) -> bool:
+        return bool(fs.glob(f"{d}/{RUN_JSON}")) or any(fs.glob_sized(f"{d}/{g}") for g in EVENT_GLOBS)
+
+    return find_dirs(uri, holds, fs.children, _real)
+
+
+def _real(uri: str) -> str:
+    """Which real directory ``uri`` is: a local one resolved (symlinks), others as they are."""
+    local = local_path(uri) if uri.startswith("file:") else None
+    return os.path.realpath(local) if local is not None else uri
 
 
 def _load_run(fs: _FS, run_dir: str) -> RunInput | BrokenRun:
     where = f"{run_dir}/{RUN_JSON}"
+    if not fs.glob(where):  # the harness writes run.json before any event: a run directory that lost it
+        return BrokenRun(run_dir, f"{_display(run_dir)}: expected {RUN_JSON} beside its events, found none", is_run=False)
     try:
         run = json.loads(fs.read_bytes(where))
         if isinstance(run, dict) and run.get("ended_ms") is None:
