@@ -73,7 +73,7 @@ def check_runs(run_dirs, out_dir=None, master=None, baseline=None, spark_conf=No
     accepted = baseline_mod.load(baseline) if isinstance(baseline, (str, os.PathLike)) else baseline
     runs, broken = discover_runs(spark, [str(p) for p in run_dirs])
     run_json = {r.run_id: r.run for r in runs}  # a broken run's report still links its logs
-    for run_id, message in spark_jobs.validate_profiles([r.run for r in runs]).items():
+    for run_id, message in spark_jobs.validate_profiles(runs).items():
         broken.append(BrokenRun(next(r.run_dir for r in runs if r.run_id == run_id), message, run_id))
     runs = [r for r in runs if r.run_id not in {b.run_id for b in broken}]
     verdicts: list[dict] = []
