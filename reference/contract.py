@@ -270,5 +270,7 @@ def validate_run(obj: Any, where: str = "run.json") -> dict:
     if not isinstance(obj, dict):
         raise ContractError(where, None, "a JSON object", obj)
     check_fields(obj, RUN_FIELDS, where)
+    if obj["ended_ms"] and obj["ended_ms"] < obj["started_ms"]:  # 0: not ended (written so at the start)
+        raise ContractError(where, "ended_ms", f"0 (the run never ended) or at least started_ms ({obj['started_ms']})", obj["ended_ms"])
     check_fields(obj["profile"], PROFILE_FIELDS, where + " profile")
     return obj

@@ -147,6 +147,22 @@ def lone_surrogate(value: Any) -> str | None:
     return None
 
 
+def decode_line(text: str | bytes, where: str = "event") -> Any:
+    """One event line parsed as JSON (``ValueError`` where it is none), refusing an object that
+    names a key twice (:class:`ContractError`, a ``ValueError``, naming the key): ``json.loads``
+    would keep the last value and the other reader (Arrow) refuses the line, so a judgement would
+    rest on whichever reader got there."""
+    def once(pairs):
+        obj = {}
+        for k, v in pairs:
+            if k in obj:
+                raise ContractError(where, k, "the key once per JSON object (one value)", [obj[k], v])
+            obj[k] = v
+        return obj
+
+    return json.loads(text, object_pairs_hook=once)
+
+
 def encode_event(event: Mapping[str, Any], where: str = "event") -> str:
     """One event as its line (without the newline): validated against the contract, UTF-8 clean
     (a lone surrogate, which ``json.dumps`` would escape into valid JSON that no UTF-8 reader can

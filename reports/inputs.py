@@ -21,8 +21,8 @@ from pyspark.sql import types as T
 
 from reference.contract import EVENT_FIELDS, ContractError, validate_event, validate_run
 from reference.expected import SENT_ONCE
-from reference.rundir import (EVENT_GLOBS, EVENTS_DIR, HARNESS_EVENTS, RUN_JSON, find_dirs, local_path, lone_surrogate,
-                              missing_consumer_files)
+from reference.rundir import (EVENT_GLOBS, EVENTS_DIR, HARNESS_EVENTS, RUN_JSON, decode_line, find_dirs, local_path,
+                              lone_surrogate, missing_consumer_files)
 
 #: Typical bytes per event (JSONL as the harness writes it; Parquet compressed), for bucket sizing.
 BYTES_PER_JSON_EVENT = 200
@@ -293,7 +293,9 @@ def rescan_file(spark: SparkSession, uri: str) -> FileFinding:
             return FileFinding(uri, error=f"{where}: expected UTF-8 text, found byte {raw[e.start:e.start + 1]!r} at "
                                           f"column {e.start + 1} in {raw[:80]!r}")
         try:
-            obj = json.loads(text)
+            obj = decode_line(text, where)
+        except ContractError as e:
+            return FileFinding(uri, error=str(e))
         except ValueError:
             if torn:
                 return FileFinding(uri, torn_line=number)

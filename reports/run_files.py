@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reference.contract import EVENT_FIELDS, EVENT_TYPES, INT64, ContractError, int_range, validate_event
+from reference.rundir import decode_line
 from reports.judge_columnar import judge_or_error
 from reports.level_order import judge_run as judge_run_level_order
 from reports.rows import JSON_FIELDS, error_row, rows_table, table_from_events, timing_row, transport_schema
@@ -76,7 +77,7 @@ def _line_by_line(content: bytes) -> pa.Table:
     for line in content.split(b"\n"):
         if line.strip():
             try:
-                event = json.loads(line.decode("utf-8"))
+                event = decode_line(line.decode("utf-8"))  # a key named twice is left out too
                 json.dumps(event, ensure_ascii=False).encode("utf-8")  # a lone surrogate escape does not encode
             except (ValueError, UnicodeError):
                 continue
