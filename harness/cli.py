@@ -161,6 +161,7 @@ def check_inputs(args, systems: list[str]) -> Path:
 def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
     from harness.batch import BatchOptions, run_batch
     from harness.pytest_plugin import batch_verdicts, write_summary
+    from harness.summary import batch_seconds
     from harness.verdicts import describe
 
     spec = system_spec(args, system)
@@ -168,6 +169,7 @@ def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
     results, errors = run_batch(scenarios, BatchOptions(spec, out, args.max_systems, max_wait_ms=int(args.max_wait * 1000)))
     wall_s = time.monotonic() - started
     by_name = batch_verdicts(scenarios, results, errors, args.baseline, args.master, dict(args.conf))
+    check_s = time.monotonic() - started - wall_s
     verdicts = []
     for sc in scenarios:
         v = by_name[sc.name]
@@ -176,8 +178,8 @@ def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
             continue
         verdicts.append(v)
         print(describe(v))
-    write_summary(out, system, verdicts, wall_s, scenarios)
-    print(f"\n{system}: {len(verdicts)} runs in {wall_s:.0f} s; report: {out / 'index.html'}")
+    write_summary(out, system, verdicts, wall_s, scenarios, check_s)
+    print(f"\n{system}: {len(verdicts)} runs in {batch_seconds(wall_s, check_s)}; report: {out / 'index.html'}")
     if not verdicts:  # every scenario skipped: nothing was observed, so nothing passed
         print(f"{system}: every scenario was skipped: no verdict on the broker", file=sys.stderr)
         verdicts.append({"run_id": f"{system}: nothing ran", "passed": None, "invariants": {},

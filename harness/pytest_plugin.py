@@ -222,12 +222,14 @@ class HgSession:
         wall_s = time.monotonic() - started
         by_name = batch_verdicts(scenarios, results, errors, c.getoption("--hg-baseline"), c.getoption("--hg-master"),
                                  dict(c.getoption("--hg-spark-conf")))
+        check_s = time.monotonic() - started - wall_s
         for sc in scenarios:
             self.verdicts[(system, sc.name)] = by_name[sc.name]
         if not record:
             return
-        self.batches.append({"system": system, "dir": str(sys_dir), "wall_s": round(wall_s, 1), "scenarios": len(scenarios)})
-        write_summary(sys_dir, system, [self.verdicts[(system, s.name)] for s in scenarios], wall_s, scenarios)
+        self.batches.append({"system": system, "dir": str(sys_dir), "wall_s": round(wall_s, 1), "check_s": round(check_s, 1),
+                             "scenarios": len(scenarios)})
+        write_summary(sys_dir, system, [self.verdicts[(system, s.name)] for s in scenarios], wall_s, scenarios, check_s)
 
 
 def junit_case(item, system: str, scenario_name: str) -> tuple[str, str]:
@@ -305,18 +307,20 @@ def batch_verdicts(scenarios, results, errors: dict[str, str], baseline, master:
     return out
 
 
-def write_summary(sys_dir: Path, system: str, verdicts: list[dict], wall_s: float, scenarios) -> None:
+def write_summary(sys_dir: Path, system: str, verdicts: list[dict], wall_s: float, scenarios, check_s: float | None = None) -> None:
+    """``wall_s``: the batch's runs; ``check_s``: their check (None: not measured)."""
     from harness.summary import write_index, write_markdown
 
     longest_wait_s = max((expected_wait_s(s) for s in scenarios), default=0)
     sys_dir.mkdir(parents=True, exist_ok=True)
     (sys_dir / "summary.json").write_text(json.dumps({
-        "system": system, "wall_s": round(wall_s, 1), "longest_scenario_wait_s": round(longest_wait_s, 1),
+        "system": system, "wall_s": round(wall_s, 1), "check_s": None if check_s is None else round(check_s, 1),
+        "longest_scenario_wait_s": round(longest_wait_s, 1),
         "ratio": round(wall_s / longest_wait_s, 2) if longest_wait_s else None,
         "verdicts": verdicts,
     }, indent=1, default=str))
     write_index(sys_dir, system, verdicts, wall_s, longest_wait_s)
-    write_markdown(sys_dir, system, verdicts, wall_s)
+    write_markdown(sys_dir, system, verdicts, wall_s, check_s)
 
 
 def expected_wait_s(scenario) -> float:
@@ -326,10 +330,12 @@ def expected_wait_s(scenario) -> float:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    from harness.summary import batch_seconds
+
     hs: HgSession = getattr(config, "_hourglass", None)
     if not hs or not hs.batches:
         return
     tr = terminalreporter
     tr.section("hourglass")
     for b in hs.batches:
-        tr.write_line(f"{b['system']}: {b['scenarios']} scenarios in {b['wall_s']} s -> {b['dir']}/index.html")
+        tr.write_line(f"{b['system']}: {b['scenarios']} scenarios in {batch_seconds(b['wall_s'], b['check_s'])} -> {b['dir']}/index.html")

@@ -234,6 +234,7 @@ class ScenarioRun:
         faults.waiting_levels = self._waiting_levels
         watch = hostwatch.acquire(sysm)  # the host's and the system's stalls meanwhile (reference.stalls)
         state = DrainState((), None, len(sc.messages), 0)
+        observed = False  # whether ``state`` is what the run observed (an interrupted run never drained)
         error = interrupted = None
         try:
             self.progress.phase = "setup"
@@ -253,10 +254,10 @@ class ScenarioRun:
             except AnchorNeverCame as e:  # the scenario missed its state: broken, not the broker's doing
                 error = str(e)
                 self._seen.extend(self._tail.new_events())
-                state = drain_state(run, self._seen, clock.now_ms())
+                state, observed = drain_state(run, self._seen, clock.now_ms()), True
             else:
                 self.progress.phase = "draining"
-                state = self._drain(run)
+                state, observed = self._drain(run), True
         except (Cancelled, KeyboardInterrupt, SystemExit) as e:  # stopped from outside: not the broker's doing
             why = str(e) if isinstance(e, Cancelled) else f"{type(e).__name__}: {e or 'Ctrl-C'}"
             interrupted = f"the run was stopped before it ended ({why})"
@@ -288,7 +289,7 @@ class ScenarioRun:
                 run["ended_ms"] = clock.now_ms()
                 self._copy_logs(run, logs_since)
                 self._record_stalls(run, watch)
-                run["drained"] = not state.pending
+                run["drained"] = observed and not interrupted and not state.pending
                 run["pending"] = list(state.pending[:50])
                 if error:
                     run["error"] = error

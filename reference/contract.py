@@ -211,6 +211,27 @@ class ContractError(ValueError):
         super().__init__(f"{at}: expected {expected}, found {found!r}")
 
 
+#: An ``int`` field is a signed 64-bit integer (Spark's LongType), narrower where RocketMQ means a
+#: Java int; times and durations (``*_ms``) lie within :data:`MAX_MS` (the year 10000 in epoch
+#: milliseconds), which leaves the model's sums of times and delays room inside 64 bits.
+INT64 = (-2**63, 2**63 - 1)
+MAX_MS = 253_402_300_800_000
+INT32_FIELDS = ("queue_id", "reconsume_times", "delay_level", "step", "loss_percent", "rate_permille")
+
+
+def int_range(name: str) -> tuple[int, int]:
+    """The values an ``int`` field ``name`` may hold (inclusive)."""
+    if name.endswith("_ms"):
+        return -MAX_MS, MAX_MS
+    return (-2**31, 2**31 - 1) if name in INT32_FIELDS else INT64
+
+
+def _check_int(where: str, name: str, value: int) -> None:
+    lo, hi = int_range(name)
+    if not lo <= value <= hi:
+        raise ContractError(where, name, f"an int in [{lo}, {hi}]", value)
+
+
 def _type_ok(kind: str, value: Any) -> bool:
     if kind == "str":
         return isinstance(value, str)
@@ -234,6 +255,8 @@ def check_fields(obj: Mapping[str, Any], fields: tuple[Field, ...], where: str) 
         v = obj[f.name]
         if not _type_ok(f.kind, v):
             raise ContractError(where, f.name, f"a {f.kind}", v)
+        if f.kind == "int":
+            _check_int(where, f.name, v)
         if f.choices:
             vals = v if isinstance(v, list) else [v]
             for x in vals:
@@ -250,6 +273,7 @@ def validate_event(obj: Any, where: str = "event") -> dict:
         raise ContractError(where, "type", "one of " + "/".join(EVENT_TYPES), t)
     if not _type_ok("int", obj.get("ts_ms")):
         raise ContractError(where, "ts_ms", "an int (epoch milliseconds)", obj.get("ts_ms", "missing"))
+    _check_int(where, "ts_ms", obj["ts_ms"])
     check_fields(obj, EVENT_FIELDS[t], where)
     return obj
 
@@ -258,5 +282,7 @@ def validate_run(obj: Any, where: str = "run.json") -> dict:
     if not isinstance(obj, dict):
         raise ContractError(where, None, "a JSON object", obj)
     check_fields(obj, RUN_FIELDS, where)
+    if obj["ended_ms"] and obj["ended_ms"] < obj["started_ms"]:  # 0: not ended (written so at the start)
+        raise ContractError(where, "ended_ms", f"0 (the run never ended) or at least started_ms ({obj['started_ms']})", obj["ended_ms"])
     check_fields(obj["profile"], PROFILE_FIELDS, where + " profile")
     return obj

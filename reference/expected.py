@@ -69,6 +69,8 @@ class ExpectedAttempt:
     expected_rejection: str | None = None  # the broker must refuse this send (e.g. timer too far ahead)
 
 
+#: What a ``send`` event's key must be: the error of a key sent twice names it (the checker finds its lines).
+SENT_ONCE = "a key sent once per run"
 #: Column names of :func:`build_expected_rows` tuples (the fields of :class:`ExpectedAttempt`).
 EXPECTED_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(ExpectedAttempt))
 
@@ -179,7 +181,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
         elif t == "send":
             key = e.get("key")
             if key in sends:
-                raise ContractError(f"events: send #{i}", "key", "a key sent once per run", key)
+                raise ContractError("events", "key", SENT_ONCE, key)  # the checker names the lines
             sends[key] = e
         elif t == "fault":
             faults.append(e)

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import json
 from pathlib import PurePath
-from typing import Any, Mapping
+from typing import Any, Callable, Hashable, Iterable, Mapping, TypeVar
 
 from reference.contract import ContractError, validate_event
+
+T = TypeVar("T")
 
 RUN_JSON = "run.json"
 SCENARIO_JSON = "scenario.json"
@@ -49,6 +51,45 @@ EVENT_GLOBS = ("events*.jsonl", "events/*.jsonl", "events*.parquet", "events/*.p
 def consumer_events(name: str) -> str:
     """File name (in ``events/``) of the events one consumer process writes."""
     return f"{CONSUMER_EVENTS_PREFIX}{name}{EVENTS_SUFFIX}"
+
+
+def missing_consumer_files(event_files: Iterable[str], started: Iterable[str]) -> list[tuple[str, str]]:
+    """(name, file) of each consumer in ``started`` (the names of the ``fault`` ``start`` events of
+    target ``consumer``) whose own events file is not among ``event_files`` (paths relative to the
+    run directory), for a run in this layout (``events/harness.jsonl`` among them; a run converted
+    to Parquet may hold ``consumer-<name>.parquet`` instead). Every consumer process opens its file
+    when it starts, so a started consumer without one had its deliveries go unrecorded: the run is
+    broken, not the broker's loss. ``file``: where the file should be, relative to the run."""
+    present = {PurePath(f).as_posix() for f in event_files}
+    if f"{EVENTS_DIR}/{HARNESS_EVENTS}" not in present:
+        return []
+    out = []
+    for name in sorted(set(started)):
+        path = f"{EVENTS_DIR}/{consumer_events(name)}"
+        if path not in present and path.removesuffix(EVENTS_SUFFIX) + ".parquet" not in present:
+            out.append((name, path))
+    return out
+
+
+def find_dirs(root: T, holds: Callable[[T], bool], children: Callable[[T], Iterable[T]], real: Callable[[T], Hashable]) -> list[T]:
+    """The directories at or below ``root`` that ``holds`` says are wanted (nothing below them is
+    searched), depth first in the order ``children`` lists them. Each real directory is visited
+    once (``real``: which one a path is, e.g. its resolved path): a symlink loop, or a second link
+    to a directory already seen, adds nothing."""
+    seen: set = set()
+    out: list[T] = []
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        key = real(d)
+        if key in seen:
+            continue
+        seen.add(key)
+        if holds(d):
+            out.append(d)
+        else:
+            stack.extend(reversed(list(children(d))))
+    return out
 
 
 def _dir(run_dir) -> PurePath:
@@ -107,6 +148,22 @@ def lone_surrogate(value: Any) -> str | None:
             if bad is not None:
                 return bad
     return None
+
+
+def decode_line(text: str | bytes, where: str = "event") -> Any:
+    """One event line parsed as JSON (``ValueError`` where it is none), refusing an object that
+    names a key twice (:class:`ContractError`, a ``ValueError``, naming the key): ``json.loads``
+    would keep the last value and the other reader (Arrow) refuses the line, so a judgement would
+    rest on whichever reader got there."""
+    def once(pairs):
+        obj = {}
+        for k, v in pairs:
+            if k in obj:
+                raise ContractError(where, k, "the key once per JSON object (one value)", [obj[k], v])
+            obj[k] = v
+        return obj
+
+    return json.loads(text, object_pairs_hook=once)
 
 
 def encode_event(event: Mapping[str, Any], where: str = "event") -> str:

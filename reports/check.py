@@ -25,7 +25,7 @@ from reference.rundir import local_path
 from reports import baseline as baseline_mod
 from reports import offsets, plots, spark_jobs, stalls
 from reports.completeness import assess, judging_end_ms
-from reports.inputs import BrokenRun, _display, discover_runs, rescan_file
+from reports.inputs import BrokenRun, _display, discover_runs, missing_consumers, repeated_lines, rescan_file, sent_twice
 from reports.level_order import level_order
 from reports.logs import run_logs
 from reports.rows import VIOLATION_COLUMNS
@@ -44,6 +44,8 @@ def _log(msg: str) -> None:
 
 #: The columns of the judged rows the driver reads (:data:`reports.rows.OUTPUT_SCHEMA`).
 ROW_COLUMNS = ("run_id", "bucket", "kind", "key", "level", "store_ms", "born_ms", "payload")
+#: The invariants that count copies: a run violating one is read again for exact repeats of a line.
+COPIES_COUNTED = ("NO_DUPLICATE", "DLQ_ROUTING")
 #: Wall time of each phase of the last check (seconds), for the benchmark.
 PHASES: dict[str, float] = {}
 #: Seconds the last check's tasks spent in each of their phases, summed over tasks (core-seconds:
@@ -72,7 +74,7 @@ def check_runs(run_dirs, out_dir=None, master=None, baseline=None, spark_conf=No
     accepted = baseline_mod.load(baseline) if isinstance(baseline, (str, os.PathLike)) else baseline
     runs, broken = discover_runs(spark, [str(p) for p in run_dirs])
     run_json = {r.run_id: r.run for r in runs}  # a broken run's report still links its logs
-    for run_id, message in spark_jobs.validate_profiles([r.run for r in runs]).items():
+    for run_id, message in spark_jobs.validate_profiles(runs).items():
         broken.append(BrokenRun(next(r.run_dir for r in runs if r.run_id == run_id), message, run_id))
     runs = [r for r in runs if r.run_id not in {b.run_id for b in broken}]
     verdicts: list[dict] = []
@@ -82,7 +84,7 @@ def check_runs(run_dirs, out_dir=None, master=None, baseline=None, spark_conf=No
         _log(b.message)
         run_id = b.run_id or Path(_display(b.where)).name
         v = broken_verdict(run_id, b.message)
-        target = _target_dir(out_dir, b.where, run_id)
+        target = _target_dir(out_dir, b.where, run_id) if b.is_run else None
         if target is not None:
             write_run_outputs(target, v, None, None, None, logs=run_logs(v, run_json.get(b.run_id), b.where, target))
         verdicts.append(v)
@@ -138,14 +140,17 @@ def _check(spark, runs, broken, out_dir, accepted) -> list[dict]:
     per_run = _gather(rows)
     interrupted = {}
     already = {b.run_id for b in broken}
+    copies = {r.run_id for r in rows if r.kind == "v" and json.loads(r.payload)["invariant"] in COPIES_COUNTED}
     for rid, run_input in by_id.items():
         if rid in already:
             continue
         got = per_run[rid]
         found = assess(run_input.run, [_display(f) for f in run_input.json_files + run_input.parquet_files],
                        got["events"], got["stats"]["messages"], got["last_ts_ms"])
-        if found.broken:
-            broken.append(BrokenRun(run_input.run_dir, found.broken, rid))
+        why = (found.broken or missing_consumers(spark, run_input, unkeyed.get(rid, []))
+               or (repeated_lines(spark, run_input) if rid in copies else None))
+        if why:
+            broken.append(BrokenRun(run_input.run_dir, why, rid))
         interrupted[rid] = found.interrupted
     bad_ids = {b.run_id for b in broken}
     good_ids = [rid for rid in by_id if rid not in bad_ids]
@@ -170,6 +175,8 @@ def _task_seconds(rows) -> None:
 def _judging_error(spark, run_input, error: dict) -> str:
     """A run the task could not judge: the contract error its files hold, if a rescan finds one
     (bad bytes, say), else what went wrong."""
+    if error.get("send_key") is not None:
+        return sent_twice(spark, run_input, error["send_key"]) or f"{_display(run_input.run_dir)}: {error['message']}"
     if error["rescan"]:
         for uri in run_input.json_files + run_input.parquet_files:
             finding = rescan_file(spark, uri)

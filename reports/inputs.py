@@ -13,13 +13,16 @@ field (``reference.contract.validate_event``) or recognises a torn last line.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from reference.contract import EVENT_FIELDS, ContractError, validate_event, validate_run
-from reference.rundir import EVENT_GLOBS, RUN_JSON, local_path, lone_surrogate
+from reference.expected import SENT_ONCE
+from reference.rundir import (EVENT_GLOBS, EVENTS_DIR, HARNESS_EVENTS, RUN_JSON, decode_line, find_dirs, local_path,
+                              lone_surrogate, missing_consumer_files)
 
 #: Typical bytes per event (JSONL as the harness writes it; Parquet compressed), for bucket sizing.
 BYTES_PER_JSON_EVENT = 200
@@ -73,6 +76,7 @@ class BrokenRun:
     where: str
     message: str
     run_id: str | None = None
+    is_run: bool = True  # False: a directory with events but no run.json (no outputs are written into it)
 
 
 class _FS:
@@ -141,16 +145,24 @@ def discover_runs(spark: SparkSession, paths: list[str]) -> tuple[list[RunInput]
 
 
 def _run_dirs(fs: _FS, uri: str) -> list[str]:
-    if fs.glob(f"{uri}/{RUN_JSON}"):
-        return [uri]
-    out: list[str] = []
-    for child in fs.children(uri):
-        out.extend(_run_dirs(fs, child))
-    return out
+    """The run directories at or below ``uri``, and the directories holding events but no run.json
+    (:func:`_load_run` breaks them), each real directory once (a symlink loop adds nothing)."""
+    def holds(d: str) -> bool:
+        return bool(fs.glob(f"{d}/{RUN_JSON}")) or any(fs.glob_sized(f"{d}/{g}") for g in EVENT_GLOBS)
+
+    return find_dirs(uri, holds, fs.children, _real)
+
+
+def _real(uri: str) -> str:
+    """Which real directory ``uri`` is: a local one resolved (symlinks), others as they are."""
+    local = local_path(uri) if uri.startswith("file:") else None
+    return os.path.realpath(local) if local is not None else uri
 
 
 def _load_run(fs: _FS, run_dir: str) -> RunInput | BrokenRun:
     where = f"{run_dir}/{RUN_JSON}"
+    if not fs.glob(where):  # the harness writes run.json before any event: a run directory that lost it
+        return BrokenRun(run_dir, f"{_display(run_dir)}: expected {RUN_JSON} beside its events, found none", is_run=False)
     try:
         run = json.loads(fs.read_bytes(where))
         if isinstance(run, dict) and run.get("ended_ms") is None:
@@ -171,6 +183,84 @@ def _load_run(fs: _FS, run_dir: str) -> RunInput | BrokenRun:
         parquet_files=[f for f in files if f.endswith(".parquet")],
         sizes=sizes,
     )
+
+
+def missing_consumers(spark: SparkSession, run: RunInput, faults: list[dict]) -> str | None:
+    """Why the run is broken when a consumer the harness started left no events file (or a
+    directory in its place: :func:`reference.rundir.missing_consumer_files`), else None.
+    ``faults``: the run's ``fault`` events (a judging's unkeyed rows)."""
+    started: dict[str, int] = {}
+    for f in faults:
+        if f.get("target") == "consumer" and f.get("action") == "start" and f.get("name"):
+            started.setdefault(f["name"], f["ts_ms"])
+    prefix = _display(run.run_dir).rstrip("/") + "/"  # the listing spells file: URIs its own way
+    files = [_display(f)[len(prefix):] for f in run.json_files + run.parquet_files if _display(f).startswith(prefix)]
+    missing = missing_consumer_files(files, started)
+    if not missing:
+        return None
+    fs = _FS(spark)
+    return "; ".join(
+        f"{prefix + path}: expected the events of consumer {name!r}, started at {started[name]} "
+        f"({EVENTS_DIR}/{HARNESS_EVENTS}), found {'a directory' if fs.exists(run.run_dir.rstrip('/') + '/' + path) else 'no such file'}: "
+        "its deliveries were not recorded (not a loss by the broker)"
+        for name, path in missing)
+
+
+#: Exact repeats named per file in a broken run's message.
+REPEATS_NAMED = 3
+
+
+def repeated_lines(spark: SparkSession, run: RunInput) -> str | None:
+    """Why the run is broken when one of its JSONL files holds a byte-identical repeat of an
+    earlier line of the same file, else None. Nothing writes the same line twice: each consumer
+    process has its own file, and two deliveries of one stored copy to it differ at least in
+    ``ts_ms`` (``adapters.rocketmq.consumer_proc``), two DLQ entries in their offsets. A repeat is
+    a recording fault (a copied or replayed file), not a redelivery; counted, it would be a
+    NO_DUPLICATE or DLQ_ROUTING violation. Read only for runs judged to hold duplicates."""
+    fs = _FS(spark)
+    found = []
+    for uri in run.json_files:
+        first: dict[bytes, int] = {}
+        repeats = []
+        for number, raw in enumerate(fs.read_bytes(uri).split(b"\n"), start=1):
+            if raw.strip():
+                was = first.setdefault(raw, number)
+                if was != number:
+                    repeats.append((number, was))
+        if len(repeats) == 1:
+            found.append(f"{_display(uri)}:{repeats[0][0]}: {_repeat(f'line {repeats[0][1]}')}")
+        elif repeats:
+            more = f" and {len(repeats) - REPEATS_NAMED} more" if len(repeats) > REPEATS_NAMED else ""
+            named = ", ".join(f"{n} (of {was})" for n, was in repeats[:REPEATS_NAMED])
+            found.append(f"{_display(uri)}: lines {named}{more}: {_repeat('earlier lines')}")
+    return "; ".join(found) or None
+
+
+def _repeat(of: str) -> str:
+    return f"expected each event recorded once, found an exact repeat of {of} (a recording fault: a redelivery differs at least in ts_ms)"
+
+
+def sent_twice(spark: SparkSession, run: RunInput, key: str) -> str | None:
+    """The error of a key sent twice (:data:`reference.expected.SENT_ONCE`) naming both lines, or
+    an exact repeat of the first; None where they cannot be found (Parquet events)."""
+    needles = {json.dumps(key, ensure_ascii=False).encode("utf-8", "surrogatepass"), json.dumps(key).encode()}
+    fs = _FS(spark)
+    lines: list[tuple[str, bytes]] = []
+    for uri in run.json_files:
+        for number, raw in enumerate(fs.read_bytes(uri).split(b"\n"), start=1):
+            if any(n in raw for n in needles):
+                try:
+                    obj = json.loads(raw)
+                except (ValueError, UnicodeDecodeError):
+                    continue
+                if isinstance(obj, dict) and obj.get("type") == "send" and obj.get("key") == key:
+                    lines.append((f"{_display(uri)}:{number}", raw))
+    if len(lines) < 2:
+        return None
+    (first, raw_first), (second, raw_second) = lines[:2]
+    if raw_first == raw_second:
+        return f"{second}: {_repeat(first)}"
+    return str(ContractError(f"{first} and {second}", "key", SENT_ONCE, key))
 
 
 @dataclass
@@ -203,7 +293,9 @@ def rescan_file(spark: SparkSession, uri: str) -> FileFinding:
             return FileFinding(uri, error=f"{where}: expected UTF-8 text, found byte {raw[e.start:e.start + 1]!r} at "
                                           f"column {e.start + 1} in {raw[:80]!r}")
         try:
-            obj = json.loads(text)
+            obj = decode_line(text, where)
+        except ContractError as e:
+            return FileFinding(uri, error=str(e))
         except ValueError:
             if torn:
                 return FileFinding(uri, torn_line=number)

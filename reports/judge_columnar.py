@@ -208,7 +208,8 @@ def judge_or_error(run: dict, bucket: int, table: pa.Table, ended_ms: int | None
     try:
         return judge_table(run, bucket, table, ended_ms, timeline_bin_ms, markers)
     except ContractError as e:
-        return rows_table([error_row(run["run_id"], bucket, str(e), rescan=False)])
+        return rows_table([error_row(run["run_id"], bucket, str(e), rescan=False,
+                                     send_key=e.found if e.expected == model.SENT_ONCE else None)])
     except Exception as e:  # noqa: BLE001 - e.g. bytes no contract check caught: the driver rescans the run's files
         return rows_table([error_row(run["run_id"], bucket, f"{type(e).__name__}: {e}", rescan=True)])
 

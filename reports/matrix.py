@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 from reference.contract import INVARIANTS, ContractError
-from reference.rundir import RUN_JSON, VERDICT_JSON
+from reference.rundir import RUN_JSON, VERDICT_JSON, find_dirs
 from reports.verdict import UNDECIDED_BY_HOST
 
 
@@ -76,7 +76,8 @@ def load_checked(paths: Iterable[str]) -> list[tuple[dict, dict]]:
     pairs = []
     for p in paths:
         root = Path(p)
-        found = [root / VERDICT_JSON] if (root / VERDICT_JSON).exists() else sorted(root.rglob(VERDICT_JSON))
+        found = [d / VERDICT_JSON for d in find_dirs(root, lambda d: (d / VERDICT_JSON).is_file(),
+                                                     lambda d: sorted(c for c in d.iterdir() if c.is_dir()) if d.is_dir() else [], Path.resolve)]
         if not found:
             raise ContractError(str(root), None, "verdict.json in it or below it", "none")
         for vf in found:

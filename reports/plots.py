@@ -25,6 +25,8 @@ from reports.rows import LATENESS_BIN_MS, LATENESS_TIME_BIN_MS
 from reports.svg import Chart, marker_radius, palette
 
 TIMELINE_BINS = 300
+#: Bins the timeline fills with zeros at most (beyond: only the bins holding deliveries).
+TIMELINE_MAX_BINS = 100 * TIMELINE_BINS
 
 
 def timeline_bin_ms(run: dict) -> int:
@@ -214,7 +216,8 @@ def timeline_series(data: dict, faults: list[dict], width_ms: int) -> dict[str, 
     if not by_outcome:
         return {}
     first, last = min(t for t, _, _ in data["timeline"]), max(t for t, _, _ in data["timeline"])
-    grid = list(range(first, last + 1, width_ms))
+    grid = (list(range(first, last + 1, width_ms)) if (last - first) // width_ms < TIMELINE_MAX_BINS
+            else sorted({t for t, _, _ in data["timeline"]}))  # a delivery stamped far away: no empty bins between
     outages = cluster_outages(faults)
     down = [_inside_outage(t, t + width_ms, outages) for t in grid]
     return {outcome: (grid, [points.get(t, math.nan if off else 0) for t, off in zip(grid, down)])

@@ -110,9 +110,11 @@ def timing_row(run_id: str, bucket: int, seconds: dict[str, float]) -> tuple:
     return (run_id, bucket, "t", None, None, None, None, None, json.dumps({k: round(v, 4) for k, v in seconds.items()}))
 
 
-def error_row(run_id: str, bucket: int, message: str, rescan: bool) -> tuple:
-    """A row of kind ``e``: the run could not be judged; ``rescan``: its files may name the line."""
-    return (run_id, bucket, "e", None, None, None, None, None, json.dumps({"message": message, "rescan": rescan}))
+def error_row(run_id: str, bucket: int, message: str, rescan: bool, send_key: str | None = None) -> tuple:
+    """A row of kind ``e``: the run could not be judged; ``rescan``: its files may name the line;
+    ``send_key``: a key sent twice (the driver names both lines)."""
+    return (run_id, bucket, "e", None, None, None, None, None,
+            json.dumps({"message": message, "rescan": rescan, "send_key": send_key}))
 
 
 class Judgements:

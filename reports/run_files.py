@@ -24,7 +24,8 @@ import time
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reference.contract import EVENT_FIELDS, EVENT_TYPES, ContractError, validate_event
+from reference.contract import EVENT_FIELDS, EVENT_TYPES, INT64, ContractError, int_range, validate_event
+from reference.rundir import decode_line
 from reports.judge_columnar import judge_or_error
 from reports.level_order import judge_run as judge_run_level_order
 from reports.rows import JSON_FIELDS, error_row, rows_table, table_from_events, timing_row, transport_schema
@@ -76,7 +77,7 @@ def _line_by_line(content: bytes) -> pa.Table:
     for line in content.split(b"\n"):
         if line.strip():
             try:
-                event = json.loads(line.decode("utf-8"))
+                event = decode_line(line.decode("utf-8"))  # a key named twice is left out too
                 json.dumps(event, ensure_ascii=False).encode("utf-8")  # a lone surrogate escape does not encode
             except (ValueError, UnicodeError):
                 continue
@@ -141,7 +142,7 @@ def contract_mask(table: pa.Table, plans=None) -> pa.Array:
     """True where a row keeps the contract: a known type, ``ts_ms``, the type's required fields,
     known choices (as :func:`reports.inputs.contract_ok_column` says it in Spark)."""
     kind = table.column("type")
-    ok = pc.and_(pc.is_in(kind, pa.array(EVENT_TYPES)), pc.is_valid(table.column("ts_ms")))
+    ok = pc.and_(pc.is_in(kind, pa.array(EVENT_TYPES)), _in_range(table.column("ts_ms"), "ts_ms"))
     per_type = pa.array([False] * table.num_rows)
     for etype, specs in EVENT_FIELDS.items():
         cond = pc.equal(kind, etype)
@@ -151,6 +152,8 @@ def contract_mask(table: pa.Table, plans=None) -> pa.Array:
             c = table.column(f.name)
             if f.required:
                 cond = pc.and_(cond, pc.is_valid(c))
+            if f.kind == "int" and int_range(f.name) != INT64:
+                cond = pc.and_(cond, pc.fill_null(_in_range(c, f.name), True))
             if f.choices and f.kind == "list[str]":
                 cond = pc.and_(cond, _choices_kept(plans, f.choices, table.num_rows) if plans is not None
                                else _joined_choices_kept(c, f.choices))
@@ -158,6 +161,12 @@ def contract_mask(table: pa.Table, plans=None) -> pa.Array:
                 cond = pc.and_(cond, pc.or_(pc.is_null(c), pc.is_in(c, pa.array(f.choices))))
         per_type = pc.or_(per_type, pc.fill_null(cond, False))
     return pc.fill_null(pc.and_(ok, per_type), False)
+
+
+def _in_range(col, name: str) -> pa.Array:
+    """Where ``col`` holds a value :func:`reference.contract.int_range` allows (null where null)."""
+    lo, hi = int_range(name)
+    return pc.and_(pc.greater_equal(col, lo), pc.less_equal(col, hi))
 
 
 def _choices_kept(lists, choices, n) -> pa.Array:

@@ -20,6 +20,8 @@ from pyspark.sql import functions as F
 
 from reference import expected as model
 from reference.contract import ContractError
+from reference.profile import profile_from_run
+from reference.rundir import RUN_JSON
 from reports.inputs import _display
 from reports.judge_columnar import judge_or_error
 from reports.rows import OUTPUT_SCHEMA, error_row, rows_table, timing_row
@@ -37,12 +39,15 @@ BLOB_SCHEMA = "run_ix long, bucket long, blob binary"
 TIMING, ERROR = -1, -2
 
 
-def validate_profiles(runs: list[dict]) -> dict[str, str]:
+def validate_profiles(runs: list) -> dict[str, str]:
     """Run the model's profile parsing on the driver (a bad profile must not fail a Spark task):
-    run_id -> error message for each run whose profile the model rejects."""
+    run_id -> error message (naming the run's run.json) for each run
+    (:class:`reports.inputs.RunInput`) whose profile the model rejects."""
     errors: dict[str, str] = {}
-    for run in runs:
+    for r in runs:
+        run = r.run
         try:
+            profile_from_run(run, f"{_display(r.run_dir)}/{RUN_JSON}")
             model.build_expected(run, [])
         except ContractError as e:
             errors[run["run_id"]] = str(e)

@@ -82,8 +82,22 @@ class PlanFollower:
         self.history = delivered_attempts(events_file, group)
         self.counts = delivery_counts(self.history)
         self.cursors: dict = {}
+        self.last_ms: dict[str, int] = {}  # per key, the ts_ms of its last recorded delivery (stamp)
         self._out = EventLog(events_file)  # starts on a fresh line after a torn one
         self._lock = threading.Lock()
+
+    def stamp(self, key: str) -> int:
+        """``ts_ms`` of a delivery of ``key`` being recorded (called with the lock held): now, but
+        after this key's previous one. Two consume threads racing on a copy pulled twice (a
+        rebalance) could otherwise record it twice in one millisecond, byte for byte; so no line of
+        this file ever repeats another, and the checker takes an exact repeat for the recording
+        fault it is (``reports.inputs.repeated_lines``), not a redelivery."""
+        ts = now_ms()
+        prev = self.last_ms.get(key)
+        if prev is not None and ts <= prev:
+            ts = prev + 1
+        self.last_ms[key] = ts
+        return ts
 
     def on_message(self, msg, queue) -> str:
         from org.apache.rocketmq.common.message import MessageClientIDSetter
@@ -92,7 +106,7 @@ class PlanFollower:
         body = bytes(msg.getBody()) if msg.getBody() is not None else b""
         uniq = MessageClientIDSetter.getUniqID(msg)
         event = {
-            "type": "deliver", "ts_ms": now_ms(), "key": key, "group": self.group,
+            "type": "deliver", "ts_ms": None, "key": key, "group": self.group,
             "topic": str(msg.getTopic()), "queue_id": int(queue.getQueueId()),
             "queue_offset": int(msg.getQueueOffset()), "queue_topic": str(queue.getTopic()),
             "broker": str(queue.getBrokerName()),
@@ -105,6 +119,7 @@ class PlanFollower:
         if sent_crc is not None and str(sent_crc) != str(event["body_crc"]):
             event["sent_body_crc"] = int(str(sent_crc))
         with self._lock:
+            event["ts_ms"] = self.stamp(key)
             index = self.counts[key]
             prop = msg.getUserProperty("HG_PLAN")
             plan = tuple(p.strip() for p in str(prop).split(",")) if prop is not None and str(prop) else ()

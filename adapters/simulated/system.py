@@ -355,8 +355,11 @@ class SimulatedSystem:
 
     # --- DlqReading, Snapshotting ---------------------------------------------------------------
     def read_dlq(self, group: str) -> list[dict]:
+        """With each copy's offsets, as the RocketMQ client reads them: two copies of one message
+        stored in the same millisecond are two different lines (an exact repeat is a recording fault)."""
         return [{"key": m.key, "group": group, "msg_id": m.msg_id, "reconsume_times": m.reconsume_times,
-                 "store_ms": m.store_ms} for m in self.broker.read_dlq(group)]
+                 "store_ms": m.store_ms, "queue_offset": m.queue_offset, "commit_log_offset": m.commit_log_offset}
+                for m in self.broker.read_dlq(group)]
 
     def broker_config(self) -> dict[str, str]:
         """What the simulated broker runs (it always runs what it was opened with)."""

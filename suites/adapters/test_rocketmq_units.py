@@ -105,6 +105,16 @@ def test_plan_position_is_rebuilt_from_the_events_file_and_skips_a_torn_line(tmp
     assert counts == {"a": 2}
 
 
+def test_two_deliveries_of_a_key_in_one_millisecond_are_never_the_same_line(tmp_path, monkeypatch):
+    """A copy pulled twice (a rebalance) and consumed by two threads at once is two lines that
+    differ in ts_ms: an exact repeat in a consumer's file can only be a recording fault."""
+    from adapters.rocketmq import consumer_proc
+
+    monkeypatch.setattr(consumer_proc, "now_ms", lambda: 1_000)
+    follower = consumer_proc.PlanFollower("G", tmp_path / "consumer-c.jsonl")
+    assert [follower.stamp("a"), follower.stamp("a"), follower.stamp("b")] == [1_000, 1_001, 1_000]
+
+
 def test_schedule_offsets_from_broker_status():
     table = {"scheduleMessageOffset_2": "5,7", "scheduleMessageOffset_10": "1,1", "putTps": "0.0"}
     assert schedule_offsets(table) == ({"2": 5, "10": 1}, {"2": 7, "10": 1})

@@ -78,6 +78,23 @@ class RunBuilder:
         (d / "events.jsonl").write_text(text + "".join(lines or []))
         return d
 
+    def write_layout(self, root: Path, consumer: str = GROUP + "-0", **run_fields) -> Path:
+        """The run directory as the harness lays it out (``reference.rundir``): the start of one
+        consumer ``consumer`` of the group, sends, faults and DLQ entries in ``events/harness.jsonl``;
+        the deliveries in ``events/consumer-<consumer>.jsonl``."""
+        from reference.contract import CONSUMER_STARTED_BY_SCENARIO, consumer_fault
+        from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, consumer_events
+
+        d = self.write(root, **run_fields)
+        (d / "events.jsonl").unlink()
+        (d / EVENTS_DIR).mkdir()
+        start = consumer_fault("start", T0, consumer, GROUP, CONSUMER_STARTED_BY_SCENARIO)
+        events = sorted(self.events, key=lambda e: e["ts_ms"])
+        for name, mine in ((HARNESS_EVENTS, [start] + [e for e in events if e["type"] != "deliver"]),
+                           (consumer_events(consumer), [e for e in events if e["type"] == "deliver"])):
+            (d / EVENTS_DIR / name).write_text("".join(json.dumps(e) + "\n" for e in mine))
+        return d
+
 
 def check_on_path(path: str, roots: list[Path], out: Path) -> dict[str, dict]:
     """run_id -> verdict of the runs below ``roots``, all judged on one path: ``whole`` (the common

@@ -95,3 +95,26 @@ def test_a_run_recorded_as_interrupted_is_undecided(tmp_path):
     out = tmp_path / "out"
     assert check_main(["check", str(run_dir), "--out", str(out)]) == 2
     assert "SIGTERM" in _verdict(out)["interrupted"]
+
+
+def test_a_cancelled_run_never_says_drained(tmp_path):
+    """run.json of a run stopped before its drain: ``interrupted``, and ``drained: false``."""
+    import threading
+
+    import pytest
+
+    from adapters.simulated import open_simulated
+    from harness.runner import Cancelled, ScenarioRun
+    from harness.systems import broker_profile
+
+    cancel = threading.Event()
+    cancel.set()
+    system = open_simulated(broker_profile(SCENARIO.profile), seed=1)
+    system.setup()
+    try:
+        with pytest.raises(Cancelled):
+            ScenarioRun(SCENARIO, system, tmp_path / "run", cancel=cancel).execute()
+    finally:
+        system.teardown()
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["interrupted"] and run["drained"] is False

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from reference.contract import INVARIANTS
 from harness.cli import main
-from harness.summary import markdown_summary
+from harness.summary import batch_seconds, markdown_summary
 
 
 def _v(scenario, **over) -> dict:
@@ -32,6 +32,12 @@ def test_counts_statuses_and_explains_each_failure():
     assert all(line.count(" | ") == 3 for line in lines if line.startswith("| ") and "---" not in line)
 
 
+def test_the_seconds_of_a_batch_include_its_check():
+    """On the simulator the runs take no time, the check most of it: "11 runs in 0 s" was false."""
+    assert batch_seconds(0.2, 74.6) == "75 s (running 0 s, checking 75 s)"
+    assert "1 runs in 75 s (running 0 s, checking 75 s):" in markdown_summary("simulated", [_v("ok")], 0.2, 74.6)
+
+
 def test_the_cli_writes_summary_md_beside_index_html(tmp_path):
     out = tmp_path / "out"
     assert main(["run", "--suite", "conformance", "--scenario-name", "each-level", "--system", "simulated[early-delivery]",
@@ -39,3 +45,4 @@ def test_the_cli_writes_summary_md_beside_index_html(tmp_path):
     md = (out / "summary.md").read_text()
     assert (out / "index.html").is_file()
     assert "❌ 1 violated" in md and "| each-level | ❌ violated |" in md
+    assert "checking" in md.splitlines()[2]  # the header's seconds include the check
