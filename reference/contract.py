@@ -199,6 +199,13 @@ class ContractError(ValueError):
         super().__init__(f"{at}: expected {expected}, found {found!r}")
 
 
+class OptionError(ContractError):
+    """A command-line option (or the environment variable behind it) that names nothing usable: a
+    typo'd ``--system``, a malformed ``--namesrv``, an option the command would ignore. ``where`` is
+    the option. A usage error (exit 64: nothing ran), where a file that does not check is a broken
+    input (3)."""
+
+
 def _type_ok(kind: str, value: Any) -> bool:
     if kind == "str":
         return isinstance(value, str)
