@@ -34,6 +34,7 @@ from reference.levels import parse_level_table
 from reference.clock import CLOCK, CLOCK_DRIFT, CLOCK_STEP_ACTIONS, MAX_CLOCK_RATE_PERMILLE, MAX_CLOCK_STEP_MS
 from reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
 from reference.network import MAX_DELAY_MS, MAX_LOSS_PERCENT, MAX_PARTITION_MS
+from reference.profile import MAX_RECONSUME_TIMES
 
 DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 #: 18 levels like the default table (so retry levels 3..18 exist) with waits of seconds.
@@ -279,9 +280,9 @@ def scenario_schema() -> dict:
                 "topics": ({"type": "array", "minItems": 1, "uniqueItems": True, "items": topic},
                            "Topics it subscribes to; at least one must have messages sent to it."),
                 "instances": ({"type": "integer", "minimum": 1}, "How many consumer processes the group runs."),
-                "max_reconsume_times": ({"type": ["integer", "null"], "minimum": -1},
-                                        "The consumer's maxReconsumeTimes (wins over the profile's; -1 means 16); "
-                                        "null: the profile's."),
+                "max_reconsume_times": ({"type": ["integer", "null"], "minimum": -1, "maximum": MAX_RECONSUME_TIMES},
+                                        "The consumer's maxReconsumeTimes (wins over the profile's; -1 means 16; a "
+                                        "Java int); null: the profile's."),
             }),
             "fault": _object(FaultStep, "Fault step", "One fault at an offset. restart = graceful stop, then start "
                                                       "after duration_ms; kill_restart = kill -9, then start after "
@@ -334,8 +335,8 @@ def scenario_schema() -> dict:
                 "message_delay_level": ({"type": "string", "minLength": 1},
                                         "The broker's messageDelayLevel: delays separated by single spaces, each an "
                                         "integer and a unit s, m, h or d (ScheduleMessageService.parseDelayLevel)."),
-                "max_reconsume_times": ({"type": "integer", "minimum": -1},
-                                        "The group's retry limit before the DLQ (-1 means 16)."),
+                "max_reconsume_times": ({"type": "integer", "minimum": -1, "maximum": MAX_RECONSUME_TIMES},
+                                        "The group's retry limit before the DLQ (-1 means 16; a Java int)."),
                 "flush_delay_offset_interval_ms": ({"type": "integer", "minimum": 1},
                                                    "How often the broker persists the schedule offsets "
                                                    "(flushDelayOffsetInterval)."),

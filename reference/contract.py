@@ -220,15 +220,20 @@ def _type_ok(kind: str, value: Any) -> bool:
     raise AssertionError(kind)
 
 
+#: a field kind as the messages say it
+_KIND_WORDS = {"str": "a string", "int": "an integer", "bool": "true or false", "list[str]": "a list of strings",
+               "dict": "an object"}
+
+
 def check_fields(obj: Mapping[str, Any], fields: tuple[Field, ...], where: str) -> None:
     for f in fields:
         if f.name not in obj or obj[f.name] is None:
             if f.required:
-                raise ContractError(where, f.name, f"a {f.kind} (required)", "missing")
+                raise ContractError(where, f.name, f"{_KIND_WORDS[f.kind]} (required)", "missing")
             continue
         v = obj[f.name]
         if not _type_ok(f.kind, v):
-            raise ContractError(where, f.name, f"a {f.kind}", v)
+            raise ContractError(where, f.name, _KIND_WORDS[f.kind], v)
         if f.choices:
             vals = v if isinstance(v, list) else [v]
             for x in vals:
@@ -250,8 +255,13 @@ def validate_event(obj: Any, where: str = "event") -> dict:
 
 
 def validate_run(obj: Any, where: str = "run.json") -> dict:
+    """Return ``obj`` if it is a valid ``run.json``, its profile parsed as the model will read it
+    (:func:`reference.profile.parse_profile`: every bound, named with ``where``), else raise."""
+    from reference.profile import parse_profile  # it builds on this module
+
     if not isinstance(obj, dict):
         raise ContractError(where, None, "a JSON object", obj)
     check_fields(obj, RUN_FIELDS, where)
     check_fields(obj["profile"], PROFILE_FIELDS, where + " profile")
+    parse_profile(obj["profile"], where + " profile")
     return obj
