@@ -26,6 +26,12 @@ INVARIANTS: tuple[str, ...] = (
     "INTEGRITY",
 )
 
+#: run.json ``system.adapter``: which adapter ran the system, one per package of ``adapters/``
+#: (``adapters/rocketmq``: real brokers and cmd: systems; ``adapters/simulated``: the model as a
+#: broker); each names itself with its constant, and baselines match on it
+ROCKETMQ_ADAPTER, SIMULATED_ADAPTER = "rocketmq", "simulated"
+ADAPTERS: tuple[str, ...] = (ROCKETMQ_ADAPTER, SIMULATED_ADAPTER)
+
 #: What a consumer answers on one delivery of a message.
 PLAN_WORDS: tuple[str, ...] = ("OK", "LATER", "CRASH")
 SEND_STATUSES: tuple[str, ...] = ("SEND_OK", "FAILED", "UNKNOWN")
