@@ -174,7 +174,10 @@ class Scenario:
     @staticmethod
     def load(path: Path) -> "Scenario":
         try:
-            raw = json.loads(Path(path).read_text())
+            raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        except UnicodeDecodeError as e:
+            raise ScenarioError(str(path), None, "a UTF-8 scenario JSON file",
+                                f"byte 0x{e.object[e.start]:02x} at offset {e.start}") from None
         except (OSError, json.JSONDecodeError) as e:
             raise ScenarioError(str(path), None, "a readable scenario JSON file", str(e)) from None
         return scenario_from_json(raw, str(path))

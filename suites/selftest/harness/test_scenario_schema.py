@@ -174,3 +174,19 @@ def test_python_built_scenario_is_checked_like_a_file():
     outage = replace(Scenario("o", (Message("a", "T"),), (ConsumerGroup("g", ("T",)),)), faults=(FaultStep(0, "outage"),))
     with pytest.raises(ScenarioError, match=r"faults\[0\]\.duration_ms"):
         validate_scenario(outage, "generated.py")
+
+
+def test_a_file_that_is_not_utf8_is_one_line_naming_the_file_and_the_byte(tmp_path):
+    from harness.cli import main as harness_main
+
+    p = tmp_path / "latin1.json"
+    p.write_bytes(json.dumps(_raw(description="caf\u00e9"), ensure_ascii=False).encode("latin-1"))
+    offset = p.read_bytes().index(b"\xe9")
+    expected = f"{p}: expected a UTF-8 scenario JSON file, found 'byte 0xe9 at offset {offset}'"
+    checked = subprocess.run([sys.executable, "-m", "harness.scenario", str(p)], capture_output=True, text=True, cwd=ROOT)
+    assert (checked.returncode, checked.stderr.strip()) == (3, expected)
+    out = tmp_path / "o"
+    ran = subprocess.run([sys.executable, "-m", "harness", "run", "--scenario", str(p), "--system", "simulated",
+                          "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert (ran.returncode, ran.stderr.strip()) == (3, f"hourglass: {expected}")
+    assert not out.exists()
