@@ -34,7 +34,7 @@ from reference.levels import parse_level_table
 from reference.clock import CLOCK, CLOCK_DRIFT, CLOCK_STEP_ACTIONS, MAX_CLOCK_RATE_PERMILLE, MAX_CLOCK_STEP_MS
 from reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
 from reference.network import MAX_DELAY_MS, MAX_LOSS_PERCENT, MAX_PARTITION_MS
-from reference.profile import MAX_RECONSUME_TIMES
+from reference.profile import MAX_RECONSUME_TIMES, TIMER_MAX_DELAY_SEC
 
 DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 #: 18 levels like the default table (so retry levels 3..18 exist) with waits of seconds.
@@ -62,6 +62,14 @@ BROKER_ONLY_ACTIONS = STORE_FILL_ACTIONS + NETWORK_ACTIONS + CLOCK_STEP_ACTIONS
 ANCHOR_EVENTS = ("ready", "reput", "flush", "previous")
 #: capabilities a scenario may require of the system (``harness.runner.capabilities``)
 KNOWN_REQUIREMENTS = ("timer",)
+
+#: the furthest moment a scenario may name or imply, after its start: the longest a broker holds a
+#: message for later delivery (timerMaxDelaySec, 3 days). A send, a fault, a margin or a slack
+#: further out only holds the batch (an at_ms of 2^40 hung it): every time field is bounded by it,
+#: and so is when the model says each message is done and each fault step ends
+MAX_SCENARIO_MS = TIMER_MAX_DELAY_SEC * 1000
+#: a timer message's deliver time (send time + deliver_after_ms) is a Java long of epoch ms
+_DELIVER_AFTER_MAX = 2**62
 
 #: the schema file shipped for editors; generated from :func:`scenario_schema`
 SCHEMA_PATH = Path(__file__).with_name("scenario.schema.json")
@@ -229,7 +237,7 @@ def _object(cls: type, title: str, description: str, props: dict[str, tuple[dict
 def scenario_schema() -> dict:
     """The JSON Schema (draft 2020-12) of a scenario file, built from this module's dataclasses and
     the vocabularies of :mod:`reference.contract`; ``harness/scenario.schema.json`` is its copy."""
-    ms = {"type": "integer", "minimum": 0}
+    ms = {"type": "integer", "minimum": 0, "maximum": MAX_SCENARIO_MS}
     topic = {"$ref": "#/$defs/topic"}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -267,7 +275,8 @@ def scenario_schema() -> dict:
                                 "Delay level (1-based index into the profile's message_delay_level). 0 and below: "
                                 "not delayed; above the table's maximum: clamped to the maximum "
                                 "(CommitLog.asyncPutMessage)."),
-                "deliver_after_ms": ({"type": ["integer", "null"]},
+                "deliver_after_ms": ({"type": ["integer", "null"], "minimum": -_DELIVER_AFTER_MAX,
+                                      "maximum": _DELIVER_AFTER_MAX},
                                      "5.x timer message: deliver this long after the send (null: not a timer "
                                      "message). In the past: delivered at once; beyond timerMaxDelaySec: refused. "
                                      "A delay level above 0 wins. Needs requires: [\"timer\"]."),
@@ -340,7 +349,7 @@ def scenario_schema() -> dict:
                                         "integer and a unit s, m, h or d (ScheduleMessageService.parseDelayLevel)."),
                 "max_reconsume_times": ({"type": "integer", "minimum": -1, "maximum": MAX_RECONSUME_TIMES},
                                         "The group's retry limit before the DLQ (-1 means 16; a Java int)."),
-                "flush_delay_offset_interval_ms": ({"type": "integer", "minimum": 1},
+                "flush_delay_offset_interval_ms": ({"type": "integer", "minimum": 1, "maximum": MAX_SCENARIO_MS},
                                                    "How often the broker persists the schedule offsets "
                                                    "(flushDelayOffsetInterval)."),
                 "slack_ms": (ms, "How late an attempt may come after its due time before it is a violation (ON_TIME)."),
@@ -468,12 +477,34 @@ def validate_scenario(scenario: "Scenario", where: str | None = None) -> "Scenar
         raw = json.loads(json.dumps(scenario.to_json()))
     except (TypeError, ValueError) as e:
         raise ScenarioError(where or scenario.name, None, "a scenario of JSON values", str(e)) from None
-    validate_raw(raw, where or f"scenario {scenario.name!r}")
-    return scenario
+    where = where or f"scenario {scenario.name!r}"
+    validate_raw(raw, where)
+    return _check_times(scenario, where)
+
+
+def _check_times(sc: "Scenario", where: str) -> "Scenario":
+    """Every moment ``sc`` implies lies within :data:`MAX_SCENARIO_MS` of its start: when the model
+    says each message is done (its send, delay and retries on the profile's table) and when each
+    fault step ends (an anchored one at :func:`harness.summary.fault_times_ms`'s pessimistic
+    estimate), however its fields, each within bounds, add up."""
+    from harness.summary import fault_times_ms, message_wait_ms
+
+    table = parse_level_table(sc.profile.message_delay_level)
+    ends = [(f"messages[{i}]", "a message", message_wait_ms(sc, m, table)) for i, m in enumerate(sc.messages)]
+    ends += [(f"faults[{i}]", "a fault step", fired + f.duration_ms) for i, (fired, f) in enumerate(fault_times_ms(sc, table))]
+    for path, what, end_ms in ends:
+        if end_ms > MAX_SCENARIO_MS:
+            raise ScenarioError(where, path, f"{what} done within {MAX_SCENARIO_MS} ms of the start (timerMaxDelaySec: "
+                                "its times, delays and retries on the profile's table added up)", Found(f"{end_ms} ms"))
+    return sc
 
 
 def scenario_from_json(raw: Any, where: str = "scenario") -> Scenario:
     validate_raw(raw, where)
+    return _check_times(_build(raw), where)
+
+
+def _build(raw: dict) -> Scenario:
     prof = raw.get("profile", {})
     return Scenario(
         name=raw["name"],

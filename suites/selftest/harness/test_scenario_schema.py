@@ -81,6 +81,21 @@ BAD = [
     ("second-broker-without-cluster", _raw(faults=[{"at_ms": 10, "action": "kill", "target": "broker-2"}]),
      "faults[0].target", "broker-2"),
     ("timer-without-requires", _raw(messages=[{"key": "a", "topic": "T", "deliver_after_ms": 1500}]), "requires", []),
+    # times: within MAX_SCENARIO_MS of the start, each field and what they add up to (2^40 hung a batch)
+    ("message-in-years", _raw(messages=_msgs({"key": "d", "topic": "T", "at_ms": 2**40})), "messages[3].at_ms", 2**40),
+    ("fault-in-years", _raw(faults=[{"at_ms": 2**40, "action": "kill_restart"}]), "faults[0].at_ms", 2**40),
+    ("outage-of-years", _raw(faults=[{"at_ms": 10, "action": "outage", "duration_ms": 2**40}]), "faults[0].duration_ms",
+     2**40),
+    ("margin-of-years", _raw(drain_margin_ms=2**40), "drain_margin_ms", 2**40),
+    ("slack-of-years", _raw(profile={"slack_ms": 2**40}), "profile.slack_ms", 2**40),
+    ("timer-beyond-a-long", _raw(messages=[{"key": "a", "topic": "T", "deliver_after_ms": 2**63}], requires=["timer"]),
+     "messages[0].deliver_after_ms", 2**63),
+    ("delays-adding-up-to-years", _raw(profile={"message_delay_level": "1s 100000d"},
+                                       messages=[{"key": "a", "topic": "T", "delay_level": 2}]),
+     "messages[0]", f"{100000 * 86400 * 1000} ms"),
+    ("anchor-that-comes-in-years", _raw(faults=[{"at_ms": 0, "action": "kill_restart",
+                                                 "after": {"event": "flush", "count": 10**9}}]),
+     "faults[0]", f"{10**9 * 10_000} ms"),
 ]
 
 
