@@ -479,7 +479,7 @@ def validate_scenario(scenario: "Scenario", where: str | None = None) -> "Scenar
         raise ScenarioError(where or scenario.name, None, "a scenario of JSON values", str(e)) from None
     where = where or f"scenario {scenario.name!r}"
     validate_raw(raw, where)
-    return _check_times(scenario, where)
+    return _check_fault_schedule(_check_times(scenario, where), where)
 
 
 def _check_times(sc: "Scenario", where: str) -> "Scenario":
@@ -499,9 +499,59 @@ def _check_times(sc: "Scenario", where: str) -> "Scenario":
     return sc
 
 
+#: what each primitive needs its target to be, and leaves it (harness.faults.expand_step): a kill
+#: or stop of a target already down, or a start of one that is up, is no action a broker can take
+_NEEDS_LEAVES = {"kill": (True, False), "stop": (True, False), "start": (False, True), "start_paused": (False, True)}
+
+
+def _check_fault_schedule(sc: "Scenario", where: str) -> "Scenario":
+    """Every fault step is one its target can follow, in the order the steps fire: no kill or stop
+    of a target already down, no start of one that is up. Checked up to the first step timed from
+    a broker event (ready, reput, flush: when it fires, and so what comes before it, only the run
+    knows), and every kill or stop is followed by a start (the catalogues never leave a target down;
+    ``reference.windows``' "never ready again" outages are for runs whose start failed or was cut
+    short)."""
+    from harness.faults import expand_step
+
+    exact, timed = 0, []  # a step timed from a broker event fires at a moment only the run knows
+    for i, f in enumerate(sc.faults):
+        if f.after is not None and f.after.event != "previous":
+            break
+        fired = f.at_ms if f.after is None else exact + f.at_ms
+        exact = fired
+        timed += [(t.at_ms, i, n, t) for n, t in enumerate(expand_step(f, fired, i))]
+    up: dict[str, bool] = {}
+    for _, i, _, t in sorted(timed, key=lambda x: x[:3]):
+        if t.action not in _NEEDS_LEAVES:
+            continue
+        needs_up, leaves_up = _NEEDS_LEAVES[t.action]
+        if up.get(t.target, True) != needs_up:
+            state = "up" if up.get(t.target, True) else "down (an earlier step stopped it, none started it since)"
+            step = sc.faults[i]
+            raise ScenarioError(where, f"faults[{i}].action", f"a step {step.target} can follow: it is {state} when "
+                                f"this step {'starts' if leaves_up else 'stops'} it", step.action)
+        up[t.target] = leaves_up
+    # whatever the order, a target stopped more often than started ends the run down
+    stopped: dict[str, int] = {}  # target -> its stops minus its starts
+    last_stop: dict[str, int] = {}
+    for i, f in enumerate(sc.faults):
+        for t in expand_step(f, 0, i):
+            if t.action in _NEEDS_LEAVES:
+                starts = _NEEDS_LEAVES[t.action][1]
+                stopped[t.target] = stopped.get(t.target, 0) + (-1 if starts else 1)
+                if not starts:
+                    last_stop[t.target] = i
+    for target, n in stopped.items():
+        if n > 0:
+            i = last_stop[target]
+            raise ScenarioError(where, f"faults[{i}].action", f"a step followed by a start of {target} before the run "
+                                "ends (a target left down leaves nothing after it to judge)", sc.faults[i].action)
+    return sc
+
+
 def scenario_from_json(raw: Any, where: str = "scenario") -> Scenario:
     validate_raw(raw, where)
-    return _check_times(_build(raw), where)
+    return _check_fault_schedule(_check_times(_build(raw), where), where)
 
 
 def _build(raw: dict) -> Scenario:

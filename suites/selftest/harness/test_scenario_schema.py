@@ -96,6 +96,19 @@ BAD = [
     ("anchor-that-comes-in-years", _raw(faults=[{"at_ms": 0, "action": "kill_restart",
                                                  "after": {"event": "flush", "count": 10**9}}]),
      "faults[0]", f"{10**9 * 10_000} ms"),
+    # fault schedules no broker can follow
+    ("kill-twice", _raw(faults=[{"at_ms": 10, "action": "kill"}, {"at_ms": 500, "action": "kill"},
+                                {"at_ms": 900, "action": "start"}]), "faults[1].action", "kill"),
+    ("start-while-up", _raw(faults=[{"at_ms": 10, "action": "start"}]), "faults[0].action", "start"),
+    ("restart-inside-an-outage", _raw(faults=[{"at_ms": 10, "action": "outage", "duration_ms": 5000},
+                                              {"at_ms": 1000, "action": "restart", "duration_ms": 100}]),
+     "faults[1].action", "restart"),
+    ("started-twice-after-previous", _raw(faults=[{"at_ms": 10, "action": "stop"},
+                                                  {"at_ms": 100, "action": "start", "after": {"event": "previous"}},
+                                                  {"at_ms": 100, "action": "start", "after": {"event": "previous"}}]),
+     "faults[2].action", "start"),
+    ("killed-never-started", _raw(faults=[{"at_ms": 10, "action": "kill", "target": "consumer"}]), "faults[0].action",
+     "kill"),
 ]
 
 
@@ -205,3 +218,11 @@ def test_a_file_that_is_not_utf8_is_one_line_naming_the_file_and_the_byte(tmp_pa
                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
     assert (ran.returncode, ran.stderr.strip()) == (3, f"hourglass: {expected}")
     assert not out.exists()
+
+
+def test_a_schedule_a_broker_can_follow_is_kept():
+    """A stop and a later start (also timed from the stop), and steps timed from a broker event
+    whose moment only the run knows: not refused on a guess of the order."""
+    ok = [{"at_ms": 10, "action": "stop"}, {"at_ms": 2000, "action": "start", "after": {"event": "previous"}},
+          {"at_ms": 500, "action": "restart", "after": {"event": "ready"}}, {"at_ms": 3000, "action": "kill_restart"}]
+    assert len(scenario_from_json(_raw(faults=ok)).faults) == 4
