@@ -13,8 +13,9 @@ and the main job.
 
 Exit codes (``reports.verdict``, the same as the checker's): 0 no violation, 1 a violation (wins
 over everything: never retry it), 2 undecided, 3 the run or the input is broken (a bad scenario
-file, baseline, system spec, unwritable --out, unreachable Spark master, an interrupted run),
-64 a usage error (unknown option or suite, missing argument). Every input is checked before
+file, baseline or cmd: file, unwritable --out, unreachable Spark master, an interrupted run),
+64 a usage error (unknown option or suite, missing argument, a --system or --namesrv naming
+nothing, an option the command would ignore). Every input is checked before
 anything runs; a failure is one line naming the file or option, the field, what was expected and
 what was found (``--debug`` adds the traceback).
 """
@@ -32,7 +33,8 @@ from pathlib import Path
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 from reference.contract import ContractError  # noqa: E402 - after the testcontainers switch
-from reports.command import Parser, UsageError, run_command, writable_dir  # noqa: E402
+from reference.contract import OptionError  # noqa: E402
+from reports.command import Parser, UsageError, positive, run_command, writable_dir  # noqa: E402
 from reports.spark import conf_item  # noqa: E402
 from reports.verdict import EXIT_CODES, EXIT_USAGE, BROKEN, exit_code  # noqa: E402
 from harness.fit import MAX_WAIT_MS  # noqa: E402
@@ -47,13 +49,16 @@ SUITES = {
     "persistence-full": ("harness.catalogue.persistence", "FULL"),
 }
 SUITE_NAMES = (*SUITES, "generated")
+#: the generated suite's seed and size when --seed/--count are not given
+GENERATED_SEED, GENERATED_COUNT = 0, 10
 
 
-def load_suite(name: str, seed: int = 0, count: int = 10):
+def load_suite(name: str, seed: int | None = None, count: int | None = None):
     if name == "generated":
         from reference.cluster import CLUSTERS  # real brokers run every topology (the simulator skips clusters)
 
-        return list(importlib.import_module("harness.catalogue.generate").sample(seed, count, CLUSTERS))
+        return list(importlib.import_module("harness.catalogue.generate").sample(
+            GENERATED_SEED if seed is None else seed, GENERATED_COUNT if count is None else count, CLUSTERS))
     mod, attr = SUITES[name]
     return list(getattr(importlib.import_module(mod), attr))
 
@@ -64,7 +69,11 @@ def _scenarios(args, default: tuple[str, ...] = ("conformance", "nightly")) -> l
     from harness.scenario import Scenario, validate_scenario
 
     out = []
-    for s in args.suite or ([] if args.scenario or not args.scenario_name else list(default)):
+    suites = args.suite or ([] if args.scenario or not args.scenario_name else list(default))
+    if "generated" not in suites and (args.seed is not None or args.count is not None):
+        raise UsageError(f"{'--seed' if args.seed is not None else '--count'}: only the generated suite takes it "
+                         "(--suite generated)")
+    for s in suites:
         out += load_suite(s, args.seed, args.count)
     for f in args.scenario or []:
         out.append(Scenario.load(Path(f)))
@@ -109,6 +118,8 @@ def cmd_list(args) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    """The options of every command that runs scenarios; each is used by all of them (an option a
+    command would ignore is not offered: argparse refuses it, exit 64)."""
     p.add_argument("--runtime", default=os.environ.get("HOURGLASS_RUNTIME", "auto"), choices=("auto", "container", "process", "external"))
     p.add_argument("--image", default=os.environ.get("HOURGLASS_IMAGE"), help="an existing broker image, e.g. apache/rocketmq:5.3.3")
     p.add_argument("--namesrv", default=os.environ.get("HOURGLASS_NAMESRV"),
@@ -118,18 +129,22 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "resume; [namesrv] ...); scenarios needing a fault without a command are skipped")
     p.add_argument("--out", default=None, help="output directory (default runs/<timestamp>)")
     p.add_argument("--baseline", default=os.environ.get("HOURGLASS_BASELINE"), help="file of accepted violations")
-    p.add_argument("--max-systems", type=int, default=2, help="real systems running at once")
+    p.add_argument("--max-systems", type=positive(), default=2, help="real systems running at once")
     p.add_argument("--master", default=None, help="Spark master for the checker (default local[*])")
     p.add_argument("--conf", action="append", type=conf_item, default=[], metavar="KEY=VALUE",
                    help="a Spark property for the checker's session (repeatable; docs/spark.md)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the generated suite")
-    p.add_argument("--count", type=int, default=10, help="scenarios in the generated suite")
-    p.add_argument("--repeat", type=int, default=1, help="run the scenarios this many times (run only): "
-                   "a summary of how often each scenario passed and each invariant failed (flakiness)")
-    p.add_argument("--max-wait", type=float, default=float(os.environ.get("HOURGLASS_MAX_WAIT_S", MAX_WAIT_MS / 1000)),
+    p.add_argument("--max-wait", type=positive(float), default=os.environ.get("HOURGLASS_MAX_WAIT_S", str(MAX_WAIT_MS / 1000)),
                    metavar="SECONDS", help="on a cluster that runs another delay table than a scenario's: leave out the "
                    f"messages not done within this on its table (default {MAX_WAIT_MS // 1000}; harness.fit)")
     p.add_argument("--debug", action="store_true", help="print the traceback of an error")
+
+
+def _generated(p: argparse.ArgumentParser) -> None:
+    """``--seed``/``--count`` of the generated suite (None when not given: given without that
+    suite, they would be ignored, a usage error)."""
+    p.add_argument("--seed", type=int, default=None, help=f"seed of the generated suite (default {GENERATED_SEED})")
+    p.add_argument("--count", type=positive(), default=None,
+                   help=f"scenarios in the generated suite (default {GENERATED_COUNT})")
 
 
 def system_spec(args, system: str):
@@ -138,21 +153,23 @@ def system_spec(args, system: str):
     return SystemSpec(system, args.runtime, args.image, args.namesrv, args.faults)
 
 
-def check_inputs(args, systems: list[str]) -> Path:
-    """Everything the command was given, checked before anything starts: the system specs, the
-    baseline, the Spark master, and that ``--out`` is a directory we can write and no other harness
-    is writing (held until this process exits: :func:`harness.outdir.lock_out`). Returns ``--out``."""
+def check_inputs(args, systems: list[str], option: str = "--system") -> Path:
+    """Everything the command was given, checked before anything starts: the system specs (named
+    as ``option`` gave them) and the options they use, the baseline, the Spark master, and that
+    ``--out`` is a directory we can write and no other harness is writing (held until this process
+    exits: :func:`harness.outdir.lock_out`). Returns ``--out``."""
     from harness.outdir import lock_out, run_stamp
+    from harness.systems import check_options_used
     from reports import baseline as baseline_mod
     from reports.spark import check_master
 
-    for system in systems:
-        system_spec(args, system).check()
+    specs = [system_spec(args, system) for system in systems]
+    for spec in specs:
+        spec.check(option)
+    check_options_used(specs, option)
     if args.baseline:
         baseline_mod.load(args.baseline)
     check_master(args.master)
-    if args.max_systems < 1 or args.repeat < 1 or args.count < 1 or args.max_wait <= 0:
-        raise UsageError("--max-systems, --repeat and --count must be at least 1, --max-wait above 0")
     out = writable_dir(Path(args.out or f"runs/{args.cmd}-{run_stamp()}").resolve(), "Hourglass")
     lock_out(out)
     return out
@@ -180,7 +197,14 @@ def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
         print(describe(v))
     write_summary(out, system, verdicts, wall_s, scenarios, check_s)
     print(f"\n{system}: {len(verdicts)} runs in {batch_seconds(wall_s, check_s)}; report: {out / 'index.html'}")
-    if not verdicts:  # every scenario skipped: nothing was observed, so nothing passed
+    return judged(system, verdicts)
+
+
+def judged(system: str, verdicts: list[dict]) -> list[dict]:
+    """The verdicts of a batch minus the skipped scenarios; when every one was skipped nothing was
+    observed, so nothing passed: one undecided verdict saying so."""
+    verdicts = [v for v in verdicts if not v.get("skipped")]
+    if not verdicts:
         print(f"{system}: every scenario was skipped: no verdict on the broker", file=sys.stderr)
         verdicts.append({"run_id": f"{system}: nothing ran", "passed": None, "invariants": {},
                          "undecided": {"messages": 0, "examples": [], "reason": "every scenario was skipped"}})
@@ -247,6 +271,10 @@ def cmd_matrix(args) -> int:
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     if len(systems) < 2:
         raise UsageError("--systems needs at least two systems, comma-separated")
+    twice = sorted({s for s in systems if systems.count(s) > 1})
+    if twice:
+        raise OptionError("--systems", None, "each system once (one column each; --repeat of run measures flakiness)",
+                          ", ".join(twice))
     if args.across_store and any(system_spec(args, s).virtual or s.startswith("cmd:") for s in systems):
         raise UsageError("--across-store needs rocketmq:, dist: or jars: systems (a simulated broker has no store; "
                          "a cmd: system cannot take turns with others on one store yet)")
@@ -254,7 +282,7 @@ def cmd_matrix(args) -> int:
         args.suite = list(MATRIX_DEFAULT_SUITES) if not args.scenario_name else None
     scenarios = _scenarios(args, MATRIX_DEFAULT_SUITES)
     systems = matrix_systems(systems, args.across_store)
-    out = check_inputs(args, systems)
+    out = check_inputs(args, systems, "--systems")
     by_system = {}
     for system in systems:
         sub = out / "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in system)
@@ -300,9 +328,21 @@ def cmd_replay(args) -> int:
     return exit_code(run_system(system, [scenario], args, out))
 
 
+class _Verdicts:
+    """A pytest plugin keeping the verdicts the Hourglass session judged (``HgSession``), so the
+    main job exits by the project's rule instead of pytest's "some test failed"."""
+
+    def __init__(self):
+        self.verdicts: list[dict] = []
+
+    def pytest_sessionfinish(self, session):
+        hs = getattr(session.config, "_hourglass", None)
+        self.verdicts = list(hs.verdicts.values()) if hs is not None else []
+
+
 def cmd_main(args) -> int:
     """README command one: the conformance suite and a short chaos run against a real broker,
-    checked, with the report."""
+    checked, with the report. Exits by :func:`reports.verdict.exit_code` over the runs' verdicts."""
     import pytest
 
     out = check_inputs(args, [args.system])
@@ -314,24 +354,32 @@ def cmd_main(args) -> int:
         # the installed plugin's packages are imported already (this process): nothing to rewrite
         "-W", "ignore::pytest.PytestAssertRewriteWarning",
         f"--hg-system={args.system}", f"--hg-runtime={args.runtime}", f"--hg-out={out}",
-        f"--hg-max-systems={args.max_systems}", f"--junitxml={out / 'junit-suite.xml'}",
+        f"--hg-max-systems={args.max_systems}", f"--hg-max-wait={args.max_wait}", f"--junitxml={out / 'junit-suite.xml'}",
     ]
-    if args.image:
-        argv.append(f"--hg-image={args.image}")
-    if args.baseline:
-        argv.append(f"--hg-baseline={args.baseline}")
-    if args.master:
-        argv.append(f"--hg-master={args.master}")
+    for option, value in (("image", args.image), ("baseline", args.baseline), ("master", args.master),
+                          ("namesrv", args.namesrv), ("faults", args.faults)):
+        if value:
+            argv.append(f"--hg-{option}={value}")
     argv.extend(f"--hg-spark-conf={key}={value}" for key, value in args.conf)
-    code = pytest.main(argv)
+    kept = _Verdicts()
+    code = int(pytest.main(argv, plugins=[kept]))
     indexes = sorted(out.glob("*/index.html"))
     print("\nreports:")
     for i in indexes:
         print(f"  {i}")
     print(f"  {out / 'junit-suite.xml'}")
-    # pytest's own codes: 0 all passed, 1 tests failed (a violation, or a broken/undecided run
-    # asserted by the suite), 2 interrupted, 3 internal error, 4 usage, 5 nothing collected
-    return {0: 0, 1: 1, 2: EXIT_CODES[BROKEN], 3: EXIT_CODES[BROKEN], 4: EXIT_USAGE, 5: EXIT_USAGE}.get(int(code), 3)
+    return main_exit_code(code, kept.verdicts, args.system)
+
+
+def main_exit_code(pytest_code: int, verdicts: list[dict], system: str) -> int:
+    """The main job's exit code: the project's rule over its verdicts (a broken run 3, an undecided
+    one 2, a violation 1; every scenario skipped: undecided). Of pytest's own codes only what says
+    the session itself went wrong counts: interrupted or an internal error (3), a usage error or
+    nothing collected (64), a failed test without a verdict that fails (the harness failed: 3)."""
+    if pytest_code in (0, 1):
+        code = exit_code(judged(system, verdicts))
+        return EXIT_CODES[BROKEN] if pytest_code == 1 and code == 0 else code
+    return {4: EXIT_USAGE, 5: EXIT_USAGE}.get(pytest_code, EXIT_CODES[BROKEN])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -347,6 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", action="append", help="a scenario JSON file (repeatable)")
     _scenario_name(p)
     _common(p)
+    _generated(p)
+    p.add_argument("--repeat", type=positive(), default=1, help="run the scenarios this many times: a summary of "
+                   "how often each scenario passed and each invariant failed (flakiness)")
     p.set_defaults(fn=cmd_run)
     p = sub.add_parser("matrix", help="the same seeded scenarios on several systems, side by side")
     p.add_argument("--systems", required=True, help="comma-separated, e.g. rocketmq:4.9.7,rocketmq:latest")
@@ -358,11 +409,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", action="append")
     _scenario_name(p)
     _common(p)
+    _generated(p)
     p.set_defaults(fn=cmd_matrix)
     p = sub.add_parser("list", help="the suites, their scenarios, each one's wait, faults and requirements")
     p.add_argument("--suite", action="append", choices=SUITE_NAMES, help="only this suite (repeatable)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the generated suite")
-    p.add_argument("--count", type=int, default=10, help="scenarios in the generated suite")
+    p.add_argument("--seed", type=int, default=GENERATED_SEED, help="seed of the generated suite")
+    p.add_argument("--count", type=positive(), default=GENERATED_COUNT, help="scenarios in the generated suite")
     p.set_defaults(fn=cmd_list)
     p = sub.add_parser("replay", help="run a run directory's scenario again, on the exact system it recorded")
     p.add_argument("run_dir")

@@ -34,6 +34,7 @@ from reference.levels import parse_level_table
 from reference.clock import CLOCK, CLOCK_DRIFT, CLOCK_STEP_ACTIONS, MAX_CLOCK_RATE_PERMILLE, MAX_CLOCK_STEP_MS
 from reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
 from reference.network import MAX_DELAY_MS, MAX_LOSS_PERCENT, MAX_PARTITION_MS
+from reference.profile import MAX_RECONSUME_TIMES, TIMER_MAX_DELAY_SEC
 
 DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 #: 18 levels like the default table (so retry levels 3..18 exist) with waits of seconds.
@@ -61,6 +62,14 @@ BROKER_ONLY_ACTIONS = STORE_FILL_ACTIONS + NETWORK_ACTIONS + CLOCK_STEP_ACTIONS
 ANCHOR_EVENTS = ("ready", "reput", "flush", "previous")
 #: capabilities a scenario may require of the system (``harness.runner.capabilities``)
 KNOWN_REQUIREMENTS = ("timer",)
+
+#: the furthest moment a scenario may name or imply, after its start: the longest a broker holds a
+#: message for later delivery (timerMaxDelaySec, 3 days). A send, a fault, a margin or a slack
+#: further out only holds the batch (an at_ms of 2^40 hung it): every time field is bounded by it,
+#: and so is when the model says each message is done and each fault step ends
+MAX_SCENARIO_MS = TIMER_MAX_DELAY_SEC * 1000
+#: a timer message's deliver time (send time + deliver_after_ms) is a Java long of epoch ms
+_DELIVER_AFTER_MAX = 2**62
 
 #: the schema file shipped for editors; generated from :func:`scenario_schema`
 SCHEMA_PATH = Path(__file__).with_name("scenario.schema.json")
@@ -173,7 +182,10 @@ class Scenario:
     @staticmethod
     def load(path: Path) -> "Scenario":
         try:
-            raw = json.loads(Path(path).read_text())
+            raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        except UnicodeDecodeError as e:
+            raise ScenarioError(str(path), None, "a UTF-8 scenario JSON file",
+                                f"byte 0x{e.object[e.start]:02x} at offset {e.start}") from None
         except (OSError, json.JSONDecodeError) as e:
             raise ScenarioError(str(path), None, "a readable scenario JSON file", str(e)) from None
         return scenario_from_json(raw, str(path))
@@ -225,7 +237,7 @@ def _object(cls: type, title: str, description: str, props: dict[str, tuple[dict
 def scenario_schema() -> dict:
     """The JSON Schema (draft 2020-12) of a scenario file, built from this module's dataclasses and
     the vocabularies of :mod:`reference.contract`; ``harness/scenario.schema.json`` is its copy."""
-    ms = {"type": "integer", "minimum": 0}
+    ms = {"type": "integer", "minimum": 0, "maximum": MAX_SCENARIO_MS}
     topic = {"$ref": "#/$defs/topic"}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -263,7 +275,8 @@ def scenario_schema() -> dict:
                                 "Delay level (1-based index into the profile's message_delay_level). 0 and below: "
                                 "not delayed; above the table's maximum: clamped to the maximum "
                                 "(CommitLog.asyncPutMessage)."),
-                "deliver_after_ms": ({"type": ["integer", "null"]},
+                "deliver_after_ms": ({"type": ["integer", "null"], "minimum": -_DELIVER_AFTER_MAX,
+                                      "maximum": _DELIVER_AFTER_MAX},
                                      "5.x timer message: deliver this long after the send (null: not a timer "
                                      "message). In the past: delivered at once; beyond timerMaxDelaySec: refused. "
                                      "A delay level above 0 wins. Needs requires: [\"timer\"]."),
@@ -279,9 +292,9 @@ def scenario_schema() -> dict:
                 "topics": ({"type": "array", "minItems": 1, "uniqueItems": True, "items": topic},
                            "Topics it subscribes to; at least one must have messages sent to it."),
                 "instances": ({"type": "integer", "minimum": 1}, "How many consumer processes the group runs."),
-                "max_reconsume_times": ({"type": ["integer", "null"], "minimum": -1},
-                                        "The consumer's maxReconsumeTimes (wins over the profile's; -1 means 16); "
-                                        "null: the profile's."),
+                "max_reconsume_times": ({"type": ["integer", "null"], "minimum": -1, "maximum": MAX_RECONSUME_TIMES},
+                                        "The consumer's maxReconsumeTimes (wins over the profile's; -1 means 16; a "
+                                        "Java int); null: the profile's."),
             }),
             "fault": _object(FaultStep, "Fault step", "One fault at an offset. restart = graceful stop, then start "
                                                       "after duration_ms; kill_restart = kill -9, then start after "
@@ -334,9 +347,9 @@ def scenario_schema() -> dict:
                 "message_delay_level": ({"type": "string", "minLength": 1},
                                         "The broker's messageDelayLevel: delays separated by single spaces, each an "
                                         "integer and a unit s, m, h or d (ScheduleMessageService.parseDelayLevel)."),
-                "max_reconsume_times": ({"type": "integer", "minimum": -1},
-                                        "The group's retry limit before the DLQ (-1 means 16)."),
-                "flush_delay_offset_interval_ms": ({"type": "integer", "minimum": 1},
+                "max_reconsume_times": ({"type": "integer", "minimum": -1, "maximum": MAX_RECONSUME_TIMES},
+                                        "The group's retry limit before the DLQ (-1 means 16; a Java int)."),
+                "flush_delay_offset_interval_ms": ({"type": "integer", "minimum": 1, "maximum": MAX_SCENARIO_MS},
                                                    "How often the broker persists the schedule offsets "
                                                    "(flushDelayOffsetInterval)."),
                 "slack_ms": (ms, "How late an attempt may come after its due time before it is a violation (ON_TIME)."),
@@ -464,12 +477,84 @@ def validate_scenario(scenario: "Scenario", where: str | None = None) -> "Scenar
         raw = json.loads(json.dumps(scenario.to_json()))
     except (TypeError, ValueError) as e:
         raise ScenarioError(where or scenario.name, None, "a scenario of JSON values", str(e)) from None
-    validate_raw(raw, where or f"scenario {scenario.name!r}")
-    return scenario
+    where = where or f"scenario {scenario.name!r}"
+    validate_raw(raw, where)
+    return _check_fault_schedule(_check_times(scenario, where), where)
+
+
+def _check_times(sc: "Scenario", where: str) -> "Scenario":
+    """Every moment ``sc`` implies lies within :data:`MAX_SCENARIO_MS` of its start: when the model
+    says each message is done (its send, delay and retries on the profile's table) and when each
+    fault step ends (an anchored one at :func:`harness.summary.fault_times_ms`'s pessimistic
+    estimate), however its fields, each within bounds, add up."""
+    from harness.summary import fault_times_ms, message_wait_ms
+
+    table = parse_level_table(sc.profile.message_delay_level)
+    ends = [(f"messages[{i}]", "a message", message_wait_ms(sc, m, table)) for i, m in enumerate(sc.messages)]
+    ends += [(f"faults[{i}]", "a fault step", fired + f.duration_ms) for i, (fired, f) in enumerate(fault_times_ms(sc, table))]
+    for path, what, end_ms in ends:
+        if end_ms > MAX_SCENARIO_MS:
+            raise ScenarioError(where, path, f"{what} done within {MAX_SCENARIO_MS} ms of the start (timerMaxDelaySec: "
+                                "its times, delays and retries on the profile's table added up)", Found(f"{end_ms} ms"))
+    return sc
+
+
+#: what each primitive needs its target to be, and leaves it (harness.faults.expand_step): a kill
+#: or stop of a target already down, or a start of one that is up, is no action a broker can take
+_NEEDS_LEAVES = {"kill": (True, False), "stop": (True, False), "start": (False, True), "start_paused": (False, True)}
+
+
+def _check_fault_schedule(sc: "Scenario", where: str) -> "Scenario":
+    """Every fault step is one its target can follow, in the order the steps fire: no kill or stop
+    of a target already down, no start of one that is up. Checked up to the first step timed from
+    a broker event (ready, reput, flush: when it fires, and so what comes before it, only the run
+    knows), and every kill or stop is followed by a start (the catalogues never leave a target down;
+    ``reference.windows``' "never ready again" outages are for runs whose start failed or was cut
+    short)."""
+    from harness.faults import expand_step
+
+    exact, timed = 0, []  # a step timed from a broker event fires at a moment only the run knows
+    for i, f in enumerate(sc.faults):
+        if f.after is not None and f.after.event != "previous":
+            break
+        fired = f.at_ms if f.after is None else exact + f.at_ms
+        exact = fired
+        timed += [(t.at_ms, i, n, t) for n, t in enumerate(expand_step(f, fired, i))]
+    up: dict[str, bool] = {}
+    for _, i, _, t in sorted(timed, key=lambda x: x[:3]):
+        if t.action not in _NEEDS_LEAVES:
+            continue
+        needs_up, leaves_up = _NEEDS_LEAVES[t.action]
+        if up.get(t.target, True) != needs_up:
+            state = "up" if up.get(t.target, True) else "down (an earlier step stopped it, none started it since)"
+            step = sc.faults[i]
+            raise ScenarioError(where, f"faults[{i}].action", f"a step {step.target} can follow: it is {state} when "
+                                f"this step {'starts' if leaves_up else 'stops'} it", step.action)
+        up[t.target] = leaves_up
+    # whatever the order, a target stopped more often than started ends the run down
+    stopped: dict[str, int] = {}  # target -> its stops minus its starts
+    last_stop: dict[str, int] = {}
+    for i, f in enumerate(sc.faults):
+        for t in expand_step(f, 0, i):
+            if t.action in _NEEDS_LEAVES:
+                starts = _NEEDS_LEAVES[t.action][1]
+                stopped[t.target] = stopped.get(t.target, 0) + (-1 if starts else 1)
+                if not starts:
+                    last_stop[t.target] = i
+    for target, n in stopped.items():
+        if n > 0:
+            i = last_stop[target]
+            raise ScenarioError(where, f"faults[{i}].action", f"a step followed by a start of {target} before the run "
+                                "ends (a target left down leaves nothing after it to judge)", sc.faults[i].action)
+    return sc
 
 
 def scenario_from_json(raw: Any, where: str = "scenario") -> Scenario:
     validate_raw(raw, where)
+    return _check_fault_schedule(_check_times(_build(raw), where), where)
+
+
+def _build(raw: dict) -> Scenario:
     prof = raw.get("profile", {})
     return Scenario(
         name=raw["name"],

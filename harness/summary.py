@@ -17,6 +17,7 @@ from reference.cluster import is_broker
 from reference.contract import INVARIANTS
 from reference.levels import parse_level_table
 from reference.plans import plan_outcome
+from reference.profile import TIMER_MAX_DELAY_SEC
 from reference.retry import retry_level
 from reports.verdict import BROKEN, EXIT_CODES, PASSED, UNDECIDED, VIOLATED, status
 
@@ -28,8 +29,8 @@ def message_wait_ms(scenario, m, table=None) -> int:
     mrt = next((c.max_reconsume_times for c in scenario.consumers if m.topic in c.topics and c.max_reconsume_times is not None),
                scenario.profile.max_reconsume_times)
     t = m.at_ms
-    if m.deliver_after_ms is not None and m.delay_level <= 0:
-        t += m.deliver_after_ms
+    if m.deliver_after_ms is not None and m.delay_level <= 0 and m.deliver_after_ms <= TIMER_MAX_DELAY_SEC * 1000:
+        t += m.deliver_after_ms  # beyond timerMaxDelaySec the broker refuses it at once
     elif m.delay_level > 0:
         t += table.delay_ms(table.clamp(m.delay_level))
     out = plan_outcome(tuple(m.plan), mrt)

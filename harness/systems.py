@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.base import AdapterError, BrokerProfile, System
-from reference.contract import ContractError
+from reference.contract import ContractError, OptionError
 from harness.scenario import Profile
 
 _SIM = re.compile(r"^simulated(?:\[(?P<defects>[^\]]*)\])?$")
@@ -52,13 +52,16 @@ class SystemSpec:
     def virtual(self) -> bool:
         return bool(_SIM.match(self.spec))
 
-    def check(self) -> None:
-        """Fail before anything runs on a spec that cannot name a system: an unknown kind, an
-        unknown defect, a malformed version, a ``dist:``/``jars:`` directory without a broker jar,
-        a ``cmd:`` file that does not check (or a runtime other than process for it).
-        Raises :class:`ContractError` naming ``--system`` (or the cmd file). (Fetching a version's
-        jars is not checked here: it takes minutes, and its failure breaks the runs, not the input.)"""
-        where = f"--system {self.spec}"
+    def check(self, option: str = "--system") -> None:
+        """Fail before anything runs on a spec that cannot name a system. What the command line
+        itself got wrong — an unknown kind, an unknown defect, a malformed version, a chain or
+        runtime that cannot go together, ``--namesrv``/``--faults`` without ``--runtime external`` —
+        raises :class:`OptionError` naming ``option`` (a usage error); a file or directory it names
+        that does not check — a ``dist:``/``jars:`` directory without a broker jar, a ``cmd:`` or
+        ``--faults`` file — raises :class:`ContractError` naming it (a broken input). (Fetching a
+        version's jars is not checked here: it takes minutes, and its failure breaks the runs, not
+        the input.)"""
+        where = f"{option} {self.spec}"
         if self.virtual:
             from adapters.simulated.defects import Defect, parse_defects
 
@@ -66,7 +69,7 @@ class SystemSpec:
                 parse_defects(self.defects)
             except ValueError:
                 bad = next(d for d in self.defects if d.strip().upper().replace("-", "_") not in Defect.__members__)
-                raise ContractError(where, None, "defects among " + ", ".join(x.slug for x in Defect), bad) from None
+                raise OptionError(where, None, "defects among " + ", ".join(x.slug for x in Defect), bad) from None
             return
         from adapters.rocketmq.provision import CHAIN_SEP, split_chain
 
@@ -75,21 +78,21 @@ class SystemSpec:
         parts = split_chain(self.spec)
         if len(parts) > 1:
             if any(p.startswith("cmd:") for p in parts):
-                raise ContractError(where, None, "a chain of rocketmq:, dist: or jars: systems (a cmd: system "
+                raise OptionError(where, None, "a chain of rocketmq:, dist: or jars: systems (a cmd: system "
                                     "cannot take turns with others on one store yet)", self.spec)
             if self.runtime == "external" or self.image:
-                raise ContractError(where, None, "--runtime process or container and no --image (each version of a "
+                raise OptionError(where, None, "--runtime process or container and no --image (each version of a "
                                     f"chain on one store runs from its own jars)",
                                     f"--runtime {self.runtime}" + (f" --image {self.image}" if self.image else ""))
             if len(set(parts)) < 2:
-                raise ContractError(where, None, f"two different systems joined by {CHAIN_SEP!r}, e.g. rocketmq:4.9.7+5.5.0",
+                raise OptionError(where, None, f"two different systems joined by {CHAIN_SEP!r}, e.g. rocketmq:4.9.7+5.5.0",
                                     self.spec)
             for part in parts:
-                SystemSpec(part, self.runtime).check()
+                SystemSpec(part, self.runtime).check(option)
             return
         kind, _, rest = self.spec.partition(":")
         if kind not in ("rocketmq", "dist", "jars") or not rest:
-            raise ContractError("--system", None, "rocketmq:<version>, dist:/path, jars:/path, cmd:FILE, simulated or "
+            raise OptionError(option, None, "rocketmq:<version>, dist:/path, jars:/path, cmd:FILE, simulated or "
                                 "simulated[defects]", self.spec)
         from adapters.rocketmq.provision import ProvisionError, resolve, valid_version
 
@@ -99,11 +102,11 @@ class SystemSpec:
             check_namesrv(self.namesrv)
             self.fault_commands()
         elif self.namesrv or self.faults_file:
-            raise ContractError("--namesrv/--faults", None, "--runtime external (they name an existing cluster)",
+            raise OptionError("--namesrv" if self.namesrv else "--faults", None, "--runtime external (it names an existing cluster)",
                                 f"--runtime {self.runtime}")
         if kind == "rocketmq":
             if rest != "latest" and not valid_version(rest):
-                raise ContractError(where, None, "a version like 4.9.7 or 5.5.0, or latest", rest)
+                raise OptionError(where, None, "a version like 4.9.7 or 5.5.0, or latest", rest)
             return
         try:
             resolve(self.spec)  # local directories: cheap, and a typo shows now
@@ -112,26 +115,27 @@ class SystemSpec:
 
     def _check_cmd(self, where: str) -> None:
         """A ``cmd:`` file: it checks (errors name the file and field), its programs are there, its
-        client names a version or a jar directory, and the runtime is process (or auto, which means
-        process)."""
+        client's jars are there (a jar directory; a release fetched from Maven Central now, once,
+        as its runs would first thing: a version Maven Central lacks is the file's error, not a
+        broken run), and the runtime is process (or auto, which means process)."""
         from adapters.rocketmq.cmd import cmd_path, load_cmd_file
         from adapters.rocketmq.provision import ProvisionError, resolve
 
         if len(self.spec) == len("cmd:"):
-            raise ContractError(where, None, "cmd:FILE, a TOML file giving the system's commands", self.spec)
+            raise OptionError(where, None, "cmd:FILE, a TOML file giving the system's commands", self.spec)
         if self.runtime not in ("auto", "process") or self.image or self.namesrv or self.faults_file:
             given = f"--runtime {self.runtime}" + (f" --image {self.image}" if self.image else "") + \
                 (" --namesrv" if self.namesrv else "") + (" --faults" if self.faults_file else "")
-            raise ContractError(where, None, "--runtime process (a cmd: system runs its own commands on this host; "
+            raise OptionError(where, None, "--runtime process (a cmd: system runs its own commands on this host; "
                                 "not in a container, not an external cluster)", given)
         cmd = load_cmd_file(cmd_path(self.spec))
         cmd.check_programs()
-        if not cmd.client.startswith("rocketmq:"):
-            try:
-                resolve(cmd.client)  # a local jar directory: cheap, and a typo shows now
-            except ProvisionError as e:
-                raise ContractError(str(cmd.path), "client", "a distribution or jar directory with a rocketmq-broker jar",
-                                    str(e)) from None
+        try:
+            resolve(cmd.client)
+        except ProvisionError as e:
+            raise ContractError(str(cmd.path), "client", "a client the harness can run: a release on Maven Central "
+                                "(python -m adapters.rocketmq.provision --list), or a distribution or jar directory "
+                                "with a rocketmq-broker jar", str(e).splitlines()[0]) from None
 
     @property
     def defects(self) -> tuple[str, ...]:
@@ -139,6 +143,24 @@ class SystemSpec:
         if not m or not m.group("defects"):
             return ()
         return tuple(d.strip() for d in m.group("defects").split(",") if d.strip())
+
+
+def check_options_used(specs: list[SystemSpec], option: str = "--system") -> None:
+    """A usage error (:class:`OptionError`) naming the first option no system of the command would
+    use: a simulated broker runs in this process, so ``--runtime external``, ``--namesrv``,
+    ``--faults`` and ``--image`` mean nothing to it (a real system beside it in a matrix uses them,
+    and checks them itself: :meth:`SystemSpec.check`)."""
+    if not specs or any(not s.virtual for s in specs):
+        return
+    s = specs[0]
+    given = [(name, value) for name, value in (("--runtime", "external" if s.runtime == "external" else None),
+                                               ("--namesrv", s.namesrv), ("--faults", s.faults_file), ("--image", s.image))
+             if value]
+    if given:
+        name, value = given[0]
+        shown = f"{name} {value}" if name == "--runtime" else name
+        raise OptionError(name, None, f"no {shown} with {option} {','.join(x.spec for x in specs)} (a simulated broker "
+                          "runs in this process: no cluster, no image, no fault commands)", value)
 
 
 def broker_profile(p: Profile, fillable_store: bool = False, own_network: bool = False, own_clock: bool = False,

@@ -26,6 +26,12 @@ INVARIANTS: tuple[str, ...] = (
     "INTEGRITY",
 )
 
+#: run.json ``system.adapter``: which adapter ran the system, one per package of ``adapters/``
+#: (``adapters/rocketmq``: real brokers and cmd: systems; ``adapters/simulated``: the model as a
+#: broker); each names itself with its constant, and baselines match on it
+ROCKETMQ_ADAPTER, SIMULATED_ADAPTER = "rocketmq", "simulated"
+ADAPTERS: tuple[str, ...] = (ROCKETMQ_ADAPTER, SIMULATED_ADAPTER)
+
 #: What a consumer answers on one delivery of a message.
 PLAN_WORDS: tuple[str, ...] = ("OK", "LATER", "CRASH")
 SEND_STATUSES: tuple[str, ...] = ("SEND_OK", "FAILED", "UNKNOWN")
@@ -232,6 +238,13 @@ def _check_int(where: str, name: str, value: int) -> None:
         raise ContractError(where, name, f"an int in [{lo}, {hi}]", value)
 
 
+class OptionError(ContractError):
+    """A command-line option (or the environment variable behind it) that names nothing usable: a
+    typo'd ``--system``, a malformed ``--namesrv``, an option the command would ignore. ``where`` is
+    the option. A usage error (exit 64: nothing ran), where a file that does not check is a broken
+    input (3)."""
+
+
 def _type_ok(kind: str, value: Any) -> bool:
     if kind == "str":
         return isinstance(value, str)
@@ -246,15 +259,20 @@ def _type_ok(kind: str, value: Any) -> bool:
     raise AssertionError(kind)
 
 
+#: a field kind as the messages say it
+_KIND_WORDS = {"str": "a string", "int": "an integer", "bool": "true or false", "list[str]": "a list of strings",
+               "dict": "an object"}
+
+
 def check_fields(obj: Mapping[str, Any], fields: tuple[Field, ...], where: str) -> None:
     for f in fields:
         if f.name not in obj or obj[f.name] is None:
             if f.required:
-                raise ContractError(where, f.name, f"a {f.kind} (required)", "missing")
+                raise ContractError(where, f.name, f"{_KIND_WORDS[f.kind]} (required)", "missing")
             continue
         v = obj[f.name]
         if not _type_ok(f.kind, v):
-            raise ContractError(where, f.name, f"a {f.kind}", v)
+            raise ContractError(where, f.name, _KIND_WORDS[f.kind], v)
         if f.kind == "int":
             _check_int(where, f.name, v)
         if f.choices:
@@ -279,10 +297,15 @@ def validate_event(obj: Any, where: str = "event") -> dict:
 
 
 def validate_run(obj: Any, where: str = "run.json") -> dict:
+    """Return ``obj`` if it is a valid ``run.json``, its profile parsed as the model will read it
+    (:func:`reference.profile.parse_profile`: every bound, named with ``where``), else raise."""
+    from reference.profile import parse_profile  # it builds on this module
+
     if not isinstance(obj, dict):
         raise ContractError(where, None, "a JSON object", obj)
     check_fields(obj, RUN_FIELDS, where)
     if obj["ended_ms"] and obj["ended_ms"] < obj["started_ms"]:  # 0: not ended (written so at the start)
         raise ContractError(where, "ended_ms", f"0 (the run never ended) or at least started_ms ({obj['started_ms']})", obj["ended_ms"])
     check_fields(obj["profile"], PROFILE_FIELDS, where + " profile")
+    parse_profile(obj["profile"], where + " profile")
     return obj

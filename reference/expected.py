@@ -207,7 +207,9 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
         return max(net_back(ts_ms), down_lag(ts_ms))
     table = profile.level_table
     max_level = table.max_level
+    # no attempt goes beyond the longest plan (each LATER one more), whatever maxReconsumeTimes allows
     top_rt = max([profile.max_reconsume_times] + [v for _, v in profile.max_reconsume_times_by_group])
+    top_rt = min(top_rt, max((len(s.get("plan") or ()) for s in sends.values()), default=0))
     retry_levels = [(0, 0)] + [(requested_retry_level(k), retry_level(k, max_level)) for k in range(1, top_rt + 2)]
     retry_delays = [0] + [table.delay_ms(lv) for _, lv in retry_levels[1:]]
     local_delay = profile.local_retry_delay_ms

@@ -14,6 +14,10 @@ from reference.levels import DEFAULT_LEVEL_TABLE, LevelTable, parse_level_table
 
 #: DefaultMQPushConsumerImpl.getMaxReconsumeTimes: -1 (the consumer's default) means 16.
 DEFAULT_MAX_RECONSUME_TIMES = 16
+#: DefaultMQPushConsumer.maxReconsumeTimes and the send-back header's maxReconsumeTimes
+#: (ConsumerSendMsgBackRequestHeader) are Java ints: no larger limit means anything to a broker.
+#: The model never allocates per possible attempt, only per attempt a plan asks for.
+MAX_RECONSUME_TIMES = 2**31 - 1
 #: ScheduleMessageService.FIRST_DELAY_TIME: the schedule service's first pass after start.
 FIRST_DELAY_MS = 1000
 #: ScheduleMessageService.start: the first periodic persist runs 10 s after start.
@@ -61,13 +65,17 @@ def effective_max_reconsume_times(consumer_value: int | None, group_value: int =
     return DEFAULT_MAX_RECONSUME_TIMES if consumer_value == -1 else consumer_value
 
 
-def _int(profile: Mapping[str, Any], name: str, default: int | None, minimum: int, where: str, what: str) -> int:
+def _int(profile: Mapping[str, Any], name: str, default: int | None, minimum: int, where: str, what: str,
+         maximum: int | None = None) -> int:
     value = profile.get(name, default)
     if value is None:
         raise ContractError(where, name, f"{what} (required)", "missing")
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum or (maximum is not None and value > maximum):
         raise ContractError(where, name, what, value)
     return value
+
+
+_MAX_RT_WORDS = f"-1 (means 16) or an integer 0..{MAX_RECONSUME_TIMES} (a Java int)"
 
 
 def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
@@ -75,13 +83,13 @@ def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
     if not isinstance(profile, Mapping):
         raise ContractError(where, None, "a JSON object", profile)
     table = parse_level_table(profile.get("message_delay_level"), where, "message_delay_level")
-    max_rt = _int(profile, "max_reconsume_times", None, -1, where, "-1 (means 16) or an int >= 0")
+    max_rt = _int(profile, "max_reconsume_times", None, -1, where, _MAX_RT_WORDS, MAX_RECONSUME_TIMES)
     by_group = profile.get("max_reconsume_times_by_group") or {}
     if not isinstance(by_group, Mapping):
         raise ContractError(where, "max_reconsume_times_by_group", "an object group -> int", by_group)
     groups = []
     for group, value in sorted(by_group.items()):
-        value = _int(by_group, group, None, -1, f"{where} max_reconsume_times_by_group", "-1 (means 16) or an int >= 0")
+        value = _int(by_group, group, None, -1, f"{where} max_reconsume_times_by_group", _MAX_RT_WORDS, MAX_RECONSUME_TIMES)
         groups.append((group, effective_max_reconsume_times(value)))
     return Profile(
         max_reconsume_times_by_group=tuple(groups),

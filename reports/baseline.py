@@ -10,7 +10,9 @@ A baseline file is JSON or TOML with a list ``accept`` of entries::
     reason = "scheduler duplicates after kill -9 are known on 4.9.x"   # required
 
 Matching violations are marked ``accepted`` (the report still lists them with the reason); the exit
-code gates only on the others.
+code gates only on the others. The file is checked strictly, since it turns red green: any other
+field, a range no version lies in, or an adapter no package of ``adapters/`` names
+(:data:`reference.contract.ADAPTERS`) is an error naming the file, the entry and the field.
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ import fnmatch
 import json
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from reference.contract import INVARIANTS, ContractError
+from reference.contract import ADAPTERS, INVARIANTS, ContractError
 
 
 
@@ -53,6 +55,21 @@ def _specifiers(spec: str) -> SpecifierSet:
         return SpecifierSet(",".join(parts))
     except InvalidSpecifier as e:
         raise ValueError(f"bad version range {spec!r}: {e}") from None
+
+
+def admits_a_version(spec: str) -> bool:
+    """Whether some version lies in ``spec``. A conjunction of comparisons is an interval with
+    holes, so if it holds any version it holds one of: a version it names, one just above it
+    (``V.0.0.0.1``), or 0."""
+    specs = _specifiers(spec)
+    candidates = [Version("0")]
+    for s in specs:
+        try:
+            v = Version(s.version.removesuffix(".*"))
+        except InvalidVersion:  # ``===`` takes any string: it admits what it names
+            return True
+        candidates += [v, Version(f"{v.base_version}.0.0.0.1")]
+    return any(specs.contains(c, prereleases=True) for c in candidates)
 
 
 def in_range(version: str, spec: str | None) -> bool:
@@ -115,10 +132,18 @@ def load(path) -> Baseline:
     if not isinstance(entries, list):
         raise ContractError(where, "accept", "a list of accepted violations", entries)
     out = []
+    allowed = [f.name for f in fields(Acceptance)]
     for i, e in enumerate(entries):
         at = f"{where}: accept[{i}]"
         if not isinstance(e, dict):
             raise ContractError(at, None, "a table/object", e)
+        # the one file that turns red green is the strictest: a misspelt condition would accept
+        # the invariant for every key, version or system
+        for name, value in e.items():
+            if name not in allowed:
+                raise ContractError(at, name, f"no such field (allowed: {', '.join(allowed)})", value)
+            if name != "invariant" and not isinstance(value, str):
+                raise ContractError(at, name, "a string", value)
         if e.get("invariant") not in INVARIANTS:
             raise ContractError(at, "invariant", "one of " + "/".join(INVARIANTS), e.get("invariant"))
         if not isinstance(e.get("reason"), str) or not e["reason"].strip():
@@ -126,8 +151,12 @@ def load(path) -> Baseline:
         versions = e.get("versions")
         if versions is not None:
             try:
-                in_range("0", versions)
+                empty = versions.strip() not in ("", "*") and not admits_a_version(versions)
             except ValueError as err:
                 raise ContractError(at, "versions", "comparators like '>=4.9.0,<5.0'", versions) from err
+            if empty:
+                raise ContractError(at, "versions", "a range some version lies in, like '>=4.9.0,<5.0'", versions)
+        if e.get("adapter") is not None and e["adapter"] not in ADAPTERS:
+            raise ContractError(at, "adapter", f"one of {', '.join(ADAPTERS)} (run.json system.adapter)", e["adapter"])
         out.append(Acceptance(e["invariant"], e["reason"], versions, e.get("adapter"), e.get("key")))
     return Baseline(tuple(out))

@@ -5,13 +5,14 @@ traceback). The exit codes themselves are :mod:`reports.verdict`'s."""
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 import threading
 from pathlib import Path
 from typing import Callable
 
-from reference.contract import ContractError
+from reference.contract import ContractError, OptionError
 from reports.verdict import BROKEN, EXIT_CODES, EXIT_USAGE
 
 
@@ -39,7 +40,7 @@ def _on_sigterm(signum, frame):
 def run_command(parser: argparse.ArgumentParser, argv: list[str] | None, prefix: str,
                 on_interrupt: str = "interrupted") -> int:
     """Parse ``argv`` and call ``args.fn(args)``; map what escapes to an exit code and one line on
-    stderr: a usage error (64), a contract error of an input (3), an interruption — Ctrl-C, or
+    stderr: a usage error (64: argparse's, or an option naming nothing usable), a contract error of an input (3), an interruption — Ctrl-C, or
     SIGTERM while this runs — (3, the checker's JVM killed), anything else — a failure of the tool,
     never of the broker — (3)."""
     main_thread = threading.current_thread() is threading.main_thread()
@@ -79,6 +80,10 @@ def _run(parser: argparse.ArgumentParser, argv: list[str] | None, prefix: str) -
         return EXIT_USAGE
     except SystemExit as e:  # --help
         return int(e.code or 0)
+    except OptionError as e:
+        print(f"{prefix}: {e}", file=sys.stderr)
+        _traceback(debug)
+        return EXIT_USAGE
     except ContractError as e:
         print(f"{prefix}: {e}", file=sys.stderr)
         _traceback(debug)
@@ -88,6 +93,20 @@ def _run(parser: argparse.ArgumentParser, argv: list[str] | None, prefix: str) -
               file=sys.stderr)
         _traceback(debug)
         return EXIT_CODES[BROKEN]
+
+
+def positive(kind: type = int) -> Callable[[str], int | float]:
+    """An argparse ``type``: a positive (and finite) ``int`` or ``float``, else a usage error that
+    argparse prefixes with the option's name."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not 0 < value < math.inf:
+            raise argparse.ArgumentTypeError(f"expected a positive {'integer' if kind is int else 'number'}, found {text!r}")
+        return value
+    return parse
 
 
 def writable_dir(path: Path, who: str) -> Path:

@@ -45,6 +45,8 @@ class Client:
         from org.apache.rocketmq.client.producer import DefaultMQProducer
         from org.apache.rocketmq.tools.admin import DefaultMQAdminExt
 
+        self.namesrv = namesrv
+
         self.producer = DefaultMQProducer("hg_producer_" + instance)
         self.producer.setNamesrvAddr(namesrv)
         self.producer.setInstanceName("hg-producer-" + instance)
@@ -263,7 +265,8 @@ def serve(client: Client, chan: Channel) -> None:
         try:
             chan.write({"id": req.get("id"), "ok": True, **handler(req)})
         except Exception as e:  # noqa: BLE001 - every failure is reported to the parent
-            chan.write({"id": req.get("id"), "ok": False, "error": describe(e)})
+            target = ", ".join(req.get("addrs") or ()) or f"the name server {client.namesrv} or a broker it routes to"
+            chan.write({"id": req.get("id"), "ok": False, "error": describe(e, target)})
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from adapters.base import AdapterError
 from adapters.rocketmq.runtime import LaunchSpec
-from reference.contract import ContractError
+from reference.contract import ContractError, OptionError
 from reference.disk import DISK_ACTIONS
 
 ACTIONS = ("start", "stop", "kill", "pause", "resume", *DISK_ACTIONS)
@@ -61,11 +61,20 @@ def load_fault_commands(path) -> dict[str, str]:
     return out
 
 
+#: one name server address: a host name or IPv4 address, a port 1..65535 (the client's own form)
+_NAMESRV = re.compile(r"(?P<host>[A-Za-z0-9._-]+):(?P<port>\d{1,5})")
+
+
 def check_namesrv(addr: str | None) -> str:
-    """``--namesrv``: HOST:PORT (several separated by ';', as the client takes them)."""
-    if not addr or not all(re.fullmatch(r"[A-Za-z0-9._-]+:\d{1,5}", a) for a in addr.split(";")):
-        raise ContractError("--namesrv", None, "HOST:PORT of the cluster's name server (required by --runtime external)",
-                            addr or "none")
+    """``--namesrv``: HOST:PORT (several separated by ';', as the client takes them). A malformed
+    one is a usage error (:class:`OptionError`) naming the address at fault."""
+    expected = "HOST:PORT of the cluster's name server, port 1..65535, several separated by ';' (required by --runtime external)"
+    if not addr:
+        raise OptionError("--namesrv", None, expected, "none")
+    for a in addr.split(";"):
+        m = _NAMESRV.fullmatch(a)
+        if not m or not 1 <= int(m["port"]) <= 65535:
+            raise OptionError("--namesrv", None, expected, a)
     return addr
 
 

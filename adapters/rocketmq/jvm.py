@@ -61,8 +61,17 @@ def start_jvm(lib_dir: str, log_dir: str, heap: tuple[str, ...] = ("-Xms64m", "-
     import jpype.imports  # noqa: F401 - makes Java packages importable (from org.apache... import X)
 
 
-def describe(exc: BaseException) -> str:
+#: RemotingConnectException's message when it names no address: the 5.x client takes it from a
+#: channel that never connected (RemotingHelper.parseChannelRemoteAddr answers "")
+_UNNAMED_CONNECT = "connect to  failed"
+
+
+def describe(exc: BaseException, target: str | None = None) -> str:
+    """``Class: message`` of a Java (or Python) exception. A failed connection that names no address
+    names ``target``, what the request went to, or says that no address was given."""
     try:
-        return f"{exc.getClass().getName()}: {exc.getMessage()}"  # type: ignore[attr-defined]
+        text = f"{exc.getClass().getName()}: {exc.getMessage()}"  # type: ignore[attr-defined]
     except AttributeError:
-        return f"{type(exc).__name__}: {exc}"
+        text = f"{type(exc).__name__}: {exc}"
+    return text.replace(_UNNAMED_CONNECT, f"connect to {target} failed (the client's exception named no address)"
+                        if target else "connect failed (the client's exception named no address)")

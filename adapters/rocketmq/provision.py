@@ -275,6 +275,10 @@ def _mvn(pom_dir: Path, *goals: str) -> subprocess.CompletedProcess:
                              "or apt-get install maven") from None
 
 
+#: a terminal escape sequence (colour, reset)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def _missing_artifacts(output: str, version: str) -> list[str]:
     found = set(re.findall(rf"{re.escape(GROUP_ID)}:(rocketmq-[a-z-]+):jar:{re.escape(version)}", output))
     found |= set(re.findall(rf"{re.escape(GROUP_ID)}:(rocketmq-[a-z-]+):(?:pom|jar)?:?{re.escape(version)}", output))
@@ -301,7 +305,7 @@ def _fetch(system: str, version: str, vdir: Path) -> None:
     tmp_lib = vdir / "lib.partial"
     proc = _mvn(build, "dependency:copy-dependencies", f"-DoutputDirectory={tmp_lib}", "-DincludeScope=runtime")
     if proc.returncode != 0:
-        out = proc.stdout + proc.stderr
+        out = _ANSI.sub("", proc.stdout + proc.stderr)  # Maven colours its output even in batch mode
         missing = _missing_artifacts(out, version)
         what = f"Maven Central has no {', '.join(missing)} {version}" if missing else "Maven could not resolve it"
         tail = "\n".join(out.strip().splitlines()[-6:])

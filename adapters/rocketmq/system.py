@@ -39,7 +39,8 @@ from adapters.base import (AdapterError, BrokerProfile, ConsumerSpec, NotReady, 
 from adapters.rocketmq import config as cfg
 from reference.clock import CLOCK, CLOCK_ACTIONS, CLOCK_DRIFT
 from reference.cluster import CONTROLLER, MASTER_SLAVE, SECOND_BROKER_ACTIONS, SINGLE, broker_targets
-from reference.contract import BROKER_TARGETS, CONSUME_STATS_SOURCE, MEMORY_SOURCE, PERSISTED_SOURCE, RETRY_PREFIX, queue_key
+from reference.contract import (BROKER_TARGETS, CONSUME_STATS_SOURCE, MEMORY_SOURCE, PERSISTED_SOURCE, RETRY_PREFIX, ROCKETMQ_ADAPTER,
+                                queue_key)
 from reference.disk import DISK_ACTIONS, FILL, FREE
 from reference.network import LATENCY, LATENCY_END, NET_ACTIONS
 from adapters.rocketmq.clientlink import ClientError, ClientProcess, ConsumerProcess, terminate_all
@@ -135,7 +136,7 @@ class RocketMQSystem:
         self._net: netns.BrokerNet | None = None  # the broker's own network namespace (partition, latency)
         self._is_setup = False
         version = CHAIN_SEP.join(d.version for d in self.chain)
-        self.info = SystemInfo("rocketmq", version, runtime.name,
+        self.info = SystemInfo(ROCKETMQ_ADAPTER, version, runtime.name,
                                {"system": CHAIN_SEP.join(d.system for d in self.chain), "source": dist.source,
                                 "workdir": str(self.layout.root)})
         if len(self.chain) > 1:

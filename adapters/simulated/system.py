@@ -14,7 +14,7 @@ from adapters.simulated.consumers import SimConsumer
 from adapters.simulated.defects import Defect
 from adapters.simulated.store import StoredMessage
 from reference.cluster import MASTER_SLAVE, SECOND_BROKER_ACTIONS, SINGLE
-from reference.contract import BROKER_TARGETS, FAULT_TARGETS, retry_topic
+from reference.contract import BROKER_TARGETS, FAULT_TARGETS, SIMULATED_ADAPTER, retry_topic
 from reference.clock import CLOCK_STEP_ACTIONS
 from reference.disk import DISK_ACTIONS
 from reference.network import NET_ACTIONS
@@ -76,7 +76,7 @@ class SimulatedSystem:
         self.plan_positions: dict[tuple[str, str], PlanCursor] = {}
         self._queue_cursor: dict[str, int] = {}
         self._sent = 0
-        self.info = SystemInfo("simulated", version, "virtual", {
+        self.info = SystemInfo(SIMULATED_ADAPTER, version, "virtual", {
             "defects": sorted(d.slug for d in defects), "seed": seed,
             "capabilities": ["timer"] if timers else [],
         })

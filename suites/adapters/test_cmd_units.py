@@ -194,7 +194,8 @@ def test_spec_check_names_the_file_and_the_field(tmp_path):
     path = _write(tmp_path, GOOD.replace("{conf}", "{cfg}", 1))
     with pytest.raises(ContractError, match=rf"^{path}: field 'namesrv.command\[2\]': expected placeholders among"):
         SystemSpec(f"cmd:{path}", "process").check()
-    SystemSpec(f"cmd:{_write(tmp_path, GOOD)}", "auto").check()  # auto means process for a cmd: system
+    good = GOOD.replace('"rocketmq:5.3.3"', f'"{_fake_client(tmp_path)}"')  # the check fetches a release client
+    SystemSpec(f"cmd:{_write(tmp_path, good)}", "auto").check()  # auto means process for a cmd: system
 
 
 def test_spec_check_finds_a_program_that_is_not_there(tmp_path, monkeypatch):
@@ -211,7 +212,8 @@ def test_spec_check_finds_a_program_that_is_not_there(tmp_path, monkeypatch):
         SystemSpec(f"cmd:{path}", "process").check()
     # a program that is a placeholder of the launch, or in a shell string, is the launch's to find
     _programs(tmp_path)
-    SystemSpec(f"cmd:{_write(tmp_path, GOOD.replace('{here}/bin/ns', '{home}/ns'))}", "process").check()
+    good = GOOD.replace('"rocketmq:5.3.3"', f'"{_fake_client(tmp_path)}"')  # the check fetches a release client
+    SystemSpec(f"cmd:{_write(tmp_path, good.replace('{here}/bin/ns', '{home}/ns'))}", "process").check()
 
 
 @pytest.mark.parametrize("runtime,image", [("container", None), ("external", None), ("process", "apache/rocketmq:5.3.3")])
@@ -230,7 +232,8 @@ def test_a_cmd_system_takes_no_turns_in_a_chain(tmp_path):
 def test_a_client_directory_that_is_not_there_is_caught_by_the_check(tmp_path):
     _programs(tmp_path)
     path = _write(tmp_path, GOOD.replace('"rocketmq:5.3.3"', f'"jars:{tmp_path}/nope"'))
-    with pytest.raises(ContractError, match=rf"^{path}: field 'client': expected a distribution or jar directory"):
+    with pytest.raises(ContractError, match=rf"^{path}: field 'client': expected a client the harness can run.* a "
+                       "distribution or jar directory"):
         SystemSpec(f"cmd:{path}", "process").check()
 
 

@@ -75,9 +75,9 @@ def _nothing_ran(out) -> bool:
     return not out.exists() or not any(out.iterdir())
 
 
-def test_unknown_system_exits_3_before_anything_runs(scenario_file, tmp_path, capsys):
+def test_unknown_system_is_a_usage_error_before_anything_runs(scenario_file, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["run", "--scenario", str(scenario_file), "--system", "kafka:3.0", "--out", str(out)]) == 3
+    assert main(["run", "--scenario", str(scenario_file), "--system", "kafka:3.0", "--out", str(out)]) == EXIT_USAGE
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["hourglass: --system: expected rocketmq:<version>, dist:/path, jars:/path, cmd:FILE, simulated or "
                    "simulated[defects], found 'kafka:3.0'"]
@@ -85,9 +85,11 @@ def test_unknown_system_exits_3_before_anything_runs(scenario_file, tmp_path, ca
 
 
 def test_unknown_defect_and_bad_version_name_the_system(scenario_file, tmp_path, capsys):
-    assert main(["run", "--scenario", str(scenario_file), "--system", "simulated[erly-delivery]", "--out", str(tmp_path / "o")]) == 3
+    """A typo in the spec is a usage error (64); a directory or file it names that does not check
+    is a broken input (3), like a missing scenario file."""
+    assert main(["run", "--scenario", str(scenario_file), "--system", "simulated[erly-delivery]", "--out", str(tmp_path / "o")]) == EXIT_USAGE
     assert "found 'erly-delivery'" in capsys.readouterr().err
-    assert main(["run", "--scenario", str(scenario_file), "--system", "rocketmq:4.9", "--out", str(tmp_path / "o")]) == 3
+    assert main(["run", "--scenario", str(scenario_file), "--system", "rocketmq:4.9", "--out", str(tmp_path / "o")]) == EXIT_USAGE
     assert "--system rocketmq:4.9: expected a version like 4.9.7" in capsys.readouterr().err
     assert main(["run", "--scenario", str(scenario_file), "--system", f"dist:{tmp_path}/nope", "--out", str(tmp_path / "o")]) == 3
     assert f"--system dist:{tmp_path}/nope" in capsys.readouterr().err
@@ -95,6 +97,32 @@ def test_unknown_defect_and_bad_version_name_the_system(scenario_file, tmp_path,
     assert capsys.readouterr().err.strip().splitlines() == [
         f"hourglass: {tmp_path}/nope.toml: expected a readable TOML file giving the system's commands, found 'No such file or directory'"]
     assert _nothing_ran(tmp_path / "o")
+
+
+def test_a_cmd_client_maven_central_lacks_is_the_files_error_before_anything_runs(scenario_file, tmp_path, capsys,
+                                                                                 monkeypatch):
+    """Its jars are fetched by the check (the runs would fetch them first thing): a version Maven
+    Central does not have names the file and its field, in one line without Maven's colours."""
+    import subprocess
+
+    from adapters.rocketmq import provision
+
+    for name in ("ns", "broker"):
+        (tmp_path / name).write_text("#!/bin/sh\n")
+        (tmp_path / name).chmod(0o755)
+    cmd = tmp_path / "acme.toml"
+    cmd.write_text('version = "1.0"\nclient = "rocketmq:9.9.9"\n[namesrv]\ncommand = ["{here}/ns"]\n'
+                   '[broker]\ncommand = ["{here}/broker"]\n')
+    maven = ("\x1b[1;31m[ERROR]\x1b[m Failed to execute goal on project rocketmq-9.9.9: Could not resolve dependencies: "
+             "Could not find artifact org.apache.rocketmq:rocketmq-broker:jar:9.9.9 in central\n\x1b[0m")
+    monkeypatch.setenv("HOURGLASS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(provision, "_mvn", lambda *a: subprocess.CompletedProcess(a, 1, maven, ""))
+    out = tmp_path / "o"
+    assert main(["run", "--scenario", str(scenario_file), "--system", f"cmd:{cmd}", "--out", str(out)]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"hourglass: {cmd}: field 'client': expected a client the harness can run")
+    assert "Maven Central has no rocketmq-broker 9.9.9" in err[0] and "\x1b" not in err[0]
+    assert _nothing_ran(out)
 
 
 def test_usage_errors_exit_64(scenario_file, tmp_path, capsys):
@@ -195,7 +223,7 @@ def test_a_bad_scenario_file_is_one_line_and_exit_3_before_anything_runs(tmp_pat
 
 def test_external_runtime_needs_a_name_server_and_readable_fault_commands(scenario_file, tmp_path, capsys):
     assert main(["run", "--scenario", str(scenario_file), "--system", "rocketmq:4.9.7", "--runtime", "external",
-                 "--out", str(tmp_path / "o")]) == 3
+                 "--out", str(tmp_path / "o")]) == EXIT_USAGE  # a missing argument
     assert "--namesrv: expected HOST:PORT of the cluster's name server" in capsys.readouterr().err
     faults = tmp_path / "faults.toml"
     faults.write_text('[broker]\nkil = "pkill -9 -f BrokerStartup"\n')

@@ -81,6 +81,34 @@ BAD = [
     ("second-broker-without-cluster", _raw(faults=[{"at_ms": 10, "action": "kill", "target": "broker-2"}]),
      "faults[0].target", "broker-2"),
     ("timer-without-requires", _raw(messages=[{"key": "a", "topic": "T", "deliver_after_ms": 1500}]), "requires", []),
+    # times: within MAX_SCENARIO_MS of the start, each field and what they add up to (2^40 hung a batch)
+    ("message-in-years", _raw(messages=_msgs({"key": "d", "topic": "T", "at_ms": 2**40})), "messages[3].at_ms", 2**40),
+    ("fault-in-years", _raw(faults=[{"at_ms": 2**40, "action": "kill_restart"}]), "faults[0].at_ms", 2**40),
+    ("outage-of-years", _raw(faults=[{"at_ms": 10, "action": "outage", "duration_ms": 2**40}]), "faults[0].duration_ms",
+     2**40),
+    ("margin-of-years", _raw(drain_margin_ms=2**40), "drain_margin_ms", 2**40),
+    ("slack-of-years", _raw(profile={"slack_ms": 2**40}), "profile.slack_ms", 2**40),
+    ("timer-beyond-a-long", _raw(messages=[{"key": "a", "topic": "T", "deliver_after_ms": 2**63}], requires=["timer"]),
+     "messages[0].deliver_after_ms", 2**63),
+    ("delays-adding-up-to-years", _raw(profile={"message_delay_level": "1s 100000d"},
+                                       messages=[{"key": "a", "topic": "T", "delay_level": 2}]),
+     "messages[0]", f"{100000 * 86400 * 1000} ms"),
+    ("anchor-that-comes-in-years", _raw(faults=[{"at_ms": 0, "action": "kill_restart",
+                                                 "after": {"event": "flush", "count": 10**9}}]),
+     "faults[0]", f"{10**9 * 10_000} ms"),
+    # fault schedules no broker can follow
+    ("kill-twice", _raw(faults=[{"at_ms": 10, "action": "kill"}, {"at_ms": 500, "action": "kill"},
+                                {"at_ms": 900, "action": "start"}]), "faults[1].action", "kill"),
+    ("start-while-up", _raw(faults=[{"at_ms": 10, "action": "start"}]), "faults[0].action", "start"),
+    ("restart-inside-an-outage", _raw(faults=[{"at_ms": 10, "action": "outage", "duration_ms": 5000},
+                                              {"at_ms": 1000, "action": "restart", "duration_ms": 100}]),
+     "faults[1].action", "restart"),
+    ("started-twice-after-previous", _raw(faults=[{"at_ms": 10, "action": "stop"},
+                                                  {"at_ms": 100, "action": "start", "after": {"event": "previous"}},
+                                                  {"at_ms": 100, "action": "start", "after": {"event": "previous"}}]),
+     "faults[2].action", "start"),
+    ("killed-never-started", _raw(faults=[{"at_ms": 10, "action": "kill", "target": "consumer"}]), "faults[0].action",
+     "kill"),
 ]
 
 
@@ -174,3 +202,27 @@ def test_python_built_scenario_is_checked_like_a_file():
     outage = replace(Scenario("o", (Message("a", "T"),), (ConsumerGroup("g", ("T",)),)), faults=(FaultStep(0, "outage"),))
     with pytest.raises(ScenarioError, match=r"faults\[0\]\.duration_ms"):
         validate_scenario(outage, "generated.py")
+
+
+def test_a_file_that_is_not_utf8_is_one_line_naming_the_file_and_the_byte(tmp_path):
+    from harness.cli import main as harness_main
+
+    p = tmp_path / "latin1.json"
+    p.write_bytes(json.dumps(_raw(description="caf\u00e9"), ensure_ascii=False).encode("latin-1"))
+    offset = p.read_bytes().index(b"\xe9")
+    expected = f"{p}: expected a UTF-8 scenario JSON file, found 'byte 0xe9 at offset {offset}'"
+    checked = subprocess.run([sys.executable, "-m", "harness.scenario", str(p)], capture_output=True, text=True, cwd=ROOT)
+    assert (checked.returncode, checked.stderr.strip()) == (3, expected)
+    out = tmp_path / "o"
+    ran = subprocess.run([sys.executable, "-m", "harness", "run", "--scenario", str(p), "--system", "simulated",
+                          "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert (ran.returncode, ran.stderr.strip()) == (3, f"hourglass: {expected}")
+    assert not out.exists()
+
+
+def test_a_schedule_a_broker_can_follow_is_kept():
+    """A stop and a later start (also timed from the stop), and steps timed from a broker event
+    whose moment only the run knows: not refused on a guess of the order."""
+    ok = [{"at_ms": 10, "action": "stop"}, {"at_ms": 2000, "action": "start", "after": {"event": "previous"}},
+          {"at_ms": 500, "action": "restart", "after": {"event": "ready"}}, {"at_ms": 3000, "action": "kill_restart"}]
+    assert len(scenario_from_json(_raw(faults=ok)).faults) == 4
