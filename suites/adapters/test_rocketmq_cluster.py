@@ -3,7 +3,7 @@ a master killed while its slave serves, a slave killed, a 5.x controller-mode ma
 its replica takes over. Each must pass on the newest 4.9.x and 5.x (controller mode: 5.x only); what the runs must show beyond the verdict is asserted too (messages spread over both
 masters, deliveries from the slave while the master was down, both brokers' schedule offsets read,
 re-puts by the elected replica).
-CI runs two-masters and controller mode on latest (master-slave on the simulator); the rest is nightly."""
+CI runs controller mode on latest (master-slave on the simulator); the rest is nightly."""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ def _outage(events, target):
 
 
 @pytest.mark.parametrize("runtime", process_first_runtimes())
+@SLOW  # nightly: CI's hour went to the busy-host and input checks (issue 18); CI keeps the controller failover
 @pytest.mark.parametrize("system", [pytest.param("rocketmq:latest", id="latest"),
-                                    pytest.param("rocketmq:4.9.7", id="4.9.7", marks=SLOW)])
+                                    pytest.param("rocketmq:4.9.7", id="4.9.7")])
 def test_two_masters_one_killed_loses_nothing(system, runtime, tmp_path):
     run_dir, run, events = _passing(two_masters_one_down(), system, tmp_path, runtime)
     assert run["profile"]["cluster"] == "two-masters"
