@@ -167,7 +167,7 @@ def _load_run(fs: _FS, run_dir: str) -> RunInput | BrokenRun:
         run = json.loads(fs.read_bytes(where))
         if isinstance(run, dict) and run.get("ended_ms") is None:
             run["ended_ms"] = 0  # the harness never completed run.json: an interrupted run (reports.completeness)
-        validate_run(run, where)
+        validate_run(run, _display(where))  # errors name the file as people type it
     except ContractError as e:
         return BrokenRun(run_dir, str(e))
     except (ValueError, UnicodeDecodeError) as e:
