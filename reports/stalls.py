@@ -111,7 +111,8 @@ def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterab
     why_not = rule.not_observed(run.get("host"))
     recorded = sorted((e for e in unkeyed if e.get("type") == "stall"), key=lambda e: e["from_ms"])
     started = int(run.get("started_ms") or 0)
-    keep = [v for v in violations if not any(v is x for x in late)]
+    late_ids = {id(v) for v in late}
+    keep = [v for v in violations if id(v) not in late_ids]
     moved = list(pending)
     for v in late:
         if why_not:

@@ -44,17 +44,10 @@ def unavailable() -> str | None:
 
 def java_processes(marker: str, main_class: str = "BrokerStartup") -> list[int]:
     """The JVMs running ``main_class`` whose command line mentions ``marker`` (a test's directory)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmd = (Path("/proc") / entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-        except OSError:
-            continue
-        if main_class in cmd and marker in cmd:
-            out.append(int(entry))
-    return out
+    from adapters.rocketmq.process import command_line
+
+    pids = (int(entry) for entry in os.listdir("/proc") if entry.isdigit())
+    return [pid for pid in pids if main_class in (cmd := command_line(pid, limit=1 << 30)) and marker in cmd]
 
 
 class HostLoad:
