@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -42,6 +43,9 @@ LABEL_COMPONENT = "hourglass.component"
 LABEL_PID = "hourglass.harness-pid"
 LABEL_PID_START = "hourglass.harness-start"
 LABEL_HOST = "hourglass.harness-host"
+#: how long a pause retries runc's "unable to freeze" (a busy host's, not the broker's) before the
+#: run is broken with it
+PAUSE_RETRY_S = 20.0
 
 # The entrypoint of every container: append a marker and then the JVM's output to the log file
 # ($0); run the image's own Java ($JAVA_HOME/bin/java where the image sets it, else `java`).
@@ -287,7 +291,18 @@ class ContainerRuntime:
         self._docker(component, "wait for the exit of", lambda: container.wait(timeout=60))
 
     def pause(self, component: str) -> None:
-        self._docker(component, "pause", self._container(component).pause)
+        # runc freezes a cgroup v1 by writing FROZEN and polling for about 200 ms; a busy host
+        # (a thread in uninterruptible I/O, a throttled quota) outlasts that and runc thaws and
+        # reports "unable to freeze". That is the host, not the broker: try again for a while.
+        deadline = time.monotonic() + PAUSE_RETRY_S
+        while True:
+            try:
+                self._docker(component, "pause", self._container(component).pause)
+                break
+            except AdapterError as e:
+                if "unable to freeze" not in str(e) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
         state = self._state(component)
         if not state.get("Paused"):  # the engine said yes: check the freezer did freeze it
             raise AdapterError(f"container runtime: pause {component}: the engine reports it "

@@ -120,3 +120,45 @@ def test_a_base_image_by_name_that_cannot_be_pulled_says_how_to_fall_back(monkey
     with pytest.raises(AdapterError, match=r"HOURGLASS_BASE_IMAGE=eclipse-temurin:17-jre: not found locally and the "
                                            r"pull failed.*registry unreachable.*unset it to build the base with debootstrap"):
         img.ensure_base_image(SimpleNamespace(images=NoRegistry()), progress=lambda line: None)
+
+
+class _FreezerContainer:
+    """A container whose freezer fails ``fails`` times, as runc's does on a busy host."""
+
+    def __init__(self, fails: int):
+        self.fails, self.attrs = fails, {"State": {"Running": True, "Paused": False, "Status": "running"}}
+
+    def reload(self):
+        pass
+
+    def pause(self):
+        import docker
+
+        if self.fails:
+            self.fails -= 1
+            raise docker.errors.APIError("500", explanation="Cannot pause container 670da: OCI runtime pause "
+                                                            "failed: unable to freeze: unknown")
+        self.attrs["State"].update(Paused=True, Status="paused")
+
+
+def _runtime_with(container) -> ContainerRuntime:
+    runtime = ContainerRuntime.__new__(ContainerRuntime)
+    runtime._containers = {"broker": container}
+    return runtime
+
+
+def test_a_pause_the_freezer_refuses_on_a_busy_host_is_tried_again(monkeypatch):
+    import adapters.rocketmq.container as ct
+
+    monkeypatch.setattr(ct.time, "sleep", lambda s: None)
+    container = _FreezerContainer(fails=2)
+    _runtime_with(container).pause("broker")
+    assert container.attrs["State"]["Paused"] and container.fails == 0
+
+
+def test_a_freezer_that_never_freezes_breaks_the_run_with_runcs_words(monkeypatch):
+    import adapters.rocketmq.container as ct
+
+    monkeypatch.setattr(ct, "PAUSE_RETRY_S", 0.0)
+    with pytest.raises(AdapterError, match="pause broker: .*unable to freeze"):
+        _runtime_with(_FreezerContainer(fails=10**6)).pause("broker")

@@ -36,6 +36,7 @@ class FakeProc:
         (d / "stat").write_text(stat)
         (d / "task" / str(tid) / "schedstat").write_text(f"1000 {run_delay_ns} 5\n")
         (d / "task" / str(tid) / "stat").write_text(f"{tid} ({comm}) S {ppid} " + " ".join(["0"] * 48))
+        (d / "task" / str(tid) / "comm").write_text(comm + "\n")
 
 
 def watch_on(proc: Path, roots: dict, clock: list[int]) -> hostwatch.HostWatch:
