@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
+from harness.logcopy import timed_lines
 from reference import stalls as rule
 
 #: how often the watch samples
@@ -330,21 +331,10 @@ def log_stalls(files: Iterable[Path], subject: str, from_ms: int, to_ms: int, wr
     GMT+8 patterns and the harness's host-zone one are both read right."""
     out = []
     for path in files:
-        try:
-            with open(path, "r", encoding="utf-8", errors="replace") as f:
-                candidates, last = [], None
-                for line in f:
-                    at = rule.log_time_ms(line)
-                    if at is not None:
-                        last = at
-                        if "cost" in line:
-                            candidates.append(line)
-            written = (written_ms or {}).get(Path(path)) or int(os.stat(path).st_mtime * 1000)
-        except OSError:
+        read = timed_lines(Path(path), (written_ms or {}).get(Path(path)), ("cost",))
+        if read is None:
             continue
-        if not candidates or last is None:
-            continue
-        offset = rule.log_utc_offset_s(last, written)
+        offset, candidates = read
         for line in candidates:
             found = rule.parse_log_stall(line, offset)
             if found and found[1] >= from_ms and found[0] <= to_ms:

@@ -89,3 +89,28 @@ def _copy_one(source: Path, target: Path, start: int, max_bytes: int) -> dict:
             out.write(line.encode("utf-8", "replace") + b"\n")
         out.write(data)
     return entry
+
+
+def timed_lines(copy: Path, written_ms: int | None, contains: tuple[str, ...]) -> tuple[int, list[str]] | None:
+    """The lines of one log copy that hold any of ``contains``, with the zone its times are printed
+    in (seconds east of UTC: :func:`reference.stalls.log_utc_offset_s`, its last timed line against
+    ``written_ms``, when its source was last written, else the copy's own time), or None when it has
+    no timed line or cannot be read. RocketMQ's own patterns print GMT+8, the harness's the host's."""
+    from reference.stalls import log_time_ms, log_utc_offset_s
+
+    try:
+        with open(copy, "r", encoding="utf-8", errors="replace") as f:
+            found, last = [], None
+            for line in f:
+                at = log_time_ms(line)
+                if at is not None:
+                    last = at
+                    if any(c in line for c in contains):
+                        found.append(line)
+        written = written_ms or int(os.stat(copy).st_mtime * 1000)
+    except OSError:
+        return None
+    if last is None:
+        return None
+    return log_utc_offset_s(last, written), found
+

@@ -27,16 +27,17 @@ from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
 from adapters.rundir import EventLog, EventTail, write_run_json
 from harness.faults import FaultDriver, TimedFault, primitives_needed
 from harness import hostwatch
-from harness.logcopy import copy_logs, log_sizes
+from harness.logcopy import copy_logs, log_sizes, timed_lines
 from harness.catalogue import suite_of
 from harness.scenario import Scenario
 from reference.cluster import SINGLE, broker_targets
-from reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, consumer_fault, retry_topic
+from reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, SEND_BACK_FAILED, consumer_fault, retry_topic
 from reference.clock import CLOCK_STEP_ACTIONS, waiting_levels
 from reference.levels import parse_level_table
 from reference.disk import DISK_ACTIONS
-from reference.network import NET_ACTIONS
-from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, LOGS_DIR, SCENARIO_JSON, STALL_EVENTS
+from reference.network import NET_ACTIONS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
+from reference.stalls import log_time_ms
+from reference.rundir import CLIENT_LOG_EVENTS, EVENTS_DIR, HARNESS_EVENTS, LOGS_DIR, SCENARIO_JSON, STALL_EVENTS
 from reference.contract import BROKER_TARGETS
 
 #: ``system.info.details`` key: [start, ready] of the system's setup (the broker's start before the
@@ -289,6 +290,7 @@ class ScenarioRun:
                 run["ended_ms"] = clock.now_ms()
                 self._copy_logs(run, logs_since)
                 self._record_stalls(run, watch)
+                self._record_client_failures(run)
                 run["drained"] = observed and not interrupted and not state.pending
                 run["pending"] = list(state.pending[:50])
                 if error:
@@ -325,20 +327,56 @@ class ScenarioRun:
             if watch is None:
                 return
             found = watch.stalls_between(run["started_ms"], run["ended_ms"])
-            for name, entry in sorted((run.get("logs") or {}).items()):
-                if ("broker" in name or "store" in name) and not name.startswith("clients/") and "source" in entry:
+            for name, copy, written in self._log_copies(run):
+                if ("broker" in name or "store" in name) and not name.startswith("clients/"):
                     subject = SECOND_BROKER if SECOND_BROKER in name else BROKER_TARGETS[0]
-                    copy = self.run_dir / LOGS_DIR / name
-                    try:  # when the broker last wrote it: the log's zone (hostwatch.log_stalls)
-                        written = {copy: int(os.stat(entry["source"]).st_mtime * 1000)}
-                    except OSError:
-                        written = {}
-                    found += hostwatch.log_stalls([copy], subject, run["started_ms"], run["ended_ms"], written)
+                    found += hostwatch.log_stalls([copy], subject, run["started_ms"], run["ended_ms"],
+                                                  {copy: written} if written else None)
             with EventLog(self.events_dir / STALL_EVENTS) as out:
                 for e in sorted(found, key=lambda e: (e["ts_ms"], e["source"], e["subject"])):
                     out.write(e)
         finally:
             hostwatch.release(self.system)
+
+    def _log_copies(self, run: dict) -> list[tuple[str, Path, int | None]]:
+        """(name, copy, when its source was last written: the log's zone) of each log copy of the run."""
+        out = []
+        for name, entry in sorted((run.get("logs") or {}).items()):
+            if "source" not in entry:
+                continue
+            try:
+                written = int(os.stat(entry["source"]).st_mtime * 1000)
+            except OSError:
+                written = None
+            out.append((name, self.run_dir / LOGS_DIR / name, written))
+        return out
+
+    def _record_client_failures(self, run: dict) -> None:
+        """The send-backs the official client logged as failed in the run's period, of the run's
+        groups, into ``events/client-log.jsonl`` (``fault`` ``send_back_failed``: the model allows
+        what the client does then, ``reference.network.send_back_failures``)."""
+        groups = {c.group for c in self.scenario.consumers}
+        found = []
+        for name, copy, written in self._log_copies(run):
+            if "client" not in name and not name.startswith("consumer"):
+                continue
+            read = timed_lines(copy, written, SEND_BACK_FAILURE_MARKS)
+            if read is None:
+                continue
+            offset, lines = read
+            for line in lines:
+                parsed, at = parse_send_back_failure(line), log_time_ms(line)
+                if parsed is None or at is None or parsed[0] not in groups:
+                    continue
+                ts = at - offset * 1000
+                if run["started_ms"] <= ts <= run["ended_ms"]:
+                    found.append({"type": "fault", "ts_ms": ts, "action": SEND_BACK_FAILED, "target": "consumer",
+                                  "group": parsed[0], **({"key": parsed[1]} if parsed[1] else {}),
+                                  "cause": f"{name}: {line.strip()[:300]}"})
+        if found:
+            with EventLog(self.events_dir / CLIENT_LOG_EVENTS) as out:
+                for e in sorted(found, key=lambda e: e["ts_ms"]):
+                    out.write(e)
 
     def _log_sizes(self) -> dict[str, int]:
         if not isinstance(self.system, LogFiles):

@@ -21,6 +21,7 @@ and ``rocketmq-all-5.3.3``. The catalogue:
 | ``retry.goes_to_dlq`` | SendMessageProcessor.asyncConsumerSendMsgBack (reconsumeTimes >= max, or delayLevel < 0) |
 | ``retry.goes_to_dlq_on_resend`` | SendMessageProcessor.handleRetryAndDLQ (header reconsumeTimes >= max) |
 | ``retry.send_back_route`` | DefaultMQPushConsumerImpl.sendMessageBack, ConsumeMessageConcurrentlyService.processConsumeResult / submitConsumeRequestLater (5000 ms) |
+| ``network.send_back_failures`` / ``send_back_may_repeat`` (a send-back the client logged failed) | DefaultMQPushConsumerImpl.sendMessageBack (its ERROR line, then the re-send through the client's producer; the request given up on may still be stored) |
 | ``profile.effective_max_reconsume_times`` | DefaultMQPushConsumerImpl.getMaxReconsumeTimes (-1 → 16), header value wins in asyncConsumerSendMsgBack |
 | ``plans.plan_outcome`` | the DLQ rule of asyncConsumerSendMsgBack applied to a plan |
 | ``plans.next_answer`` | ConsumeMessageConcurrentlyService + RemoteBrokerOffsetStore (redelivery after a consumer dies) |

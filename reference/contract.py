@@ -35,8 +35,12 @@ ADAPTERS: tuple[str, ...] = (ROCKETMQ_ADAPTER, SIMULATED_ADAPTER)
 #: What a consumer answers on one delivery of a message.
 PLAN_WORDS: tuple[str, ...] = ("OK", "LATER", "CRASH")
 SEND_STATUSES: tuple[str, ...] = ("SEND_OK", "FAILED", "UNKNOWN")
+#: ``action`` of the ``fault`` a client's own report writes: a send-back the official client logged
+#: as failed (target ``consumer``; ``reference.network.send_back_failures``)
+SEND_BACK_FAILED = "send_back_failed"
 FAULT_ACTIONS: tuple[str, ...] = ("kill", "stop", "start", "ready", "pause", "resume", "disk_full", "disk_free",
-                                  "partition", "partition_end", "latency", "latency_end", "loss", "loss_end", "clock")
+                                  "partition", "partition_end", "latency", "latency_end", "loss", "loss_end", "clock",
+                                  SEND_BACK_FAILED)
 #: the broker processes a system may run (``reference.cluster``: a second one in a cluster
 #: topology); ``broker`` is the first, the only one of a single-broker system
 BROKER_TARGETS: tuple[str, ...] = ("broker", "broker-2")
@@ -160,6 +164,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("target", "str", True, FAULT_TARGETS),
         _f("name", "str", False),  # which consumer (target consumer)
         _f("group", "str", False),  # its group: a start changes the group's membership
+        _f("key", "str", False),  # send_back_failed: the message's key, where the client's log line named it
         _f("step", "int", False),  # the scenario's fault step (index in its faults) this action belongs to
         _f("anchor", "str", False),  # an anchored step: what it was timed from ("reput level 3 #2 at ...")
         _f("anchor_event_ms", "int", False),  # an anchored step: when that anchor event happened

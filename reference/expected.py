@@ -200,11 +200,11 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     unknown_outages = merge_outages(outages + unknown_send_outages(faults))
     net_local, net_back, down_lag = local_retry_lag_ms(faults), send_back_lag_ms(faults), down_broker_lag_ms(faults)
 
-    def local_lag(ts_ms: int) -> int:
-        return max(net_local(ts_ms), down_lag(ts_ms))
+    def local_lag(ts_ms: int, group: str | None, key: str) -> int:
+        return max(net_local(ts_ms, group, key), down_lag(ts_ms))
 
-    def back_lag(ts_ms: int) -> int:
-        return max(net_back(ts_ms), down_lag(ts_ms))
+    def back_lag(ts_ms: int, group: str | None, key: str) -> int:
+        return max(net_back(ts_ms, group, key), down_lag(ts_ms))
     table = profile.level_table
     max_level = table.max_level
     # no attempt goes beyond the longest plan (each LATER one more), whatever maxReconsumeTimes allows
@@ -259,14 +259,15 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                 r_earliest = anchor + r_delay
                 r_due = last_anchor + r_delay
                 r_widened = None
+                stored_lag = back_lag(last_anchor, group, key)
                 if clock is not None:  # the retry is stored by the broker when the send-back arrives
-                    r_earliest, r_due, r_widened = _on_broker_clock(clock, anchor, last_anchor + back_lag(last_anchor),
+                    r_earliest, r_due, r_widened = _on_broker_clock(clock, anchor, last_anchor + stored_lag,
                                                                     r_delay, None, r_earliest, r_due, r_level)
-                r_latest = r_due + slack + back_lag(last_anchor)
+                r_latest = r_due + slack + stored_lag
                 if outages:
                     r_latest, r_widened = _joined(widen(anchor, r_earliest, r_latest), r_widened)
                 l_earliest = anchor + local_delay
-                l_latest = last_anchor + local_delay + slack + local_lag(last_anchor)
+                l_latest = last_anchor + local_delay + slack + local_lag(last_anchor, group, key)
                 if consumer_outages:
                     l_latest = widen_local(anchor, l_earliest, l_latest)[0]
                 append((run_id, key, k, topic, retry_queue, status, r_requested, r_level, r_level != r_requested,
@@ -320,12 +321,13 @@ def sent_back_copies(previous_attempt: Iterable[Mapping], faults: Iterable[Mappi
     own message back (sendMessageBack per message), so attempt k may have as many stored copies as
     attempt k-1 had LATER answers: a duplicated attempt (a consumer redelivery, a re-put repeated
     after a failover: ``reference.cluster``) doubles the rest of its chain, each copy of the retry
-    being an attempt of its own. A LATER whose send-back timed out in a cut may store one more
-    (:func:`reference.network.send_back_may_repeat`: TCP retransmits it beside the client's re-send).
+    being an attempt of its own. A LATER whose send-back failed may store one more
+    (:func:`reference.network.send_back_may_repeat`: timed out in a cut, TCP retransmits it beside the
+    client's re-send; or the client logged the failure, and the request it gave up on was stored too).
     ``previous_attempt``: the deliveries of attempt k-1; ``faults``: the run's fault events."""
     repeats = send_back_may_repeat(faults)
     laters = [d for d in previous_attempt if d.get("outcome") == "LATER"]
-    return len(laters) + sum(1 for d in laters if repeats(d["ts_ms"]))
+    return len(laters) + sum(1 for d in laters if repeats(d["ts_ms"], d.get("group"), d.get("key")))
 
 
 def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, second: Mapping) -> DuplicateRuling:

@@ -47,12 +47,31 @@ The rule, method by method:
   own producer (a second stored copy of the retry) or the local re-consume. Each ``LATER`` answered
   in a cut, or up to :data:`SEND_BACK_FAILS_AFTER_MS` before it, may store one more copy of its
   retry (:func:`send_back_may_repeat`).
+
+- A send-back the client itself reports failed, whatever the cause (a broker that did not answer
+  within :data:`SEND_BACK_TIMEOUT_MS` because the host starved it, a write the client's own I/O
+  thread did not finish in time): DefaultMQPushConsumerImpl.sendMessageBack logs it at ERROR
+  (4.9.x "sendMessageBack Exception, <group>"; 5.x "Failed to send message back,
+  consumerGroup=<group>, …, message=MessageExt […KEYS=<key>…]") and re-sends the retry through its
+  own producer (delay level 3 + reconsumeTimes, the broker's own choice for level 0). The request it
+  gave up on may still reach the broker and be stored: one more copy of the retry (seen on 4.9.7
+  on a starved host: "send request … failed" after 5 s, two copies re-put 100 ms apart). The retry
+  is stored when the re-send is, up to :data:`CLIENT_SEND_TIMEOUT_MS` after the failure; if the
+  re-send fails too, the local re-consume comes 5 s after that. The harness reads these lines from
+  the run's copy of the client's log (:func:`parse_send_back_failure`) and records each as a
+  ``fault`` :data:`SEND_BACK_FAILED` of target ``consumer`` (``group``; ``key`` where the client
+  logged it); a ``LATER`` of that group (and key) answered up to :data:`SEND_BACK_FAILS_AFTER_MS`
+  before it (the log's own resolution earlier) is one whose send-back failed then
+  (:func:`send_back_failures`): it may repeat, and its retry and local re-consume may come that
+  much later than the ``LATER`` plus :data:`CLIENT_SEND_TIMEOUT_MS`.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+import re
+from typing import Callable, Iterable, Mapping
 
+from reference.contract import SEND_BACK_FAILED
 from reference.windows import Outage
 
 PARTITION, PARTITION_END = "partition", "partition_end"
@@ -73,6 +92,13 @@ SEND_BACK_TIMEOUT_MS = 5_000
 CLIENT_SEND_TIMEOUT_MS = 3_000
 #: how much later than usual a send-back that meets a partition gives up
 SEND_BACK_FAILS_AFTER_MS = SEND_BACK_TIMEOUT_MS + CLIENT_SEND_TIMEOUT_MS
+#: DefaultMQPushConsumerImpl.sendMessageBack's ERROR line, 4.9.x (the group only) and 5.x (the
+#: group, and the message with its keys); group 1: the group, group 2: the message
+SEND_BACK_FAILURE_MARKS = ("sendMessageBack Exception, ", "Failed to send message back, consumerGroup=")
+_SEND_BACK_FAILURE = re.compile("(?:" + "|".join(map(re.escape, SEND_BACK_FAILURE_MARKS)) + r")([^\s,]+)(.*)")
+_LOGGED_KEYS = re.compile(r"KEYS=([^,}\s]+)")
+#: how far before its time a log line may have been written (RocketMQ's own patterns print seconds)
+LOG_RESOLUTION_MS = 1_000
 #: ClientHousekeepingService / RouteInfoManager: 120 s without a heartbeat; partitions stay below
 MAX_PARTITION_MS = 100_000
 #: the largest netem delay a latency step may add (below every client timeout, with room for the
@@ -117,11 +143,52 @@ def send_back_meets(periods: Iterable[tuple[int, int | None]]):
     return meets
 
 
+def parse_send_back_failure(line: str) -> tuple[str, str | None] | None:
+    """(group, key or None) of a client log line that reports a failed send-back
+    (DefaultMQPushConsumerImpl.sendMessageBack, 4.9.x and 5.x), None for any other line."""
+    m = _SEND_BACK_FAILURE.search(line)
+    if m is None:
+        return None
+    keys = _LOGGED_KEYS.search(m.group(2))
+    key = keys.group(1) if keys else None
+    return m.group(1), key
+
+
+def send_back_failures(faults: Iterable[Mapping]) -> Callable[[int, str | None, str | None], int | None]:
+    """A function of a ``LATER``'s ``ts_ms``, group and key: when the client logged its send-back
+    failed (the latest such :data:`SEND_BACK_FAILED` event of its group, of its key where the line
+    named one, at most :data:`SEND_BACK_FAILS_AFTER_MS` after it), or None."""
+    failed: dict[str, list[tuple[int, str | None]]] = {}
+    for f in faults:
+        if f.get("action") == SEND_BACK_FAILED and f.get("group"):
+            failed.setdefault(f["group"], []).append((int(f["ts_ms"]), f.get("key")))
+
+    def at(ts_ms: int, group: str | None, key: str | None) -> int | None:
+        return max((t for t, k in failed.get(group or "", ())
+                    if ts_ms - LOG_RESOLUTION_MS <= t <= ts_ms + SEND_BACK_FAILS_AFTER_MS and (k is None or k == key)),
+                   default=None)
+
+    return at
+
+
 def send_back_may_repeat(faults: Iterable[Mapping], target: str = "broker"):
-    """A function of a ``LATER``'s ``ts_ms``: whether its send-back may have timed out in a cut and
-    still be stored by TCP retransmission beside the client's own re-send (one more stored copy of
-    its retry): :func:`send_back_meets` a partition or loss period."""
-    return send_back_meets(partitions(faults, target))
+    """A function of a ``LATER``'s ``ts_ms`` (and group and key): whether its send-back may have
+    failed and still be stored beside the client's own re-send (one more stored copy of its retry):
+    it :func:`send_back_meets` a partition or loss period (TCP retransmits it after the heal), or the
+    client logged it failed (:func:`send_back_failures`)."""
+    faults = list(faults)
+    meets, failed = send_back_meets(partitions(faults, target)), send_back_failures(faults)
+
+    def repeats(ts_ms: int, group: str | None = None, key: str | None = None) -> bool:
+        return meets(ts_ms) or failed(ts_ms, group, key) is not None
+
+    return repeats
+
+
+def _failed_lag(failed, ts_ms: int, group: str | None, key: str | None) -> int:
+    """How much later than its ``LATER`` a logged send-back failure sends the retry (or re-consumes)."""
+    t = failed(ts_ms, group, key)
+    return 0 if t is None else max(0, t - ts_ms) + CLIENT_SEND_TIMEOUT_MS
 
 
 def unknown_send_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Outage]:
@@ -139,11 +206,14 @@ def unknown_send_outages(faults: Iterable[Mapping], target: str = "broker") -> l
 def local_retry_lag_ms(faults: Iterable[Mapping], target: str = "broker"):
     """DefaultMQPushConsumerImpl.sendMessageBack: a function of a ``LATER``'s ``ts_ms`` giving how
     much later than usual its local re-consume may come (:data:`SEND_BACK_FAILS_AFTER_MS` when the
-    send-back met a partition: answered in it, or up to that long before it, :func:`send_back_meets`)."""
-    meets = send_back_meets(partitions(faults, target))
+    send-back met a partition: answered in it, or up to that long before it, :func:`send_back_meets`;
+    until the client's re-send gave up when the client logged the send-back failed:
+    :func:`send_back_failures`)."""
+    faults = list(faults)
+    meets, failed = send_back_meets(partitions(faults, target)), send_back_failures(faults)
 
-    def lag(ts_ms: int) -> int:
-        return SEND_BACK_FAILS_AFTER_MS if meets(ts_ms) else 0
+    def lag(ts_ms: int, group: str | None = None, key: str | None = None) -> int:
+        return max(SEND_BACK_FAILS_AFTER_MS if meets(ts_ms) else 0, _failed_lag(failed, ts_ms, group, key))
 
     return lag
 
@@ -151,10 +221,14 @@ def local_retry_lag_ms(faults: Iterable[Mapping], target: str = "broker"):
 def send_back_lag_ms(faults: Iterable[Mapping], target: str = "broker"):
     """SendMessageProcessor.asyncConsumerSendMsgBack stores the retry when the send-back arrives: a
     function of a ``LATER``'s ``ts_ms`` giving how much later than its ``ts_ms`` that may be (one
-    round trip, 2 × ``delay_ms``, in a latency period)."""
+    round trip, 2 × ``delay_ms``, in a latency period; when the client logged the send-back failed,
+    until its re-send through its own producer may have been stored: :func:`send_back_failures`)."""
+    faults = list(faults)
     periods = [(a, b, int(f.get("delay_ms") or 0)) for a, b, f in _periods(faults, LATENCY, LATENCY_END, target)]
+    failed = send_back_failures(faults)
 
-    def lag(ts_ms: int) -> int:
-        return max((2 * d for a, b, d in periods if a <= ts_ms and (b is None or ts_ms <= b)), default=0)
+    def lag(ts_ms: int, group: str | None = None, key: str | None = None) -> int:
+        return max(max((2 * d for a, b, d in periods if a <= ts_ms and (b is None or ts_ms <= b)), default=0),
+                   _failed_lag(failed, ts_ms, group, key))
 
     return lag

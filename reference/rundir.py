@@ -12,6 +12,8 @@ processes, the simulator); the checker reads the same names (``reports.inputs``)
       events/harness.jsonl          HARNESS_EVENTS: send, fault, snapshot, dlq
       events/consumer-<name>.jsonl  consumer_events(name): deliver, and the consumer's deaths and restarts
       events/stalls.jsonl           STALL_EVENTS: stall (the host's and the broker's), written at the end
+      events/client-log.jsonl       CLIENT_LOG_EVENTS: fault send_back_failed, read from the client's
+                                    log copy at the end (reference.network.send_back_failures)
       logs/                         LOGS_DIR: copies of the system's logs (broker, name server,
                                     clients, consumers), taken at the run's end; none for a
                                     system without logs (the simulator)
@@ -34,6 +36,8 @@ EVENTS_DIR = "events"
 HARNESS_EVENTS = "harness.jsonl"
 #: the stalls of the host and the system's processes while the run lasted (reference.stalls)
 STALL_EVENTS = "stalls.jsonl"
+#: what the official client logged of its own failures while the run lasted (reference.network)
+CLIENT_LOG_EVENTS = "client-log.jsonl"
 CONSUMER_EVENTS_PREFIX = "consumer-"
 EVENTS_SUFFIX = ".jsonl"
 LOGS_DIR = "logs"

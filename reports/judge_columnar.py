@@ -41,7 +41,7 @@ SEND_FIELDS = ("type", "ts_ms", "key", "topic", "delay_level", "deliver_at_ms", 
 DELIVER_FIELDS = ("type", "ts_ms", "key", "group", "topic", "queue_id", "queue_offset", "queue_topic",
                   "commit_log_offset", "broker", "body_crc", "reconsume_times", "born_ms", "store_ms", "outcome")
 DLQ_FIELDS = ("type", "ts_ms", "key", "group", "reconsume_times", "store_ms")
-FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group", "delay_ms",  # delay_ms: reference.network
+FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group", "key", "delay_ms",  # key, delay_ms: reference.network
                 "offset_ms", "settled_ms", "waiting_levels", "rate_permille")  # reference.clock
 SNAPSHOT_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["snapshot"]))
 STALL_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["stall"]))  # reference.stalls: judged per run

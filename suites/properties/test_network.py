@@ -1,16 +1,20 @@
 """Network faults (``reference.network``): a partition moves no window of a message stored before it
 (the schedule service runs on), widens the window of an UNKNOWN send only, up to the retransmission
 after the heal, delays a LATER's local re-consume by the failed send-back's timeouts, and allows no
-scheduler duplicate; latency moves no window but a retry's, by a round trip."""
+scheduler duplicate; latency moves no window but a retry's, by a round trip; a send-back the client
+logged failed moves its retry and local re-consume to after its re-send, and may repeat."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from reference.expected import build_expected
-from reference.network import (INITIAL_RTO_MS, SEND_BACK_FAILS_AFTER_MS, local_retry_lag_ms, partitions, send_back_lag_ms,
-                               unknown_send_outages)
+from reference.contract import SEND_BACK_FAILED
+from reference.network import (CLIENT_SEND_TIMEOUT_MS, INITIAL_RTO_MS, LOG_RESOLUTION_MS, SEND_BACK_FAILS_AFTER_MS,
+                               local_retry_lag_ms, parse_send_back_failure, partitions, send_back_lag_ms,
+                               send_back_may_repeat, unknown_send_outages)
 from reference.persistence import scheduler_duplicate_allowed
 from reference.windows import Outage
 
@@ -79,3 +83,38 @@ def test_a_partition_restores_no_offset_so_it_allows_no_scheduler_duplicate():
     cut = [fault(T0 + 1_000, "partition"), fault(T0 + 6_000, "partition_end")]
     allowed, _ = scheduler_duplicate_allowed(cut, T0 + 2_000, T0 + 7_000, 10_000, 10_000, 50)
     assert not allowed
+
+
+@given(failed_after=st.integers(0, SEND_BACK_FAILS_AFTER_MS), logged_key=st.sampled_from([None, "k", "other"]),
+       logged_group=st.sampled_from(["g", "h"]))
+def test_a_send_back_the_client_logged_failed_moves_the_retry_and_the_local_re_consume_to_after_its_re_send(
+        failed_after, logged_key, logged_group):
+    later = {"type": "deliver", "ts_ms": T0 + 4_000, "key": "k", "group": "g", "topic": "T", "queue_id": 0,
+             "queue_offset": 0, "msg_id": "m", "reconsume_times": 0, "born_ms": T0, "store_ms": T0 + 2_000,
+             "outcome": "LATER"}
+    logged = fault(T0 + 4_000 + failed_after, SEND_BACK_FAILED, "consumer", group=logged_group,
+                   **({"key": logged_key} if logged_key else {}))
+    first, retry = _rows([logged], delivers=[later])
+    p_first, p_retry = _rows([], delivers=[later])
+    ours = logged_group == "g" and logged_key in (None, "k")
+    lag = failed_after + CLIENT_SEND_TIMEOUT_MS if ours else 0
+    assert (first.earliest_ms, first.latest_ms) == (p_first.earliest_ms, p_first.latest_ms)
+    assert retry.latest_ms == p_retry.latest_ms + lag and retry.local_latest_ms == p_retry.local_latest_ms + lag
+    assert retry.earliest_ms == p_retry.earliest_ms
+    assert send_back_may_repeat([logged])(T0 + 4_000, "g", "k") is ours
+    # a failure logged longer after a LATER than a send-back and its re-send take, or before it, is another's
+    assert not send_back_may_repeat([logged])(logged["ts_ms"] - SEND_BACK_FAILS_AFTER_MS - 1, "g", "k")
+    assert not send_back_may_repeat([logged])(logged["ts_ms"] + LOG_RESOLUTION_MS + 1, "g", "k")
+
+
+@pytest.mark.parametrize("line, parsed", [
+    ("2026-11-25 15:22:20,647 ERROR RocketmqClient - sendMessageBack Exception, dlq-default_cg-dlq16",
+     ("dlq-default_cg-dlq16", None)),
+    ("2026-11-25 23:22:20 ERROR ConsumeMessageThread_1 - Failed to send message back, consumerGroup=g1, brokerName=b, "
+     "mq=MessageQueue [topic=T, brokerName=b, queueId=0], message=MessageExt [brokerName=b, queueId=0, "
+     "toString()=Message{topic='T', flag=0, properties={MIN_OFFSET=0, KEYS=k-17, HG_PLAN=LATER}, body=[1]}]",
+     ("g1", "k-17")),
+    ("2026-11-25 15:22:20,647 WARN RocketmqClient - send a request command to channel <127.0.0.1:10911> failed.", None),
+])
+def test_the_clients_send_back_failure_lines_of_4_9_and_5_x_name_the_group_and_the_key(line, parsed):
+    assert parse_send_back_failure(line) == parsed

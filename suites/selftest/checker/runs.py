@@ -27,8 +27,8 @@ class RunBuilder:
         self.events: list[dict] = []
         self._offset = 1000
 
-    def fault(self, at: int, action: str, target: str = "broker") -> "RunBuilder":
-        self.events.append({"type": "fault", "ts_ms": T0 + at, "action": action, "target": target})
+    def fault(self, at: int, action: str, target: str = "broker", **extra) -> "RunBuilder":
+        self.events.append({"type": "fault", "ts_ms": T0 + at, "action": action, "target": target, **extra})
         return self
 
     def send(self, key: str, at: int, level: int = 0, plan=None, status: str = "SEND_OK", **extra) -> "RunBuilder":

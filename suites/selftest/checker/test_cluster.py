@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from reference.contract import SEND_BACK_FAILED
 from reference.network import SEND_BACK_FAILS_AFTER_MS
-from suites.selftest.checker.runs import T0, RunBuilder, check_on_path
+from suites.selftest.checker.runs import GROUP, T0, RunBuilder, check_on_path
 
 A, B = "broker-a", "broker-b"
 
@@ -48,13 +49,17 @@ def _send_back(run_id: str, outage: bool) -> RunBuilder:
     return b.deliver("e", 19_010, outcome="LATER", at=20_010, copy=9, broker=A).deliver("e", 19_010, attempt=1, at=late, copy=9, broker=A)
 
 
-def _retry_copies(run_id: str, laters: int) -> RunBuilder:
+def _retry_copies(run_id: str, laters: int, send_back_failed: tuple[int, str, str | None] | None = None) -> RunBuilder:
     # attempt 0 answered LATER ``laters`` times (the second a redelivery after a consumer restart),
-    # attempt 1 stored twice
+    # attempt 1 stored twice; ``send_back_failed``: (when, group, key) the client logged a send-back
+    # failed (reference.network.send_back_failures)
     b = RunBuilder(run_id).send("f", 0, plan=["LATER", "OK"]).deliver("f", 10, outcome="LATER", at=100, copy=11)
     b.fault(200, "kill", "consumer").fault(300, "start", "consumer")
     if laters == 2:
         b.deliver("f", 10, outcome="LATER", at=400, copy=11)
+    if send_back_failed:
+        at, group, key = send_back_failed
+        b.fault(at, SEND_BACK_FAILED, "consumer", group=group, **({"key": key} if key else {}))
     return b.deliver("f", 10_100, attempt=1, copy=21).deliver("f", 10_400, attempt=1, copy=22)
 
 
@@ -95,6 +100,13 @@ def cluster_root(tmp_path_factory):
         b.write(root, profile=_profile(b, "two-masters"), system=_TWO_MASTERS)
     _retry_copies("retry-of-each-later", 2).write(root)
     _retry_copies("retry-copy-without-later", 1).write(root)
+    # the client logged the send-back failed 5 s after the LATER: the request it gave up on may be
+    # stored beside its re-send; a failure of another group, of another key or long after explains nothing
+    _retry_copies("retry-copy-send-back-failed", 1, (5_100, GROUP, None)).write(root)
+    _retry_copies("retry-copy-send-back-failed-key", 1, (5_100, GROUP, "f")).write(root)
+    _retry_copies("retry-copy-other-group-failed", 1, (5_100, "other-group", None)).write(root)
+    _retry_copies("retry-copy-other-key-failed", 1, (5_100, GROUP, "g")).write(root)
+    _retry_copies("retry-copy-failed-too-late", 1, (100 + SEND_BACK_FAILS_AFTER_MS + 500, GROUP, None)).write(root)
     for run_id, outage in [("send-back-broker-down", True), ("send-back-no-outage", False)]:
         b = _send_back(run_id, outage)
         b.write(root, profile=_profile(b, "two-masters"))
@@ -135,6 +147,14 @@ def test_each_later_answer_stores_its_own_retry(verdicts):
     assert verdicts["retry-of-each-later"]["invariants"]["NO_DUPLICATE"]["passed"] is True
     one = verdicts["retry-copy-without-later"]["invariants"]["NO_DUPLICATE"]
     assert one["passed"] is False and one["examples"][0]["attempt"] == 1
+
+
+def test_a_send_back_the_client_logged_failed_may_store_one_more_retry(verdicts):
+    for run_id in ("retry-copy-send-back-failed", "retry-copy-send-back-failed-key"):
+        assert verdicts[run_id]["invariants"]["NO_DUPLICATE"]["passed"] is True, run_id
+    for run_id in ("retry-copy-other-group-failed", "retry-copy-other-key-failed", "retry-copy-failed-too-late"):
+        dup = verdicts[run_id]["invariants"]["NO_DUPLICATE"]
+        assert dup["passed"] is False and dup["examples"][0]["attempt"] == 1, run_id
 
 
 def test_a_replica_elected_after_a_kill_may_repeat_re_puts_since_its_last_sync(verdicts):

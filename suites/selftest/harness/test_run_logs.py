@@ -9,6 +9,8 @@ no logs: its runs have no ``logs/`` and their report no logs section.
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,7 +21,8 @@ from adapters.simulated import DEFAULT_START_MS, SimulatedSystem, open_simulated
 from harness.logcopy import CUT_MARK, copy_logs
 from harness.runner import ScenarioRun
 from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, Message, Scenario
-from reference.rundir import BROKER_LOGS, LOGS_DIR, RUN_JSON
+from reference.contract import SEND_BACK_FAILED, validate_event
+from reference.rundir import BROKER_LOGS, CLIENT_LOG_EVENTS, EVENTS_DIR, LOGS_DIR, RUN_JSON
 from reports.html import report_html
 from reports.logs import run_logs
 
@@ -155,3 +158,44 @@ def test_an_external_cluster_gives_the_harness_client_logs_and_says_the_servers_
     _touch(system.layout.home_dir / "logs" / "broker.log")
     assert set(system.log_files()) == {"consumer-g-0.log"}
     assert "not collected (external cluster" in system.logs_not_collected()
+
+
+def _log_line(at_ms: int, utc_offset_s: int, text: str, millis: bool) -> str:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(at_ms / 1000 + utc_offset_s))
+    return f"{stamp}{f',{at_ms % 1000:03d}' if millis else ''} {text}\n"
+
+
+def test_the_send_backs_the_client_logged_failed_become_fault_events_of_the_runs_groups(tmp_path):
+    """4.9.x's client log (the harness's pattern: milliseconds, the host's zone) and 5.x's (RocketMQ's
+    own: seconds, GMT+8) both give their failed send-backs as ``send_back_failed`` faults, in the
+    run's period and of its groups only (reference.network.send_back_failures)."""
+    run_dir, sources = tmp_path / "run", tmp_path / "sources"
+    (run_dir / LOGS_DIR / "clients").mkdir(parents=True)
+    sources.mkdir()
+    started = (int(time.time()) - 3_600) * 1000
+    run = {"started_ms": started, "ended_ms": started + 60_000, "logs": {}}
+    old = _log_line(started + 5_123, 0, "ERROR RocketmqClient - sendMessageBack Exception, g", True)
+    other_group = _log_line(started + 6_000, 0, "ERROR RocketmqClient - sendMessageBack Exception, h", True)
+    before = _log_line(started - 10_000, 0, "ERROR RocketmqClient - sendMessageBack Exception, g", True)
+    last = _log_line(started + 70_000, 0, "INFO RocketmqClient - closed", True)
+    new = _log_line(started + 9_000, 8 * 3600, "ERROR ConsumeMessageThread_1 - Failed to send message back, "
+                    "consumerGroup=g, brokerName=b, mq=MessageQueue [topic=T], message=MessageExt [queueId=0, "
+                    "toString()=Message{topic='T', flag=0, properties={KEYS=k2, HG_PLAN=LATER}, body=[1]}]", False)
+    new_last = _log_line(started + 70_000, 8 * 3600, "INFO main - shutdown", False)
+    for name, text, written in [("rocketmq_client.log", before + old + other_group + last, started + 70_000),
+                                ("clients/broker_default.log", new + new_last, started + 70_400)]:
+        source = sources / name.replace("/", "_")
+        source.write_text(text)
+        os.utime(source, (written / 1000, written / 1000))
+        (run_dir / LOGS_DIR / name).write_text(text)
+        run["logs"][name] = {"source": str(source), "from_byte": 0, "to_byte": len(text)}
+    fake = SimpleNamespace(scenario=_scenario(), run_dir=run_dir, events_dir=run_dir / EVENTS_DIR)
+    fake._log_copies = lambda r: ScenarioRun._log_copies(fake, r)
+    (run_dir / EVENTS_DIR).mkdir()
+    ScenarioRun._record_client_failures(fake, run)
+    events = [json.loads(line) for line in (run_dir / EVENTS_DIR / CLIENT_LOG_EVENTS).read_text().splitlines()]
+    for e in events:
+        validate_event(e)
+    assert [(e["ts_ms"] - started, e["action"], e["target"], e["group"], e.get("key")) for e in events] == [
+        (5_123, SEND_BACK_FAILED, "consumer", "g", None), (9_000, SEND_BACK_FAILED, "consumer", "g", "k2")]
+    assert "rocketmq_client.log: " in events[0]["cause"] and "sendMessageBack Exception" in events[0]["cause"]
