@@ -38,6 +38,11 @@ PSI's *some* stall (some task waited) does not: on a busy machine it is near 100
 correct broker keeps its times (measured: CPU pressure 91 %, no broker late) — it is named in the
 reason as context only.
 
+The stalls are recorded while the run lasts. On a shared system the consumers outlive the run
+and may deliver after its end: a lateness that arrived after the host was last watched and that
+the stalls recorded until then do not cover is undecided as well (the stalls that may explain it
+were not observed).
+
 Where the harness could not observe the host (an external cluster on other hosts), a run.json says
 so (``host``: :func:`not_observed`) and every late verdict says it too, instead of assuming a quiet
 machine.
@@ -190,13 +195,21 @@ def _context(stalls: list[Mapping], from_ms: int, to_ms: int) -> str:
 
 
 def explain_late(stalls: list[Mapping], earliest_ms: int, latest_ms: int, observed_ms: int, started_ms: int,
-                 local: bool = False) -> tuple[bool, str]:
+                 local: bool = False, observed_until_ms: int | None = None) -> tuple[bool, str]:
     """(covered, reason) for an attempt due at ``earliest_ms``, on time until ``latest_ms``, seen at
     ``observed_ms`` (> ``latest_ms``): covered by a recorded stall (undecided, the reason says by
-    which), or not (a violation, the reason says what was recorded meanwhile)."""
+    which), or not (a violation, the reason says what was recorded meanwhile). ``observed_until_ms``:
+    when the harness stopped watching the host (the run's end; on a shared system its consumers run
+    on and deliver later): a lateness the stalls recorded until then do not cover but that
+    arrived after it is undecided too — the stalls after it were not observed."""
     c = cover(stalls, earliest_ms, latest_ms, local, until_ms=observed_ms)
     late = observed_ms - latest_ms
     context = _context(stalls, earliest_ms, observed_ms)
+    if observed_ms > c.deadline_ms and observed_until_ms is not None and observed_ms > observed_until_ms:
+        return True, (f"arrived {late} ms after its window closed, {(observed_ms - observed_until_ms) / 1000:.1f} s "
+                      f"after the harness stopped watching the host (the run's end at "
+                      f"+{(observed_until_ms - started_ms) / 1000:.1f} s): the stalls that may explain it were "
+                      f"not observed, so whether the broker was late is undecided")
     if c.series is None:
         return False, f"no stall of the host or the broker was recorded between its due time and its arrival ({context})"
     source, subject = c.series

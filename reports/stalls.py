@@ -120,7 +120,8 @@ def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterab
             continue
         earliest = int(v["earliest_ms"]) if v.get("earliest_ms") is not None else int(v["latest_ms"])
         covered, reason = rule.explain_late(recorded, earliest, int(v["latest_ms"]), int(v["observed_ms"]), started,
-                                            local=LOCAL_RECONSUME in str(v.get("detail") or ""))
+                                            local=LOCAL_RECONSUME in str(v.get("detail") or ""),
+                                            observed_until_ms=run.get("ended_ms"))
         if covered:
             moved.append({"invariant": TIMING_INVARIANT, "key": v["key"], "attempt": v.get("attempt"), "detail": reason,
                           "cause": HOST_STALL_CAUSE})

@@ -137,3 +137,10 @@ def test_a_run_that_did_not_record_its_host_says_so():
     assert rule.not_observed({rule.HOST_OBSERVED: ["psi-cpu"]}) is None
     assert rule.not_observed({rule.HOST_VIRTUAL: "virtual"}) is None
     assert rule.not_observed({rule.HOST_NOT_OBSERVED: "external"}) == "external"
+
+
+def test_a_lateness_that_arrived_after_the_host_was_last_watched_is_undecided_not_a_violation():
+    # a shared system's consumers deliver after the run's end, when no stall is recorded any more
+    assert not rule.explain_late([], 12_000, 14_000, 19_000, 0, observed_until_ms=20_000)[0]  # watched throughout
+    covered, reason = rule.explain_late([], 12_000, 14_000, 19_000, 0, observed_until_ms=16_000)
+    assert covered and "3.0 s after the harness stopped watching the host" in reason and "undecided" in reason

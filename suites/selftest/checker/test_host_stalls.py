@@ -1,5 +1,6 @@
 """A late attempt the host's recorded stalls explain is undecided, on both judging paths; one late
-beyond them stays a violation and says what was recorded; a run whose host was not observed says so;
+beyond them stays a violation and says what was recorded, one that arrived after the host was last
+watched is undecided; a run whose host was not observed says so;
 the version matrix never reports a host-stalled run as a difference (reference.stalls, reports.stalls)."""
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def judged(request, spark, tmp_path_factory):
     late("beyond", 500).write(root, host=OBSERVED)
     late("unobserved", None).write(root, host={rule.HOST_NOT_OBSERVED: "an external cluster: other hosts"})
     late("old-run", None).write(root)
+    # a shared system's consumer delivered it after the run's end (at 3 s): no stall recorded since
+    late("after-the-end", None).write(root, host=OBSERVED, ended_ms=T0 + 3000)
     out = tmp_path_factory.mktemp("out")
     verdicts = check_on_path(request.param, [root], out)
     verdicts["report"] = next(out.rglob("covered/report.html")).read_text()
@@ -60,6 +63,14 @@ def test_a_lateness_far_beyond_the_recorded_stalls_stays_a_violation_and_says_wh
     text = on_time["examples"][0]["explanation"]
     assert "beyond the stalls recorded meanwhile" in text and "they explain 476 ms" in text  # 500 * 2000 / 2100
     assert exit_code([v]) == 1
+
+
+def test_a_lateness_that_arrived_after_the_host_was_last_watched_is_undecided(judged):
+    v = judged["after-the-end"]
+    on_time = v["invariants"]["ON_TIME"]
+    assert on_time["violations"] == 0 and on_time["undecided_by_host"] == 1
+    assert "2.0 s after the harness stopped watching the host" in v["undecided"]["examples"][0]["reason"]
+    assert judged["beyond"]["invariants"]["ON_TIME"]["violations"] == 1  # watched until after it: decided
 
 
 def test_a_run_whose_host_was_not_observed_says_so_instead_of_assuming_a_quiet_one(judged):
