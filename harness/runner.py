@@ -35,7 +35,9 @@ from reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, 
 from reference.clock import CLOCK_STEP_ACTIONS, waiting_levels
 from reference.levels import parse_level_table
 from reference.disk import DISK_ACTIONS
-from reference.network import NET_ACTIONS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
+from reference.expected import build_expected
+from reference.network import NET_ACTIONS, SEND_BACK_FAILS_AFTER_MS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
+from reference.retry import DLQ_ROUTABLE_WITHIN_MS, dlq_bound
 from reference.stalls import log_time_ms
 from reference.rundir import CLIENT_LOG_EVENTS, EVENTS_DIR, HARNESS_EVENTS, LOGS_DIR, SCENARIO_JSON, STALL_EVENTS
 from reference.contract import BROKER_TARGETS
@@ -49,6 +51,8 @@ BROKER_SETUP = "broker_setup_ms"
 SECOND_BROKER = BROKER_TARGETS[1]
 #: how often the runner has dead consumers restarted, and looks at progress, while it waits
 POLL_MS = 250
+#: how often the DLQ is read again while entries the model owes are missing (ScenarioRun._read_dlq)
+DLQ_REREAD_S = 2.0
 
 
 class ConsumerWatch:
@@ -272,9 +276,10 @@ class ScenarioRun:
             try:
                 faults.heal()
                 if isinstance(sysm, DlqReading):
+                    owed = self._dlq_owed(run) if not (interrupted or error) else {}
                     now = clock.now_ms()
                     for group in sorted({c.group for c in sc.consumers}):
-                        for rec in sysm.read_dlq(group):
+                        for rec in self._read_dlq(sysm, group, owed.get(group)):
                             # an earlier run's, on a cluster that outlives runs (store times are the
                             # broker's clock: a clock stepped back by the run reads earlier, reference.clock)
                             if rec.get("store_ms", now) < run["started_ms"] - faults.clock_reach_ms:
@@ -302,6 +307,30 @@ class ScenarioRun:
                 write_run_json(self.run_dir, run)
         self.progress.phase = "done"
         return RunResult(self.run_dir, self.run_id, sc, not state.pending, state.pending, run["started_ms"], run["ended_ms"], error)
+
+    def _dlq_owed(self, run: dict) -> dict[str, tuple[set[str], int]]:
+        """Per group, the keys a DLQ entry is owed for by now, and when the last was sent back
+        (``reference.retry.dlq_bound``); empty where the model cannot say."""
+        self._seen.extend(self._tail.new_events())
+        try:
+            return dlq_bound(build_expected(run, self._seen), self._seen)
+        except Exception:  # noqa: BLE001 - the checker says what is wrong with the events; read once
+            return {}
+
+    def _read_dlq(self, sysm, group: str, owed: tuple[set[str], int] | None) -> list[dict]:
+        """The DLQ entries of ``group``. Where the model owes entries it does not hold yet, read
+        again until the name server may know the DLQ topic (``reference.retry.DLQ_ROUTABLE_WITHIN_MS``
+        after the last send-back to it, which may itself have taken a failed send-back and the
+        re-send: ``reference.network.SEND_BACK_FAILS_AFTER_MS``): a starved broker registers the
+        topic late, and a DLQ without a route reads as empty. A correct broker's DLQ is read at once."""
+        while True:
+            records = sysm.read_dlq(group)
+            if owed is None or owed[0] <= {r.get("key") for r in records}:
+                return records
+            if self.system.clock.now_ms() >= owed[1] + SEND_BACK_FAILS_AFTER_MS + DLQ_ROUTABLE_WITHIN_MS \
+                    or self._cancel.is_set():
+                return records
+            time.sleep(DLQ_REREAD_S)
 
     def _consume_stats(self, log: EventLog, run: dict) -> None:
         """Each group's committed and stored offsets once its consumers stopped (their graceful

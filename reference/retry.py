@@ -13,10 +13,17 @@ from dataclasses import dataclass
 from reference.contract import dlq_topic, retry_topic
 
 __all__ = ["retry_topic", "dlq_topic", "requested_retry_level", "retry_level", "goes_to_dlq",
-           "goes_to_dlq_on_resend", "SendBackRoute", "send_back_route", "DLQ_QUEUE_COUNT"]
+           "goes_to_dlq_on_resend", "SendBackRoute", "send_back_route", "DLQ_QUEUE_COUNT", "DLQ_ROUTABLE_WITHIN_MS",
+           "dlq_bound"]
 
 #: AbstractSendMessageProcessor.DLQ_NUMS_PER_GROUP (4.9.x): the DLQ topic has one queue.
 DLQ_QUEUE_COUNT = 1
+#: How long after the send-back that routes a message to the DLQ the name server may still not know
+#: ``%DLQ%group`` (a reader finds no route): TopicConfigManager.createTopicInSendMessageBackMethod
+#: registers a new topic at once (registerIncrementBrokerData / registerSingleTopicAll), and if that
+#: registration fails (a starved broker, a name server that did not answer) BrokerController's
+#: periodic registerBrokerAll brings it, every registerNameServerPeriod clamped to at most 60 s.
+DLQ_ROUTABLE_WITHIN_MS = 60_000
 
 
 def requested_retry_level(attempt: int) -> int:
@@ -75,3 +82,20 @@ def send_back_route(group: str, failed_reconsume_times: int, max_reconsume_times
     requested = delay_level if (delay_level > 0 and send_back_ok) else requested_retry_level(k)
     level = min(requested, len(table_delays_ms))
     return SendBackRoute(via, retry_topic(group), k, level, table_delays_ms[level - 1] if level else 0)
+
+
+def dlq_bound(expected, deliveries) -> dict[str, tuple[set[str], int]]:
+    """Per group, the keys a DLQ entry is owed for so far and when the last of them was sent back:
+    each message whose plan ends in the DLQ (``expected``: ``reference.expected`` rows, final with
+    ``final_state`` DLQ) whose final attempt was answered ``LATER`` (``deliveries``: ``deliver``
+    events): SendMessageProcessor.asyncConsumerSendMsgBack routes it to ``%DLQ%group`` then."""
+    final = {(a.key, a.group, a.attempt) for a in expected if a.final and a.final_state == "DLQ"}
+    out: dict[str, tuple[set[str], int]] = {}
+    for d in deliveries:
+        if d.get("type") == "deliver" and d.get("outcome") == "LATER" \
+                and (d["key"], d["group"], d["reconsume_times"]) in final:
+            keys, last = out.get(d["group"], (set(), 0))
+            keys.add(d["key"])
+            out[d["group"]] = (keys, max(last, int(d["ts_ms"])))
+    return out
+

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from reference.contract import ContractError
 from reference.plans import CRASH, LATER, OK, PlanCursor, later_not_stored, next_answer, parse_plan, plan_outcome, replay_cursor
 from reference.profile import effective_max_reconsume_times
-from reference.retry import goes_to_dlq, requested_retry_level, retry_level, send_back_route
+from reference.expected import build_expected
+from reference.retry import dlq_bound, goes_to_dlq, requested_retry_level, retry_level, send_back_route
 
 plans = st.lists(st.sampled_from([OK, LATER, CRASH]), max_size=40).map(tuple)
 
@@ -99,3 +100,21 @@ def test_a_later_whose_send_back_failed_is_repeated_on_redelivery_until_its_loca
     word, cursor, from_plan = next_answer(plan, cursor, 1)  # the local re-consume (attempt 1)
     assert (word, from_plan) == (LATER, True)
     assert next_answer(plan, cursor, 0)[0] == OK  # attempt 0 is settled now
+
+
+@given(max_rt=st.integers(0, 3), laters=st.integers(0, 5))
+def test_a_dlq_entry_is_owed_once_the_last_allowed_attempt_was_answered_later(max_rt, laters):
+    run = {"run_id": "r", "profile": {"message_delay_level": "1s 2s 3s 4s 5s 6s", "max_reconsume_times": max_rt,
+                                     "flush_delay_offset_interval_ms": 10_000, "slack_ms": 1_000}}
+    send = {"type": "send", "ts_ms": 0, "born_ms": 0, "key": "k", "topic": "T", "delay_level": 0, "status": "SEND_OK",
+            "plan": ["LATER"] * laters}
+    delivered = [{"type": "deliver", "ts_ms": 1_000 * (a + 1), "key": "k", "group": "g", "topic": "T", "queue_id": 0,
+                  "queue_offset": a, "msg_id": "m", "reconsume_times": a, "born_ms": 0, "store_ms": 1_000 * a + 900,
+                  "outcome": "LATER"} for a in range(min(laters, max_rt + 1))]
+    owed = dlq_bound(build_expected(run, [send, *delivered]), delivered)
+    # goes_to_dlq: the LATER of attempt max_rt sends it to %DLQ%g
+    if laters > max_rt:
+        assert owed == {"g": ({"k"}, 1_000 * (max_rt + 1))}
+    else:
+        assert owed == {}
+    assert dlq_bound(build_expected(run, [send, *delivered[:max_rt]]), delivered[:max_rt]) == {}

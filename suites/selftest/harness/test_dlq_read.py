@@ -1,0 +1,59 @@
+"""The DLQ read at a run's end waits for the entries the model owes (reference.retry.dlq_bound) as
+long as a correct broker may take to make its DLQ topic routable, and no longer; a DLQ the model
+owes nothing, or one that holds what is owed, is read once."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import harness.runner as runner
+from harness.runner import ScenarioRun
+from reference.network import SEND_BACK_FAILS_AFTER_MS
+from reference.retry import DLQ_ROUTABLE_WITHIN_MS
+
+
+class _Clock:
+    def __init__(self):
+        self.ms = 1_000_000
+
+    def now_ms(self) -> int:
+        return self.ms
+
+
+class _Broker:
+    """A DLQ that has no route until ``routable_ms`` (it reads as empty before)."""
+
+    def __init__(self, clock: _Clock, routable_ms: int | None):
+        self.clock, self.routable_ms, self.reads = clock, routable_ms, 0
+
+    def read_dlq(self, group: str) -> list[dict]:
+        self.reads += 1
+        if self.routable_ms is None or self.clock.ms < self.routable_ms:
+            return []
+        return [{"key": "k1", "group": group}, {"key": "k2", "group": group}]
+
+
+def _read(monkeypatch, routable_ms, owed):
+    clock = _Clock()
+    monkeypatch.setattr(runner.time, "sleep", lambda s: setattr(clock, "ms", clock.ms + int(s * 1000)))
+    broker = _Broker(clock, routable_ms)
+    me = SimpleNamespace(system=SimpleNamespace(clock=clock), _cancel=threading.Event())
+    records = ScenarioRun._read_dlq(me, broker, "g", owed if owed is None else (owed, clock.ms - 1_000))
+    return records, broker.reads, clock.ms - 1_000_000
+
+
+def test_a_dlq_that_becomes_routable_late_is_read_again_until_it_holds_what_is_owed(monkeypatch):
+    records, reads, waited = _read(monkeypatch, 1_000_000 + 9_000, {"k1", "k2"})
+    assert {r["key"] for r in records} == {"k1", "k2"} and 9_000 <= waited < 11_000 and reads > 1
+
+
+def test_a_dlq_that_never_holds_what_is_owed_is_given_up_on_when_a_correct_broker_would_have_routed_it(monkeypatch):
+    records, reads, waited = _read(monkeypatch, None, {"k1"})
+    assert records == [] and waited >= SEND_BACK_FAILS_AFTER_MS + DLQ_ROUTABLE_WITHIN_MS - 1_000
+    assert waited < SEND_BACK_FAILS_AFTER_MS + DLQ_ROUTABLE_WITHIN_MS + 2_000
+
+
+def test_a_dlq_owed_nothing_or_holding_what_is_owed_is_read_once(monkeypatch):
+    assert _read(monkeypatch, None, None)[1:] == (1, 0)
+    assert _read(monkeypatch, 0, {"k1"})[1:] == (1, 0)
