@@ -68,6 +68,10 @@ KNOWN_REQUIREMENTS = ("timer",)
 #: further out only holds the batch (an at_ms of 2^40 hung it): every time field is bounded by it,
 #: and so is when the model says each message is done and each fault step ends
 MAX_SCENARIO_MS = TIMER_MAX_DELAY_SEC * 1000
+#: the most consumer processes one group may run: a topic the harness creates has 4 queues on each
+#: broker (two at most), and AllocateMessageQueueAveragely gives an instance beyond that no queue;
+#: each is a JVM of its own (about 150 MB), so 10^6 of them would only exhaust the machine
+MAX_CONSUMER_INSTANCES = 8
 #: a timer message's deliver time (send time + deliver_after_ms) is a Java long of epoch ms
 _DELIVER_AFTER_MAX = 2**62
 
@@ -291,7 +295,9 @@ def scenario_schema() -> dict:
                           "The group name (Validators.checkGroup); unique within the scenario."),
                 "topics": ({"type": "array", "minItems": 1, "uniqueItems": True, "items": topic},
                            "Topics it subscribes to; at least one must have messages sent to it."),
-                "instances": ({"type": "integer", "minimum": 1}, "How many consumer processes the group runs."),
+                "instances": ({"type": "integer", "minimum": 1, "maximum": MAX_CONSUMER_INSTANCES},
+                              "How many consumer processes the group runs (each a JVM; more than a topic has "
+                              "queues get none)."),
                 "max_reconsume_times": ({"type": ["integer", "null"], "minimum": -1, "maximum": MAX_RECONSUME_TIMES},
                                         "The consumer's maxReconsumeTimes (wins over the profile's; -1 means 16; a "
                                         "Java int); null: the profile's."),

@@ -10,7 +10,7 @@ import tracemalloc
 
 import pytest
 
-from harness.scenario import Scenario, ScenarioError
+from harness.scenario import MAX_CONSUMER_INSTANCES, Scenario, ScenarioError
 from reference.contract import ContractError, validate_run
 from reference.expected import build_expected_rows
 from reference.profile import MAX_RECONSUME_TIMES
@@ -115,3 +115,13 @@ def test_a_failed_connection_names_where_it_went(monkeypatch, request_, named):
     (reply,) = chan.lines
     assert reply["ok"] is False
     assert reply["error"] == f"RemotingConnectException: connect to {named} failed (the client's exception named no address)"
+
+
+def test_more_consumer_instances_than_queues_to_give_them_are_refused_naming_the_field(tmp_path):
+    p = _scenario(tmp_path, consumers=[{"group": "g", "topics": ["T"], "instances": 10**6}])
+    with pytest.raises(ScenarioError) as e:
+        Scenario.load(p)
+    assert str(e.value).startswith(f"{p}: field 'consumers[0].instances': expected an integer")
+    assert str(e.value).endswith(f" <= {MAX_CONSUMER_INSTANCES}, found {10**6}")
+    ok = _scenario(tmp_path, consumers=[{"group": "g", "topics": ["T"], "instances": MAX_CONSUMER_INSTANCES}])
+    assert Scenario.load(ok).consumers[0].instances == MAX_CONSUMER_INSTANCES
