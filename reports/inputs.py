@@ -108,7 +108,9 @@ class _FS:
         return {str(s.getPath().toUri().toString()): int(s.getLen()) for s in (found or []) if s.isFile()}
 
     def children(self, uri: str) -> list[str]:
-        return sorted(str(s.getPath().toUri().toString()) for s in self._fs(uri).listStatus(self._path(uri)) if s.isDirectory())
+        # Path.toString(), not toUri(): a URI escapes '%' and ' ' (%25, %20), and Path(text) reads
+        # that back literally (a broker store's %DLQ%group directory was "not found")
+        return sorted(str(s.getPath().toString()) for s in self._fs(uri).listStatus(self._path(uri)) if s.isDirectory())
 
     def read_bytes(self, uri: str) -> bytes:
         stream = self._fs(uri).open(self._path(uri))
