@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
 
+from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL
+
 
 class AdapterError(RuntimeError):
     """The system could not do what was asked; the message says what and shows the evidence
@@ -35,7 +37,7 @@ class BrokerProfile:
     """Broker settings the harness chooses per system (they land in the broker's config and in
     ``run.json``'s profile)."""
 
-    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
     flush_delay_offset_interval_ms: int = 10_000
     extra: tuple[tuple[str, str], ...] = ()  # further broker.conf key=value pairs
     fillable_store: bool = False  # the store on a size-limited filesystem, for the disk_full fault

@@ -30,13 +30,13 @@ from jsonschema.exceptions import best_match
 
 from harness.schema_errors import Found, explain, join_path
 from reference.contract import FAULT_TARGETS, PLAN_WORDS, ContractError
-from reference.levels import parse_level_table
+from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL, parse_level_table
 from reference.clock import CLOCK, CLOCK_DRIFT, CLOCK_STEP_ACTIONS, MAX_CLOCK_RATE_PERMILLE, MAX_CLOCK_STEP_MS
 from reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
 from reference.network import MAX_DELAY_MS, MAX_LOSS_PERCENT, MAX_PARTITION_MS
 from reference.profile import MAX_RECONSUME_TIMES, TIMER_MAX_DELAY_SEC
 
-DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+DEFAULT_LEVELS = DEFAULT_MESSAGE_DELAY_LEVEL  # MessageStoreConfig.messageDelayLevel (reference.levels)
 #: 18 levels like the default table (so retry levels 3..18 exist) with waits of seconds.
 COMPRESSED_LEVELS = "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 1s 2s 3s 4s 5s 6s 7s 8s"
 

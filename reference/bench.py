@@ -17,9 +17,10 @@ import time
 import tracemalloc
 
 from reference.expected import build_expected, build_expected_rows
+from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL
 
 T0 = 1_763_800_000_000
-LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+LEVELS = DEFAULT_MESSAGE_DELAY_LEVEL
 DELAYS_MS = [0, 1000, 5000, 10_000, 30_000, 60_000]
 PLANS = [((), 70), (("LATER", "OK"), 18), (("LATER", "LATER", "LATER", "OK"), 5), (("CRASH", "OK"), 4),
          (("LATER",) * 17, 1), (("LATER", "CRASH", "OK"), 2)]
