@@ -33,8 +33,22 @@ class Interrupted(BaseException):
     interrupted, every system is torn down and the checker's JVM is killed."""
 
 
+_sigterm_seen: str | None = None  # the signal that reached this command, if SIGTERM did
+
+
 def _on_sigterm(signum, frame):
-    raise Interrupted(f"signal {signal.Signals(signum).name}")
+    global _sigterm_seen
+    _sigterm_seen = f"signal {signal.Signals(signum).name}"
+    raise Interrupted(_sigterm_seen)
+
+
+def _interruption() -> BaseException | None:
+    """The interruption that reached this command, if one did: its exception may have been turned
+    into another on its way out (py4j converts what interrupts a call; Spark fails the cancelled job)."""
+    if _sigterm_seen:
+        return Interrupted(_sigterm_seen)
+    spark = sys.modules.get("reports.spark")
+    return KeyboardInterrupt() if spark is not None and spark.interrupted() else None
 
 
 def run_command(parser: argparse.ArgumentParser, argv: list[str] | None, prefix: str,
@@ -43,8 +57,12 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str] | None, prefix:
     stderr: a usage error (64: argparse's, or an option naming nothing usable), a contract error of an input (3), an interruption — Ctrl-C, or
     SIGTERM while this runs — (3, the checker's JVM killed), anything else — a failure of the tool,
     never of the broker — (3)."""
+    global _sigterm_seen
     main_thread = threading.current_thread() is threading.main_thread()
     previous = {sig: signal.getsignal(sig) for sig in _INTERRUPTS} if main_thread else {}
+    _sigterm_seen = None
+    if "reports.spark" in sys.modules:
+        sys.modules["reports.spark"].clear_interrupted()
     if main_thread:
         signal.signal(signal.SIGTERM, _on_sigterm)
     interrupted = False
@@ -89,6 +107,9 @@ def _run(parser: argparse.ArgumentParser, argv: list[str] | None, prefix: str) -
         _traceback(debug)
         return EXIT_CODES[BROKEN]
     except Exception as e:  # noqa: BLE001 - one line, exit 3
+        why = _interruption()
+        if why is not None:  # the interruption, arrived as another error: said as what it is
+            raise why from None
         print(f"{prefix}: failed: {type(e).__name__}: {e}" + ("" if debug else " (--debug for the traceback)"),
               file=sys.stderr)
         _traceback(debug)

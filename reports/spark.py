@@ -154,6 +154,19 @@ def _on_sigint(signum, frame):
         raise KeyboardInterrupt
 
 
+def interrupted() -> bool:
+    """Whether a Ctrl-C reached the session since it started: a call it broke may surface as any
+    Spark or py4j error (a cancelled job's "Block rdd_5_0 does not exist") before the
+    KeyboardInterrupt itself does, and is still the interruption (``reports.command``)."""
+    return _interrupted
+
+
+def clear_interrupted() -> None:
+    """A new command starts: an earlier command's interruption is not this one's."""
+    global _interrupted
+    _interrupted = False
+
+
 def _restore_sigint() -> None:
     global _sigint_before
     if _sigint_before is not None and threading.current_thread() is threading.main_thread():

@@ -63,6 +63,21 @@ def runtime_name(request) -> str:
     return request.param
 
 
+#: the system the container runtime (the same broker and faults, another launcher: the one users
+#: take from the official apache/rocketmq images) is proved on in CI; on the others it runs nightly
+CONTAINER_CI_SYSTEM = "rocketmq:latest"
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects what is marked slow
+def pytest_collection_modifyitems(config, items):
+    """CI's hour is shared: a test on the container runtime runs in CI on :data:`CONTAINER_CI_SYSTEM`
+    only, on every other system nightly (``slow``); the process runtime runs on every system."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if params.get("runtime_name") == "container" and params.get("system_name", CONTAINER_CI_SYSTEM) != CONTAINER_CI_SYSTEM:
+            item.add_marker(pytest.mark.slow)
+
+
 def process_first_runtimes() -> list:
     """The runtimes for a long test: the process runtime in every run, the container runtime
     (the same broker and fault, another launcher) nightly only (``slow``): CI's hour is shared."""

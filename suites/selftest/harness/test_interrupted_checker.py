@@ -114,3 +114,34 @@ def test_the_harness_interrupted_while_its_checker_starts_leaves_no_jvm(tmp_path
     assert code == EXIT_CODES[BROKEN], err
     assert "hourglass: interrupted: the runs record it" in err and "(signal SIGTERM)" in err
     assert "Traceback" not in err
+
+
+def _command(fn):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="probe")
+    parser.set_defaults(fn=fn)
+    return parser
+
+
+def test_an_interrupt_that_surfaces_as_a_spark_error_is_said_as_the_interrupt(capsys, monkeypatch):
+    """A Ctrl-C that cancels the running job may reach the command as the cancelled job's error
+    before its KeyboardInterrupt does (seen: "[INTERNAL_ERROR_STORAGE] Block rdd_5_0 does not
+    exist"): the command says it was interrupted, in one line, exit 3; the same error without an
+    interrupt is a failure of the tool."""
+    from reports import command, spark
+
+    monkeypatch.setattr(spark, "kill_spark", lambda: None)
+
+    def cancelled(args):
+        spark._interrupted = True  # what the session's SIGINT handler records
+        raise RuntimeError("Exception in task 0.0 in stage 0.0 (TID 0): Block rdd_5_0 does not exist")
+
+    def failing(args):
+        raise RuntimeError("Block rdd_5_0 does not exist")
+
+    assert command.run_command(_command(cancelled), [], "hourglass check", "interrupted: the check did not finish") == 3
+    err = capsys.readouterr().err
+    assert "hourglass check: interrupted: the check did not finish (Ctrl-C)" in err and "Block" not in err
+    assert command.run_command(_command(failing), [], "hourglass check") == 3  # a new command: no interrupt now
+    assert "hourglass check: failed: RuntimeError: Block rdd_5_0 does not exist" in capsys.readouterr().err
