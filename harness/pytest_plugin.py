@@ -55,6 +55,9 @@ def pytest_addoption(parser):
                      "always: virtual-time systems too)")
     g.addoption("--hg-progress-interval", type=float, default=float(os.environ.get("HOURGLASS_PROGRESS_INTERVAL_S", "5")),
                 help="seconds between progress lines (default 5)")
+    g.addoption("--hg-suite-systems", action="append", default=[], metavar="SUITE=SYSTEM[,SYSTEM...]",
+                help="run SUITE's scenarios (conformance, chaos, persistence) on these of the --hg-system systems "
+                     "only; the others' are deselected (repeatable; CI's hour: tox -e tests)")
     g.addoption("--hg-max-wait", type=float, default=float(os.environ.get("HOURGLASS_MAX_WAIT_S", MAX_WAIT_MS / 1000)),
                 help="on a cluster that runs another delay table: leave out messages not done within this many "
                      f"seconds on its table (default {MAX_WAIT_MS // 1000})")
@@ -122,9 +125,39 @@ def _item_system(item) -> str | None:
     return cs.params.get("hg_system") if cs else None
 
 
+def _suite_systems(config) -> dict[str, set[str]]:
+    """``--hg-suite-systems``: suite -> the systems it runs on (a suite not named: every system)."""
+    out: dict[str, set[str]] = {}
+    for entry in config.getoption("--hg-suite-systems"):
+        suite, sep, systems = entry.partition("=")
+        picked = {s.strip() for s in systems.split(",") if s.strip()}
+        if not sep or not suite.strip() or not picked:
+            raise pytest.UsageError(f"--hg-suite-systems: expected SUITE=SYSTEM[,SYSTEM...], found {entry!r}")
+        unknown = picked - set(_systems(config))
+        if unknown:
+            raise pytest.UsageError(f"--hg-suite-systems {entry}: {', '.join(sorted(unknown))} not among --hg-system "
+                                    f"{config.getoption('--hg-system')}")
+        out.setdefault(suite.strip(), set()).update(picked)
+    return out
+
+
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection: only selected scenarios run
 def pytest_collection_modifyitems(session, config, items):
     hs: HgSession = config._hourglass
+    only = _suite_systems(config)
+    if only:
+        from harness.catalogue import suite_of
+
+        keep, dropped = [], []
+        for item in items:
+            cs = getattr(item, "callspec", None)
+            scenario = cs.params.get("scenario") if cs and "hg_verdict" in getattr(item, "fixturenames", ()) else None
+            suite = suite_of(scenario.name) if scenario is not None else None
+            system = _item_system(item) or _systems(config)[0]
+            (dropped if suite in only and system not in only[suite] else keep).append(item)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
     for item in items:
         if "hg_verdict" not in getattr(item, "fixturenames", ()):
             continue

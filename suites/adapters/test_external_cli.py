@@ -53,6 +53,7 @@ def cluster(tmp_path_factory):
         system.teardown()
 
 
+@pytest.mark.slow  # nightly (about 70 s): CI keeps the default-table run on an external cluster
 def test_two_runs_in_a_row_on_one_cluster_both_pass(cluster, tmp_path):
     files = []
     for sc in (DELAYED, TO_DLQ, NEEDS_KILL, OTHER_TABLE):
