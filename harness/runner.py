@@ -52,7 +52,7 @@ SECOND_BROKER = BROKER_TARGETS[1]
 #: how often the runner has dead consumers restarted, and looks at progress, while it waits
 POLL_MS = 250
 #: how often the DLQ is read again while entries the model owes are missing (ScenarioRun._read_dlq)
-DLQ_REREAD_S = 2.0
+DLQ_REREAD_MS = 2_000
 
 
 class ConsumerWatch:
@@ -323,14 +323,15 @@ class ScenarioRun:
         after the last send-back to it, which may itself have taken a failed send-back and the
         re-send: ``reference.network.SEND_BACK_FAILS_AFTER_MS``): a starved broker registers the
         topic late, and a DLQ without a route reads as empty. A correct broker's DLQ is read at once."""
+        clock = self.system.clock  # the system's own: a simulator's virtual time moves by it
         while True:
             records = sysm.read_dlq(group)
             if owed is None or owed[0] <= {r.get("key") for r in records}:
                 return records
-            if self.system.clock.now_ms() >= owed[1] + SEND_BACK_FAILS_AFTER_MS + DLQ_ROUTABLE_WITHIN_MS \
-                    or self._cancel.is_set():
+            now = clock.now_ms()
+            if now >= owed[1] + SEND_BACK_FAILS_AFTER_MS + DLQ_ROUTABLE_WITHIN_MS or self._cancel.is_set():
                 return records
-            time.sleep(DLQ_REREAD_S)
+            clock.sleep_until(now + DLQ_REREAD_MS)
 
     def _consume_stats(self, log: EventLog, run: dict) -> None:
         """Each group's committed and stored offsets once its consumers stopped (their graceful

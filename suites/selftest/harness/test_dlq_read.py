@@ -7,6 +7,8 @@ from __future__ import annotations
 import threading
 from types import SimpleNamespace
 
+import pytest
+
 import harness.runner as runner
 from harness.runner import ScenarioRun
 from reference.network import SEND_BACK_FAILS_AFTER_MS
@@ -14,11 +16,16 @@ from reference.retry import DLQ_ROUTABLE_WITHIN_MS
 
 
 class _Clock:
+    """A system's clock; a simulator's is virtual: only ``sleep_until`` moves it."""
+
     def __init__(self):
         self.ms = 1_000_000
 
     def now_ms(self) -> int:
         return self.ms
+
+    def sleep_until(self, ts_ms: int) -> None:
+        self.ms = max(self.ms, ts_ms)
 
 
 class _Broker:
@@ -36,7 +43,7 @@ class _Broker:
 
 def _read(monkeypatch, routable_ms, owed):
     clock = _Clock()
-    monkeypatch.setattr(runner.time, "sleep", lambda s: setattr(clock, "ms", clock.ms + int(s * 1000)))
+    monkeypatch.setattr(runner.time, "sleep", lambda s: pytest.fail("waited on the wall clock, not the system's"))
     broker = _Broker(clock, routable_ms)
     me = SimpleNamespace(system=SimpleNamespace(clock=clock), _cancel=threading.Event())
     records = ScenarioRun._read_dlq(me, broker, "g", owed if owed is None else (owed, clock.ms - 1_000))
