@@ -24,7 +24,8 @@ from harness.catalogue.chaos import latency_while_due, loss_while_due, partition
 from harness.verdicts import describe
 from suites.adapters.conftest import process_first_runtimes, run_and_check
 
-pytestmark = pytest.mark.realbroker
+#: CI's hour: a cut moves no re-put on either line; CI runs it on 4.9.7 (with packet loss), 5.x nightly
+pytestmark = [pytest.mark.realbroker, pytest.mark.ci_system("rocketmq:4.9.7")]
 
 
 def _ours() -> tuple[list[str], list[str]]:
