@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Mapping
 
 from reference.rundir import log_copy
+from reference.stalls import log_time_ms, log_utc_offset_s
 
 #: The most of one log a run's copy holds (its end).
 LOG_COPY_MAX_BYTES = 5 * 1024 * 1024
@@ -96,8 +97,6 @@ def timed_lines(copy: Path, written_ms: int | None, contains: tuple[str, ...]) -
     in (seconds east of UTC: :func:`reference.stalls.log_utc_offset_s`, its last timed line against
     ``written_ms``, when its source was last written, else the copy's own time), or None when it has
     no timed line or cannot be read. RocketMQ's own patterns print GMT+8, the harness's the host's."""
-    from reference.stalls import log_time_ms, log_utc_offset_s
-
     try:
         with open(copy, "r", encoding="utf-8", errors="replace") as f:
             found, last = [], None
@@ -113,4 +112,3 @@ def timed_lines(copy: Path, written_ms: int | None, contains: tuple[str, ...]) -
     if last is None:
         return None
     return log_utc_offset_s(last, written), found
-
