@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
 
+from reference.faults.clock import DRIFTING_CLOCK, OWN_CLOCK
+from reference.faults.disk import FILLABLE_STORE
+from reference.faults.network import OWN_NETWORK
 from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL
 
 
@@ -40,11 +43,26 @@ class BrokerProfile:
     message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
     flush_delay_offset_interval_ms: int = 10_000
     extra: tuple[tuple[str, str], ...] = ()  # further broker.conf key=value pairs
-    fillable_store: bool = False  # the store on a size-limited filesystem, for the disk_full fault
-    own_network: bool = False  # the broker in its own network namespace, for partition and latency
-    own_clock: bool = False  # the broker's wall clock under the harness's control, for clock steps
     cluster: str = "single"  # reference.cluster: the brokers the system runs
-    drifting_clock: bool = False  # ... and able to run fast or slow (clock_drift), with own_clock
+    #: what the system must be set up for before its broker starts, for the fault steps its
+    #: scenarios take (``reference.faults``: each step kind's ``setup``, e.g. ``fillable_store``)
+    needs: frozenset[str] = frozenset()
+
+    @property
+    def fillable_store(self) -> bool:  # the store on a size-limited filesystem (disk_full)
+        return FILLABLE_STORE in self.needs
+
+    @property
+    def own_network(self) -> bool:  # the broker in its own network namespace (partition, latency, loss)
+        return OWN_NETWORK in self.needs
+
+    @property
+    def own_clock(self) -> bool:  # the broker's wall clock under the harness's control (clock steps)
+        return OWN_CLOCK in self.needs
+
+    @property
+    def drifting_clock(self) -> bool:  # ... and able to run fast or slow (clock_drift)
+        return DRIFTING_CLOCK in self.needs
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from adapters.base import AdapterError, ConfigReading, System
 from harness.runner import BROKER_SETUP, Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, skip_reason
 from reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
 from harness.fit import MAX_WAIT_MS, fit_to_broker
-from harness.scenario import CLOCK_STEP_ACTIONS, NETWORK_ACTIONS, STORE_FILL_ACTIONS, Scenario
-from reference.clock import CLOCK_DRIFT
+from harness.scenario import Scenario
+from reference import faults as kinds
 from harness.summary import scenario_wait_ms
 from harness.systems import SystemSpec, open_system
 from harness.outdir import run_stamp
@@ -145,12 +145,8 @@ class Batch:
         if self._stop.is_set():
             return
         try:
-            fillable = any(f.action in STORE_FILL_ACTIONS for s in job.scenarios for f in s.faults)
-            own_network = any(f.action in NETWORK_ACTIONS for s in job.scenarios for f in s.faults)
-            own_clock = any(f.action in CLOCK_STEP_ACTIONS for s in job.scenarios for f in s.faults)
-            drifting = any(f.action == CLOCK_DRIFT for s in job.scenarios for f in s.faults)
-            system = open_system(self.opts.system, first.profile, workdir, seed=first.seed, fillable_store=fillable,
-                                 own_network=own_network, own_clock=own_clock, drifting_clock=drifting)
+            needs = kinds.setup_needed(f for s in job.scenarios for f in s.faults)
+            system = open_system(self.opts.system, first.profile, workdir, seed=first.seed, needs=needs)
         except Exception as e:  # noqa: BLE001 - e.g. an unknown system or version: every scenario is broken
             for s in job.scenarios:
                 self.errors.setdefault(s.name, f"{type(e).__name__}: {e}")

@@ -15,72 +15,40 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from adapters.base import AdapterError, ClockFaults, DiskFaults, Lifecycle, NetworkFaults, Pausable, Snapshotting
+from adapters.base import AdapterError, Lifecycle, Snapshotting
 from adapters.rundir import EventLog
-from harness.scenario import FaultStep
+from reference import faults as kinds
 from reference.clock import CLOCK, CLOCK_DRIFT, MAX_CLOCK_STEP_MS, Step
 from reference.cluster import is_broker
-from reference.disk import DISK_ACTIONS, FILL, FREE
-from reference.network import LATENCY, LATENCY_END, LOSS, LOSS_END, NET_ACTIONS, NET_END, NET_START, PARTITION, PARTITION_END
-
-#: primitive actions a timed step performs
-PRIMITIVES = ("kill", "stop", "start", "pause", "resume", FILL, FREE, *NET_ACTIONS, CLOCK)
-#: the first half of a ``slow_start``: start the target and pause it at once, before it is ready
-#: (the ``resume`` that ends it waits until the target is ready)
-START_PAUSED = "start_paused"
+from reference.faults.process import KILL, PAUSE, RESUME, START, START_PAUSED, STOP
 
 
 @dataclass(frozen=True)
 class TimedFault:
     at_ms: int  # offset from the scenario start
-    action: str  # one of PRIMITIVES, or START_PAUSED
+    action: str  # a primitive of a fault family (reference.faults)
     target: str
     step: int | None = None  # index of the scenario's fault step it belongs to
     anchor: str | None = None  # an anchored step: what it was timed from
     anchor_event_ms: int | None = None  # an anchored step: when that happened
-    delay_ms: int | None = None  # a latency: the delay it adds
-    offset_ms: int | None = None  # a clock step: the broker's clock offset from then on
-    loss_percent: int | None = None  # a loss: the share of packets it drops
-    rate_permille: int | None = None  # a drift's start (its rate) or end (0): the offset is the one reached
+    fields: tuple[tuple[str, int], ...] = ()  # what its family records of it (a latency's delay_ms...)
 
     def event_fields(self) -> dict:
-        """The optional ``fault`` event fields that say which step this is and what timed it."""
-        out = {"step": self.step, "anchor": self.anchor, "anchor_event_ms": self.anchor_event_ms,
-               "delay_ms": self.delay_ms, "offset_ms": self.offset_ms, "loss_percent": self.loss_percent,
-               "rate_permille": self.rate_permille}
-        return {k: v for k, v in out.items() if v is not None}
+        """The optional ``fault`` event fields that say which step this is, what timed it, and
+        what its family records of it."""
+        out = {"step": self.step, "anchor": self.anchor, "anchor_event_ms": self.anchor_event_ms}
+        return {**{k: v for k, v in out.items() if v is not None}, **dict(self.fields)}
 
 
-def expand_step(s: FaultStep, at_ms: int, step: int | None = None, anchor: str | None = None,
+def expand_step(s, at_ms: int, step: int | None = None, anchor: str | None = None,
                 anchor_event_ms: int | None = None) -> list[TimedFault]:
-    """The primitives of one step fired at ``at_ms`` (offset from the scenario start), in order."""
-    def tf(offset: int, action: str, clock_offset: int | None = None, rate: int | None = None) -> TimedFault:
-        delay = s.delay_ms if action == LATENCY else None
-        return TimedFault(at_ms + offset, action, s.target, step, anchor, anchor_event_ms, delay, clock_offset,
-                          s.loss_percent if action == LOSS else None, rate)
-
-    if s.action == CLOCK_DRIFT:  # reference.clock: runs fast or slow, then at the true rate from the offset reached
-        return [tf(0, CLOCK, rate=s.rate_permille), tf(s.duration_ms, CLOCK, rate=0)]
-    if s.action == CLOCK:  # reference.clock: stepped, and stepped back after the duration (0: the heal does)
-        return [tf(0, CLOCK, s.offset_ms)] + ([tf(s.duration_ms, CLOCK, 0)] if s.duration_ms else [])
-    if s.action in PRIMITIVES and not (s.action in ("pause", FILL, *NET_END) and s.duration_ms):
-        return [tf(0, s.action)]
-    if s.action == FILL:
-        return [tf(0, FILL), tf(s.duration_ms, FREE)]
-    if s.action in NET_END:
-        return [tf(0, s.action), tf(s.duration_ms, NET_END[s.action])]
-    if s.action == "pause":
-        return [tf(0, "pause"), tf(s.duration_ms, "resume")]
-    if s.action == "restart":
-        return [tf(0, "stop"), tf(s.duration_ms, "start")]
-    if s.action in ("kill_restart", "outage"):
-        return [tf(0, "kill"), tf(s.duration_ms, "start")]
-    if s.action == "slow_start":
-        return [tf(0, START_PAUSED), tf(s.duration_ms, "resume")]
-    raise ValueError(f"fault step {s}: unknown action {s.action!r}")
+    """The primitives of one step fired at ``at_ms`` (offset from the scenario start), in order:
+    its fault family's expansion (reference.faults)."""
+    return [TimedFault(at_ms + offset, action, s.target, step, anchor, anchor_event_ms, tuple(fields.items()))
+            for offset, action, fields in kinds.step_kind(s.action).expand(s)]
 
 
-def expand(steps: tuple[FaultStep, ...]) -> list[TimedFault]:
+def expand(steps: tuple) -> list[TimedFault]:
     """Primitive, time-ordered actions for a scenario's steps timed from its start (steps with
     ``after`` are expanded by the runner when their anchor is seen, :mod:`harness.anchors`)."""
     out: list[TimedFault] = []
@@ -100,8 +68,7 @@ class FaultDriver:
         self.down: set[str] = set()  # stopped or killed
         self.paused: set[str] = set()
         self.starting: set[str] = set()  # started paused (slow_start): ready only after resume
-        self.full: set[str] = set()  # stores filled (disk_full), freed by the heal
-        self.cut: set[tuple[str, str]] = set()  # (partition/latency, target) in force, ended by the heal
+        self.open: set[tuple[str, str]] = set()  # (primitive, target) of a family's fault in force, undone by the heal
         self.clocked: set[str] = set()  # targets whose clock is stepped, stepped back by the heal
         self.clock_lines: dict[str, Step] = {}  # each moved clock's segment now (reference.clock.Step)
         self.clock_reach_ms = 0  # how far behind the true time a clock of this run has read (store times read earlier)
@@ -113,85 +80,81 @@ class FaultDriver:
         self.log.write({"type": "fault", "ts_ms": self.system.clock.now_ms(), "action": action, "target": target,
                         **extra})
 
+    def _able(self, action: str, target: str) -> None:
+        why = self.system.cannot(action, target)
+        if why is not None:
+            raise AdapterError(f"{type(self.system).__name__} cannot {action} {target}: {why}")
+
     def apply(self, action: str, target: str, extra: dict | None = None) -> None:
         """Do ``action`` to ``target``; ``extra``: fields added to its fault events (its step)."""
-        sysm, extra = self.system, extra or {}
-        if action in ("kill", "stop"):
-            if is_broker(target):
-                self.snapshot("before_stop")  # the in-memory offsets the stop should persist
-            self._event(action, target, extra)  # recorded before: the outage starts when we act
-            (sysm.kill if action == "kill" else sysm.stop)(target)
-            self.down.add(target)
-            self.paused.discard(target)
-            self.starting.discard(target)
-            if is_broker(target):
-                self.snapshot("after_stop")  # what the stop left in delayOffset.json
-        elif action == "start":
-            self._event("start", target, extra)
-            sysm.start(target)
+        extra = extra or {}
+        self._able(CLOCK_DRIFT if action == CLOCK and "rate_permille" in extra else action, target)
+        if action in (KILL, STOP):
+            self._stop(action, target, extra)
+        elif action == START:
+            self._event(START, target, extra)
+            self.system.start(target)
             self._ready(target, extra)
         elif action == START_PAUSED:
-            if not isinstance(sysm, Pausable):
-                raise AdapterError(f"{type(sysm).__name__} cannot pause {target} while it starts (slow_start)")
-            self._event("start", target, extra)
-            sysm.start(target)
-            self._event("pause", target, extra)
-            sysm.pause(target)
+            self._event(START, target, extra)
+            self.system.start(target)
+            self._event(PAUSE, target, extra)
+            self.system.pause(target)
             self.down.discard(target)
             self.paused.add(target)
             self.starting.add(target)
-        elif action in DISK_ACTIONS:
-            if not isinstance(sysm, DiskFaults) or not sysm.can_fault(action, target):
-                raise AdapterError(f"{type(sysm).__name__} cannot fill the store of {target} ({action})")
-            self._event(action, target, extra)  # recorded before: the broker may notice at once
-            (sysm.fill_disk if action == FILL else sysm.free_disk)(target)
-            (self.full.add if action == FILL else self.full.discard)(target)
-        elif action in NET_ACTIONS:
-            if not isinstance(sysm, NetworkFaults) or not sysm.can_fault(action, target):
-                raise AdapterError(f"{type(sysm).__name__} cannot act on the network of {target} ({action})")
-            self._event(action, target, extra)  # recorded before: the model's periods start no later
-            if action == PARTITION:
-                sysm.partition(target)
-            elif action == LATENCY:
-                sysm.add_latency(target, extra["delay_ms"])
-            elif action == LOSS:
-                sysm.add_loss(target, extra["loss_percent"])
-            else:
-                {PARTITION_END: sysm.heal_partition, LATENCY_END: sysm.remove_latency, LOSS_END: sysm.remove_loss}[action](target)
-            if action in NET_END:
-                self.cut.add((action, target))
-            else:
-                self.cut.discard((NET_START[action], target))
-        elif action == CLOCK:
-            if not isinstance(sysm, ClockFaults) or not sysm.can_fault(CLOCK_DRIFT if "rate_permille" in extra else CLOCK,
-                                                                          target):
-                raise AdapterError(f"{type(sysm).__name__} cannot move the clock of {target}")
-            now = sysm.clock.now_ms()  # recorded before: the process may take the change at once
-            rate = extra.get("rate_permille")  # a drift's start or end: from the offset reached now
-            line = self.clock_lines.get(target)
-            offset = int(extra["offset_ms"] if rate is None else (line.offset_ms_at(now) if line else 0))
-            fields = {**extra, "offset_ms": offset, "settled_ms": now + sysm.clock_settle_ms(target)}
-            if self.waiting_levels is not None:
-                fields["waiting_levels"] = self.waiting_levels()
-            self._event(CLOCK, target, fields)
-            if rate is None:
-                sysm.set_clock(target, offset)
-            else:
-                sysm.set_clock_rate(target, offset, int(rate))
-            self.clock_lines[target] = Step(now, fields["settled_ms"], offset, rate_permille=int(rate or 0))
-            (self.clocked.add if offset or rate else self.clocked.discard)(target)
-            # a slow drift reads further back as it goes, at most MAX_CLOCK_STEP_MS (harness.scenario)
-            self.clock_reach_ms = max(self.clock_reach_ms, -offset + (MAX_CLOCK_STEP_MS if (rate or 0) < 0 else 0))
-        elif action in ("pause", "resume"):
-            if not isinstance(sysm, Pausable):
-                raise AdapterError(f"{type(sysm).__name__} cannot {action} {target}")
+        elif action in (PAUSE, RESUME):
             self._event(action, target, extra)
-            (sysm.pause if action == "pause" else sysm.resume)(target)
-            (self.paused.add if action == "pause" else self.paused.discard)(target)
-            if action == "resume" and target in self.starting:
+            (self.system.pause if action == PAUSE else self.system.resume)(target)
+            (self.paused.add if action == PAUSE else self.paused.discard)(target)
+            if action == RESUME and target in self.starting:
                 self._ready(target, extra)
+        elif action == CLOCK:
+            self._clock(target, extra)
         else:
+            self._family_verb(action, target, extra)
+
+    def _stop(self, action: str, target: str, extra: dict) -> None:
+        if is_broker(target):
+            self.snapshot("before_stop")  # the in-memory offsets the stop should persist
+        self._event(action, target, extra)  # recorded before: the outage starts when we act
+        (self.system.kill if action == KILL else self.system.stop)(target)
+        self.down.add(target)
+        self.paused.discard(target)
+        self.starting.discard(target)
+        if is_broker(target):
+            self.snapshot("after_stop")  # what the stop left in delayOffset.json
+
+    def _family_verb(self, action: str, target: str, extra: dict) -> None:
+        """A primitive its family maps to a system verb (reference.faults.Primitive): recorded
+        before it acts (the model's periods start no later), and remembered until its heal."""
+        prim = kinds.primitive(action)
+        if prim.verb is None:
             raise ValueError(f"unknown primitive fault {action!r}")
+        self._event(action, target, extra)
+        getattr(self.system, prim.verb)(target, *(extra[a] for a in prim.args))
+        if prim.heals:
+            self.open.add((action, target))
+        self.open -= {(a, t) for a, t in self.open if t == target and kinds.primitive(a).heals == action}
+
+    def _clock(self, target: str, extra: dict) -> None:
+        sysm = self.system
+        now = sysm.clock.now_ms()  # recorded before: the process may take the change at once
+        rate = extra.get("rate_permille")  # a drift's start or end: from the offset reached now
+        line = self.clock_lines.get(target)
+        offset = int(extra["offset_ms"] if rate is None else (line.offset_ms_at(now) if line else 0))
+        fields = {**extra, "offset_ms": offset, "settled_ms": now + sysm.clock_settle_ms(target)}
+        if self.waiting_levels is not None:
+            fields["waiting_levels"] = self.waiting_levels()
+        self._event(CLOCK, target, fields)
+        if rate is None:
+            sysm.set_clock(target, offset)
+        else:
+            sysm.set_clock_rate(target, offset, int(rate))
+        self.clock_lines[target] = Step(now, fields["settled_ms"], offset, rate_permille=int(rate or 0))
+        (self.clocked.add if offset or rate else self.clocked.discard)(target)
+        # a slow drift reads further back as it goes, at most MAX_CLOCK_STEP_MS (harness.scenario)
+        self.clock_reach_ms = max(self.clock_reach_ms, -offset + (MAX_CLOCK_STEP_MS if (rate or 0) < 0 else 0))
 
     def _ready(self, target: str, extra: dict) -> None:
         self.system.wait_ready(target)
@@ -208,31 +171,14 @@ class FaultDriver:
                 self.log.write({"type": "snapshot", "ts_ms": self.system.clock.now_ms(), **snap, "moment": moment})
 
     def heal(self) -> None:
-        """Resume what is paused and start what is down, so every run ends healed."""
-        for target in sorted(self.full):
-            self.apply(FREE, target)
+        """Undo every family's fault still in force (in family order), step moved clocks back,
+        resume what is paused and start what is down, so every run ends healed."""
+        rank = {f.name: f.rank for f in kinds.families()}
+        for action, target in sorted(self.open, key=lambda o: (rank[kinds.family_of(o[0]).name], o)):
+            self.apply(kinds.primitive(action).heals, target)
         for target in sorted(self.clocked):
             self.apply(CLOCK, target, {"offset_ms": 0})
-        for action, target in sorted(self.cut):
-            self.apply(NET_END[action], target)
         for target in sorted(self.paused):
-            self.apply("resume", target)
+            self.apply(RESUME, target)
         for target in sorted(self.down, key=lambda t: 0 if t == "namesrv" else 1):
-            self.apply("start", target)
-
-
-#: the primitive actions each schedulable step performs, heal included (a kill or stop is healed by
-#: a start, a pause by a resume)
-_STEP_PRIMITIVES = {
-    "kill": ("kill", "start"), "stop": ("stop", "start"), "start": ("start",), "pause": ("pause", "resume"),
-    "resume": ("resume",), "restart": ("stop", "start"), "kill_restart": ("kill", "start"),
-    "outage": ("kill", "start"), "slow_start": ("start", "pause", "resume"), FILL: DISK_ACTIONS,
-    CLOCK: (CLOCK,), **{a: (a, end) for a, end in NET_END.items()},
-    CLOCK_DRIFT: (CLOCK_DRIFT, CLOCK),  # a drift needs a clock that can run fast or slow; the heal steps
-}
-
-
-def primitives_needed(steps) -> set[tuple[str, str]]:
-    """Every (primitive action, target) a scenario's fault steps may perform, healing included:
-    what a system driven by user-supplied fault commands must be able to do."""
-    return {(p, s.target) for s in steps for p in _STEP_PRIMITIVES[s.action]}
+            self.apply(START, target)

@@ -20,23 +20,23 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from adapters.base import (ClockFaults, ConsumerSpec, ConsumeStatsReading, Consuming, DiskFaults, DlqReading, FaultLimited, LogFiles, NetworkFaults,
-                           OffsetFlushWatching, SendRequest, System)
+from adapters.base import (ConsumerSpec, ConsumeStatsReading, Consuming, DlqReading, LogFiles, OffsetFlushWatching, SendRequest,
+                           System)
 from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
 from adapters.rundir import EventLog, EventTail, write_run_json
-from harness.faults import FaultDriver, TimedFault, primitives_needed
+from harness.faults import FaultDriver, TimedFault
 from harness import hostwatch
 from harness.logcopy import copy_logs, log_sizes, timed_lines
 from harness.catalogue import suite_of
 from harness.scenario import Scenario
 from reference.cluster import SINGLE, broker_targets
 from reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, SEND_BACK_FAILED, consumer_fault, retry_topic
-from reference.clock import CLOCK_STEP_ACTIONS, waiting_levels
+from reference.clock import waiting_levels
 from reference.levels import parse_level_table
-from reference.disk import DISK_ACTIONS
+from reference import faults as kinds
 from reference.expected import build_expected
-from reference.network import NET_ACTIONS, SEND_BACK_FAILS_AFTER_MS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
+from reference.network import SEND_BACK_FAILS_AFTER_MS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
 from reference.retry import DLQ_ROUTABLE_WITHIN_MS, dlq_bound
 from reference.stalls import log_time_ms
 from reference.rundir import CLIENT_LOG_EVENTS, EVENTS_DIR, HARNESS_EVENTS, LOGS_DIR, SCENARIO_JSON, STALL_EVENTS
@@ -99,18 +99,6 @@ def capabilities(system: System) -> set[str]:
     return {"timer"}
 
 
-#: faults on what a system must be set up for (a fillable store, the broker's own network, a clock
-#: under its control): (actions, capability, what the harness would do, details keys that say why
-#: not, fallback reason)
-SET_UP_FAULTS = (
-    (DISK_ACTIONS, DiskFaults, "fill the store of", ("disk_faults",), "the system cannot fill a store"),
-    (NET_ACTIONS, NetworkFaults, "act on the network of", ("network_faults", "latency_faults"),
-     "the system cannot cut or slow a network"),
-    (CLOCK_STEP_ACTIONS, ClockFaults, "move the clock of", ("clock_faults",), "the system cannot move a clock"),
-)
-SET_UP_ACTIONS = tuple(a for actions, *_ in SET_UP_FAULTS for a in actions)
-
-
 def skip_reason(scenario: Scenario, system: System) -> str | None:
     """Why ``scenario`` cannot run on ``system`` (decided before the run), or None: a capability
     it ``requires``, or a fault step timed from the broker's offset flushes on a system that
@@ -127,16 +115,20 @@ def skip_reason(scenario: Scenario, system: System) -> str | None:
     if flush and not isinstance(system, OffsetFlushWatching):
         return (f"{info.adapter} {info.version} ({info.runtime} runtime) cannot tell when the broker persists its "
                 f"schedule offsets: fault step {flush[0]} is timed from a flush")
-    needed = primitives_needed(scenario.faults)
-    for actions, capability, verb, keys, fallback in SET_UP_FAULTS:
-        targets = sorted({t for a, t in needed if a in actions})
-        if targets and not (isinstance(system, capability) and all(system.can_fault(a, t) for a, t in needed if a in actions)):
-            why = next((info.details[k] for k in keys if info.details.get(k)), fallback)
-            return f"{info.adapter} {info.version} ({info.runtime} runtime) cannot {verb} {', '.join(targets)}: {why}"
-    if isinstance(system, FaultLimited):  # an external cluster: only the faults the user gave commands for
-        lacking = sorted(f"{a} {t}" for a, t in needed if a not in SET_UP_ACTIONS and not system.can_fault(a, t))
-        if lacking:
-            return f"no fault command for {', '.join(lacking)} (give them in --faults)"
+    return _fault_refused(scenario, system)
+
+
+def _fault_refused(scenario: Scenario, system: System) -> str | None:
+    """Why ``system`` cannot do a primitive ``scenario``'s fault steps may perform (healing
+    included), in the words of the first fault family it refuses (reference.faults); None: it can."""
+    info, needed = system.info, kinds.primitives_needed(scenario.faults)
+    for family in kinds.families():
+        refused = [(a, t, why) for a, t in sorted(needed) if kinds.family_of(a) is family
+                   and (why := system.cannot(a, t)) is not None]
+        if refused:
+            what = (f"{family.skip_words} {', '.join(sorted({t for _, t, _ in refused}))}" if family.skip_words
+                    else ", ".join(f"{a} {t}" for a, t, _ in refused))
+            return f"{info.adapter} {info.version} ({info.runtime} runtime) cannot {what}: {refused[0][2]}"
     return None
 
 

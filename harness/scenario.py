@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, make_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,30 +31,18 @@ from jsonschema.exceptions import best_match
 from harness.schema_errors import Found, explain, join_path
 from reference.contract import FAULT_TARGETS, PLAN_WORDS, ContractError
 from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL, parse_level_table
-from reference.clock import CLOCK, CLOCK_DRIFT, CLOCK_STEP_ACTIONS, MAX_CLOCK_RATE_PERMILLE, MAX_CLOCK_STEP_MS
+from reference import faults as kinds
 from reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
-from reference.network import MAX_DELAY_MS, MAX_LOSS_PERCENT, MAX_PARTITION_MS
 from reference.profile import MAX_RECONSUME_TIMES, TIMER_MAX_DELAY_SEC
 
 DEFAULT_LEVELS = DEFAULT_MESSAGE_DELAY_LEVEL  # MessageStoreConfig.messageDelayLevel (reference.levels)
 #: 18 levels like the default table (so retry levels 3..18 exist) with waits of seconds.
 COMPRESSED_LEVELS = "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 1s 2s 3s 4s 5s 6s 7s 8s"
 
-FAULT_ACTIONS_SCHEDULABLE = ("kill", "stop", "start", "pause", "resume", "restart", "kill_restart", "outage",
-                             "slow_start", "disk_full", "partition", "latency", "loss", CLOCK, CLOCK_DRIFT)
-#: actions whose ``duration_ms`` means something (the others must leave it 0)
-FAULT_ACTIONS_WITH_DURATION = ("pause", "restart", "kill_restart", "outage", "slow_start", "disk_full", "partition",
-                               "latency", "loss", CLOCK, CLOCK_DRIFT)
-#: steps that fill the broker's store (its system needs a fillable store)
-STORE_FILL_ACTIONS = ("disk_full",)
-#: steps that act on the broker's network (its system runs the broker in its own network namespace)
-NETWORK_ACTIONS = ("partition", "latency", "loss")
-#: steps after which deliveries may come seconds late (a process down or frozen, a network cut):
-#: they cannot be judged beside a step back of the broker's clock (reference.clock.BrokerClock.true_ms)
-DELIVERY_DELAYING_ACTIONS = ("kill", "stop", "pause", "restart", "kill_restart", "outage", "slow_start", "partition",
-                             "loss")
-#: actions only the broker can take (its store, its network, its clock)
-BROKER_ONLY_ACTIONS = STORE_FILL_ACTIONS + NETWORK_ACTIONS + CLOCK_STEP_ACTIONS
+#: what a fault step's ``action`` may be, and those whose ``duration_ms`` means something (the others
+#: must leave it 0): every fault family's (reference.faults)
+FAULT_ACTIONS_SCHEDULABLE = kinds.schedulable()
+FAULT_ACTIONS_WITH_DURATION = kinds.with_duration()
 #: what a fault step may be timed from (``FaultStep.after``): the broker's last ``ready``, the
 #: n-th re-put of a delay level seen by a consumer (its ``store_ms``), the n-th persist of the
 #: schedule offsets (``delayOffset.json`` written), or the previous fault step itself (a step that
@@ -130,32 +118,18 @@ class FaultAnchor:
     count: int = 1
 
 
-@dataclass(frozen=True)
-class FaultStep:
-    """One fault at ``at_ms``. ``restart`` = graceful stop then start; ``kill_restart`` = kill -9
-    then start; ``outage`` = kill -9, stay down ``duration_ms``, start. ``pause`` with a
-    ``duration_ms`` resumes by itself. ``slow_start`` = start, and pause the process at once for
-    ``duration_ms`` before it is ready (a store that takes long to load). ``disk_full`` = fill
-    the broker's store to the brim for ``duration_ms`` (0: until the run ends), then free it
-    (:mod:`reference.disk`). ``partition`` = cut the broker off from every client and the name
-    server for ``duration_ms`` (> 0); ``latency`` = delay every packet the broker sends by
-    ``delay_ms`` for ``duration_ms`` (0: until the run ends); ``loss`` = drop ``loss_percent`` of the
-    packets in and out of the broker for ``duration_ms`` (> 0) (:mod:`reference.network`); ``clock`` =
-    step the broker's wall clock by ``offset_ms`` (negative: back) for ``duration_ms`` (0: until
-    the run ends), then step it back (:mod:`reference.clock`); ``clock_drift`` = make the broker's
-    wall clock run ``rate_permille`` per mille fast (negative: slow) for ``duration_ms`` (> 0),
-    then at the true rate again, keeping the offset it reached (the heal steps it back). Without
-    ``after``, ``at_ms`` counts from the scenario's start; with it, from the anchor event."""
-
-    at_ms: int
-    action: str
-    target: str = "broker"
-    duration_ms: int = 0
-    after: FaultAnchor | None = None
-    delay_ms: int = 0  # latency only: the delay added to each packet
-    loss_percent: int = 0  # loss only: the share of packets dropped
-    offset_ms: int = 0  # clock only: the step of the broker's wall clock (negative: back)
-    rate_permille: int = 0  # clock_drift only: how much faster the broker's clock runs, per mille (negative: slower)
+#: One fault at ``at_ms`` on ``target``: ``action`` is a step of a fault family
+#: (:mod:`reference.faults`: what each does, its duration rule, and the parameters it takes beyond
+#: ``duration_ms`` — ``delay_ms``, ``loss_percent``, ``offset_ms``, ``rate_permille``..., each 0 for
+#: the steps that do not take it). Without ``after``, ``at_ms`` counts from the scenario's start;
+#: with it, from the anchor event.
+FaultStep = make_dataclass("FaultStep", [
+    ("at_ms", int), ("action", str), ("target", str, field(default="broker")),
+    ("duration_ms", int, field(default=0)), ("after", "FaultAnchor | None", field(default=None)),
+    *((p.name, int, field(default=0)) for p in kinds.params()),
+], frozen=True)
+FaultStep.__module__ = __name__
+FaultStep.__doc__ = "One fault step of a scenario (harness.scenario: the fields; reference.faults: the actions)."
 
 
 @dataclass(frozen=True)
@@ -302,21 +276,8 @@ def scenario_schema() -> dict:
                                         "The consumer's maxReconsumeTimes (wins over the profile's; -1 means 16; a "
                                         "Java int); null: the profile's."),
             }),
-            "fault": _object(FaultStep, "Fault step", "One fault at an offset. restart = graceful stop, then start "
-                                                      "after duration_ms; kill_restart = kill -9, then start after "
-                                                      "duration_ms; outage = kill -9, down duration_ms (> 0), start; "
-                                                      "pause with a duration_ms resumes by itself; slow_start = start "
-                                                      "and pause it duration_ms (> 0) before it is ready; disk_full = "
-                                                      "fill the broker's store for duration_ms (0: to the end), then "
-                                                      "free it; partition = cut the broker off from its clients and "
-                                                      "the name server for duration_ms (> 0); latency = delay what "
-                                                      "the broker sends by delay_ms for duration_ms (0: to the end); "
-                                                      "loss = drop loss_percent of the packets in and out of the "
-                                                      "broker for duration_ms (> 0); "
-                                                      "clock = step the broker's wall clock by offset_ms for "
-                                                      "duration_ms (0: to the end); clock_drift = run the broker's "
-                                                      "wall clock rate_permille per mille fast (< 0: slow) for "
-                                                      "duration_ms (> 0), then at the true rate.", {
+            "fault": _object(FaultStep, "Fault step", "One fault at an offset. "
+                             + "; ".join(k.description for k in kinds.steps() if k.description) + ".", {
                 "at_ms": (ms, "When, in milliseconds after the scenario starts (with after: after the anchor event)."),
                 "action": ({"enum": list(FAULT_ACTIONS_SCHEDULABLE)}, "What to do to the target."),
                 "target": ({"enum": list(FAULT_TARGETS)}, "Which part of the system."),
@@ -324,19 +285,7 @@ def scenario_schema() -> dict:
                                     + ", ".join(FAULT_ACTIONS_WITH_DURATION) + "; must be 0 for the others."),
                 "after": ({"oneOf": [{"type": "null"}, {"$ref": "#/$defs/anchor"}]},
                           "Time this step from what the broker did, not from the scenario's start (null: from the start)."),
-                "delay_ms": ({"type": "integer", "minimum": 0, "maximum": MAX_DELAY_MS},
-                             f"latency only: the delay added to every packet the broker sends (1..{MAX_DELAY_MS}); "
-                             "must be 0 for the others."),
-                "loss_percent": ({"type": "integer", "minimum": 0, "maximum": MAX_LOSS_PERCENT},
-                                 f"loss only: the share of packets in and out of the broker dropped at random "
-                                 f"(1..{MAX_LOSS_PERCENT}); must be 0 for the others."),
-                "offset_ms": ({"type": "integer", "minimum": -MAX_CLOCK_STEP_MS, "maximum": MAX_CLOCK_STEP_MS},
-                              f"clock only: the step of the broker's wall clock, ahead (> 0) or back (< 0), at most "
-                              f"{MAX_CLOCK_STEP_MS} ms either way; must be 0 for the others."),
-                "rate_permille": ({"type": "integer", "minimum": -MAX_CLOCK_RATE_PERMILLE, "maximum": MAX_CLOCK_RATE_PERMILLE},
-                                  "clock_drift only: how much faster the broker's wall clock runs than the true time, "
-                                  f"per mille (500: 1.5 times; -500: half speed), at most {MAX_CLOCK_RATE_PERMILLE} "
-                                  "either way (the clock keeps increasing); must be 0 for the others."),
+                **{p.name: ({"type": "integer", "minimum": p.low, "maximum": p.high}, p.description) for p in kinds.params()},
             }),
             "anchor": _object(FaultAnchor, "Fault anchor", "The broker event a fault step is timed from, counted from "
                                                           "when the previous fault step fired (the first: from the first "
@@ -405,65 +354,48 @@ def _cross_check(raw: dict, where: str) -> None:
         if not sent & set(c["topics"]):
             fail(f"consumers[{i}].topics", f"at least one topic a message is sent to ({', '.join(sorted(sent))})", c["topics"])
     max_level = len(table.split(" "))
-    faults = raw.get("faults", [])
-    cluster = raw.get("profile", {}).get("cluster", SINGLE)
-    for i, f in enumerate(faults):
-        after = f.get("after") or {}
-        if after.get("level", 0) and after["event"] != "reput":
-            fail(f"faults[{i}].after.level", f"0 or no such field ({after['event']} has no level)", after["level"])
-        if after.get("event") == "previous" and after.get("count", 1) != 1:
-            fail(f"faults[{i}].after.count", "1 or no such field (previous fires once)", after["count"])
-        if after.get("level", 0) > max_level:
-            fail(f"faults[{i}].after.level", f"a level of the profile's table (1..{max_level}, 0 = any)", after["level"])
-        duration = f.get("duration_ms", "missing")
-        if f["action"] in ("outage", "slow_start") and (duration == "missing" or duration <= 0):
-            fail(f"faults[{i}].duration_ms", f"how long the {f['action']} lasts, an integer > 0", duration)
-        target = f.get("target", "broker")
-        if target not in broker_targets(cluster) and is_broker(target):
-            fail(f"faults[{i}].target", f"a broker of the profile's cluster {cluster!r} ({', '.join(broker_targets(cluster))}; "
-                 f"{target} needs profile.cluster {' or '.join(SECOND_BROKER)})", target)
-        if f["action"] in BROKER_ONLY_ACTIONS and f.get("target", "broker") != "broker":
-            what = ("fills the broker's store" if f["action"] in STORE_FILL_ACTIONS else
-                    "moves the broker's clock" if f["action"] in CLOCK_STEP_ACTIONS else "acts on the broker's network")
-            fail(f"faults[{i}].target", f"broker ({f['action']} {what})", f["target"])
-        loss = f.get("loss_percent", 0)
-        if f["action"] == "loss" and loss <= 0:
-            fail(f"faults[{i}].loss_percent", f"the share of packets the loss drops, 1..{MAX_LOSS_PERCENT}", loss)
-        if f["action"] != "loss" and loss != 0:
-            fail(f"faults[{i}].loss_percent", "0 or no such field (only loss takes a share)", loss)
-        if f["action"] in ("partition", "loss") and (duration == "missing" or not 0 < duration <= MAX_PARTITION_MS):
-            fail(f"faults[{i}].duration_ms", f"how long the {f['action']} lasts, 1..{MAX_PARTITION_MS} (a longer one "
-                                             "outlives the broker's 120 s channel expiry: reference.network)", duration)
-        delay = f.get("delay_ms", 0)
-        if f["action"] == "latency" and delay <= 0:
-            fail(f"faults[{i}].delay_ms", f"the delay the latency adds, 1..{MAX_DELAY_MS}", delay)
-        if f["action"] != "latency" and delay != 0:
-            fail(f"faults[{i}].delay_ms", "0 or no such field (only latency takes a delay)", delay)
-        offset = f.get("offset_ms", 0)
-        rate = f.get("rate_permille", 0)
-        if f["action"] == CLOCK_DRIFT and rate == 0:
-            fail(f"faults[{i}].rate_permille", f"how fast the broker's clock drifts, non-zero, "
-                                               f"-{MAX_CLOCK_RATE_PERMILLE}..{MAX_CLOCK_RATE_PERMILLE} per mille", rate)
-        if f["action"] == CLOCK_DRIFT and (duration == "missing" or duration <= 0
-                                           or abs(rate) * duration > MAX_CLOCK_STEP_MS * 1000):
-            fail(f"faults[{i}].duration_ms", "how long the drift lasts, > 0, with |rate_permille| * duration_ms / 1000 "
-                                             f"at most {MAX_CLOCK_STEP_MS} (the offset it reaches: reference.clock)", duration)
-        if f["action"] != CLOCK_DRIFT and rate != 0:
-            fail(f"faults[{i}].rate_permille", "0 or no such field (only clock_drift takes a rate)", rate)
-        if f["action"] == "clock" and offset == 0:
-            fail(f"faults[{i}].offset_ms", f"the step of the broker's clock, non-zero, -{MAX_CLOCK_STEP_MS}..{MAX_CLOCK_STEP_MS}", offset)
-        if f["action"] != "clock" and offset != 0:
-            fail(f"faults[{i}].offset_ms", "0 or no such field (only clock takes an offset)", offset)
-        # a step back, the step back ending a step ahead, and the heal of a fast drift (reference.clock)
-        if (f["action"] == "clock" and (offset < 0 or duration not in (0, "missing"))) or (f["action"] == CLOCK_DRIFT and rate > 0):
-            late = [j for j, g in enumerate(faults) if g["action"] in DELIVERY_DELAYING_ACTIONS]
-            if late:
-                fail(f"faults[{late[0]}].action", "no fault that delays deliveries beside a step back of the broker's "
-                     f"clock (faults[{i}]): a store time the clock read twice is told apart by when it was delivered "
-                     "(reference.clock)", faults[late[0]]["action"])
-        if f["action"] not in FAULT_ACTIONS_WITH_DURATION and duration not in (0, "missing"):
-            fail(f"faults[{i}].duration_ms", f"0 or no such field ({f['action']} takes no duration; "
-                                             f"use {'/'.join(FAULT_ACTIONS_WITH_DURATION)})", duration)
+    for i in range(len(raw.get("faults", []))):
+        _check_fault(raw["faults"], i, raw.get("profile", {}).get("cluster", SINGLE), max_level, fail)
+
+
+def _check_fault(steps: list, i: int, cluster: str, max_level: int, fail) -> None:
+    """What the schema cannot say of fault step ``i``: its anchor, its target, and its fault
+    family's rules (reference.faults: duration, parameters, the family's own cross-check)."""
+    f, where = steps[i], f"faults[{i}]"
+    after = f.get("after") or {}
+    if after.get("level", 0) and after["event"] != "reput":
+        fail(f"{where}.after.level", f"0 or no such field ({after['event']} has no level)", after["level"])
+    if after.get("event") == "previous" and after.get("count", 1) != 1:
+        fail(f"{where}.after.count", "1 or no such field (previous fires once)", after["count"])
+    if after.get("level", 0) > max_level:
+        fail(f"{where}.after.level", f"a level of the profile's table (1..{max_level}, 0 = any)", after["level"])
+    kind = kinds.step_kind(f["action"])
+    duration = f.get("duration_ms", "missing")
+    if kind.duration == kinds.REQUIRED and kind.check_duration is None and (duration == "missing" or duration <= 0):
+        fail(f"{where}.duration_ms", f"how long the {f['action']} lasts, an integer > 0", duration)
+    target = f.get("target", "broker")
+    if target not in broker_targets(cluster) and is_broker(target):
+        fail(f"{where}.target", f"a broker of the profile's cluster {cluster!r} ({', '.join(broker_targets(cluster))}; "
+             f"{target} needs profile.cluster {' or '.join(SECOND_BROKER)})", target)
+    if kind.broker_only and target != "broker":
+        fail(f"{where}.target", f"broker ({f['action']} {kind.what})", target)
+    for p in kinds.params():
+        value = f.get(p.name, 0)
+        if p.name in kind.params and value == 0:
+            fail(f"{where}.{p.name}", p.needed, value)
+        if p.name not in kind.params and value != 0:
+            takers = [k.action for k in kinds.steps() if p.name in k.params]
+            fail(f"{where}.{p.name}", f"0 or no such field (only {' or '.join(takers)} "
+                                      f"{'takes' if len(takers) == 1 else 'take'} {p.noun})", value)
+    why = kind.check_duration(kind, f) if kind.check_duration else None
+    if why:
+        fail(f"{where}.duration_ms", why, duration)
+    family = kinds.family_of(f["action"])
+    if family.check:
+        family.check(steps, i, fail)
+    if kind.duration == kinds.NONE and duration not in (0, "missing"):
+        fail(f"{where}.duration_ms", f"0 or no such field ({f['action']} takes no duration; "
+                                     f"use {'/'.join(FAULT_ACTIONS_WITH_DURATION)})", duration)
 
 
 def validate_raw(raw: Any, where: str = "scenario") -> dict:
@@ -578,9 +510,7 @@ def _build(raw: dict) -> Scenario:
         faults=tuple(FaultStep(at_ms=int(f["at_ms"]), action=f["action"], target=f.get("target", "broker"),
                                duration_ms=int(f.get("duration_ms", 0)),
                                after=None if f.get("after") is None else FaultAnchor(**f["after"]),
-                               delay_ms=int(f.get("delay_ms", 0)), offset_ms=int(f.get("offset_ms", 0)),
-                               loss_percent=int(f.get("loss_percent", 0)),
-                               rate_permille=int(f.get("rate_permille", 0)))
+                               **{p.name: int(f.get(p.name, 0)) for p in kinds.params()})
                      for f in raw.get("faults", [])),
         profile=Profile(**{k: (int(v) if k not in ("message_delay_level", "cluster") else v) for k, v in prof.items()}),
         seed=int(raw.get("seed", 0)),

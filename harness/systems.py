@@ -163,27 +163,24 @@ def check_options_used(specs: list[SystemSpec], option: str = "--system") -> Non
                           "runs in this process: no cluster, no image, no fault commands)", value)
 
 
-def broker_profile(p: Profile, fillable_store: bool = False, own_network: bool = False, own_clock: bool = False,
-                   drifting_clock: bool = False) -> BrokerProfile:
+def broker_profile(p: Profile, needs: frozenset[str] = frozenset()) -> BrokerProfile:
     return BrokerProfile(message_delay_level=p.message_delay_level, flush_delay_offset_interval_ms=p.flush_delay_offset_interval_ms,
-                         fillable_store=fillable_store, own_network=own_network, own_clock=own_clock or drifting_clock,
-                         drifting_clock=drifting_clock, cluster=p.cluster)
+                         cluster=p.cluster, needs=frozenset(needs))
 
 
-def open_system(spec: SystemSpec, profile: Profile, workdir: Path, seed: int = 0, fillable_store: bool = False,
-                own_network: bool = False, own_clock: bool = False, drifting_clock: bool = False) -> System:
-    """A system for ``spec`` with ``profile`` (not set up yet: call ``setup()``); ``fillable_store``:
-    its scenarios fill the broker's store (``disk_full``); ``own_network``: they cut or slow the
-    broker's network (``partition``, ``latency``); ``own_clock``: they step the broker's clock
-    (``clock``); ``drifting_clock``: they make it drift (``clock_drift``)."""
+def open_system(spec: SystemSpec, profile: Profile, workdir: Path, seed: int = 0,
+                needs: frozenset[str] = frozenset()) -> System:
+    """A system for ``spec`` with ``profile`` (not set up yet: call ``setup()``); ``needs``: what it
+    must be set up for, for its scenarios' fault steps (``reference.faults.setup_needed``: a
+    fillable store, the broker's own network or clock...)."""
     if spec.virtual:
         from adapters.simulated import open_simulated
 
-        return open_simulated(broker_profile(profile), defects=spec.defects, seed=seed)
+        return open_simulated(broker_profile(profile, needs), defects=spec.defects, seed=seed)
     if spec.spec.startswith(("rocketmq:", "dist:", "jars:", "cmd:")):
         from adapters.rocketmq import open_system as open_rocketmq
 
-        return open_rocketmq(system=spec.spec, runtime=spec.runtime, workdir=workdir, profile=broker_profile(profile, fillable_store, own_network, own_clock, drifting_clock), image=spec.image,
+        return open_rocketmq(system=spec.spec, runtime=spec.runtime, workdir=workdir, profile=broker_profile(profile, needs), image=spec.image,
                              namesrv_addr=spec.namesrv, fault_commands=spec.fault_commands())
     raise AdapterError(
         f"unknown system {spec.spec!r}: expected rocketmq:<version>, dist:/path, jars:/path, cmd:FILE, simulated or "

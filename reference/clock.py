@@ -60,27 +60,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from reference.faults.clock import (  # noqa: F401 (the family owns the names)
+    CLOCK, CLOCK_DRIFT, CLOCK_STEP_ACTIONS, MAX_CLOCK_RATE_PERMILLE, MAX_CLOCK_STEP_MS)
 from reference.retry import retry_level
 
-CLOCK = "clock"
-#: the scenario step that makes the broker's clock run fast or slow for a while (recorded as
-#: ``clock`` events with a ``rate_permille``)
-CLOCK_DRIFT = "clock_drift"
 #: the primitive fault action that moves the broker's clock (``fault`` events of ``target: broker``)
 CLOCK_ACTIONS = (CLOCK,)
-#: the scenario steps that move the broker's clock
-CLOCK_STEP_ACTIONS = (CLOCK, CLOCK_DRIFT)
-#: the largest drift either way, per mille of the true rate: the broker's clock runs at least
-#: 0.1 times the true rate, so it stays strictly increasing and a reading maps back to one true moment
-MAX_CLOCK_RATE_PERMILLE = 900
 #: how far off a drift's line a real broker's clock may start: libfaketime counts a speed from the
 #: process's start, which the harness knows to the clock tick (adapters.rocketmq.brokerclock:
 #: 10 ms), so the clock may read up to ``|r|`` times that off the recorded line
 DRIFT_ANCHOR_MS = 10
-#: the largest step a scenario takes: a larger one would outlive the broker's 120 s channel expiry
-#: (ClientHousekeepingService) and the name server's broker expiry in the broker's own clock,
-#: which this rule does not state
-MAX_CLOCK_STEP_MS = 60_000
 
 
 @dataclass(frozen=True)

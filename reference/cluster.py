@@ -72,7 +72,7 @@ from typing import Callable, Iterable, Mapping
 
 from reference.contract import BROKER_TARGETS
 from reference.network import SEND_BACK_FAILS_AFTER_MS, send_back_meets
-from reference.disk import write_outages
+from reference.faults import effect
 from reference.windows import Outage, cluster_outages, merge_outages
 
 SINGLE = "single"
@@ -132,6 +132,5 @@ def outages_by_broker(run: Mapping, faults: Iterable[Mapping]) -> dict[str, list
     names: dict[str, list[str]] = {}
     for target, broker in sorted(((run.get("system") or {}).get("brokers") or {}).items()):
         names.setdefault(broker.get("name"), []).append(target)
-    return {name: merge_outages(cluster_outages(faults, tuple(targets))
-                                + (write_outages(faults) if BROKER_TARGETS[0] in targets else []))
+    return {name: merge_outages(effect("store", faults, targets=tuple(targets)))
             for name, targets in names.items() if name}

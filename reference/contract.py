@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from reference import faults
+
 CONTRACT_VERSION = 1
 
 #: Stable invariant ids, in catalogue order (verdict.json, JUnit names, report).
@@ -38,9 +40,9 @@ SEND_STATUSES: tuple[str, ...] = ("SEND_OK", "FAILED", "UNKNOWN")
 #: ``action`` of the ``fault`` a client's own report writes: a send-back the official client logged
 #: as failed (target ``consumer``; ``reference.network.send_back_failures``)
 SEND_BACK_FAILED = "send_back_failed"
-FAULT_ACTIONS: tuple[str, ...] = ("kill", "stop", "start", "ready", "pause", "resume", "disk_full", "disk_free",
-                                  "partition", "partition_end", "latency", "latency_end", "loss", "loss_end", "clock",
-                                  SEND_BACK_FAILED)
+#: what a ``fault`` event's ``action`` may be: the fault families' (``reference.faults``), and a
+#: client's own report
+FAULT_ACTIONS: tuple[str, ...] = (*faults.event_actions(), SEND_BACK_FAILED)
 #: the broker processes a system may run (``reference.cluster``: a second one in a cluster
 #: topology); ``broker`` is the first, the only one of a single-broker system
 BROKER_TARGETS: tuple[str, ...] = ("broker", "broker-2")
@@ -169,12 +171,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("anchor", "str", False),  # an anchored step: what it was timed from ("reput level 3 #2 at ...")
         _f("anchor_event_ms", "int", False),  # an anchored step: when that anchor event happened
         _f("version", "str", False),  # a broker's ready in an across-store chain: the version now running
-        _f("delay_ms", "int", False),  # latency: the delay added to every packet the broker sends
-        _f("loss_percent", "int", False),  # loss: the share of packets in and out of the broker dropped
-        _f("offset_ms", "int", False),  # clock: the broker's clock reads this far ahead of true time from now on
-        _f("settled_ms", "int", False),  # clock: by when the broker's process took the step (reference.clock)
-        _f("waiting_levels", "str", False),  # clock: the levels holding entries at the step ("3,8")
-        _f("rate_permille", "int", False),  # clock: from ts_ms the offset grows this much per 1000 ms (a drift)
+        *(_f(name, kind, False) for name, kind, _ in faults.event_fields()),  # each family's (reference.faults)
     ),
     "snapshot": (
         _f("source", "str"),

@@ -29,14 +29,13 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from reference.faults.disk import DISK_ACTIONS, FILL, FREE  # noqa: F401 (the family owns the names)
+from reference.contract import BROKER_TARGETS
 from reference.windows import Outage
 
 #: the longest the broker takes to notice that its disk filled or emptied (the 4.9.x disk check
 #: period; 5.x checks every ``cleanResourceInterval``, which the harness sets to 1 s)
 DISK_CHECK_MS = 10_000
-FILL, FREE = "disk_full", "disk_free"
-#: the primitive fault actions of a full store (``fault`` events of ``target: broker``)
-DISK_ACTIONS = (FILL, FREE)
 
 
 def write_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Outage]:
@@ -56,3 +55,9 @@ def write_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Out
     if full_since is not None:
         out.append(Outage(FILL, full_since, None))
     return out
+
+
+def store_outages(faults: Iterable[Mapping], targets: tuple[str, ...] = BROKER_TARGETS) -> list[Outage]:
+    """The write outages of the stores of ``targets`` (the ``store`` window effect of the disk family)."""
+    faults = list(faults)
+    return [o for t in targets for o in write_outages(faults, t)]

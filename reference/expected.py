@@ -35,11 +35,11 @@ from reference.plans import CRASH, parse_plan, plan_outcome
 from reference.profile import Profile, profile_from_run
 from reference.retry import requested_retry_level, retry_level
 from reference.timer import rounded_deliver_ms
-from reference.disk import write_outages
-from reference.network import local_retry_lag_ms, send_back_lag_ms, send_back_may_repeat, unknown_send_outages
+from reference.faults import effect
+from reference.network import local_retry_lag_ms, send_back_lag_ms, send_back_may_repeat
 from reference.clock import BrokerClock
 from reference.cluster import CONTROLLER, MASTER_SLAVE, REPLICA_SYNC_BOUND_MS, down_broker_lag_ms, is_broker, outages_by_broker
-from reference.windows import OutageIndex, broker_outages, cluster_outages, merge_outages
+from reference.windows import OutageIndex, merge_outages
 
 
 @dataclass(frozen=True)
@@ -185,19 +185,19 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
             sends[key] = e
         elif t == "fault":
             faults.append(e)
-    outages = merge_outages(cluster_outages(faults) + write_outages(faults))
+    outages = merge_outages(effect("store", faults))  # every family's (reference.faults)
     clock = BrokerClock.from_faults(faults)  # reference.clock: due times in the broker's clock
     slack = profile.slack_ms
     first_delay = profile.first_delay_ms
     widen = OutageIndex(outages, first_delay, slack).widen
     # reference.cluster: what a broker name stores waits for its own processes only
     widen_on = {name: OutageIndex(own, first_delay, slack).widen for name, own in outages_by_broker(run, faults).items()}
-    consumer_outages = broker_outages(faults, target="consumer")
+    consumer_outages = effect("consumer", faults)
     widen_local = OutageIndex(consumer_outages, 0, slack).widen  # a paused/killed consumer re-consumes later
     # reference.network: a partition widens the windows of UNKNOWN sends only (a request stored
     # after the heal) and the local re-consume of a LATER whose send-back met it; latency delays
     # the storing of a retry by a round trip
-    unknown_outages = merge_outages(outages + unknown_send_outages(faults))
+    unknown_outages = merge_outages(outages + effect("unknown_send", faults))
     net_local, net_back, down_lag = local_retry_lag_ms(faults), send_back_lag_ms(faults), down_broker_lag_ms(faults)
 
     def local_lag(ts_ms: int, group: str | None, key: str) -> int:

@@ -72,18 +72,11 @@ import re
 from typing import Callable, Iterable, Mapping
 
 from reference.contract import SEND_BACK_FAILED
+from reference.faults.network import (  # noqa: F401 (the family owns the names)
+    LATENCY, LATENCY_END, LOSS, LOSS_END, MAX_DELAY_MS, MAX_LOSS_PERCENT, MAX_PARTITION_MS, NET_ACTIONS, NET_END,
+    NET_START, PARTITION, PARTITION_END)
 from reference.windows import Outage
 
-PARTITION, PARTITION_END = "partition", "partition_end"
-LATENCY, LATENCY_END = "latency", "latency_end"
-LOSS, LOSS_END = "loss", "loss_end"
-#: the primitive fault actions of network faults (``fault`` events of ``target: broker``)
-NET_ACTIONS = (PARTITION, PARTITION_END, LATENCY, LATENCY_END, LOSS, LOSS_END)
-#: the primitive that ends each network fault, and the one each end ends
-NET_END = {PARTITION: PARTITION_END, LATENCY: LATENCY_END, LOSS: LOSS_END}
-NET_START = {end: start for start, end in NET_END.items()}
-#: a loss drops 1..100 % of the packets (100: a partition by another name)
-MAX_LOSS_PERCENT = 100
 #: TCP_TIMEOUT_INIT (Linux): the initial retransmission timeout, an upper bound of the first RTO
 INITIAL_RTO_MS = 1_000
 #: DefaultMQPushConsumerImpl.sendMessageBack: consumerSendMessageBack's timeout
@@ -99,11 +92,6 @@ _SEND_BACK_FAILURE = re.compile("(?:" + "|".join(map(re.escape, SEND_BACK_FAILUR
 _LOGGED_KEYS = re.compile(r"KEYS=([^,}\s]+)")
 #: how far before its time a log line may have been written (RocketMQ's own patterns print seconds)
 LOG_RESOLUTION_MS = 1_000
-#: ClientHousekeepingService / RouteInfoManager: 120 s without a heartbeat; partitions stay below
-MAX_PARTITION_MS = 100_000
-#: the largest netem delay a latency step may add (below every client timeout, with room for the
-#: round trip)
-MAX_DELAY_MS = 1_000
 
 
 def _periods(faults: Iterable[Mapping], start: str, end: str, target: str) -> list[tuple[int, int | None, Mapping]]:

@@ -70,6 +70,11 @@ def cluster_outages(faults: Iterable[Mapping], targets: tuple[str, ...] = BROKER
     return merge_outages([o for t in targets for o in broker_outages(faults, t)])
 
 
+def consumer_outages(faults: Iterable[Mapping]) -> list[Outage]:
+    """The consumers' outages (killed or paused): their re-consumes come later (``target: consumer``)."""
+    return broker_outages(faults, target="consumer")
+
+
 def broker_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Outage]:
     """Outages of ``target`` from its ``fault`` events (any order), sorted by ``down_ms``.
     An outage ends at the first ``ready`` after a ``start`` (kill/stop) or at ``resume`` (pause);

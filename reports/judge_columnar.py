@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from reference import faults as fault_kinds
 from reference import expected as model
 from reference.clock import BrokerClock
 from reference.contract import EVENT_FIELDS, ContractError
@@ -41,8 +42,8 @@ SEND_FIELDS = ("type", "ts_ms", "key", "topic", "delay_level", "deliver_at_ms", 
 DELIVER_FIELDS = ("type", "ts_ms", "key", "group", "topic", "queue_id", "queue_offset", "queue_topic",
                   "commit_log_offset", "broker", "body_crc", "reconsume_times", "born_ms", "store_ms", "outcome")
 DLQ_FIELDS = ("type", "ts_ms", "key", "group", "reconsume_times", "store_ms")
-FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group", "key", "delay_ms",  # key, delay_ms: reference.network
-                "offset_ms", "settled_ms", "waiting_levels", "rate_permille")  # reference.clock
+#: what the model reads of a fault: its generic fields, and every fault family's (reference.faults)
+FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group", "key", *(n for n, _, _ in fault_kinds.event_fields()))
 SNAPSHOT_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["snapshot"]))
 STALL_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["stall"]))  # reference.stalls: judged per run
 

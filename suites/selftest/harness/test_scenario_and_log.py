@@ -103,8 +103,8 @@ def test_a_clock_drift_expands_into_a_rated_clock_change_and_its_end_at_the_offs
     from harness.faults import FaultDriver
 
     drift = FaultStep(2000, "clock_drift", "broker", 4000, rate_permille=-250)
-    assert expand((drift,)) == [TimedFault(2000, "clock", "broker", step=0, rate_permille=-250),
-                                TimedFault(6000, "clock", "broker", step=0, rate_permille=0)]
+    assert expand((drift,)) == [TimedFault(2000, "clock", "broker", step=0, fields=(("rate_permille", -250),)),
+                                TimedFault(6000, "clock", "broker", step=0, fields=(("rate_permille", 0),))]
     system = open_simulated(BrokerProfile(), seed=1)
     system.setup()
     log = EventLog(tmp_path / "h.jsonl")
