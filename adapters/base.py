@@ -1,7 +1,8 @@
 """The adapter protocol: what the harness asks of a system under test.
 
 One small protocol per capability (as Jepsen's ``db.clj``): a backend implements what it supports
-and the harness asks with ``isinstance`` on these ``runtime_checkable`` protocols. A new broker
+and the harness asks with ``isinstance`` on these ``runtime_checkable`` protocols; whether a fault
+can be done on a target now, a system answers itself (:class:`Faultable`). A new broker
 family is one new sub-package of ``adapters/`` whose :class:`System` satisfies them.
 
 Observations cross into the run directory as contract events (``reference.contract``):
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from reference.faults.clock import DRIFTING_CLOCK, OWN_CLOCK
 from reference.faults.disk import FILLABLE_STORE
@@ -229,6 +230,15 @@ class ConfigReading(Protocol):
 
 
 @runtime_checkable
+class Faultable(Protocol):
+    """The one question about faults (every system answers it; :mod:`adapters.parts`)."""
+
+    def cannot(self, action: str, target: str) -> str | None:
+        """None when the system can perform the primitive fault ``action``
+        (:data:`adapters.parts.PRIMITIVE_ACTIONS`) on ``target`` now, else why not, in words."""
+
+
+@runtime_checkable
 class FaultLimited(Protocol):
     def can_fault(self, action: str, target: str) -> bool:
         """Whether the system can perform this primitive fault (``kill``/``stop``/``start``/
@@ -316,15 +326,3 @@ class LogFiles(Protocol):
 class System(Lifecycle, Producing, Consuming, Protocol):
     """What every adapter offers. Pausable, DlqReading, Snapshotting, OffsetFlushWatching and
     LogFiles are optional."""
-
-
-def supports(system: object, capability: type) -> bool:
-    return isinstance(system, capability)
-
-
-def require(system: object, capability: type, why: str) -> None:
-    if not isinstance(system, capability):
-        raise AdapterError(f"{type(system).__name__} does not support {capability.__name__}: needed to {why}")
-
-
-FaultTargets = Sequence[str]

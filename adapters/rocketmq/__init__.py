@@ -17,9 +17,13 @@ by the commands of a TOML file (:mod:`adapters.rocketmq.cmd`; process runtime on
 :mod:`adapters.rocketmq.external`). Module map: ``provision`` (versions → jars, ROCKETMQ_HOME,
 JVM options), ``cmd`` (``cmd:`` files), ``apache_dist`` (an Apache release's own bin/ scripts as a
 ``cmd:`` system), ``config`` (broker.conf, ports, delayOffset.json), ``process`` / ``container``
-(runtimes), ``external`` (an existing cluster), ``system`` (the :class:`~adapters.base.System`),
-``client_proc`` / ``consumer_proc`` / ``clientlink`` (the JPype client processes and their harness
-side), ``helpers`` + ``java/`` (the send loop in Java), ``bench`` (figures:
+(runtimes), ``external`` (an existing cluster's runtime), ``system`` (what every RocketMQ
+:class:`~adapters.base.System` does through its client), ``local`` / ``external_system`` (the
+system the harness starts, the existing cluster), ``topology`` (which servers run where),
+``servers`` / ``consumers`` (the fault targets as parts), ``launch`` (a server's launch, ``cmd:``
+included), ``machine`` (disk, network and clock faults), ``whitebox`` (schedule offsets),
+``logs``, ``client_proc`` / ``consumer_proc`` / ``clientlink`` (the JPype client processes and
+their harness side), ``helpers`` + ``java/`` (the send loop in Java), ``bench`` (figures:
 ``python -m adapters.rocketmq.bench``).
 """
 
@@ -48,9 +52,10 @@ def open_system(system: str = "rocketmq:latest", runtime: str = "auto", workdir:
                 labels: dict | None = None, namesrv_addr: str | None = None,
                 fault_commands: dict[str, str] | None = None):
     """A :class:`~adapters.rocketmq.system.RocketMQSystem`, not yet started (call ``setup()``):
-    a :class:`~adapters.rocketmq.system.LocalRocketMQSystem` for the process and container runtimes."""
+    a :class:`~adapters.rocketmq.local.LocalRocketMQSystem` for the process and container runtimes,
+    an :class:`~adapters.rocketmq.external_system.ExternalRocketMQSystem` for the external one."""
+    from adapters.rocketmq.local import LocalRocketMQSystem
     from adapters.rocketmq.provision import resolve_chain
-    from adapters.rocketmq.system import LocalRocketMQSystem, RocketMQSystem
 
     if runtime not in RUNTIMES:
         raise AdapterError(f"runtime {runtime!r}: expected one of {', '.join(RUNTIMES)}")
@@ -82,10 +87,9 @@ def open_system(system: str = "rocketmq:latest", runtime: str = "auto", workdir:
         rt = ContainerRuntime(dist, workdir, image=image, labels=labels or {})
     else:
         from adapters.rocketmq.external import ExternalRuntime
+        from adapters.rocketmq.external_system import ExternalRocketMQSystem
 
         if not namesrv_addr:
             raise AdapterError("runtime 'external': namesrv_addr (host:port of the cluster's name server) is required")
-        rt = ExternalRuntime(fault_commands or {})
-    if runtime == "external":  # the store is not ours to read: no OffsetFlushWatching
-        return RocketMQSystem(dist, rt, workdir, profile, base_port=base_port, namesrv_addr=namesrv_addr)
+        return ExternalRocketMQSystem(dist, ExternalRuntime(fault_commands or {}), workdir, profile, namesrv_addr)
     return LocalRocketMQSystem(dist, rt, workdir, profile, base_port=base_port, chain=chain)

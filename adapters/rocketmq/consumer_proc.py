@@ -30,7 +30,7 @@ from pathlib import Path
 
 from adapters.rocketmq.jvm import Channel, now_ms, start_jvm
 from adapters.rundir import EventLog
-from reference.contract import CONSUMER_DIED, consumer_fault
+from reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, consumer_fault
 from reference.plans import next_answer, replay_cursor
 
 #: Exit status of a consumer that died on a CRASH answer and recorded its own death.
@@ -115,13 +115,13 @@ class PlanFollower:
             "reconsume_times": int(msg.getReconsumeTimes()), "born_ms": int(msg.getBornTimestamp()),
             "store_ms": int(msg.getStoreTimestamp()),
         }
-        sent_crc = msg.getUserProperty("HG_BODY_CRC")
+        sent_crc = msg.getUserProperty(BODY_CRC_PROPERTY)
         if sent_crc is not None and str(sent_crc) != str(event["body_crc"]):
             event["sent_body_crc"] = int(str(sent_crc))
         with self._lock:
             event["ts_ms"] = self.stamp(key)
             index = self.counts[key]
-            prop = msg.getUserProperty("HG_PLAN")
+            prop = msg.getUserProperty(PLAN_PROPERTY)
             plan = tuple(p.strip() for p in str(prop).split(",")) if prop is not None and str(prop) else ()
             cursor = self.cursors.get(key)
             if cursor is None:

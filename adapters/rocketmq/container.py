@@ -32,7 +32,7 @@ from adapters.base import AdapterError
 from adapters.rocketmq import process as _process
 from adapters.rocketmq.process import process_start_time
 from adapters.rocketmq.image import ImageRef, engine, ensure_image, lib_dir_of, named_image
-from adapters.rocketmq.runtime import LaunchSpec
+from adapters.rocketmq.runtime import LaunchSpec, StartsItsComponents
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # before testcontainers is imported
 
@@ -132,7 +132,7 @@ def outermost(dirs: list[Path]) -> list[Path]:
     return kept
 
 
-class ContainerRuntime:
+class ContainerRuntime(StartsItsComponents):
     name = "container"
 
     def __init__(self, distribution, workdir: Path, image: str | None = None, labels: dict | None = None,
@@ -326,6 +326,13 @@ class ContainerRuntime:
         if state.get("Running") or state.get("Status") == "created":
             return None
         return int(state.get("ExitCode", 0))
+
+    def processes(self, component: str) -> list[tuple[int, str]]:
+        """None listed: the container's processes are its engine's to show."""
+        return []
+
+    def note(self, component: str, text: str) -> None:
+        _process.note_in_log(self._specs.get(component), text)
 
     def container_id(self, component: str) -> str:
         return self._container(component).id

@@ -23,11 +23,12 @@ import tomllib
 from pathlib import Path
 
 from adapters.base import AdapterError
+from adapters.parts import PROCESS_ACTIONS
 from adapters.rocketmq.runtime import LaunchSpec
 from reference.contract import ContractError, OptionError
 from reference.disk import DISK_ACTIONS
 
-ACTIONS = ("start", "stop", "kill", "pause", "resume", *DISK_ACTIONS)
+ACTIONS = (*PROCESS_ACTIONS, *DISK_ACTIONS)
 COMPONENTS = ("broker", "namesrv")
 
 
@@ -91,21 +92,24 @@ class ExternalRuntime:
         self.timeout_s = timeout_s
         self._last_output: dict[str, str] = {}
 
-    def run(self, action: str, component: str) -> None:
+    def cannot(self, action: str, component: str) -> str | None:
+        """Why not: the user gave no command for ``action`` on ``component``; None when they did."""
         key = f"{action}:{component}"
-        cmd = self.commands.get(key)
-        if cmd is None:
-            raise AdapterError(f"external runtime: no fault command for {key!r} "
-                               f"(given: {', '.join(sorted(self.commands)) or 'none'})")
+        if key in self.commands:
+            return None
+        return f"external runtime: no fault command for {key!r} (given: {', '.join(sorted(self.commands)) or 'none'})"
+
+    def run(self, action: str, component: str) -> None:
+        why = self.cannot(action, component)
+        if why:
+            raise AdapterError(why)
+        key = f"{action}:{component}"
+        cmd = self.commands[key]
         proc = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=self.timeout_s)
         self._last_output[component] = (proc.stdout + proc.stderr)[-4000:]
         if proc.returncode != 0:
             raise AdapterError(f"external runtime: {key} command exited {proc.returncode}: {cmd}\n"
                                f"{self._last_output[component]}")
-
-    def can(self, action: str, component: str) -> bool:
-        """Whether the user supplied a command for ``action`` on ``component``."""
-        return f"{action}:{component}" in self.commands
 
     def launch(self, spec: LaunchSpec) -> None:
         raise AdapterError(f"external runtime: the cluster is not started by the harness (asked to launch {spec.component})")
@@ -134,6 +138,18 @@ class ExternalRuntime:
     def log_tail(self, component: str, lines: int = 60) -> str:
         out = self._last_output.get(component)
         return f"(external {component}: last fault command output)\n{out}" if out else f"(external {component}: no log)"
+
+    def pid(self, component: str) -> int | None:
+        return None  # it runs on a host of its own
+
+    def processes(self, component: str) -> list[tuple[int, str]]:
+        return []
+
+    def note(self, component: str, text: str) -> None:
+        """No log of the component here to write into."""
+
+    def use_distribution(self, distribution) -> None:
+        """The cluster runs what it runs."""
 
     def close(self) -> None:
         pass

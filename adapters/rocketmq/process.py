@@ -26,7 +26,7 @@ from collections import deque
 from pathlib import Path
 
 from adapters.base import AdapterError
-from adapters.rocketmq.runtime import LaunchSpec
+from adapters.rocketmq.runtime import LaunchSpec, StartsItsComponents
 
 _LIVE: "weakref.WeakSet[ProcessRuntime]" = weakref.WeakSet()
 _HANDLERS_INSTALLED = False
@@ -168,7 +168,14 @@ def tail_file(path: Path, lines: int = 60) -> str:
     return "\n".join(deque(data.splitlines(), maxlen=lines))
 
 
-class ProcessRuntime:
+def note_in_log(spec: LaunchSpec | None, text: str) -> None:
+    """Append a harness line to a component's log (e.g. which processes answered)."""
+    if spec is not None:
+        with open(spec.log_file, "a") as log:
+            log.write(f"==== hourglass: {text}\n")
+
+
+class ProcessRuntime(StartsItsComponents):
     name = "process"
 
     def __init__(self, java: str = "java"):
@@ -290,11 +297,10 @@ class ProcessRuntime:
         return [(pid, command_line(pid)) for pid in sorted(group_members(self._procs[component].pid))]
 
     def note(self, component: str, text: str) -> None:
-        """Append a harness line to the component's log (e.g. which processes answered)."""
-        spec = self._specs.get(component)
-        if spec is not None:
-            with open(spec.log_file, "a") as log:
-                log.write(f"==== hourglass: {text}\n")
+        note_in_log(self._specs.get(component), text)
+
+    def use_distribution(self, distribution) -> None:
+        """Nothing to switch: each launch's spec names the jars of its own distribution."""
 
     def pid(self, component: str) -> int | None:
         return self._procs[component].pid if component in self._procs else None

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from adapters.base import AdapterError
+from adapters.parts import PROCESS_ACTIONS
+
 
 @dataclass(frozen=True)
 class LaunchSpec:
@@ -45,7 +48,10 @@ class LaunchSpec:
 
 @runtime_checkable
 class Runtime(Protocol):
-    name: str  # "process" | "container"
+    """Every call the RocketMQ system makes on its runtime (``process``, ``container``, and
+    ``external``: an existing cluster faulted by the user's commands)."""
+
+    name: str  # "process" | "container" | "external"
 
     def launch(self, spec: LaunchSpec) -> None:
         """First start of a component (creates the process/container)."""
@@ -70,5 +76,40 @@ class Runtime(Protocol):
 
     def log_tail(self, component: str, lines: int = 60) -> str: ...
 
+    def pid(self, component: str) -> int | None:
+        """The host pid of the component's main process (a process group's leader, a container's
+        init); None where there is none on this host. A container not running raises AdapterError."""
+
+    def processes(self, component: str) -> list[tuple[int, str]]:
+        """(pid, command line) of each live process of the component (what a launcher really ran);
+        empty where the runtime cannot list them."""
+
+    def note(self, component: str, text: str) -> None:
+        """Append a harness line to the component's log, where the harness writes it."""
+
+    def use_distribution(self, distribution) -> None:
+        """Launch the next components from ``distribution`` (an across-store chain's next version)."""
+
+    def cannot(self, action: str, component: str) -> str | None:
+        """Why this runtime cannot perform ``action`` (a process fault: start, stop, kill, pause,
+        resume; or a fault the user gave a command for) on ``component``; None when it can."""
+
+    def run(self, action: str, component: str) -> None:
+        """Perform ``action`` on ``component`` by the user's command (the external runtime); a
+        runtime that starts its components has no such commands and raises AdapterError."""
+
     def close(self) -> None:
         """Kill and remove everything this runtime started. Idempotent; safe in finally/atexit."""
+
+
+class StartsItsComponents:
+    """What a runtime that starts its components itself (process, container) answers: it performs
+    every process fault, and runs no fault commands."""
+
+    name: str
+
+    def cannot(self, action: str, component: str) -> str | None:
+        return None if action in PROCESS_ACTIONS else f"the {self.name} runtime has no command for {action}"
+
+    def run(self, action: str, component: str) -> None:
+        raise AdapterError(f"the {self.name} runtime runs no fault commands (asked for {action}:{component})")

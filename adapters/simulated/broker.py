@@ -16,30 +16,26 @@ from typing import Callable
 
 from adapters.simulated.clock import VirtualClock
 from adapters.simulated.defects import Defect
+from adapters.simulated.retry import ConsumerRetry
 from adapters.simulated.schedule import ScheduleService
 from adapters.simulated.store import MessageStore, StoredMessage
 from reference.clock import BrokerClock, Step
 from reference.contract import MEMORY_SOURCE, PERSISTED_SOURCE, SCHEDULE_TOPIC
 from reference.profile import Profile
-from reference.retry import dlq_topic, goes_to_dlq, goes_to_dlq_on_resend, requested_retry_level, retry_topic
 from reference.timer import TIMER_TOPIC
 
 UP, DOWN, STARTING, PAUSED = "up", "down", "starting", "paused"  # STARTING may be paused: start_paused_at
-#: SLAVE_REPUTS_WHILE_MASTER_DOWN: how often the broken slave's level tasks run
-SLAVE_TICK_MS = 100
 #: Virtual time from ``start`` to ``ready``.
 STARTUP_MS = 1500
 #: BrokerConfig.flushConsumerOffsetInterval: consumerOffset.json persisted every 5 s.
 CONSUMER_OFFSET_FLUSH_MS = 5000
 #: The simulated broker's address in its ``brokerStatus`` snapshot.
 BROKER_ADDR = "simulated:10911"
-#: SubscriptionGroupConfig.retryQueueNums.
-RETRY_QUEUES = 1
 #: PERSIST_BEFORE_DELIVERY_STOPS: how long the delivery tasks go on after the shutdown persist.
 SHUTDOWN_TAIL_MS = 300
 
 
-class SimBroker:
+class SimBroker(ConsumerRetry):
     def __init__(self, clock: VirtualClock, profile: Profile, defects: frozenset[Defect], rng: random.Random,
                  put_failure_rate: float = 0.0, timers: bool = True, startup_ms: int = STARTUP_MS):
         self.clock = clock
@@ -68,7 +64,7 @@ class SimBroker:
         self.clock_line = Step(0, 0, 0)
         self.countdowns: dict[int, tuple[int, int]] = {}  # REPUT_BY_COUNTDOWN: level -> (wake, due it waits for)
         self.stalled_until_ms = 0  # STALLED_BY_CLOCK_BACK: the level tasks wait until then
-        self.slave_schedule: ScheduleService | None = None  # SLAVE_REPUTS_WHILE_MASTER_DOWN: its slave's
+        self.slave_schedule: ScheduleService | None = None  # SLAVE_REPUTS_WHILE_MASTER_DOWN: its slave's (adapters.simulated.slave)
         self.timer_heap: list[tuple[int, int, StoredMessage]] = []  # (deliver_ms, commit offset, entry)
         self.level_wake: dict[int, int] = {}  # level -> when its task runs next
         self.timer_wake: int | None = None  # when the timer wheel runs next
@@ -78,7 +74,7 @@ class SimBroker:
         self.on_ready: Callable[[], None] = lambda: None
 
     # --- tasks ------------------------------------------------------------------------------
-    def _at(self, ts_ms: int, task: Callable[[], None]) -> None:
+    def at(self, ts_ms: int, task: Callable[[], None]) -> None:
         """A broker task: dropped if the broker restarted since, held while it is paused."""
         inc = self.incarnation
 
@@ -114,7 +110,7 @@ class SimBroker:
         self.state = STARTING
         self.started_ms = self.clock.now_ms()
         self.ready_at_ms = self._start_ready_ms = self.clock.now_ms() + self.startup_ms
-        self._at(self.ready_at_ms, self._ready)
+        self.at(self.ready_at_ms, self._ready)
 
     def _ready(self) -> None:
         now = self.clock.now_ms()
@@ -126,8 +122,8 @@ class SimBroker:
         self.level_wake = {}
         for level in range(1, self.profile.max_level + 1):
             self._wake_level(level, now + self.profile.first_delay_ms)
-        self._at(now + self.profile.first_flush_delay_ms, self._flush_schedule)
-        self._at(now + CONSUMER_OFFSET_FLUSH_MS, self._flush_consumer_offsets)
+        self.at(now + self.profile.first_flush_delay_ms, self._flush_schedule)
+        self.at(now + CONSUMER_OFFSET_FLUSH_MS, self._flush_consumer_offsets)
         self.timer_wake = None
         if self.timer_heap:
             self._wake_timers(max(now + self.profile.first_delay_ms, self._true_ms(self.timer_heap[0][0])))
@@ -140,7 +136,7 @@ class SimBroker:
             if not self.stopping:  # ScheduleMessageService.shutdown (4.9.0-4.9.2): persist, tasks go on
                 self.schedule.persist(self.clock.now_ms())
                 self.stopping = True
-                self._at(self.clock.now_ms() + SHUTDOWN_TAIL_MS, lambda: self._stop(True, persisted_already=True))
+                self.at(self.clock.now_ms() + SHUTDOWN_TAIL_MS, lambda: self._stop(True, persisted_already=True))
             return
         self._stop(graceful)
 
@@ -175,7 +171,7 @@ class SimBroker:
             self.ready_at_ms = self._start_ready_ms + (now - self.start_paused_at)
             self._start_ready_ms = self.ready_at_ms
             self.start_paused_at = None
-            self._at(self.ready_at_ms, self._ready)
+            self.at(self.ready_at_ms, self._ready)
             return
         if self.state != PAUSED:
             return
@@ -186,27 +182,6 @@ class SimBroker:
             send()
         for task in held:
             task()
-
-    # --- a slave that re-puts (SLAVE_REPUTS_WHILE_MASTER_DOWN, reference.cluster) ---------------
-    def slave_takes_over(self) -> None:
-        """The broken slave starts a schedule service of its own while this master is down, from the
-        delay offsets it copied (the master's last persisted ones), re-putting into the store it
-        replicates (the same one here) every 100 ms until the master is back."""
-        if Defect.SLAVE_REPUTS_WHILE_MASTER_DOWN not in self.defects or self.state != DOWN:
-            return
-        slave = ScheduleService(self.profile.level_table, self.store, frozenset(), self.rng, 0.0)
-        slave.persisted = dict(self.schedule.persisted)
-        slave.start()
-        self.slave_schedule = slave
-        self._slave_tick(slave)
-
-    def _slave_tick(self, slave: ScheduleService) -> None:
-        if self.slave_schedule is not slave or self.state != DOWN:
-            return
-        now = self.wall_ms()
-        for level in range(1, self.profile.max_level + 1):
-            slave.run_level(level, now, self._reput)
-        self._at(self.clock.now_ms() + SLAVE_TICK_MS, lambda: self._slave_tick(slave))
 
     # --- network faults ---------------------------------------------------------------------
     def heal_partition(self) -> None:
@@ -224,11 +199,11 @@ class SimBroker:
     # --- periodic persistence ---------------------------------------------------------------
     def _flush_schedule(self) -> None:
         self.schedule.persist(self.clock.now_ms())
-        self._at(self.clock.now_ms() + self.profile.flush_delay_offset_interval_ms, self._flush_schedule)
+        self.at(self.clock.now_ms() + self.profile.flush_delay_offset_interval_ms, self._flush_schedule)
 
     def _flush_consumer_offsets(self) -> None:
         self.consumer_offsets_persisted = dict(self.consumer_offsets)
-        self._at(self.clock.now_ms() + CONSUMER_OFFSET_FLUSH_MS, self._flush_consumer_offsets)
+        self.at(self.clock.now_ms() + CONSUMER_OFFSET_FLUSH_MS, self._flush_consumer_offsets)
 
     # --- the broker's wall clock (reference.clock) --------------------------------------------
     def wall_ms(self) -> int:
@@ -288,7 +263,7 @@ class SimBroker:
         if self.timer_wake is not None and self.timer_wake <= ts_ms:
             return
         self.timer_wake = ts_ms
-        self._at(ts_ms, lambda: self._run_timers(ts_ms))
+        self.at(ts_ms, lambda: self._run_timers(ts_ms))
 
     def _run_timers(self, scheduled_ms: int) -> None:
         if self.timer_wake != scheduled_ms:
@@ -306,7 +281,7 @@ class SimBroker:
         if current is not None and current <= ts_ms:
             return
         self.level_wake[level] = ts_ms
-        self._at(ts_ms, lambda: self._run_level(level, ts_ms))
+        self.at(ts_ms, lambda: self._run_level(level, ts_ms))
 
     def _run_level(self, level: int, scheduled_ms: int) -> None:
         if self.level_wake.get(level) != scheduled_ms:
@@ -322,7 +297,7 @@ class SimBroker:
         wake, waited_for = self.countdowns.pop(level, (None, now))
         if wake == scheduled_ms:  # REPUT_BY_COUNTDOWN: the countdown ran out, taken as the wall clock reading it
             now = max(now, waited_for)
-        nxt = self.schedule.run_level(level, now, self._reput)
+        nxt = self.schedule.run_level(level, now, self.reput)
         if nxt is None:
             return
         if Defect.REPUT_BY_COUNTDOWN in self.defects:  # sleeps due - now on the monotonic (true) clock
@@ -333,37 +308,10 @@ class SimBroker:
         else:
             self._wake_level(level, max(self.clock.now_ms(), self._true_ms(nxt)))
 
-    def _reput(self, entry: StoredMessage) -> StoredMessage:
+    def reput(self, entry: StoredMessage) -> StoredMessage:
         """ScheduleMessageService.messageTimeup: a new copy in the real topic and queue, the delay
         level cleared, reconsume times kept."""
         return self.put(replace(entry, delay_level=0, deliver_ms=0), entry.real_topic, entry.real_queue_id)
-
-    # --- consumer retry ---------------------------------------------------------------------
-    def send_back(self, msg: StoredMessage, group: str, max_reconsume_times: int, delay_level: int = 0,
-                  resend: bool = False) -> StoredMessage:
-        """SendMessageProcessor.asyncConsumerSendMsgBack (4.9.x): retry k in %RETRY%group at level
-        3 + (k - 1), or the DLQ when the failed attempt reached maxReconsumeTimes (or level < 0).
-        ``resend``: the client's own producer re-sent it (handleRetryAndDLQ: DLQ when k >= max)."""
-        failed = msg.reconsume_times
-        if resend:
-            to_dlq = goes_to_dlq_on_resend(failed + 1, max_reconsume_times)
-        else:
-            to_dlq = goes_to_dlq(failed, max_reconsume_times, delay_level)
-        if to_dlq and Defect.SKIPPED_DLQ in self.defects:
-            to_dlq, delay_level = False, self.profile.max_level
-        proto = replace(msg, reconsume_times=failed + 1, deliver_ms=0, real_topic="")
-        if to_dlq:
-            self.store.create_topic(dlq_topic(group), 1)
-            return self.put(replace(proto, delay_level=0), dlq_topic(group), 0)
-        if delay_level <= 0:
-            delay_level = requested_retry_level(failed + 1)
-            if Defect.WRONG_RETRY_LEVEL in self.defects:
-                delay_level = failed + 1
-        self.store.create_topic(retry_topic(group), RETRY_QUEUES)
-        return self.put(replace(proto, delay_level=delay_level), retry_topic(group), 0)
-
-    def read_dlq(self, group: str) -> list[StoredMessage]:
-        return list(self.store.queues.get((dlq_topic(group), 0), ()))
 
     # --- white-box --------------------------------------------------------------------------
     def snapshot(self) -> list[dict]:

@@ -1,23 +1,24 @@
 """The simulated system: the broker, its name server and the consumers behind the adapter protocol
-(Lifecycle, Pausable, Producing, Consuming, DlqReading, Snapshotting, OffsetFlushWatching), in
-virtual time."""
+(Lifecycle, Pausable, Producing, Consuming, DlqReading, Snapshotting, OffsetFlushWatching, and the
+disk, network and clock faults), in virtual time. Its fault targets are parts
+(:mod:`adapters.simulated.parts`, :mod:`adapters.simulated.slave`)."""
 
 from __future__ import annotations
 
 import random
 import zlib
 
-from adapters.base import AdapterError, BrokerProfile, ConsumerSpec, NotReady, SendRequest, SendResult, SystemInfo
-from adapters.simulated.broker import DOWN, PAUSED, STARTING, STARTUP_MS, UP, SimBroker
+from adapters.base import AdapterError, BrokerProfile, ConsumerSpec, SendRequest, SendResult, SystemInfo
+from adapters.parts import Part, PartsSystem
+from adapters.simulated.broker import PAUSED, STARTUP_MS, UP, SimBroker
 from adapters.simulated.clock import VirtualClock
 from adapters.simulated.consumers import SimConsumer
 from adapters.simulated.defects import Defect
+from adapters.simulated.parts import Broker as SimBrokerPart, Consumers, NameServer
+from adapters.simulated.slave import Slave
 from adapters.simulated.store import StoredMessage
-from reference.cluster import MASTER_SLAVE, SECOND_BROKER_ACTIONS, SINGLE
-from reference.contract import BROKER_TARGETS, FAULT_TARGETS, SIMULATED_ADAPTER, retry_topic
-from reference.clock import CLOCK_STEP_ACTIONS
-from reference.disk import DISK_ACTIONS
-from reference.network import NET_ACTIONS
+from reference.cluster import MASTER_SLAVE, SINGLE
+from reference.contract import FAULT_TARGETS, SIMULATED_ADAPTER, retry_topic
 from reference.levels import parse_level_table
 from reference.plans import PlanCursor, parse_plan
 from reference.profile import Profile
@@ -33,19 +34,7 @@ SEND_LATENCY_MS = (1, 3)
 SIMULATED_CLUSTERS = (SINGLE, MASTER_SLAVE)
 
 
-class SlaveView:
-    """What consumers read while the master of a master-slave pair is down (reference.cluster): the
-    slave's replica of its store (the same store here: replicated at once) and consume offsets of its
-    own (copied from the master's persisted ones when it took over; commits made to it stay there)."""
-
-    def __init__(self, store, consumer_offsets: dict):
-        self.store = store
-        self.consumer_offsets = consumer_offsets
-        self.reachable = True
-        self.latency_ms = 0
-
-
-class SimulatedSystem:
+class SimulatedSystem(PartsSystem):
     #: run.json ``host`` (reference.stalls): nothing of the host reaches a broker in virtual time
     VIRTUAL_TIME = "the simulated broker runs in virtual time: the host's stalls do not reach it"
 
@@ -67,7 +56,7 @@ class SimulatedSystem:
         self.clock = VirtualClock(start_ms)
         self.broker = SimBroker(self.clock, self.profile, defects, self.rng, put_failure_rate, timers, startup_ms)
         self.broker.on_message = self._on_message
-        self.broker.on_ready = self._on_broker_ready
+        self.broker.on_ready = self.on_broker_ready
         self.send_back_failure_rate = send_back_failure_rate
         self.unknown_stored_rate = unknown_stored_rate
         self.timers = timers
@@ -84,8 +73,10 @@ class SimulatedSystem:
         self.info.details["cluster"] = self.cluster
         if profile.cluster != self.cluster:
             self.info.details["cluster_unsupported"] = "the simulator runs one broker, or a master and its slave"
-        self.slave_up = self.cluster == MASTER_SLAVE  # broker-2: the master's slave
-        self.slave: SlaveView | None = None  # serving reads while the master is down
+        self.slave = Slave(self) if self.cluster == MASTER_SLAVE else None  # broker-2: the master's slave
+        #: the fault targets (adapters.parts); a proxy is not modelled: its faults change nothing
+        self.parts = {"broker": SimBrokerPart(self), "namesrv": NameServer(self), "consumer": Consumers(self),
+                      "proxy": Part("proxy"), **({self.slave.target: self.slave} if self.slave is not None else {})}
 
     # --- Lifecycle --------------------------------------------------------------------------
     def setup(self) -> None:
@@ -100,151 +91,19 @@ class SimulatedSystem:
         self.broker.stop(graceful=True)
         self.namesrv_up = False
 
-    def _check_target(self, target: str) -> None:
-        if target not in FAULT_TARGETS or (target == BROKER_TARGETS[1] and self.cluster == SINGLE):
-            raise AdapterError(f"unknown target {target!r}: expected one of {', '.join(FAULT_TARGETS)} "
-                               f"(broker-2 in a master-slave cluster)")
+    def unknown(self, target: str) -> str:
+        return (f"unknown target {target!r}: expected one of {', '.join(FAULT_TARGETS)} "
+                f"(broker-2 in a master-slave cluster)")
 
     def source(self):
         """Where consumers read and commit: the master while it serves; its slave while the master is
-        down and the slave up (PullAPIWrapper.recalculatePullFromWhichNode); else the master (which
+        down and the slave up (:class:`~adapters.simulated.slave.Slave`); else the master (which
         does not answer)."""
-        if self.cluster == MASTER_SLAVE and self.broker.state == DOWN and self.slave_up:
-            if self.slave is None:
-                self.slave = SlaveView(self.broker.store, dict(self.broker.consumer_offsets_persisted))
-            return self.slave
-        self.slave = None
-        return self.broker
+        return self.slave.source() if self.slave is not None else self.broker
 
-    def _slave(self, up: bool) -> None:
-        self.slave_up = up
-        if not up:
-            self.slave = None
-        self._after_master_down()
-
-    def _after_master_down(self) -> None:
-        if self.cluster == MASTER_SLAVE and self.broker.state == DOWN and self.slave_up:
-            self.broker.slave_takes_over()
-            self._on_broker_ready()  # the consumers' pulls go to the slave now
-
-    def start(self, target: str) -> None:
-        self._check_target(target)
-        if target == BROKER_TARGETS[1]:
-            self._slave(True)
-        elif target == "broker":
-            self.broker.start()
-        elif target == "namesrv":
-            self.namesrv_up = True
-        elif target == "consumer":
-            for c in self.consumers.values():
-                c.start()
-
-    def stop(self, target: str) -> None:
-        self._check_target(target)
-        if target == BROKER_TARGETS[1]:
-            self._slave(False)
-        elif target == "broker":
-            self.broker.stop(graceful=True)
-            self._after_master_down()
-        elif target == "namesrv":
-            self.namesrv_up = False
-        elif target == "consumer":
-            for c in self.consumers.values():
-                c.stop()
-
-    def kill(self, target: str) -> None:
-        self._check_target(target)
-        if target == BROKER_TARGETS[1]:
-            self._slave(False)
-        elif target == "broker":
-            self.broker.stop(graceful=False)
-            self._after_master_down()
-        elif target == "namesrv":
-            self.namesrv_up = False
-        elif target == "consumer":
-            for c in self.consumers.values():
-                c.die(crashed=False)
-
-    def wait_ready(self, target: str, timeout_s: float = 120.0) -> None:
-        self._check_target(target)
-        if target != "broker":
-            return
-        b = self.broker
-        if b.state == STARTING and b.ready_at_ms is not None and b.ready_at_ms - self.clock.now_ms() <= timeout_s * 1000:
-            self.clock.sleep_until(b.ready_at_ms)
-        if b.state != UP:
-            raise NotReady(f"simulated broker is {b.state} (not serving) after waiting {timeout_s} s")
-
-    # --- DiskFaults -------------------------------------------------------------------------
-    def can_fault(self, action: str, target: str) -> bool:
-        if target == BROKER_TARGETS[1]:  # the slave: its process only
-            return self.cluster == MASTER_SLAVE and action in SECOND_BROKER_ACTIONS
-        return target == "broker" or action not in DISK_ACTIONS + NET_ACTIONS + CLOCK_STEP_ACTIONS
-
-    def fill_disk(self, target: str) -> None:
-        """reference.disk: the store is marked full at once (a real broker within DISK_CHECK_MS)."""
-        self.broker.schedule.store_full = True
-
-    def free_disk(self, target: str) -> None:
-        self.broker.schedule.store_full = False  # failed re-puts are tried again every RETRY_PUT_MS
-
-    # --- NetworkFaults ----------------------------------------------------------------------
-    def partition(self, target: str) -> None:
-        """reference.network: sends time out (some stored at the heal), pulls and send-backs fail."""
-        self.broker.partitioned = True
-
-    def heal_partition(self, target: str) -> None:
-        self.broker.heal_partition()
-        self._on_broker_ready()  # the consumers' pulls go through again
-
-    def add_loss(self, target: str, loss_percent: int) -> None:
-        """reference.network: a loss period at its worst, every packet dropped (a partition)."""
-        self.partition(target)
-
-    def remove_loss(self, target: str) -> None:
-        self.heal_partition(target)
-
-    def add_latency(self, target: str, delay_ms: int) -> None:
-        """What the broker sends arrives ``delay_ms`` later: send results and deliveries."""
-        self.broker.latency_ms = delay_ms
-
-    def remove_latency(self, target: str) -> None:
-        self.broker.latency_ms = 0
-
-    # --- ClockFaults (reference.clock) -------------------------------------------------------
-    def set_clock(self, target: str, offset_ms: int) -> None:
-        """The broker's wall clock steps at once (a real broker's process within its settle time)."""
-        self.broker.set_clock_offset(offset_ms)
-
-    def set_clock_rate(self, target: str, offset_ms: int, rate_permille: int) -> None:
-        """The broker's wall clock drifts from now on (virtual time: exactly the model's line)."""
-        self.broker.set_clock_offset(offset_ms, rate_permille)
-
-    def clock_settle_ms(self, target: str) -> int:
-        return 0
-
-    # --- Pausable ---------------------------------------------------------------------------
-    def pause(self, target: str) -> None:
-        self._check_target(target)
-        if target == BROKER_TARGETS[1]:
-            self._slave(False)  # a frozen slave serves nothing
-        elif target == "broker":
-            self.broker.pause()
-        elif target == "consumer":
-            for c in self.consumers.values():
-                c.paused = True
-
-    def resume(self, target: str) -> None:
-        self._check_target(target)
-        if target == BROKER_TARGETS[1]:
-            self._slave(True)
-        elif target == "broker":
-            self.broker.resume()
-            self._on_broker_ready()
-        elif target == "consumer":
-            for c in self.consumers.values():
-                c.paused = False
-                c.schedule_pull()
+    def after_master_down(self) -> None:
+        if self.slave is not None:
+            self.slave.after_master_down()
 
     # --- Producing --------------------------------------------------------------------------
     def create_topic(self, topic: str, queues: int = 4) -> None:
@@ -348,7 +207,7 @@ class SimulatedSystem:
             if c.alive and msg.queue_topic in c.subscriptions:
                 c.schedule_pull()
 
-    def _on_broker_ready(self) -> None:
+    def on_broker_ready(self) -> None:
         for c in self.consumers.values():
             if c.alive:
                 c.schedule_pull()

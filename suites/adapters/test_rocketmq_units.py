@@ -18,7 +18,8 @@ from adapters.rocketmq.external import ExternalRuntime
 from adapters.rocketmq.process import ProcessRuntime
 from adapters.rocketmq.provision import Distribution, newest_complete
 from adapters.rocketmq.runtime import LaunchSpec
-from adapters.rocketmq.system import first_errors, schedule_offsets
+from adapters.rocketmq.logs import first_errors
+from adapters.rocketmq.whitebox import schedule_offsets
 
 
 def test_delay_offset_json_with_unquoted_int_keys():

@@ -16,6 +16,8 @@ from types import SimpleNamespace
 
 from adapters.base import BrokerProfile, LogFiles
 from adapters.rocketmq.provision import Distribution
+from adapters.rocketmq.external_system import ExternalRocketMQSystem
+from adapters.rocketmq.local import LocalRocketMQSystem
 from adapters.rocketmq.system import RocketMQSystem
 from adapters.simulated import DEFAULT_START_MS, SimulatedSystem, open_simulated
 from harness.logcopy import CUT_MARK, copy_logs
@@ -126,8 +128,10 @@ def _invariants() -> dict:
 
 def _rocketmq(tmp_path: Path, external: bool) -> RocketMQSystem:
     dist = Distribution("rocketmq:5.5.0", "5.5.0", tmp_path / "lib")
-    return RocketMQSystem(dist, SimpleNamespace(name="external" if external else "process"), tmp_path / "system",
-                          BrokerProfile(), namesrv_addr="127.0.0.1:9876" if external else None)
+    if external:
+        return ExternalRocketMQSystem(dist, SimpleNamespace(name="external"), tmp_path / "system", BrokerProfile(),
+                                      "127.0.0.1:9876")
+    return LocalRocketMQSystem(dist, SimpleNamespace(name="process"), tmp_path / "system", BrokerProfile())
 
 
 def _touch(path: Path) -> None:

@@ -1,0 +1,103 @@
+"""The consumers of a RocketMQ system as one fault target, ``consumer`` (:mod:`adapters.parts`):
+each a process of its own (:class:`~adapters.rocketmq.clientlink.ConsumerProcess`), restarted when
+it dies unasked (:meth:`ConsumerProcesses.poll`), down after the harness's stop or kill until the
+harness starts them again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Callable
+
+from adapters.base import AdapterError, ConsumerSpec, NotReady
+from adapters.parts import Part
+from adapters.rocketmq.clientlink import ConsumerProcess, terminate_all
+from reference.contract import RETRY_PREFIX
+
+
+def _signal_group(proc: ConsumerProcess, sig: int) -> None:
+    if proc.alive():
+        try:
+            os.killpg(proc.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+class ConsumerProcesses(Part):
+    #: a consumer's start asks the name server and every broker; when many start at once on a busy
+    #: machine one of those requests can fail ("send request ... failed"): start it again, a few times
+    CONSUMER_START_ATTEMPTS = 4
+
+    def __init__(self, lib_dir: Path, namesrv_addr: Callable[[], str], logs_dir: Path):
+        super().__init__("consumer")
+        self.lib_dir, self.namesrv_addr, self.logs_dir = lib_dir, namesrv_addr, logs_dir
+        self.procs: dict[str, ConsumerProcess] = {}
+        self.specs: dict[str, ConsumerSpec] = {}
+        self.stopped: set[str] = set()
+
+    def add(self, spec: ConsumerSpec, create_topic: Callable[..., None]) -> None:
+        if spec.name in self.procs and self.procs[spec.name].alive():
+            raise AdapterError(f"consumer {spec.name!r} is already running")
+        self.specs[spec.name] = spec
+        # the retry topic exists before the first LATER, so the consumer's route has it from the start
+        create_topic(RETRY_PREFIX + spec.group, queues=1)
+        self.stopped.discard(spec.name)
+        self.procs[spec.name] = self._spawn(spec)
+
+    def _spawn(self, spec: ConsumerSpec) -> ConsumerProcess:
+        for attempt in range(1, self.CONSUMER_START_ATTEMPTS + 1):
+            try:
+                return ConsumerProcess(spec, self.lib_dir, self.namesrv_addr(), self.logs_dir)
+            except AdapterError:
+                if attempt == self.CONSUMER_START_ATTEMPTS:
+                    raise
+                time.sleep(attempt)  # back off before the next start
+        raise AssertionError("unreachable")
+
+    def poll(self) -> list[str]:
+        """Restart every consumer that is down without having been stopped or killed by the
+        harness. A death is recorded before its restart (by the consumer itself, or by its exit
+        watch now), and the restart as the ``start`` of the replacement, in the consumer's events file."""
+        restarted = []
+        for name, proc in list(self.procs.items()):
+            if not proc.alive() and name not in self.stopped:
+                died = proc.death()
+                proc.kill()  # reap, close pipes
+                if died:
+                    proc.record_restart()
+                self.procs[name] = self._spawn(self.specs[name])
+                restarted.append(name)
+        return restarted
+
+    def start(self) -> None:
+        self.stopped.clear()
+        self.poll()
+
+    def stop(self) -> None:
+        terminate_all(list(self.procs.values()))
+        self.stopped.update(self.procs)
+
+    def kill(self) -> None:
+        """Down until started again, as after a stop."""
+        for name, proc in self.procs.items():
+            proc.kill()
+            self.stopped.add(name)
+
+    def pause(self) -> None:
+        for proc in self.procs.values():
+            _signal_group(proc, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        for proc in self.procs.values():
+            _signal_group(proc, signal.SIGCONT)
+
+    def wait_ready(self, timeout_s: float = 120.0) -> None:
+        dead = [n for n, p in self.procs.items() if not p.alive() and n not in self.stopped]
+        if dead:
+            raise NotReady(f"consumers not running: {dead}")
+
+    def watched(self) -> dict[str, int]:
+        """The pid of each live consumer, by subject (``consumer <name>``)."""
+        return {f"consumer {name}": proc.proc.pid for name, proc in list(self.procs.items()) if proc.alive()}

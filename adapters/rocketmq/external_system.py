@@ -1,0 +1,82 @@
+"""An existing RocketMQ cluster under test (the external runtime, :mod:`adapters.rocketmq.external`):
+reached through its name server, its faults the user's commands. The harness starts no server here:
+its parts are the name server and the first broker the name server lists, each faulted only where
+the user gave a command (``--faults``), and the harness's own consumers. Its store is not this
+host's to read (no :class:`~adapters.base.OffsetFlushWatching`), nor its logs, nor its processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from adapters.base import BrokerProfile, NotReady
+from adapters.parts import faculties
+from adapters.rocketmq.external import ExternalRuntime
+from adapters.rocketmq.logs import client_log_files
+from adapters.rocketmq.machine import CommandStore, Refused
+from adapters.rocketmq.provision import Distribution
+from adapters.rocketmq.servers import Broker, NameServer
+from adapters.rocketmq.system import RocketMQSystem
+from adapters.rocketmq.whitebox import memory_snapshots
+from reference.contract import BROKER_TARGETS
+from reference.disk import DISK_ACTIONS
+
+NO_NETWORK_COMMANDS = "the external runtime has no commands for network faults yet"
+NO_CLOCK_COMMAND = "the external runtime has no command to step a broker's clock yet"
+
+
+class ExternalRocketMQSystem(RocketMQSystem):
+    def __init__(self, dist: Distribution, runtime: ExternalRuntime, workdir: Path, profile: BrokerProfile,
+                 namesrv_addr: str):
+        super().__init__(dist, runtime, workdir, profile, external=True)
+        self._namesrv_addr = namesrv_addr
+        net, clock = Refused(NO_NETWORK_COMMANDS), Refused(NO_CLOCK_COMMAND)
+        self.parts = {"namesrv": NameServer(self, "namesrv", self.layout.home_dir,
+                                            faculties(CommandStore(runtime, "namesrv"), net, clock))}
+        self.parts.update({t: Broker(self, node, faculties(CommandStore(runtime, t), net, clock))
+                           for t, node in self.nodes.items()})
+        self.parts["consumer"] = self.consumer
+
+    @property
+    def namesrv_addr(self) -> str:
+        return self._namesrv_addr
+
+    def setup(self) -> None:
+        if self._is_setup:
+            return
+        try:
+            self.open_client()
+            details = self.info.details
+            if any(self.cannot(a, BROKER_TARGETS[0]) for a in DISK_ACTIONS):
+                details["disk_faults"] = "no fault command for disk_full/disk_free broker (give them in --faults)"
+            if self.profile.own_network:
+                details["network_faults"] = NO_NETWORK_COMMANDS
+            if self.profile.own_clock:
+                details["clock_faults"] = NO_CLOCK_COMMAND
+            names = self.request("brokers", timeout_s=30)["brokers"]
+            if not names:
+                raise NotReady(f"external cluster at {self.namesrv_addr}: no broker registered")
+            self.topology.broker_name = sorted(names)[0]
+            self.parts[BROKER_TARGETS[0]].wait_ready()
+            self._is_setup = True
+        except BaseException:
+            self.teardown()
+            raise
+
+    def watched_processes(self) -> dict[str, int]:
+        return {}
+
+    def host_not_observed(self) -> str | None:
+        return "an external cluster: its brokers run on hosts the harness does not see"
+
+    def log_files(self) -> dict[str, Path]:
+        """The client side's logs only (:func:`~adapters.rocketmq.logs.client_log_files`)."""
+        return client_log_files(self.layout.logs_dir)
+
+    def logs_not_collected(self) -> str | None:
+        return "broker and name server logs: not collected (external cluster: they stay on its hosts)"
+
+    def snapshot(self) -> list[dict]:
+        """The in-memory schedule offsets of every broker the name server lists (``brokerStatus``)."""
+        if "namesrv" in self.paused:
+            return []
+        return memory_snapshots(self.broker_status(), {}, self.cluster)

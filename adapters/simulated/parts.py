@@ -1,0 +1,136 @@
+"""The simulated system's fault targets (:mod:`adapters.parts`): the broker (every fault, its
+store, network and clock included), the name server, the consumers; ``broker-2`` is
+:class:`adapters.simulated.slave.Slave`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from adapters.base import NotReady
+from adapters.parts import Part, faculties
+from adapters.simulated.broker import STARTING, UP
+
+if TYPE_CHECKING:
+    from adapters.simulated.system import SimulatedSystem
+
+
+class Machine:
+    """The simulated broker's store, network and clock: each fault takes at once."""
+
+    def __init__(self, system: "SimulatedSystem"):
+        self.system = system
+
+    def cannot(self, action: str) -> str | None:
+        return None
+
+    def fill(self) -> None:
+        """reference.disk: the store is marked full at once (a real broker within DISK_CHECK_MS)."""
+        self.system.broker.schedule.store_full = True
+
+    def free(self) -> None:
+        self.system.broker.schedule.store_full = False  # failed re-puts are tried again every RETRY_PUT_MS
+
+    def partition(self) -> None:
+        """reference.network: sends time out (some stored at the heal), pulls and send-backs fail."""
+        self.system.broker.partitioned = True
+
+    def heal_partition(self) -> None:
+        self.system.broker.heal_partition()
+        self.system.on_broker_ready()  # the consumers' pulls go through again
+
+    def add_loss(self, loss_percent: int) -> None:
+        """reference.network: a loss period at its worst, every packet dropped (a partition)."""
+        self.partition()
+
+    def remove_loss(self) -> None:
+        self.heal_partition()
+
+    def add_latency(self, delay_ms: int) -> None:
+        """What the broker sends arrives ``delay_ms`` later: send results and deliveries."""
+        self.system.broker.latency_ms = delay_ms
+
+    def remove_latency(self) -> None:
+        self.system.broker.latency_ms = 0
+
+    def set(self, offset_ms: int) -> None:
+        """The broker's wall clock steps at once (a real broker's process within its settle time)."""
+        self.system.broker.set_clock_offset(offset_ms)
+
+    def set_rate(self, offset_ms: int, rate_permille: int) -> None:
+        """The broker's wall clock drifts from now on (virtual time: exactly the model's line)."""
+        self.system.broker.set_clock_offset(offset_ms, rate_permille)
+
+
+class Broker(Part):
+    def __init__(self, system: "SimulatedSystem"):
+        machine = Machine(system)
+        super().__init__("broker", faculties(machine, machine, machine))
+        self.system = system
+
+    def start(self) -> None:
+        self.system.broker.start()
+
+    def stop(self) -> None:
+        self.system.broker.stop(graceful=True)
+        self.system.after_master_down()
+
+    def kill(self) -> None:
+        self.system.broker.stop(graceful=False)
+        self.system.after_master_down()
+
+    def pause(self) -> None:
+        self.system.broker.pause()
+
+    def resume(self) -> None:
+        self.system.broker.resume()
+        self.system.on_broker_ready()
+
+    def wait_ready(self, timeout_s: float = 120.0) -> None:
+        b, clock = self.system.broker, self.system.clock
+        if b.state == STARTING and b.ready_at_ms is not None and b.ready_at_ms - clock.now_ms() <= timeout_s * 1000:
+            clock.sleep_until(b.ready_at_ms)
+        if b.state != UP:
+            raise NotReady(f"simulated broker is {b.state} (not serving) after waiting {timeout_s} s")
+
+
+class NameServer(Part):
+    """Up or down; a pause freezes nothing the simulator models."""
+
+    def __init__(self, system: "SimulatedSystem"):
+        super().__init__("namesrv")
+        self.system = system
+
+    def start(self) -> None:
+        self.system.namesrv_up = True
+
+    def stop(self) -> None:
+        self.system.namesrv_up = False
+
+    kill = stop
+
+
+class Consumers(Part):
+    def __init__(self, system: "SimulatedSystem"):
+        super().__init__("consumer")
+        self.system = system
+
+    def start(self) -> None:
+        for c in self.system.consumers.values():
+            c.start()
+
+    def stop(self) -> None:
+        for c in self.system.consumers.values():
+            c.stop()
+
+    def kill(self) -> None:
+        for c in self.system.consumers.values():
+            c.die(crashed=False)
+
+    def pause(self) -> None:
+        for c in self.system.consumers.values():
+            c.paused = True
+
+    def resume(self) -> None:
+        for c in self.system.consumers.values():
+            c.paused = False
+            c.schedule_pull()
