@@ -194,10 +194,8 @@ class Snapshotting(Protocol):
 @runtime_checkable
 class ClockFaults(Protocol):
     """Systems that can step the broker's wall clock (``clock`` faults, :mod:`reference.clock`) and
-    make it drift (``clock_drift``); ``can_fault('clock', target)`` / ``can_fault('clock_drift',
+    make it drift (``clock_drift``); ``cannot('clock', target)`` / ``cannot('clock_drift',
     target)`` say whether this one can now."""
-
-    def can_fault(self, action: str, target: str) -> bool: ...
 
     def set_clock(self, target: str, offset_ms: int) -> None:
         """From now on the target's wall clock reads ``offset_ms`` ahead of the true time (0: true)."""
@@ -205,7 +203,7 @@ class ClockFaults(Protocol):
     def set_clock_rate(self, target: str, offset_ms: int, rate_permille: int) -> None:
         """From now on the target's wall clock reads ``offset_ms`` ahead of the true time and runs
         ``rate_permille`` per mille faster (negative: slower; 0: at the true rate again), continuous
-        with what it read until now (``can_fault('clock_drift', target)`` says whether it can)."""
+        with what it read until now."""
 
     def clock_settle_ms(self, target: str) -> int:
         """How long after :meth:`set_clock` returns the target's process may still read the old
@@ -231,55 +229,16 @@ class ConfigReading(Protocol):
 
 @runtime_checkable
 class Faultable(Protocol):
-    """The one question about faults (every system answers it; :mod:`adapters.parts`)."""
+    """Faults, asked one way (every system answers; :mod:`adapters.parts` is the shared shape)."""
 
     def cannot(self, action: str, target: str) -> str | None:
-        """None when the system can perform the primitive fault ``action``
-        (:data:`adapters.parts.PRIMITIVE_ACTIONS`) on ``target`` now, else why not, in words."""
+        """None when the system can perform the primitive fault ``action`` (one of
+        :func:`reference.faults.asked_actions`) on ``target`` now, else why not, in words."""
 
-
-@runtime_checkable
-class FaultLimited(Protocol):
-    def can_fault(self, action: str, target: str) -> bool:
-        """Whether the system can perform this primitive fault (``kill``/``stop``/``start``/
-        ``pause``/``resume`` on ``broker``/``namesrv``/``consumer``); a system without this
-        capability can perform all of them."""
-
-
-@runtime_checkable
-class DiskFaults(Protocol):
-    """Fills the store of a target to the brim and frees it again (the ``disk_full`` fault,
-    :mod:`reference.disk`); ``can_fault('disk_full', target)`` says whether it can here (a real
-    broker: only when its store is on a size-limited filesystem the harness made)."""
-
-    def can_fault(self, action: str, target: str) -> bool: ...
-
-    def fill_disk(self, target: str) -> None:
-        """Leave the store's filesystem above the broker's disk-full ratio (a few MB free)."""
-
-    def free_disk(self, target: str) -> None: ...
-
-
-@runtime_checkable
-class NetworkFaults(Protocol):
-    """Cuts a target off from every client and the name server, slows what it sends, or drops a
-    share of its packets (the ``partition``, ``latency`` and ``loss`` faults, :mod:`reference.network`); ``can_fault('partition',
-    target)`` says whether it can here (a real broker: only when it runs in a network namespace the
-    harness made)."""
-
-    def can_fault(self, action: str, target: str) -> bool: ...
-
-    def partition(self, target: str) -> None: ...
-
-    def heal_partition(self, target: str) -> None: ...
-
-    def add_latency(self, target: str, delay_ms: int) -> None: ...
-
-    def remove_latency(self, target: str) -> None: ...
-
-    def add_loss(self, target: str, loss_percent: int) -> None: ...
-
-    def remove_loss(self, target: str) -> None: ...
+    def perform(self, action: str, target: str, *args) -> None:
+        """Perform a fault family's primitive ``action`` on ``target`` (``reference.faults``:
+        ``disk_full`` fills the store to the brim, ``partition`` cuts the broker off, ``latency``
+        with its ``delay_ms``...); the process faults and the clock have verbs of their own."""
 
 
 @runtime_checkable

@@ -11,29 +11,26 @@ the primitive fault ``action`` on ``target`` now, else why not, in words.
 from __future__ import annotations
 
 from adapters.base import AdapterError
+from reference import faults as kinds
 from reference.clock import CLOCK, CLOCK_DRIFT
-from reference.disk import DISK_ACTIONS, FILL, FREE
-from reference.network import LATENCY, LATENCY_END, LOSS, LOSS_END, NET_ACTIONS, PARTITION, PARTITION_END
+from reference.faults.process import KILL, PAUSE, RESUME, START, START_PAUSED, STOP
 
 #: the primitive faults on a part's process (``harness.faults``), in the order error messages name them
-PROCESS_ACTIONS = ("start", "stop", "kill", "pause", "resume")
-#: a start frozen at once (the ``slow_start`` step): a start, then a pause
-START_PAUSED = "start_paused"
-#: every primitive fault a system is asked about (``reference.disk``, ``reference.network``, ``reference.clock``)
-PRIMITIVE_ACTIONS = (*PROCESS_ACTIONS, START_PAUSED, *DISK_ACTIONS, *NET_ACTIONS, CLOCK, CLOCK_DRIFT)
+PROCESS_ACTIONS = (START, STOP, KILL, PAUSE, RESUME)
 #: why a part other than the (first) broker refuses the machine faults (``reference.cluster``)
 BROKER_ONLY = "a full store, a cut network and a moved clock are the first broker's only"
-NETWORK = "act on the network of {target}"
 DRIFT = "make the clock of {target} drift"
 
 
-def faculties(store=None, net=None, clock=None) -> dict[str, object]:
-    """A part's faculties by action: its store for the disk actions, its network for the network
-    actions, its clock for the clock steps and drifts (each one left out where it is None)."""
+def faculties(**by_family) -> dict[str, object]:
+    """A part's faculties by action: for each fault family named (``disk=store``, ``network=net``,
+    ``clock=clock``: :mod:`reference.faults`), the object that performs its primitives — a method
+    named after each primitive's verb, and ``cannot(action)`` (each one left out where it is None)."""
     out: dict[str, object] = {}
-    for actions, faculty in ((DISK_ACTIONS, store), (NET_ACTIONS, net), ((CLOCK, CLOCK_DRIFT), clock)):
+    for family in kinds.families():
+        faculty = by_family.get(family.name)
         if faculty is not None:
-            out.update(dict.fromkeys(actions, faculty))
+            out.update(dict.fromkeys(kinds.family_actions(family), faculty))
     return out
 
 
@@ -75,32 +72,17 @@ class Part:
             raise AdapterError(f"cannot {doing.format(target=self.target)}: {why}")
         return self.faculties[action]
 
-    def fill_disk(self) -> None:
-        self.able(FILL, "fill the store of {target}").fill()
-
-    def free_disk(self) -> None:
-        """Frees what was filled; nothing where there is no store to free."""
-        store = self.faculties.get(FREE)
-        if store is not None:
-            store.free()
-
-    def partition(self) -> None:
-        self.able(PARTITION, NETWORK).partition()
-
-    def heal_partition(self) -> None:
-        self.able(PARTITION_END, NETWORK).heal_partition()
-
-    def add_latency(self, delay_ms: int) -> None:
-        self.able(LATENCY, NETWORK).add_latency(delay_ms)
-
-    def remove_latency(self) -> None:
-        self.able(LATENCY_END, NETWORK).remove_latency()
-
-    def add_loss(self, loss_percent: int) -> None:
-        self.able(LOSS, NETWORK).add_loss(loss_percent)
-
-    def remove_loss(self) -> None:
-        self.able(LOSS_END, NETWORK).remove_loss()
+    def perform(self, action: str, *args) -> None:
+        """A fault family's primitive ``action`` (reference.faults: its verb, with ``args``) by the
+        faculty that performs it. An undoing (``disk_free``, ``partition_end``...) is left to the
+        faculty, which undoes only what it did; on a part without one it does nothing."""
+        verb = kinds.primitive(action).verb
+        if action in kinds.heal_actions():
+            faculty = self.faculties.get(action)
+            if faculty is not None:
+                getattr(faculty, verb)(*args)
+            return
+        getattr(self.able(action, f"{action} {{target}}"), verb)(*args)
 
     def set_clock(self, offset_ms: int) -> None:
         self.able(CLOCK, "step the clock of {target}").set(offset_ms)
@@ -129,20 +111,15 @@ class PartsSystem:
 
     def cannot(self, action: str, target: str) -> str | None:
         """None when the system can perform the primitive fault ``action`` on ``target`` now, else
-        the reason in words (what ``can_fault``, the capability protocols and ``info.details``'s
-        reason keys said before)."""
-        if action not in PRIMITIVE_ACTIONS:
-            return f"{action!r} is no primitive fault: expected one of {', '.join(PRIMITIVE_ACTIONS)}"
+        the reason in words."""
+        if action not in kinds.asked_actions():
+            return f"{action!r} is no primitive fault: expected one of {', '.join(kinds.asked_actions())}"
         found = self.parts.get(target)
         if found is None:
             return self.unknown(target)
         if action == START_PAUSED:
             return found.cannot("start") or found.cannot("pause")
         return found.cannot(action)
-
-    def can_fault(self, action: str, target: str) -> bool:
-        """Kept while the harness still asks this way: :meth:`cannot` is the question."""
-        return self.cannot(action, target) is None
 
     def start(self, target: str) -> None:
         self.part(target).start()
@@ -162,29 +139,9 @@ class PartsSystem:
     def wait_ready(self, target: str, timeout_s: float = 120.0) -> None:
         self.part(target).wait_ready(timeout_s)
 
-    def fill_disk(self, target: str) -> None:
-        self.part(target).fill_disk()
-
-    def free_disk(self, target: str) -> None:
-        self.part(target).free_disk()
-
-    def partition(self, target: str) -> None:
-        self.part(target).partition()
-
-    def heal_partition(self, target: str) -> None:
-        self.part(target).heal_partition()
-
-    def add_latency(self, target: str, delay_ms: int) -> None:
-        self.part(target).add_latency(delay_ms)
-
-    def remove_latency(self, target: str) -> None:
-        self.part(target).remove_latency()
-
-    def add_loss(self, target: str, loss_percent: int) -> None:
-        self.part(target).add_loss(loss_percent)
-
-    def remove_loss(self, target: str) -> None:
-        self.part(target).remove_loss()
+    def perform(self, action: str, target: str, *args) -> None:
+        """A fault family's primitive ``action`` on ``target`` (reference.faults.Primitive)."""
+        self.part(target).perform(action, *args)
 
     def set_clock(self, target: str, offset_ms: int) -> None:
         self.part(target).set_clock(offset_ms)

@@ -132,7 +132,7 @@ class FaultDriver:
         if prim.verb is None:
             raise ValueError(f"unknown primitive fault {action!r}")
         self._event(action, target, extra)
-        getattr(self.system, prim.verb)(target, *(extra[a] for a in prim.args))
+        self.system.perform(action, target, *(extra[a] for a in prim.args))
         if prim.heals:
             self.open.add((action, target))
         self.open -= {(a, t) for a, t in self.open if t == target and kinds.primitive(a).heals == action}

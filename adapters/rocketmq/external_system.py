@@ -31,8 +31,8 @@ class ExternalRocketMQSystem(RocketMQSystem):
         self._namesrv_addr = namesrv_addr
         net, clock = Refused(NO_NETWORK_COMMANDS), Refused(NO_CLOCK_COMMAND)
         self.parts = {"namesrv": NameServer(self, "namesrv", self.layout.home_dir,
-                                            faculties(CommandStore(runtime, "namesrv"), net, clock))}
-        self.parts.update({t: Broker(self, node, faculties(CommandStore(runtime, t), net, clock))
+                                            faculties(disk=CommandStore(runtime, "namesrv"), network=net, clock=clock))}
+        self.parts.update({t: Broker(self, node, faculties(disk=CommandStore(runtime, t), network=net, clock=clock))
                            for t, node in self.nodes.items()})
         self.parts["consumer"] = self.consumer
 

@@ -41,7 +41,7 @@ class LocalRocketMQSystem(RocketMQSystem):
     def _broker(self, node: BrokerNode) -> Broker:
         if node.target != BROKER_TARGETS[0]:  # a second broker: its process only (reference.cluster)
             return Broker(self, node)
-        return Broker(self, node, faculties(self.store, self.net, self.broker_clock), self.net, self.broker_clock)
+        return Broker(self, node, faculties(disk=self.store, network=self.net, clock=self.broker_clock), self.net, self.broker_clock)
 
     @property
     def ports(self):

@@ -67,10 +67,10 @@ class FillableStore:
     def cannot(self, action: str) -> str | None:
         return None if self.mounted else self.why
 
-    def fill(self) -> None:
+    def fill_disk(self) -> None:
         disk.fill(self.store_dir)
 
-    def free(self) -> None:
+    def free_disk(self) -> None:
         if self.mounted:
             disk.free(self.store_dir)
 
@@ -89,10 +89,10 @@ class CommandStore:
     def cannot(self, action: str) -> str | None:
         return self.runtime.cannot(action, self.target)
 
-    def fill(self) -> None:
+    def fill_disk(self) -> None:
         self.runtime.run(FILL, self.target)
 
-    def free(self) -> None:
+    def free_disk(self) -> None:
         self.runtime.run(FREE, self.target)
 
 
@@ -132,19 +132,22 @@ class OwnNetwork:
         netns.partition(self.net)
 
     def heal_partition(self) -> None:
-        netns.heal(self.net)
+        if self.net is not None:  # nothing cut or slowed without a namespace
+            netns.heal(self.net)
 
     def add_latency(self, delay_ms: int) -> None:
         netns.add_latency(self.net, delay_ms)
 
     def remove_latency(self) -> None:
-        netns.remove_latency(self.net)
+        if self.net is not None:  # nothing cut or slowed without a namespace
+            netns.remove_latency(self.net)
 
     def add_loss(self, loss_percent: int) -> None:
         netns.add_loss(self.net, loss_percent)
 
     def remove_loss(self) -> None:
-        netns.remove_loss(self.net)
+        if self.net is not None:  # nothing cut or slowed without a namespace
+            netns.remove_loss(self.net)
 
     def attach(self, pid: int) -> None:
         """A container with a network of its own gets its veth after each start."""

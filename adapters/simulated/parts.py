@@ -23,11 +23,11 @@ class Machine:
     def cannot(self, action: str) -> str | None:
         return None
 
-    def fill(self) -> None:
+    def fill_disk(self) -> None:
         """reference.disk: the store is marked full at once (a real broker within DISK_CHECK_MS)."""
         self.system.broker.schedule.store_full = True
 
-    def free(self) -> None:
+    def free_disk(self) -> None:
         self.system.broker.schedule.store_full = False  # failed re-puts are tried again every RETRY_PUT_MS
 
     def partition(self) -> None:
@@ -64,7 +64,7 @@ class Machine:
 class Broker(Part):
     def __init__(self, system: "SimulatedSystem"):
         machine = Machine(system)
-        super().__init__("broker", faculties(machine, machine, machine))
+        super().__init__("broker", faculties(disk=machine, network=machine, clock=machine))
         self.system = system
 
     def start(self) -> None:

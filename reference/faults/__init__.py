@@ -152,6 +152,21 @@ def primitive_actions() -> tuple[str, ...]:
     return tuple(p.action for f in families() for p in f.primitives)
 
 
+def family_actions(family: Family) -> tuple[str, ...]:
+    """The actions a system is asked it can do for ``family``: its primitives and its steps' asks."""
+    return (*(p.action for p in family.primitives), *(a for s in family.steps for a in s.asks))
+
+
+def asked_actions() -> tuple[str, ...]:
+    """Every action a system may be asked ``cannot(action, target)`` of."""
+    return tuple(a for f in families() for a in family_actions(f))
+
+
+def heal_actions() -> frozenset[str]:
+    """The primitives that undo another (``disk_free``, ``partition_end``...)."""
+    return frozenset(p.heals for f in families() for p in f.primitives if p.heals and p.heals != p.action)
+
+
 def event_actions() -> tuple[str, ...]:
     """Every ``action`` a harness-written ``fault`` event may have."""
     out: list[str] = []

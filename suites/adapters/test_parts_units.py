@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from adapters.base import AdapterError, BrokerProfile, OffsetFlushWatching
-from adapters.parts import BROKER_ONLY, PRIMITIVE_ACTIONS, START_PAUSED
+from adapters.parts import BROKER_ONLY
+from reference.faults import asked_actions
+from reference.faults.process import START_PAUSED
 from adapters.rocketmq import brokerclock, disk
 from adapters.rocketmq.container import ContainerRuntime
 from adapters.rocketmq.external import ExternalRuntime
@@ -38,7 +40,8 @@ def _dist(tmp_path: Path) -> Distribution:
 
 
 def _local(tmp_path: Path, **profile) -> LocalRocketMQSystem:
-    return LocalRocketMQSystem(_dist(tmp_path), NoProcesses(), tmp_path / "system", BrokerProfile(**profile))
+    needs = frozenset(name for name in ("drifting_clock", "own_clock") if profile.pop(name, False))
+    return LocalRocketMQSystem(_dist(tmp_path), NoProcesses(), tmp_path / "system", BrokerProfile(**profile, needs=needs))
 
 
 def _external(tmp_path: Path, commands: dict[str, str]) -> ExternalRocketMQSystem:
@@ -55,17 +58,17 @@ def test_every_runtime_implements_every_call_the_system_makes_on_it():
 
 def test_the_simulator_answers_every_fault_on_its_broker_and_the_process_faults_elsewhere():
     system = open_simulated(BrokerProfile())
-    for action in PRIMITIVE_ACTIONS:
+    for action in asked_actions():
         assert system.cannot(action, "broker") is None, action
-        assert system.can_fault(action, "broker")
+        assert system.cannot(action, "broker") is None
     for target in ("namesrv", "consumer", "proxy"):
         assert system.cannot("kill", target) is None and system.cannot(START_PAUSED, target) is None
         assert system.cannot(FILL, target) == system.cannot(PARTITION, target) == system.cannot(CLOCK, target) == BROKER_ONLY
-        assert not system.can_fault(LATENCY, target)
+        assert system.cannot(LATENCY, target) is not None
     assert "unknown target 'broker-2'" in system.cannot("kill", "broker-2")
     assert "no primitive fault" in system.cannot("explode", "broker")
-    with pytest.raises(AdapterError, match="cannot fill the store of namesrv: " + BROKER_ONLY):
-        system.fill_disk("namesrv")
+    with pytest.raises(AdapterError, match="cannot disk_full namesrv: " + BROKER_ONLY):
+        system.perform(FILL, "namesrv")
     with pytest.raises(AdapterError, match="unknown target 'broker-2'"):
         system.kill("broker-2")
 
@@ -92,12 +95,12 @@ def test_a_local_rocketmq_system_says_why_it_cannot_fill_cut_or_move_what_it_did
     assert system.cannot(CLOCK, "broker") == NO_CLOCK and system.cannot(CLOCK_DRIFT, "broker") == NO_DRIFT
     assert system.cannot(FILL, "namesrv") == system.cannot(LOSS, "consumer") == BROKER_ONLY
     assert system.cannot("kill", "broker-2") == "target 'broker-2': expected one of namesrv, broker, consumer (cluster single)"
-    assert not system.can_fault(FILL, "broker") and system.can_fault("pause", "broker")
-    with pytest.raises(AdapterError, match="cannot fill the store of broker: " + NOT_FILLABLE):
-        system.fill_disk("broker")
+    assert system.cannot(FILL, "broker") is not None and system.cannot("pause", "broker") is None
+    with pytest.raises(AdapterError, match="cannot disk_full broker: " + NOT_FILLABLE):
+        system.perform(FILL, "broker")
     with pytest.raises(AdapterError, match="cannot make the clock of broker drift: not a broker launched to drift"):
         system.set_clock_rate("broker", 0, 500)
-    system.free_disk("broker")  # nothing filled: nothing to free
+    system.perform(FREE, "broker")  # nothing filled: nothing to free
 
 
 def test_the_reasons_a_local_system_records_are_the_ones_it_answers(tmp_path, monkeypatch):
@@ -153,7 +156,7 @@ def test_an_external_cluster_with_fault_commands_does_those_faults_only(tmp_path
     assert "'disk_free:broker' (given: disk_full:broker, kill:broker, start:broker)" in system.cannot(FREE, "broker")
     assert "'stop:broker'" in system.cannot("stop", "broker") and system.cannot("kill", "namesrv")
     system.kill("broker")
-    system.fill_disk("broker")
+    system.perform(FILL, "broker")
     assert done.read_text() == "kill\nfull\n"
     with pytest.raises(AdapterError, match="'disk_free:broker'"):
-        system.free_disk("broker")
+        system.perform(FREE, "broker")

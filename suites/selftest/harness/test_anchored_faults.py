@@ -150,6 +150,9 @@ def test_a_flush_anchor_is_skipped_on_a_system_that_cannot_tell_its_flushes():
     class Blind:  # a System without OffsetFlushWatching, as the external runtime
         info = replace(__import__("adapters.base", fromlist=["SystemInfo"]).SystemInfo("rocketmq", "4.9.7", "external"))
 
+        def cannot(self, action, target):
+            return None
+
     sc = Scenario("flush", (Message("k", "T", delay_level=1),), (ConsumerGroup("g", ("T",)),),
                   (FaultStep(0, "kill", after=FaultAnchor("flush")),))
     why = skip_reason(sc, Blind())

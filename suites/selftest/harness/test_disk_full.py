@@ -60,7 +60,10 @@ def test_only_the_broker_has_a_store_to_fill():
 def test_a_system_that_cannot_fill_its_store_skips_the_scenario_with_the_reason():
     class NoDisk:
         from adapters.base import SystemInfo
-        info = SystemInfo("rocketmq", "5.5.0", "process", {"disk_faults": "mounting a size-limited store (tmpfs) needs root"})
+        info = SystemInfo("rocketmq", "5.5.0", "process")
+
+        def cannot(self, action, target):
+            return "mounting a size-limited store (tmpfs) needs root" if action.startswith("disk_") else None
 
     assert skip_reason(disk_full_while_due(), NoDisk()) == ("rocketmq 5.5.0 (process runtime) cannot fill the store of "
                                                             "broker: mounting a size-limited store (tmpfs) needs root")

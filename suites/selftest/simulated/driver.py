@@ -102,12 +102,12 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
                     system.set_clock(item.target, item.offset_ms)
                 else:
                     system.set_clock_rate(item.target, item.offset_ms, item.rate_permille)
-            elif item.action == "partition_end":  # NetworkFaults.heal_partition
-                fault_event(item.action, item.target)
-                system.heal_partition(item.target)
-            else:
+            elif item.action in ("pause", "resume"):
                 fault_event(item.action, item.target)
                 getattr(system, item.action)(item.target)
+            else:  # a fault family's primitive (reference.faults): partition, partition_end...
+                fault_event(item.action, item.target)
+                system.perform(item.action, item.target)
         else:
             body = f"{item.key}|{rng.getrandbits(32)}".encode()
             deliver_at = None if item.deliver_after_ms is None else clock.now_ms() + item.deliver_after_ms
