@@ -15,6 +15,7 @@ from adapters.base import AdapterError, BrokerProfile, NotReady
 from adapters.parts import faculties
 from adapters.rocketmq.clientlink import ClientError
 from adapters.rocketmq.logs import client_log_files, server_log_files
+from adapters.rocketmq.iostall import FreezableStore
 from adapters.rocketmq.machine import ClockControl, FillableStore, OwnNetwork
 from adapters.rocketmq.provision import Distribution
 from adapters.rocketmq.runtime import Runtime
@@ -23,6 +24,7 @@ from adapters.rocketmq.system import RocketMQSystem
 from adapters.rocketmq.topology import BrokerNode
 from adapters.rocketmq.whitebox import last_offset_flush_ms, memory_snapshots, persisted_snapshots
 from reference.cluster import CONTROLLER
+from reference.faults.io import FREEZABLE_STORE
 from reference.contract import BROKER_TARGETS
 
 
@@ -31,6 +33,7 @@ class LocalRocketMQSystem(RocketMQSystem):
                  base_port: int = 19876, chain: tuple[Distribution, ...] = ()):
         super().__init__(dist, runtime, workdir, profile, base_port=base_port, chain=chain)
         self.store = FillableStore(self.layout.store_dir)  # the store on a size-limited filesystem (disk_full)
+        self.freezer = FreezableStore(self.layout.store_dir)  # a loop-mounted ext4 it can freeze (io_stall)
         self.net = OwnNetwork()  # the broker's own network namespace (partition, latency, loss)
         self.broker_clock = ClockControl(self.layout.conf_dir, profile.drifting_clock)  # libfaketime (clock steps)
         self._watched: dict[str, int] = {}  # the host pid of each server, for the host watch
@@ -41,7 +44,7 @@ class LocalRocketMQSystem(RocketMQSystem):
     def _broker(self, node: BrokerNode) -> Broker:
         if node.target != BROKER_TARGETS[0]:  # a second broker: its process only (reference.cluster)
             return Broker(self, node)
-        return Broker(self, node, faculties(disk=self.store, network=self.net, clock=self.broker_clock), self.net, self.broker_clock)
+        return Broker(self, node, faculties(disk=self.store, io=self.freezer, network=self.net, clock=self.broker_clock), self.net, self.broker_clock)
 
     @property
     def ports(self):
@@ -83,6 +86,8 @@ class LocalRocketMQSystem(RocketMQSystem):
         topo, details = self.topology, self.info.details
         if self.profile.fillable_store:
             self.store.mount(details)
+        elif FREEZABLE_STORE in self.profile.needs:
+            self.freezer.mount(details)
         self.layout.make()
         self.dist.make_home(self.layout.home_dir)
         topo.lease()
@@ -117,7 +122,12 @@ class LocalRocketMQSystem(RocketMQSystem):
                                + (f" with {master} as master" if master else "") + f" within {timeout_s:.0f} s (last: {last})")
             time.sleep(0.5)  # poll interval while the replicas register and catch up
 
+    def teardown(self) -> None:
+        self.freezer.thaw()  # first: a process blocked on a frozen store cannot even be killed
+        super().teardown()
+
     def release(self) -> None:
+        self.freezer.close()
         self.store.close()
         self.net.close()
         self.broker_clock.close()

@@ -52,6 +52,14 @@ class Machine:
     def remove_latency(self) -> None:
         self.system.broker.latency_ms = 0
 
+    def stall_io(self) -> None:
+        """reference.faults.io: puts and re-puts wait at once; sends fail (SYSTEM_BUSY), re-puts are
+        tried again after the thaw (the full store's machinery: a refused write, retried)."""
+        self.system.broker.schedule.store_full = True
+
+    def resume_io(self) -> None:
+        self.system.broker.schedule.store_full = False
+
     def set(self, offset_ms: int) -> None:
         """The broker's wall clock steps at once (a real broker's process within its settle time)."""
         self.system.broker.set_clock_offset(offset_ms)
@@ -64,7 +72,7 @@ class Machine:
 class Broker(Part):
     def __init__(self, system: "SimulatedSystem"):
         machine = Machine(system)
-        super().__init__("broker", faculties(disk=machine, network=machine, clock=machine))
+        super().__init__("broker", faculties(disk=machine, io=machine, network=machine, clock=machine))
         self.system = system
 
     def start(self) -> None:
