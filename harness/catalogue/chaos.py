@@ -101,6 +101,21 @@ def disk_full_while_due() -> Scenario:
     return Scenario("disk-full-while-due", msgs, _group("diskfull", "DiskFull"), faults, description=disk_full_while_due.__doc__)
 
 
+#: when io-stall-while-due freezes the broker's store, and for how long (reference.faults.io)
+IO_STALL_AT_MS, IO_STALL_MS = 4_000, 6_000
+
+
+def io_stall_while_due() -> Scenario:
+    """The broker's store is frozen for 6 s while level-2 and level-3 messages fall due and some are
+    retried, and sends go on: the first put waits for the thaw (its send may time out), later sends
+    and send-backs are refused, due messages are re-put after the thaw (late, never dropped), and
+    nothing is repeated (reference.faults.io)."""
+    msgs = tuple(Message(f"IO{i:03d}", "IoStall", at_ms=i * 200, delay_level=2 + i % 2,
+                         plan=(LATER, OK) if i % 5 == 0 else ()) for i in range(50))
+    faults = (FaultStep(at_ms=IO_STALL_AT_MS, action="io_stall", duration_ms=IO_STALL_MS),)
+    return Scenario("io-stall-while-due", msgs, _group("iostall", "IoStall"), faults, description=io_stall_while_due.__doc__)
+
+
 #: when partition-while-due cuts the broker off, and for how long (well below the 120 s channel expiry)
 PARTITION_AT_MS, PARTITION_MS = 3_500, 8_000
 
@@ -310,6 +325,7 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     consumer_killed(),
     broker_paused(),
     disk_full_while_due(),
+    io_stall_while_due(),
     partition_while_due(),
     latency_while_due(),
     loss_while_due(),
