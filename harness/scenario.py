@@ -212,11 +212,13 @@ def _object(cls: type, title: str, description: str, props: dict[str, tuple[dict
     }
 
 
+_MS = {"type": "integer", "minimum": 0, "maximum": MAX_SCENARIO_MS}
+_TOPIC = {"$ref": "#/$defs/topic"}
+
+
 def scenario_schema() -> dict:
     """The JSON Schema (draft 2020-12) of a scenario file, built from this module's dataclasses and
     the vocabularies of :mod:`reference.contract`; ``harness/scenario.schema.json`` is its copy."""
-    ms = {"type": "integer", "minimum": 0, "maximum": MAX_SCENARIO_MS}
-    topic = {"$ref": "#/$defs/topic"}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "urn:hourglass:scenario:v1",
@@ -234,7 +236,7 @@ def scenario_schema() -> dict:
                       "profile": ({"$ref": "#/$defs/profile"}, "Broker and consumer settings; they land in run.json."),
                       "seed": ({"type": "integer"}, "The seed the scenario was generated with (generated scenarios)."),
                       "description": ({"type": "string"}, "What the scenario shows; shown in reports."),
-                      "drain_margin_ms": (ms, "How long to wait after the model says every message is final "
+                      "drain_margin_ms": (_MS, "How long to wait after the model says every message is final "
                                               "(late duplicates still show up)."),
                       "requires": ({"type": "array", "uniqueItems": True, "items": {"enum": list(KNOWN_REQUIREMENTS)}},
                                    "Capabilities the system must have, else the scenario is skipped: "
@@ -244,77 +246,97 @@ def scenario_schema() -> dict:
             "topic": {"type": "string", "minLength": 1, "maxLength": _TOPIC_MAX, "pattern": _NAME_PATTERN,
                       "description": "A topic name (Validators.checkTopic: letters, digits, % | _ -); at most "
                                      f"{_TOPIC_MAX} characters so the shared-broker prefix still fits in 127."},
-            "message": _object(Message, "Message", "One message: when it is sent, how it is delayed, and what the "
-                                                   "consumer answers to each delivery.", {
-                "key": ({"type": "string", "minLength": 1}, "The message key; unique within the scenario."),
-                "topic": (topic, "The topic it is sent to; a consumer group must subscribe to it."),
-                "at_ms": (ms, "When to send it, in milliseconds after the scenario starts."),
-                "delay_level": ({"type": "integer", "minimum": _INT32_MIN, "maximum": _INT32_MAX},
-                                "Delay level (1-based index into the profile's message_delay_level). 0 and below: "
-                                "not delayed; above the table's maximum: clamped to the maximum "
-                                "(CommitLog.asyncPutMessage)."),
-                "deliver_after_ms": ({"type": ["integer", "null"], "minimum": -_DELIVER_AFTER_MAX,
-                                      "maximum": _DELIVER_AFTER_MAX},
-                                     "5.x timer message: deliver this long after the send (null: not a timer "
-                                     "message). In the past: delivered at once; beyond timerMaxDelaySec: refused. "
-                                     "A delay level above 0 wins. Needs requires: [\"timer\"]."),
-                "body_size": ({"type": "integer", "minimum": 1, "maximum": _BODY_MAX},
-                              "Body length in bytes (the client refuses an empty body and one above 4 MiB)."),
-                "plan": ({"type": "array", "items": {"enum": list(PLAN_WORDS)}},
-                         "What the consumer answers to each delivery, in order (OK, LATER = reconsume later, "
-                         "CRASH = the consumer dies mid-consume); after the list ends it answers OK."),
-            }),
-            "consumer": _object(ConsumerGroup, "Consumer group", "A push-consumer group and the topics it subscribes to.", {
-                "group": ({"type": "string", "minLength": 1, "maxLength": 255, "pattern": _NAME_PATTERN},
-                          "The group name (Validators.checkGroup); unique within the scenario."),
-                "topics": ({"type": "array", "minItems": 1, "uniqueItems": True, "items": topic},
-                           "Topics it subscribes to; at least one must have messages sent to it."),
-                "instances": ({"type": "integer", "minimum": 1, "maximum": MAX_CONSUMER_INSTANCES},
-                              "How many consumer processes the group runs (each a JVM; more than a topic has "
-                              "queues get none)."),
-                "max_reconsume_times": ({"type": ["integer", "null"], "minimum": -1, "maximum": MAX_RECONSUME_TIMES},
-                                        "The consumer's maxReconsumeTimes (wins over the profile's; -1 means 16; a "
-                                        "Java int); null: the profile's."),
-            }),
-            "fault": _object(FaultStep, "Fault step", "One fault at an offset. "
-                             + "; ".join(k.description for k in kinds.steps() if k.description) + ".", {
-                "at_ms": (ms, "When, in milliseconds after the scenario starts (with after: after the anchor event)."),
-                "action": ({"enum": list(FAULT_ACTIONS_SCHEDULABLE)}, "What to do to the target."),
-                "target": ({"enum": list(FAULT_TARGETS)}, "Which part of the system."),
-                "duration_ms": (ms, "How long the target stays down or paused: > 0 for outage and slow_start; used by "
-                                    + ", ".join(FAULT_ACTIONS_WITH_DURATION) + "; must be 0 for the others."),
-                "after": ({"oneOf": [{"type": "null"}, {"$ref": "#/$defs/anchor"}]},
-                          "Time this step from what the broker did, not from the scenario's start (null: from the start)."),
-                **{p.name: ({"type": "integer", "minimum": p.low, "maximum": p.high}, p.description) for p in kinds.params()},
-            }),
-            "anchor": _object(FaultAnchor, "Fault anchor", "The broker event a fault step is timed from, counted from "
-                                                          "when the previous fault step fired (the first: from the first "
-                                                          "send).", {
-                "event": ({"enum": list(ANCHOR_EVENTS)}, "ready = the broker answers again after a start; reput = a "
-                                                          "delayed message of the level re-put (seen by a consumer, at "
-                                                          "its store time); flush = delayOffset.json written; previous = "
-                                                          "when the previous step fired (count 1: a step "
-                                                          "after a stop or a pause)."),
-                "level": ({"type": "integer", "minimum": 0}, "For reput: the delay level (0: any level)."),
-                "count": ({"type": "integer", "minimum": 1}, "Which occurrence: 1 = the first."),
-            }),
-            "profile": _object(Profile, "Profile", "Broker and consumer settings of the scenario.", {
-                "message_delay_level": ({"type": "string", "minLength": 1},
-                                        "The broker's messageDelayLevel: delays separated by single spaces, each an "
-                                        "integer and a unit s, m, h or d (ScheduleMessageService.parseDelayLevel)."),
-                "max_reconsume_times": ({"type": "integer", "minimum": -1, "maximum": MAX_RECONSUME_TIMES},
-                                        "The group's retry limit before the DLQ (-1 means 16; a Java int)."),
-                "flush_delay_offset_interval_ms": ({"type": "integer", "minimum": 1, "maximum": MAX_SCENARIO_MS},
-                                                   "How often the broker persists the schedule offsets "
-                                                   "(flushDelayOffsetInterval)."),
-                "slack_ms": (ms, "How late an attempt may come after its due time before it is a violation (ON_TIME)."),
-                "cluster": ({"enum": list(CLUSTERS)},
-                            "The brokers the system runs (reference.cluster): single (one broker, target broker), "
-                            + ", ".join(f"{c} (broker-2 is {what})" for c, what in SECOND_BROKER.items())
-                            + ". Fault steps reach the second broker with target broker-2."),
-            }),
+            "message": _message_schema(),
+            "consumer": _consumer_schema(),
+            "fault": _fault_schema(),
+            "anchor": _anchor_schema(),
+            "profile": _profile_schema(),
         },
     }
+
+
+def _message_schema() -> dict:
+    return _object(Message, "Message", "One message: when it is sent, how it is delayed, and what the "
+                                           "consumer answers to each delivery.", {
+        "key": ({"type": "string", "minLength": 1}, "The message key; unique within the scenario."),
+        "topic": (_TOPIC, "The topic it is sent to; a consumer group must subscribe to it."),
+        "at_ms": (_MS, "When to send it, in milliseconds after the scenario starts."),
+        "delay_level": ({"type": "integer", "minimum": _INT32_MIN, "maximum": _INT32_MAX},
+                        "Delay level (1-based index into the profile's message_delay_level). 0 and below: "
+                        "not delayed; above the table's maximum: clamped to the maximum "
+                        "(CommitLog.asyncPutMessage)."),
+        "deliver_after_ms": ({"type": ["integer", "null"], "minimum": -_DELIVER_AFTER_MAX,
+                              "maximum": _DELIVER_AFTER_MAX},
+                             "5.x timer message: deliver this long after the send (null: not a timer "
+                             "message). In the past: delivered at once; beyond timerMaxDelaySec: refused. "
+                             "A delay level above 0 wins. Needs requires: [\"timer\"]."),
+        "body_size": ({"type": "integer", "minimum": 1, "maximum": _BODY_MAX},
+                      "Body length in bytes (the client refuses an empty body and one above 4 MiB)."),
+        "plan": ({"type": "array", "items": {"enum": list(PLAN_WORDS)}},
+                 "What the consumer answers to each delivery, in order (OK, LATER = reconsume later, "
+                 "CRASH = the consumer dies mid-consume); after the list ends it answers OK."),
+    })
+
+
+def _consumer_schema() -> dict:
+    return _object(ConsumerGroup, "Consumer group", "A push-consumer group and the topics it subscribes to.", {
+        "group": ({"type": "string", "minLength": 1, "maxLength": 255, "pattern": _NAME_PATTERN},
+                  "The group name (Validators.checkGroup); unique within the scenario."),
+        "topics": ({"type": "array", "minItems": 1, "uniqueItems": True, "items": _TOPIC},
+                   "Topics it subscribes to; at least one must have messages sent to it."),
+        "instances": ({"type": "integer", "minimum": 1, "maximum": MAX_CONSUMER_INSTANCES},
+                      "How many consumer processes the group runs (each a JVM; more than a topic has "
+                      "queues get none)."),
+        "max_reconsume_times": ({"type": ["integer", "null"], "minimum": -1, "maximum": MAX_RECONSUME_TIMES},
+                                "The consumer's maxReconsumeTimes (wins over the profile's; -1 means 16; a "
+                                "Java int); null: the profile's."),
+    })
+
+
+def _fault_schema() -> dict:
+    return _object(FaultStep, "Fault step", "One fault at an offset. "
+                     + "; ".join(k.description for k in kinds.steps() if k.description) + ".", {
+        "at_ms": (_MS, "When, in milliseconds after the scenario starts (with after: after the anchor event)."),
+        "action": ({"enum": list(FAULT_ACTIONS_SCHEDULABLE)}, "What to do to the target."),
+        "target": ({"enum": list(FAULT_TARGETS)}, "Which part of the system."),
+        "duration_ms": (_MS, "How long the target stays down or paused: > 0 for outage and slow_start; used by "
+                            + ", ".join(FAULT_ACTIONS_WITH_DURATION) + "; must be 0 for the others."),
+        "after": ({"oneOf": [{"type": "null"}, {"$ref": "#/$defs/anchor"}]},
+                  "Time this step from what the broker did, not from the scenario's start (null: from the start)."),
+        **{p.name: ({"type": "integer", "minimum": p.low, "maximum": p.high}, p.description) for p in kinds.params()},
+    })
+
+
+def _anchor_schema() -> dict:
+    return _object(FaultAnchor, "Fault anchor", "The broker event a fault step is timed from, counted from "
+                                                  "when the previous fault step fired (the first: from the first "
+                                                  "send).", {
+        "event": ({"enum": list(ANCHOR_EVENTS)}, "ready = the broker answers again after a start; reput = a "
+                                                  "delayed message of the level re-put (seen by a consumer, at "
+                                                  "its store time); flush = delayOffset.json written; previous = "
+                                                  "when the previous step fired (count 1: a step "
+                                                  "after a stop or a pause)."),
+        "level": ({"type": "integer", "minimum": 0}, "For reput: the delay level (0: any level)."),
+        "count": ({"type": "integer", "minimum": 1}, "Which occurrence: 1 = the first."),
+    })
+
+
+def _profile_schema() -> dict:
+    return _object(Profile, "Profile", "Broker and consumer settings of the scenario.", {
+        "message_delay_level": ({"type": "string", "minLength": 1},
+                                "The broker's messageDelayLevel: delays separated by single spaces, each an "
+                                "integer and a unit s, m, h or d (ScheduleMessageService.parseDelayLevel)."),
+        "max_reconsume_times": ({"type": "integer", "minimum": -1, "maximum": MAX_RECONSUME_TIMES},
+                                "The group's retry limit before the DLQ (-1 means 16; a Java int)."),
+        "flush_delay_offset_interval_ms": ({"type": "integer", "minimum": 1, "maximum": MAX_SCENARIO_MS},
+                                           "How often the broker persists the schedule offsets "
+                                           "(flushDelayOffsetInterval)."),
+        "slack_ms": (_MS, "How late an attempt may come after its due time before it is a violation (ON_TIME)."),
+        "cluster": ({"enum": list(CLUSTERS)},
+                    "The brokers the system runs (reference.cluster): single (one broker, target broker), "
+                    + ", ".join(f"{c} (broker-2 is {what})" for c, what in SECOND_BROKER.items())
+                    + ". Fault steps reach the second broker with target broker-2."),
+    })
 
 
 _VALIDATOR = Draft202012Validator(scenario_schema())
