@@ -10,7 +10,6 @@ time. Every system opened is torn down, also on failure and Ctrl-C.
 
 from __future__ import annotations
 
-import re
 import sys
 import threading
 import time
@@ -26,6 +25,7 @@ from reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
 from harness.fit import MAX_WAIT_MS, fit_to_broker
 from harness.scenario import Scenario
 from reference import faults as kinds
+from reference.rundir import slug
 from harness.summary import scenario_wait_ms
 from harness.systems import SystemSpec, open_system
 from harness.outdir import run_stamp
@@ -72,10 +72,6 @@ def plan_jobs(scenarios: list[Scenario], virtual: bool) -> list[Job]:
             shared.setdefault(key, []).append(s)
     # the faulting jobs are usually the longest: start them first
     return alone + [Job(tuple(v), True) for v in shared.values()]
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")[:60]
 
 
 class Batch:
@@ -137,7 +133,7 @@ class Batch:
 
     def _run_job(self, index: int, job: Job) -> None:
         first = job.scenarios[0]
-        workdir = self.opts.out_dir / "_systems" / f"job{index:02d}-{_slug(first.name) if not job.shared else 'shared'}"
+        workdir = self.opts.out_dir / "_systems" / f"job{index:02d}-{slug(first.name) if not job.shared else 'shared'}"
         workdir.mkdir(parents=True, exist_ok=True)
         for s in job.scenarios:
             self.progress[s.name].phase = "starting broker"
@@ -162,12 +158,12 @@ class Batch:
             watch = ConsumerWatch(system)
             scenarios = job.scenarios
             if self.opts.system.runtime == "external":  # a cluster that outlives runs: names unique per run
-                scenarios = tuple(s.with_prefix(f"{_slug(s.name)[:12]}_{self.token}_") for s in scenarios)
+                scenarios = tuple(s.with_prefix(f"{slug(s.name)[:12]}_{self.token}_") for s in scenarios)
                 job = Job(scenarios, job.shared)
             if job.shared and len(job.scenarios) > 1:
                 external = self.opts.system.runtime == "external"  # already unique per run
                 threads = [
-                    threading.Thread(target=self._run_one, args=(s if external else s.with_prefix(_slug(s.name)[:24] + "_"),
+                    threading.Thread(target=self._run_one, args=(s if external else s.with_prefix(slug(s.name)[:24] + "_"),
                                                                  system, s.name, watch, True), name=f"hg-{s.name}")
                     for s in job.scenarios
                 ]
@@ -225,7 +221,7 @@ class Batch:
         """``shared``: other runs use ``system`` at the same time: the run leaves the consumers to
         the system's teardown, and its copy of the logs is the part written while it ran."""
         tag = system.info.version + "".join("+" + d for d in self.opts.system.defects)
-        run_id = f"{_slug(name)}-{_slug(tag)}-{self.stamp}"
+        run_id = f"{slug(name)}-{slug(tag)}-{self.stamp}"
         scenario, fitted, skipped, broken = self._prepare(scenario, system)
         if fitted:
             self.fitted[name] = fitted

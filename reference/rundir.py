@@ -23,10 +23,17 @@ processes, the simulator); the checker reads the same names (``reports.inputs``)
 from __future__ import annotations
 
 import json
+import re
 from pathlib import PurePath
 from typing import Any, Callable, Hashable, Iterable, Mapping, TypeVar
 
 from reference.contract import ContractError, validate_event
+
+
+def slug(text: str, keep: str = "_-", limit: int = 60) -> str:
+    """``text`` as a name part (a run id, a directory, an image tag): every run of characters other
+    than letters, digits and ``keep`` one ``-``, no ``-`` at either end, at most ``limit`` long."""
+    return re.sub(f"[^A-Za-z0-9{re.escape(keep)}]+", "-", text).strip("-")[:limit]
 
 T = TypeVar("T")
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from adapters.base import AdapterError
+from reference.rundir import slug
 
 DOCKERFILE = Path(__file__).with_name("docker") / "Dockerfile"
 IMAGE_LIB_DIR = "/opt/rocketmq/lib"
@@ -267,7 +268,7 @@ def content_hash(lib_dir: Path, base: str) -> str:
 
 
 def _tag_part(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "-", text)[:60] or "dist"
+    return slug(text, keep="_.-") or "dist"  # reference.rundir: the one rule of a name part
 
 
 def ensure_image(distribution, client=None, progress: Progress = say) -> ImageRef:
