@@ -25,6 +25,7 @@ from reference.faults.clock import DRIFTING_CLOCK, OWN_CLOCK
 from reference.faults.disk import FILLABLE_STORE
 from reference.faults.network import OWN_NETWORK
 from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL
+from reference.profile import DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS, DEFAULT_MAX_RECONSUME_TIMES
 
 
 class AdapterError(RuntimeError):
@@ -42,7 +43,7 @@ class BrokerProfile:
     ``run.json``'s profile)."""
 
     message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
-    flush_delay_offset_interval_ms: int = 10_000
+    flush_delay_offset_interval_ms: int = DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS
     extra: tuple[tuple[str, str], ...] = ()  # further broker.conf key=value pairs
     cluster: str = "single"  # reference.cluster: the brokers the system runs
     #: what the system must be set up for before its broker starts, for the fault steps its
@@ -95,7 +96,7 @@ class ConsumerSpec:
     name: str  # unique per run; its events go to RUN/events/consumer-<name>.jsonl
     group: str
     topics: tuple[str, ...]
-    max_reconsume_times: int = 16
+    max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES
     events_dir: Path = Path(".")
 
 

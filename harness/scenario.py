@@ -33,7 +33,8 @@ from reference.contract import FAULT_TARGETS, PLAN_WORDS, ContractError
 from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL, parse_level_table
 from reference import faults as kinds
 from reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
-from reference.profile import MAX_RECONSUME_TIMES, TIMER_MAX_DELAY_SEC
+from reference.profile import (DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS, DEFAULT_MAX_RECONSUME_TIMES, DEFAULT_SLACK_MS,
+                               MAX_RECONSUME_TIMES, TIMER_MAX_DELAY_SEC)
 
 DEFAULT_LEVELS = DEFAULT_MESSAGE_DELAY_LEVEL  # MessageStoreConfig.messageDelayLevel (reference.levels)
 #: 18 levels like the default table (so retry levels 3..18 exist) with waits of seconds.
@@ -77,9 +78,9 @@ class Profile:
     """Broker and consumer settings of a scenario; lands in ``run.json``'s profile."""
 
     message_delay_level: str = COMPRESSED_LEVELS
-    max_reconsume_times: int = 16
-    flush_delay_offset_interval_ms: int = 10_000
-    slack_ms: int = 3_000
+    max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES
+    flush_delay_offset_interval_ms: int = DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS
+    slack_ms: int = DEFAULT_SLACK_MS
     cluster: str = SINGLE  # reference.cluster: the brokers the system runs (fault targets broker, broker-2)
 
     def to_run_profile(self) -> dict:

@@ -18,6 +18,10 @@ DEFAULT_MAX_RECONSUME_TIMES = 16
 #: (ConsumerSendMsgBackRequestHeader) are Java ints: no larger limit means anything to a broker.
 #: The model never allocates per possible attempt, only per attempt a plan asks for.
 MAX_RECONSUME_TIMES = 2**31 - 1
+#: MessageStoreConfig.flushDelayOffsetInterval: how often the schedule offsets are persisted.
+DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS = 10_000
+#: How late an attempt may come after its due time before it is a violation (ON_TIME), by default.
+DEFAULT_SLACK_MS = 3000
 #: ScheduleMessageService.FIRST_DELAY_TIME: the schedule service's first pass after start.
 FIRST_DELAY_MS = 1000
 #: ScheduleMessageService.start: the first periodic persist runs 10 s after start.
@@ -32,10 +36,15 @@ TIMER_MAX_DELAY_SEC = 3 * 24 * 3600
 
 @dataclass(frozen=True)
 class Profile:
+    """What the model reads of a run's profile (``run.json``), parsed: the level table as a table, the
+    broker's and client's constants. Its siblings hold the same settings at other stages, with these
+    defaults: ``harness.scenario.Profile`` (what a scenario asks for, as JSON) and
+    ``adapters.base.BrokerProfile`` (what the harness sets up a broker with)."""
+
     level_table: LevelTable = DEFAULT_LEVEL_TABLE
     max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES  # effective: -1 already mapped to 16
-    flush_delay_offset_interval_ms: int = 10_000
-    slack_ms: int = 3000
+    flush_delay_offset_interval_ms: int = DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS
+    slack_ms: int = DEFAULT_SLACK_MS
     first_delay_ms: int = FIRST_DELAY_MS
     first_flush_delay_ms: int = FIRST_FLUSH_DELAY_MS
     local_retry_delay_ms: int = LOCAL_RETRY_DELAY_MS
