@@ -4,7 +4,7 @@
     python -m harness.bench model checker   # some of them
     python -m harness.bench suite --system rocketmq:latest
 
-- ``model``: the expected table for 1 million messages (``python -m reference.bench``)
+- ``model``: the expected table for 1 million messages (``python -m harness.bench_model``)
 - ``checker``: the PySpark checker on generated histories (``python -m reports.bench``)
 - ``broker``: start-to-ready per runtime/version and the send-and-record rate against RocketMQ's own
   benchmark producer (``python -m adapters.rocketmq.bench``)
@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-MODULES = {"model": "reference.bench", "checker": "reports.bench", "broker": "adapters.rocketmq.bench"}
+MODULES = {"model": "harness.bench_model", "checker": "reports.bench", "broker": "adapters.rocketmq.bench"}
 
 
 #: The phases of one run, each the time between two of its observations (:func:`run_phases`).

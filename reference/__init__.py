@@ -1,6 +1,6 @@
 """Hourglass's reference model: RocketMQ's delay/retry contract as pure Python.
 
-No I/O, no clock, no threads (``reference.bench`` alone measures). Each rule names in its
+No I/O, no clock, no threads (its benchmark is ``harness.bench_model``). Each rule names in its
 docstring the RocketMQ class and method it states; checked against tags ``rocketmq-all-4.9.8``
 and ``rocketmq-all-5.3.3``. The catalogue:
 

@@ -1,4 +1,4 @@
-"""Benchmark of the expected table: ``python -m reference.bench [--messages N] [--seed S]``.
+"""Benchmark of the expected table: ``python -m harness.bench_model [--messages N] [--seed S]``.
 
 Builds a synthetic run of N messages (default 1 million) with delay levels, retries (LATER),
 consumer crashes, messages that exhaust their retries into the DLQ, and broker faults (kill -9,
