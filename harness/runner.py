@@ -26,7 +26,7 @@ from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
 from adapters.rundir import EventLog, EventTail, write_run_json
 from harness.faults import FaultDriver, TimedFault, primitives_needed
-from harness import hostwatch
+from harness import families, hostwatch
 from harness.logcopy import copy_logs, log_sizes, timed_lines
 from harness.catalogue import suite_of
 from harness.scenario import Scenario
@@ -88,15 +88,13 @@ class RunResult:
 
 
 def capabilities(system: System) -> set[str]:
-    """What the system can do beyond delay levels and retry: ``timer`` (5.x timer messages)."""
+    """What the system can do beyond delay levels and retry: ``timer`` (5.x timer messages). What
+    the system says (``info.details["capabilities"]``), else its family's rule
+    (:func:`harness.families.capabilities`); a system no family claims: nothing beyond."""
     info = system.info
     if "capabilities" in info.details:
         return set(info.details["capabilities"])
-    # an across-store chain can do what every one of its versions can
-    versions = info.details.get("versions") or [info.version]
-    if info.adapter == "rocketmq" and any(v.split(".")[0].isdigit() and int(v.split(".")[0]) < 5 for v in versions):
-        return set()
-    return {"timer"}
+    return families.capabilities(info) or set()
 
 
 #: faults on what a system must be set up for (a fillable store, the broker's own network, a clock
