@@ -8,7 +8,8 @@ A suite test names a scenario and asks for its verdict::
 
 At the first ``hg_verdict`` the plugin runs *every* collected scenario of that system as one batch
 (shared brokers, concurrency: ``harness.batch``) and checks all runs in one Spark job
-(``reports.check.check_runs``); each test then asserts on its own verdict. Options pick the system
+(``reports.check.check_runs``); each test then asserts on its own verdict. The session itself is
+the library the CLI uses too (``harness.session``): this module holds the hooks and fixtures only. Options pick the system
 (``--hg-system``, comma-separated for a matrix), the runtime, the output directory and a baseline
 of accepted violations. A test may pin its system with ``@pytest.mark.hg_system("simulated[...]")``.
 """
@@ -73,6 +74,10 @@ def pytest_configure(config):
         "main: part of the main job (conformance suite + short chaos run)",
     ):
         config.addinivalue_line("markers", line)
+    known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+    for family in families.families():  # the marks a family puts on tests of its systems
+        for mark in set(family.test_marks) - known:
+            config.addinivalue_line("markers", f"{mark}: a scenario test on a {family.name} system")
     out = config.getoption("--hg-out") or f"runs/{run_stamp()}"
     config._hourglass = Session(Path(out).resolve(), session_options(config))
     if config.getoption("--hg-progress-interval") <= 0:
