@@ -67,7 +67,11 @@ MEMBERS = ("name", "adapter", "spec_help", "default_spec", "runtimes", "virtual"
 def _entry_point_families() -> list:
     found = []
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        found.append(ep.load())
+        try:
+            found.append(ep.load())
+        except (ImportError, AttributeError) as e:
+            raise AdapterError(f"broker family {ep.name} ({ep.value}, entry point group {ENTRY_POINT_GROUP}): "
+                               f"{type(e).__name__}: {e}") from None
     return found
 
 

@@ -31,7 +31,7 @@ TIMER = Scenario("toy-timer", (Message("t", "Toy", deliver_after_ms=1000),), (Co
 
 
 def _entry_points(*values: str):
-    eps = [importlib.metadata.EntryPoint(v.split(".")[-2] if ":" in v else v, v, families.ENTRY_POINT_GROUP) for v in values]
+    eps = [importlib.metadata.EntryPoint(f"probe{i}", v, families.ENTRY_POINT_GROUP) for i, v in enumerate(values)]
 
     def entry_points(**select):
         return [e for e in eps if e.group == select.get("group")]
@@ -78,6 +78,13 @@ def test_an_entry_point_and_the_checkout_naming_one_family_give_it_once(registry
 def test_an_object_that_is_not_a_family_is_refused_naming_what_it_lacks(registry):
     registry("harness.families:ENTRY_POINT_GROUP")
     with pytest.raises(Exception, match=r"missing name, adapter, spec_help"):
+        families.families()
+
+
+def test_a_family_that_cannot_be_loaded_is_named(registry):
+    registry("suites.selftest.harness.toyfamily.family:NO_SUCH")
+    with pytest.raises(Exception, match=r"broker family probe0 \(suites.selftest.harness.toyfamily.family:NO_SUCH, "
+                                        r"entry point group hourglass.families\): AttributeError"):
         families.families()
 
 
