@@ -13,6 +13,8 @@ from harness.stateful import BrokerMachine
 from suites.selftest.simulated.judge import judge, violated
 
 STEPS = 25
+#: made at import, under the profile suites/properties/conftest.py loads (ci: derandomized)
+SETTINGS = settings(stateful_step_count=STEPS)
 
 
 def violations(run: dict, events: list[dict]) -> dict[str, list]:
@@ -25,7 +27,7 @@ def simulated(defects: tuple[str, ...] = ()):
 
 
 def test_the_simulated_broker_keeps_every_invariant():
-    run_state_machine_as_test(lambda: BrokerMachine(simulated(), violations), settings=settings(stateful_step_count=STEPS))
+    run_state_machine_as_test(lambda: BrokerMachine(simulated(), violations), settings=SETTINGS)
 
 
 @pytest.mark.parametrize("defect,invariant", [("early-delivery", "NOT_EARLY"), ("wrong-retry-level", "NOT_EARLY"),
