@@ -27,7 +27,6 @@ import importlib
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -37,6 +36,7 @@ from reference.contract import OptionError  # noqa: E402
 from reports.command import Parser, UsageError, positive, run_command, writable_dir  # noqa: E402
 from reports.spark import conf_item  # noqa: E402
 from reports.verdict import EXIT_CODES, EXIT_USAGE, BROKEN, exit_code  # noqa: E402
+from harness import families  # noqa: E402
 from harness.fit import MAX_WAIT_MS  # noqa: E402
 
 #: suite name -> (module, attribute) of its scenario catalogue; catalogues ship in the package
@@ -120,7 +120,7 @@ def cmd_list(args) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     """The options of every command that runs scenarios; each is used by all of them (an option a
     command would ignore is not offered: argparse refuses it, exit 64)."""
-    p.add_argument("--runtime", default=os.environ.get("HOURGLASS_RUNTIME", "auto"), choices=("auto", "container", "process", "external"))
+    p.add_argument("--runtime", default=os.environ.get("HOURGLASS_RUNTIME", "auto"), choices=families.runtimes())
     p.add_argument("--image", default=os.environ.get("HOURGLASS_IMAGE"), help="an existing broker image, e.g. apache/rocketmq:5.3.3")
     p.add_argument("--namesrv", default=os.environ.get("HOURGLASS_NAMESRV"),
                    help="--runtime external: HOST:PORT of the existing cluster's name server")
@@ -176,20 +176,18 @@ def check_inputs(args, systems: list[str], option: str = "--system") -> Path:
 
 
 def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
-    from harness.batch import BatchOptions, run_batch
-    from harness.pytest_plugin import batch_verdicts, write_summary
+    from harness.batch import BatchOptions
+    from harness.session import run_and_check, write_summary
     from harness.summary import batch_seconds
     from harness.verdicts import describe
 
     spec = system_spec(args, system)
-    started = time.monotonic()
-    results, errors = run_batch(scenarios, BatchOptions(spec, out, args.max_systems, max_wait_ms=int(args.max_wait * 1000)))
-    wall_s = time.monotonic() - started
-    by_name = batch_verdicts(scenarios, results, errors, args.baseline, args.master, dict(args.conf))
-    check_s = time.monotonic() - started - wall_s
+    batch = run_and_check(scenarios, BatchOptions(spec, out, args.max_systems, max_wait_ms=int(args.max_wait * 1000)),
+                          args.baseline, args.master, dict(args.conf))
+    wall_s, check_s = batch.wall_s, batch.check_s
     verdicts = []
     for sc in scenarios:
-        v = by_name[sc.name]
+        v = batch.verdicts[sc.name]
         if v.get("skipped"):
             print(f"skipped {sc.name}: {v['skipped']}")
             continue
@@ -258,13 +256,22 @@ MATRIX_DEFAULT_SUITES = ("persistence",)
 def matrix_systems(systems: list[str], across_store: bool) -> list[str]:
     """The columns of a matrix: each system alone and, ``across_store``, each pair of consecutive
     ones on one store both ways (``A+B``: A, then B after the broker's first restart, then A again;
-    ``B+A``: the downgrade first)."""
-    from adapters.rocketmq.provision import CHAIN_SEP
-
+    ``B+A``: the downgrade first), as the first one's family chains them."""
     if not across_store:
         return systems
     pairs = [(a, b) for a, b in zip(systems, systems[1:])]
-    return systems + [x + CHAIN_SEP + y for a, b in pairs for x, y in ((a, b), (b, a))]
+    return systems + [families.family_of(x).chain(x, y) for a, b in pairs for x, y in ((a, b), (b, a))]
+
+
+def check_across_store(systems: list[str]) -> None:
+    """``--across-store``: every system can take turns with the others on one store, as its family
+    says (a system no family claims is refused later, by :func:`check_inputs`)."""
+    claimed = [(s, families.family_of(s)) for s in systems]
+    refused = {why: None for s, f in claimed if f is not None and (why := f.across_store(s))}
+    mixed = len({f.name for _, f in claimed if f is not None}) > 1
+    if refused or mixed:
+        why = "; ".join(refused) or "systems of one family"
+        raise UsageError(f"--across-store needs systems that can take turns on one store ({why})")
 
 
 def cmd_matrix(args) -> int:
@@ -275,18 +282,18 @@ def cmd_matrix(args) -> int:
     if twice:
         raise OptionError("--systems", None, "each system once (one column each; --repeat of run measures flakiness)",
                           ", ".join(twice))
-    if args.across_store and any(system_spec(args, s).virtual or s.startswith("cmd:") for s in systems):
-        raise UsageError("--across-store needs rocketmq:, dist: or jars: systems (a simulated broker has no store; "
-                         "a cmd: system cannot take turns with others on one store yet)")
+    if args.across_store:
+        check_across_store(systems)
     if not (args.suite or args.scenario):
         args.suite = list(MATRIX_DEFAULT_SUITES) if not args.scenario_name else None
     scenarios = _scenarios(args, MATRIX_DEFAULT_SUITES)
     systems = matrix_systems(systems, args.across_store)
     out = check_inputs(args, systems, "--systems")
+    from harness.session import system_dirname
+
     by_system = {}
     for system in systems:
-        sub = out / "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in system)
-        by_system[system] = run_system(system, scenarios, args, sub)
+        by_system[system] = run_system(system, scenarios, args, out / system_dirname(system))
     from reports.matrix import write_matrix
 
     checked = [v["run_dir"] for vs in by_system.values() for v in vs if v.get("run_dir")]
@@ -302,15 +309,18 @@ def cmd_matrix(args) -> int:
 def replay_system(run: dict) -> str:
     """The exact system a run was made on, from its ``run.json``: the spec it recorded
     (``simulated[early-delivery]``, ``dist:/path``, ``rocketmq:5.5.0`` — ``rocketmq:latest``
-    pinned to the version it resolved to); runs made before the spec was recorded fall back to
-    ``rocketmq:<version>`` or ``simulated``."""
+    pinned to the version it resolved to), as the family of the spec (or, for runs made before
+    the spec was recorded, of the adapter) says."""
     system = run.get("system") or {}
     spec = system.get("spec")
-    if isinstance(spec, str) and spec:
-        if spec == "rocketmq:latest" and system.get("version"):
-            return f"rocketmq:{system['version']}"
+    given = isinstance(spec, str) and spec
+    family = families.family_of(spec) if given else families.family_for_adapter(system.get("adapter"))
+    if family is not None:
+        return family.replay_spec(system)
+    if given:
         return spec
-    return f"rocketmq:{system['version']}" if system.get("adapter") == "rocketmq" else "simulated"
+    raise ContractError("run.json", "system.spec", f"the system the run was made on ({families.spec_help()})",
+                        system.get("adapter"))
 
 
 def cmd_replay(args) -> int:
@@ -329,7 +339,7 @@ def cmd_replay(args) -> int:
 
 
 class _Verdicts:
-    """A pytest plugin keeping the verdicts the Hourglass session judged (``HgSession``), so the
+    """A pytest plugin keeping the verdicts the Hourglass session judged (``harness.session``), so the
     main job exits by the project's rule instead of pytest's "some test failed"."""
 
     def __init__(self):
@@ -386,11 +396,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="python -m harness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     p = sub.add_parser("main", help="the conformance suite + a short chaos run against a real broker, with the report")
-    p.add_argument("--system", default=os.environ.get("HOURGLASS_SYSTEM", "rocketmq:latest"))
+    _system(p)
     _common(p)
     p.set_defaults(fn=cmd_main)
     p = sub.add_parser("run", help="run suites/scenarios against one system and check them")
-    p.add_argument("--system", default=os.environ.get("HOURGLASS_SYSTEM", "rocketmq:latest"))
+    _system(p)
     p.add_argument("--suite", action="append", choices=SUITE_NAMES, help="a suite (repeatable)")
     p.add_argument("--scenario", action="append", help="a scenario JSON file (repeatable)")
     _scenario_name(p)
@@ -422,6 +432,11 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.set_defaults(fn=cmd_replay)
     return ap
+
+
+def _system(p: argparse.ArgumentParser) -> None:
+    default = os.environ.get("HOURGLASS_SYSTEM", families.default_system())
+    p.add_argument("--system", default=default, help=f"the system under test: {families.spec_help()} (default {default})")
 
 
 def _scenario_name(p: argparse.ArgumentParser) -> None:

@@ -8,36 +8,35 @@ A suite test names a scenario and asks for its verdict::
 
 At the first ``hg_verdict`` the plugin runs *every* collected scenario of that system as one batch
 (shared brokers, concurrency: ``harness.batch``) and checks all runs in one Spark job
-(``reports.check.check_runs``); each test then asserts on its own verdict. Options pick the system
+(``reports.check.check_runs``); each test then asserts on its own verdict. The session itself is
+the library the CLI uses too (``harness.session``): this module holds the hooks and fixtures only. Options pick the system
 (``--hg-system``, comma-separated for a matrix), the runtime, the output directory and a baseline
 of accepted violations. A test may pin its system with ``@pytest.mark.hg_system("simulated[...]")``.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import time
 from pathlib import Path
 
 import pytest
 
-from reference.rundir import REPORT_HTML, run_json
+from harness import families
 from harness.outdir import run_stamp
+from harness.session import Session, SessionOptions
+from reference.contract import ContractError
 from reports.spark import conf_item
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
-
-DEFAULT_SYSTEM = "rocketmq:latest"
 
 
 def pytest_addoption(parser):
     from harness.fit import MAX_WAIT_MS
 
     g = parser.getgroup("hourglass")
-    g.addoption("--hg-system", default=os.environ.get("HOURGLASS_SYSTEM", DEFAULT_SYSTEM),
-                help="system(s) under test, comma-separated: rocketmq:<version>, dist:/path, jars:/path, cmd:FILE, simulated[defects]")
-    g.addoption("--hg-runtime", default=os.environ.get("HOURGLASS_RUNTIME", "auto"), choices=("auto", "container", "process", "external"))
+    g.addoption("--hg-system", default=os.environ.get("HOURGLASS_SYSTEM", families.default_system()),
+                help="system(s) under test, comma-separated: " + families.spec_help())
+    g.addoption("--hg-runtime", default=os.environ.get("HOURGLASS_RUNTIME", "auto"), choices=families.runtimes())
     g.addoption("--hg-image", default=os.environ.get("HOURGLASS_IMAGE"), help="an existing broker image (e.g. apache/rocketmq:5.3.3)")
     g.addoption("--hg-namesrv", default=os.environ.get("HOURGLASS_NAMESRV"),
                 help="--hg-runtime external: HOST:PORT of the existing cluster's name server")
@@ -75,12 +74,32 @@ def pytest_configure(config):
         "main: part of the main job (conformance suite + short chaos run)",
     ):
         config.addinivalue_line("markers", line)
+    known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+    for family in families.families():  # the marks a family puts on tests of its systems
+        for mark in set(family.test_marks) - known:
+            config.addinivalue_line("markers", f"{mark}: a scenario test on a {family.name} system")
     out = config.getoption("--hg-out") or f"runs/{run_stamp()}"
-    config._hourglass = HgSession(config, Path(out).resolve())
+    config._hourglass = Session(Path(out).resolve(), session_options(config))
     if config.getoption("--hg-progress-interval") <= 0:
         raise pytest.UsageError("--hg-progress-interval (HOURGLASS_PROGRESS_INTERVAL_S) must be more than 0 seconds")
     config._hourglass.progress_out = _uncaptured_stderr()
-    config.pluginmanager.register(JunitNames(config), "hourglass-junit-names")
+    config._hourglass_junit = JunitNames(config)
+    config.pluginmanager.register(config._hourglass_junit, "hourglass-junit-names")
+
+
+def session_options(config) -> SessionOptions:
+    o = config.getoption
+    return SessionOptions(o("--hg-runtime"), o("--hg-image"), o("--hg-namesrv"), o("--hg-faults"), o("--hg-max-systems"),
+                          o("--hg-max-wait"), o("--hg-baseline"), o("--hg-master"), dict(o("--hg-spark-conf")),
+                          o("--hg-progress"), o("--hg-progress-interval"))
+
+
+def _register(hs: Session, system: str, scenario) -> None:
+    """A scenario that breaks the schema or its cross-checks stops the session before anything runs."""
+    try:
+        hs.register(system, scenario)
+    except ContractError as e:
+        raise pytest.UsageError(f"hourglass: {e}") from None
 
 
 def _uncaptured_stderr():
@@ -143,7 +162,7 @@ def _suite_systems(config) -> dict[str, set[str]]:
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection: only selected scenarios run
 def pytest_collection_modifyitems(session, config, items):
-    hs: HgSession = config._hourglass
+    hs: Session = config._hourglass
     only = _suite_systems(config)
     if only:
         from harness.catalogue import suite_of
@@ -165,104 +184,20 @@ def pytest_collection_modifyitems(session, config, items):
         scenario = cs.params.get("scenario") if cs else None
         system = _item_system(item) or _systems(config)[0]
         if scenario is not None:
-            hs.register(system, scenario)
-            hs.junit_names[item.nodeid] = (system, scenario.name, junit_case(item, system, scenario.name))
-            if system.startswith(("rocketmq:", "dist:", "jars:", "cmd:")):
-                item.add_marker(pytest.mark.realbroker)
+            _register(hs, system, scenario)
+            config._hourglass_junit.names[item.nodeid] = (system, scenario.name, junit_case(item, system, scenario.name))
+            family = families.family_of(system)
+            for mark in family.test_marks if family else ():
+                item.add_marker(getattr(pytest.mark, mark))
 
 
 @pytest.fixture
 def hg_verdict(request, scenario, hg_system):
     """The checker's verdict (a dict, ``verdict.json``) of ``scenario`` run on ``hg_system``."""
-    return request.config._hourglass.verdict(hg_system, scenario)
-
-
-class HgSession:
-    """All scenarios of a pytest session, run and checked in batches per system."""
-
-    def __init__(self, config, out_dir: Path):
-        self.config = config
-        self.out_dir = out_dir
-        self.pending: dict[str, dict[str, object]] = {}  # system -> scenario name -> scenario
-        self.verdicts: dict[tuple[str, str], dict] = {}
-        self.batches: list[dict] = []
-        self.progress_out = None  # the real stderr, duplicated before capture (pytest_configure)
-        self.junit_names: dict[str, tuple[str, str, tuple[str, str]]] = {}  # nodeid -> system, scenario, (classname, name)
-
-    def register(self, system: str, scenario) -> None:
-        """Queue ``scenario`` for ``system``'s batch; a scenario that breaks the schema or its
-        cross-checks stops the session before anything runs, naming the scenario and field."""
-        from harness.scenario import validate_scenario
-        from reference.contract import ContractError
-
-        try:
-            validate_scenario(scenario)
-        except ContractError as e:
-            raise pytest.UsageError(f"hourglass: {e}") from None
-        self.pending.setdefault(system, {})[scenario.name] = scenario
-
-    def verdict(self, system: str, scenario) -> dict:
-        if (system, scenario.name) not in self.verdicts:
-            self.register(system, scenario)
-            self._run(system)
-        return self.verdicts[(system, scenario.name)]
-
-    def run_seconds(self, system: str, scenario_name: str) -> float:
-        """The run's own duration (run.json ``started_ms`` to ``ended_ms``), 0 without a run."""
-        from adapters.rundir import read_run_json
-        from reports.junit import run_seconds
-
-        run_dir = self.verdicts.get((system, scenario_name), {}).get("run_dir")
-        try:
-            return run_seconds(read_run_json(Path(run_dir))) if run_dir else 0.0
-        except (OSError, ValueError):
-            return 0.0
-
-    def verdict_now(self, system: str, scenario) -> dict:
-        """Run one scenario now, alone, under a fresh name (hypothesis examples, generated on the fly)."""
-        from dataclasses import replace
-
-        self._n = getattr(self, "_n", 0) + 1
-        named = replace(scenario, name=f"{scenario.name}-{self._n:04d}")
-        self.pending.setdefault(system, {})
-        saved, self.pending[system] = self.pending[system], {named.name: named}
-        try:
-            self._run(system, record=False)
-        finally:
-            self.pending[system] = saved
-        return self.verdicts.pop((system, named.name))
-
-    def _run(self, system: str, record: bool = True) -> None:
-        from harness.batch import BatchOptions, run_batch
-        from harness.outdir import lock_out
-        from harness.systems import SystemSpec
-
-        scenarios = list(self.pending.pop(system, {}).values())
-        if not scenarios:
-            return
-        c = self.config
-        spec = SystemSpec(system, c.getoption("--hg-runtime"), c.getoption("--hg-image"), c.getoption("--hg-namesrv"),
-                          c.getoption("--hg-faults"))
-        sys_dir = self.out_dir / _dirname(system)
-        sys_dir.mkdir(parents=True, exist_ok=True)
-        lock_out(self.out_dir)
-        started = time.monotonic()
-        mode = c.getoption("--hg-progress")
-        results, errors = run_batch(scenarios, BatchOptions(
-            spec, sys_dir, c.getoption("--hg-max-systems"), progress=mode != "off", progress_interval_s=c.getoption("--hg-progress-interval"),
-            progress_out=self.progress_out, progress_virtual=mode == "always",
-            max_wait_ms=int(c.getoption("--hg-max-wait") * 1000)))
-        wall_s = time.monotonic() - started
-        by_name = batch_verdicts(scenarios, results, errors, c.getoption("--hg-baseline"), c.getoption("--hg-master"),
-                                 dict(c.getoption("--hg-spark-conf")))
-        check_s = time.monotonic() - started - wall_s
-        for sc in scenarios:
-            self.verdicts[(system, sc.name)] = by_name[sc.name]
-        if not record:
-            return
-        self.batches.append({"system": system, "dir": str(sys_dir), "wall_s": round(wall_s, 1), "check_s": round(check_s, 1),
-                             "scenarios": len(scenarios)})
-        write_summary(sys_dir, system, [self.verdicts[(system, s.name)] for s in scenarios], wall_s, scenarios, check_s)
+    hs: Session = request.config._hourglass
+    if (hg_system, scenario.name) not in hs.verdicts:
+        _register(hs, hg_system, scenario)
+    return hs.verdict(hg_system, scenario)
 
 
 def junit_case(item, system: str, scenario_name: str) -> tuple[str, str]:
@@ -283,6 +218,7 @@ class JunitNames:
 
     def __init__(self, config):
         self.config = config
+        self.names: dict[str, tuple[str, str, tuple[str, str]]] = {}  # nodeid -> system, scenario, (classname, name)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report):
@@ -290,9 +226,9 @@ class JunitNames:
 
         hs = getattr(self.config, "_hourglass", None)
         xml = self.config.stash.get(xml_key, None)
-        if hs is None or xml is None or report.nodeid not in hs.junit_names:
+        if hs is None or xml is None or report.nodeid not in self.names:
             return
-        system, name, (classname, case) = hs.junit_names[report.nodeid]
+        system, name, (classname, case) = self.names[report.nodeid]
         reporter = xml.node_reporter(report)
         reporter.add_attribute("classname", classname)
         reporter.add_attribute("name", case)
@@ -300,72 +236,10 @@ class JunitNames:
             reporter.duration = max(0.0, hs.run_seconds(system, name) - float(getattr(report, "duration", 0.0)))
 
 
-def _dirname(system: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in system)
-
-
-def batch_verdicts(scenarios, results, errors: dict[str, str], baseline, master: str | None,
-                   spark_conf: dict[str, str] | None = None) -> dict[str, dict]:
-    """A verdict for every scenario of a batch, by name, from one checker job over all its runs:
-    the checker's verdict, marked broken where the harness could not carry the run out; a
-    scenario the system cannot run (``skipped``) gets no verdict on the broker."""
-    from reports.check import check_runs
-    from reports.verdict import mark_broken
-
-    by_result = {r.scenario.name: r for r in results}
-    runs = [r for r in results if not r.skipped and run_json(r.run_dir).exists()]
-    checked = check_runs([r.run_dir for r in runs], out_dir=None, master=master, baseline=baseline,
-                         spark_conf=spark_conf) if runs else []
-    by_id = {v["run_id"]: v for v in checked}
-    out: dict[str, dict] = {}
-    for sc in scenarios:
-        r = by_result.get(sc.name)
-        if r is not None and r.skipped:
-            out[sc.name] = {"run_id": r.run_id, "scenario": sc.name, "skipped": r.skipped, "passed": None, "invariants": {}}
-            continue
-        v = dict(by_id.get(r.run_id) if r is not None and r.run_id in by_id else
-                 {"run_id": r.run_id if r is not None else sc.name, "passed": None, "invariants": {}})
-        v["scenario"] = sc.name
-        if r is not None and run_json(r.run_dir).exists():
-            v["run_dir"] = str(r.run_dir)
-            v["report"] = str(Path(r.run_dir) / REPORT_HTML)
-            if not r.drained:
-                v.setdefault("pending", list(r.pending[:20]))
-        reason = errors.get(sc.name) or (r.error if r is not None else None)
-        if reason:  # the run could not be carried out: broken (an observed violation still stands)
-            v = mark_broken(v, reason)
-        elif r is None or r.run_id not in by_id:
-            v = mark_broken(v, "the harness produced no run directory the checker could judge")
-        out[sc.name] = v
-    return out
-
-
-def write_summary(sys_dir: Path, system: str, verdicts: list[dict], wall_s: float, scenarios, check_s: float | None = None) -> None:
-    """``wall_s``: the batch's runs; ``check_s``: their check (None: not measured)."""
-    from harness.summary import write_index, write_markdown
-
-    longest_wait_s = max((expected_wait_s(s) for s in scenarios), default=0)
-    sys_dir.mkdir(parents=True, exist_ok=True)
-    (sys_dir / "summary.json").write_text(json.dumps({
-        "system": system, "wall_s": round(wall_s, 1), "check_s": None if check_s is None else round(check_s, 1),
-        "longest_scenario_wait_s": round(longest_wait_s, 1),
-        "ratio": round(wall_s / longest_wait_s, 2) if longest_wait_s else None,
-        "verdicts": verdicts,
-    }, indent=1, default=str))
-    write_index(sys_dir, system, verdicts, wall_s, longest_wait_s)
-    write_markdown(sys_dir, system, verdicts, wall_s, check_s)
-
-
-def expected_wait_s(scenario) -> float:
-    from harness.summary import scenario_wait_ms
-
-    return scenario_wait_ms(scenario) / 1000
-
-
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     from harness.summary import batch_seconds
 
-    hs: HgSession = getattr(config, "_hourglass", None)
+    hs: Session = getattr(config, "_hourglass", None)
     if not hs or not hs.batches:
         return
     tr = terminalreporter

@@ -26,7 +26,7 @@ from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
 from adapters.rundir import EventLog, EventTail, write_run_json
 from harness.faults import FaultDriver, TimedFault
-from harness import hostwatch
+from harness import families, hostwatch
 from harness.logcopy import copy_logs, log_sizes, timed_lines
 from harness.catalogue import suite_of
 from harness.scenario import Scenario
@@ -88,15 +88,13 @@ class RunResult:
 
 
 def capabilities(system: System) -> set[str]:
-    """What the system can do beyond delay levels and retry: ``timer`` (5.x timer messages)."""
+    """What the system can do beyond delay levels and retry: ``timer`` (5.x timer messages). What
+    the system says (``info.details["capabilities"]``), else its family's rule
+    (:func:`harness.families.capabilities`); a system no family claims: nothing beyond."""
     info = system.info
     if "capabilities" in info.details:
         return set(info.details["capabilities"])
-    # an across-store chain can do what every one of its versions can
-    versions = info.details.get("versions") or [info.version]
-    if info.adapter == "rocketmq" and any(v.split(".")[0].isdigit() and int(v.split(".")[0]) < 5 for v in versions):
-        return set()
-    return {"timer"}
+    return families.capabilities(info) or set()
 
 
 def skip_reason(scenario: Scenario, system: System) -> str | None:
@@ -132,6 +130,109 @@ def _fault_refused(scenario: Scenario, system: System) -> str | None:
     return None
 
 
+class RunLogs:
+    """What a run leaves of the system's logs: their copies in ``RUN/logs/`` (``harness.logcopy``),
+    the stalls they and the host watch saw, and the send-backs the client logged as failed."""
+
+    def __init__(self, system: System, run_dir: Path):
+        self.system = system
+        self.run_dir = run_dir
+        self.events_dir = run_dir / EVENTS_DIR
+
+    def record_stalls(self, run: dict, watch: hostwatch.HostWatch | None) -> None:
+        """The stalls of the run's period into ``events/stalls.jsonl`` (the host watch's, and those
+        the broker reported in its log copies), and what was observed into run.json's ``host``."""
+        try:
+            run["host"] = hostwatch.observation(self.system, watch)
+            if watch is None:
+                return
+            found = watch.stalls_between(run["started_ms"], run["ended_ms"])
+            for name, copy, written in self.copies(run):
+                if ("broker" in name or "store" in name) and not name.startswith("clients/"):
+                    subject = SECOND_BROKER if SECOND_BROKER in name else BROKER_TARGETS[0]
+                    found += hostwatch.log_stalls([copy], subject, run["started_ms"], run["ended_ms"],
+                                                  {copy: written} if written else None)
+            with EventLog(self.events_dir / STALL_EVENTS) as out:
+                for e in sorted(found, key=lambda e: (e["ts_ms"], e["source"], e["subject"])):
+                    out.write(e)
+        finally:
+            hostwatch.release(self.system)
+
+    def copies(self, run: dict) -> list[tuple[str, Path, int | None]]:
+        """(name, copy, when its source was last written: the log's zone) of each log copy of the run."""
+        out = []
+        for name, entry in sorted((run.get("logs") or {}).items()):
+            if "source" not in entry:
+                continue
+            try:
+                written = int(os.stat(entry["source"]).st_mtime * 1000)
+            except OSError:
+                written = None
+            out.append((name, self.run_dir / LOGS_DIR / name, written))
+        return out
+
+    def record_client_failures(self, run: dict, groups: set[str]) -> None:
+        """The send-backs the official client logged as failed in the run's period, of the run's
+        ``groups``, into ``events/client-log.jsonl`` (``fault`` ``send_back_failed``: the model allows
+        what the client does then, ``reference.network.send_back_failures``)."""
+        found = []
+        for name, copy, written in self.copies(run):
+            if "client" not in name and not name.startswith("consumer"):
+                continue
+            read = timed_lines(copy, written, SEND_BACK_FAILURE_MARKS)
+            if read is None:
+                continue
+            offset, lines = read
+            for line in lines:
+                parsed, at = parse_send_back_failure(line), log_time_ms(line)
+                if parsed is None or at is None or parsed[0] not in groups:
+                    continue
+                ts = at - offset * 1000
+                if run["started_ms"] <= ts <= run["ended_ms"]:
+                    found.append({"type": "fault", "ts_ms": ts, "action": SEND_BACK_FAILED, "target": "consumer",
+                                  "group": parsed[0], **({"key": parsed[1]} if parsed[1] else {}),
+                                  "cause": f"{name}: {line.strip()[:300]}"})
+        if found:
+            with EventLog(self.events_dir / CLIENT_LOG_EVENTS) as out:
+                for e in sorted(found, key=lambda e: e["ts_ms"]):
+                    out.write(e)
+
+    def sizes(self) -> dict[str, int]:
+        if not isinstance(self.system, LogFiles):
+            return {}
+        try:
+            return log_sizes(self.system.log_files())
+        except Exception:  # noqa: BLE001 - the copy at the end says what failed
+            return {}
+
+    def copy(self, run: dict, since: dict[str, int]) -> None:
+        """The system's logs into ``RUN/logs/`` (``harness.logcopy``), recorded in run.json's
+        ``logs``; what the system cannot give, or a copy that failed, in ``logs_not_collected``."""
+        sysm = self.system
+        if not isinstance(sysm, LogFiles):
+            return
+        try:
+            missing = sysm.logs_not_collected()
+            record = copy_logs(sysm.log_files(), self.run_dir, since)
+        except Exception as e:  # noqa: BLE001 - the run's observations stand without its logs
+            run["logs_not_collected"] = f"logs: not collected ({type(e).__name__}: {e})"[:500]
+            return
+        if record:
+            run["logs"] = record
+        if missing:
+            run["logs_not_collected"] = missing
+
+
+@dataclass
+class _Outcome:
+    """How a run ended, as its phases find out: what it observed of the drain, and why it broke or stopped."""
+
+    state: DrainState
+    observed: bool = False  # whether ``state`` is what the run observed (an interrupted run never drained)
+    error: str | None = None
+    interrupted: str | None = None
+
+
 @dataclass
 class Progress:
     """What a run is doing now; read by the progress display of a batch."""
@@ -148,6 +249,52 @@ def body_for(key: str, size: int, seed: int) -> bytes:
     rng = random.Random(f"{seed}:{key}")
     head = key.encode() + b"|"
     return head + bytes(rng.getrandbits(8) for _ in range(max(0, size - len(head))))
+
+
+def send_message(system: System, m, seed: int, log: EventLog) -> None:
+    """Send scenario message ``m`` and record its ``send`` event."""
+    body = body_for(m.key, m.body_size, seed)
+    deliver_at = None
+    if m.deliver_after_ms is not None:
+        deliver_at = system.clock.now_ms() + m.deliver_after_ms
+    res = system.send(SendRequest(m.topic, m.key, body, m.delay_level, deliver_at, tuple(m.plan)))
+    ev = {
+        "type": "send",
+        "ts_ms": res.ts_ms,
+        "key": m.key,
+        "topic": m.topic,
+        "delay_level": m.delay_level,
+        "status": res.status,
+        "born_ms": res.born_ms,
+        "body_crc": zlib.crc32(body),
+    }
+    if deliver_at is not None:
+        ev["deliver_at_ms"] = deliver_at
+    if m.plan:
+        ev["plan"] = list(m.plan)
+    if res.msg_id:
+        ev["msg_id"] = res.msg_id
+    if res.broker:
+        ev["broker"] = res.broker
+    if res.error:
+        ev["error"] = res.error[:300]
+    log.write(ev)
+
+
+def record_consume_stats(sysm: System, sc: Scenario, log: EventLog, run: dict) -> None:
+    """Each group's committed and stored offsets once its consumers stopped (their graceful
+    stop committed them): what the broker holds that the group never consumed tells a stalled
+    consumer from a lost message (``reports.stalls``). A system that cannot say records why."""
+    if not isinstance(sysm, ConsumeStatsReading):
+        return
+    for group in sorted({c.group for c in sc.consumers}):
+        topics = sorted({t for c in sc.consumers if c.group == group for t in c.topics} | {retry_topic(group)})
+        try:
+            snap = sysm.consume_stats(group, topics)
+        except Exception as e:  # noqa: BLE001 - the run's observations stand without it
+            run.setdefault("consume_stats_errors", []).append(f"{group}: {type(e).__name__}: {e}"[:300])
+            continue
+        log.write({"type": "snapshot", "ts_ms": sysm.clock.now_ms(), **snap, "moment": CONSUMERS_STOPPED})
 
 
 def _group_max_reconsume_times(sc: Scenario) -> dict:
@@ -188,18 +335,52 @@ class ScenarioRun:
         self._owns_consumers = owns_consumers  # False on a shared system: stopped at teardown
         self._shared_system = shared_system  # other runs use the system meanwhile: its logs are copied from this run's start
         self._watched_ms = 0  # when consumers were last looked after (every POLL_MS)
+        self._logs = RunLogs(system, self.run_dir)
 
-    # --- the run ------------------------------------------------------------------------
+    # --- the run, by phase: begin, set up, send, drain; then heal, read the DLQ, close ---------
     def execute(self) -> RunResult:
-        sc, sysm, clock = self.scenario, self.system, self.system.clock
-        why = skip_reason(sc, sysm)
+        sc = self.scenario
+        why = skip_reason(sc, self.system)
         if why:
             self.progress.phase = "done"
             return RunResult(self.run_dir, self.run_id, sc, True, (), 0, 0, skipped=why)
+        run = self._begin()
+        logs_since = self._logs.sizes() if self._shared_system else {}
+        log = EventLog(self.events_dir / HARNESS_EVENTS)
+        self._record_broker_setup(log)
+        faults = FaultDriver(self.system, log)
+        faults.waiting_levels = self._waiting_levels
+        watch = hostwatch.acquire(self.system)  # the host's and the system's stalls meanwhile (reference.stalls)
+        out = _Outcome(DrainState((), None, len(sc.messages), 0))
+        try:
+            self._set_up(log)
+            faults.snapshot("run_start")
+            self._send_and_drain(run, faults, log, out)
+        except (Cancelled, KeyboardInterrupt, SystemExit) as e:  # stopped from outside: not the broker's doing
+            why = str(e) if isinstance(e, Cancelled) else f"{type(e).__name__}: {e or 'Ctrl-C'}"
+            out.interrupted = f"the run was stopped before it ended ({why})"
+            raise
+        except BaseException as e:  # record, heal, and re-raise below
+            out.error = f"{type(e).__name__}: {e}"
+            if not isinstance(e, Exception):  # SIGTERM and the like unwind as BaseException
+                out.interrupted = f"the run was stopped before it ended ({type(e).__name__}: {e})"
+            raise
+        finally:
+            try:
+                self._heal_and_read_dlq(run, faults, log, out)
+            finally:
+                self._close(run, log, out, logs_since, watch)
+        self.progress.phase = "done"
+        state = out.state
+        return RunResult(self.run_dir, self.run_id, sc, not state.pending, state.pending, run["started_ms"], run["ended_ms"],
+                         out.error)
+
+    def _begin(self) -> dict:
+        """The run directory, its scenario and its first run.json (completed at the end)."""
+        sc, info = self.scenario, self.system.info
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.events_dir.mkdir(exist_ok=True)
         sc.save(self.run_dir / SCENARIO_JSON)
-        info = sysm.info
         spec = {"spec": self.system_spec} if self.system_spec else {}
         run = {
             "run_id": self.run_id,
@@ -207,7 +388,7 @@ class ScenarioRun:
             "system": {"adapter": info.adapter, "version": info.version, "runtime": info.runtime, **info.details, **spec},
             "planned_sends": len(sc.messages),
             "profile": {**sc.profile.to_run_profile(), **_group_max_reconsume_times(sc)},
-            "started_ms": clock.now_ms(),
+            "started_ms": self.system.clock.now_ms(),
             "ended_ms": 0,
             "seed": sc.seed,
             "description": sc.description,
@@ -218,87 +399,84 @@ class ScenarioRun:
         if self.fitted:
             run["fitted"] = self.fitted
         write_run_json(self.run_dir, run)
-        logs_since = self._log_sizes() if self._shared_system else {}
-        log = EventLog(self.events_dir / HARNESS_EVENTS)
+        return run
+
+    def _record_broker_setup(self, log: EventLog) -> None:
+        """The brokers' own start, before the run: when their schedule services can first have persisted."""
+        info = self.system.info
         setup = info.details.get(BROKER_SETUP)
-        if setup:  # the brokers' own start, before the run: when their schedule services can first have persisted
-            chain = info.details.get("versions")  # an across-store chain starts at its first version
-            for target in broker_targets(info.details.get("cluster", SINGLE)):  # started together (reference.cluster)
-                for action, ts in zip(("start", "ready"), setup):
-                    log.write({"type": "fault", "ts_ms": ts, "action": action, "target": target, "cause": "setup",
-                               **({"version": chain[0]} if chain and action == "ready" else {})})
-        faults = FaultDriver(sysm, log)
-        faults.waiting_levels = self._waiting_levels
-        watch = hostwatch.acquire(sysm)  # the host's and the system's stalls meanwhile (reference.stalls)
-        state = DrainState((), None, len(sc.messages), 0)
-        observed = False  # whether ``state`` is what the run observed (an interrupted run never drained)
-        error = interrupted = None
+        if not setup:
+            return
+        chain = info.details.get("versions")  # an across-store chain starts at its first version
+        for target in broker_targets(info.details.get("cluster", SINGLE)):  # started together (reference.cluster)
+            for action, ts in zip(("start", "ready"), setup):
+                log.write({"type": "fault", "ts_ms": ts, "action": action, "target": target, "cause": "setup",
+                           **({"version": chain[0]} if chain and action == "ready" else {})})
+
+    def _set_up(self, log: EventLog) -> None:
+        """The scenario's topics and consumers."""
+        sc, sysm = self.scenario, self.system
+        self.progress.phase = "setup"
+        for topic in sorted({m.topic for m in sc.messages} | {t for c in sc.consumers for t in c.topics}):
+            sysm.create_topic(topic)
+        for c in sc.consumers:
+            for i in range(c.instances):
+                mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
+                name = f"{c.group}-{i}"
+                sysm.start_consumer(ConsumerSpec(name, c.group, c.topics, mrt, self.events_dir))
+                # a group's membership changes (rebalance): recorded like any consumer start
+                log.write(consumer_fault("start", sysm.clock.now_ms(), name, c.group, CONSUMER_STARTED_BY_SCENARIO))
+
+    def _send_and_drain(self, run: dict, faults: FaultDriver, log: EventLog, out: "_Outcome") -> None:
+        """The timeline, then the drain; a missed anchor ends the run at once (broken: the scenario
+        missed its state, not the broker's doing)."""
+        self.progress.phase = "sending"
         try:
-            self.progress.phase = "setup"
-            for topic in sorted({m.topic for m in sc.messages} | {t for c in sc.consumers for t in c.topics}):
-                sysm.create_topic(topic)
-            for c in sc.consumers:
-                for i in range(c.instances):
-                    mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
-                    name = f"{c.group}-{i}"
-                    sysm.start_consumer(ConsumerSpec(name, c.group, c.topics, mrt, self.events_dir))
-                    # a group's membership changes (rebalance): recorded like any consumer start
-                    log.write(consumer_fault("start", clock.now_ms(), name, c.group, CONSUMER_STARTED_BY_SCENARIO))
-            faults.snapshot("run_start")
-            self.progress.phase = "sending"
-            try:
-                self._play(faults, log)
-            except AnchorNeverCame as e:  # the scenario missed its state: broken, not the broker's doing
-                error = str(e)
-                self._seen.extend(self._tail.new_events())
-                state, observed = drain_state(run, self._seen, clock.now_ms()), True
-            else:
-                self.progress.phase = "draining"
-                state, observed = self._drain(run), True
-        except (Cancelled, KeyboardInterrupt, SystemExit) as e:  # stopped from outside: not the broker's doing
-            why = str(e) if isinstance(e, Cancelled) else f"{type(e).__name__}: {e or 'Ctrl-C'}"
-            interrupted = f"the run was stopped before it ended ({why})"
-            raise
-        except BaseException as e:  # record, heal, and re-raise below
-            error = f"{type(e).__name__}: {e}"
-            if not isinstance(e, Exception):  # SIGTERM and the like unwind as BaseException
-                interrupted = f"the run was stopped before it ended ({type(e).__name__}: {e})"
-            raise
-        finally:
-            try:
-                faults.heal()
-                if isinstance(sysm, DlqReading):
-                    owed = self._dlq_owed(run) if not (interrupted or error) else {}
-                    now = clock.now_ms()
-                    for group in sorted({c.group for c in sc.consumers}):
-                        for rec in self._read_dlq(sysm, group, owed.get(group)):
-                            # an earlier run's, on a cluster that outlives runs (store times are the
-                            # broker's clock: a clock stepped back by the run reads earlier, reference.clock)
-                            if rec.get("store_ms", now) < run["started_ms"] - faults.clock_reach_ms:
-                                run.setdefault("dlq_ignored", {})[group] = run.get("dlq_ignored", {}).get(group, 0) + 1
-                                continue
-                            log.write({"type": "dlq", "ts_ms": now, **rec})
-                faults.snapshot("run_end")
-            finally:
-                if isinstance(sysm, Consuming) and self._owns_consumers:
-                    sysm.stop_consumers()
-                self._consume_stats(log, run)
-                log.close()
-                run["ended_ms"] = clock.now_ms()
-                self._copy_logs(run, logs_since)
-                self._record_stalls(run, watch)
-                self._record_client_failures(run)
-                run["drained"] = observed and not interrupted and not state.pending
-                run["pending"] = list(state.pending[:50])
-                if error:
-                    run["error"] = error
-                if interrupted:  # judged as undecided up to the last observation, never as a loss
-                    run["interrupted"] = interrupted
-                    self._seen.extend(self._tail.new_events())
-                    run["last_observed_ms"] = max((e.get("ts_ms") or 0 for e in self._seen), default=run["started_ms"])
-                write_run_json(self.run_dir, run)
-        self.progress.phase = "done"
-        return RunResult(self.run_dir, self.run_id, sc, not state.pending, state.pending, run["started_ms"], run["ended_ms"], error)
+            self._play(faults, log)
+        except AnchorNeverCame as e:
+            out.error = str(e)
+            self._seen.extend(self._tail.new_events())
+            out.state, out.observed = drain_state(run, self._seen, self.system.clock.now_ms()), True
+        else:
+            self.progress.phase = "draining"
+            out.state, out.observed = self._drain(run), True
+
+    def _heal_and_read_dlq(self, run: dict, faults: FaultDriver, log: EventLog, out: "_Outcome") -> None:
+        sysm, clock = self.system, self.system.clock
+        faults.heal()
+        if isinstance(sysm, DlqReading):
+            owed = self._dlq_owed(run) if not (out.interrupted or out.error) else {}
+            now = clock.now_ms()
+            for group in sorted({c.group for c in self.scenario.consumers}):
+                for rec in self._read_dlq(sysm, group, owed.get(group)):
+                    # an earlier run's, on a cluster that outlives runs (store times are the
+                    # broker's clock: a clock stepped back by the run reads earlier, reference.clock)
+                    if rec.get("store_ms", now) < run["started_ms"] - faults.clock_reach_ms:
+                        run.setdefault("dlq_ignored", {})[group] = run.get("dlq_ignored", {}).get(group, 0) + 1
+                        continue
+                    log.write({"type": "dlq", "ts_ms": now, **rec})
+        faults.snapshot("run_end")
+
+    def _close(self, run: dict, log: EventLog, out: "_Outcome", logs_since: dict[str, int],
+               watch: hostwatch.HostWatch | None) -> None:
+        """Consumers stopped, what the run leaves recorded, and run.json completed."""
+        if isinstance(self.system, Consuming) and self._owns_consumers:
+            self.system.stop_consumers()
+        record_consume_stats(self.system, self.scenario, log, run)
+        log.close()
+        run["ended_ms"] = self.system.clock.now_ms()
+        self._logs.copy(run, logs_since)
+        self._logs.record_stalls(run, watch)
+        self._logs.record_client_failures(run, {c.group for c in self.scenario.consumers})
+        run["drained"] = out.observed and not out.interrupted and not out.state.pending
+        run["pending"] = list(out.state.pending[:50])
+        if out.error:
+            run["error"] = out.error
+        if out.interrupted:  # judged as undecided up to the last observation, never as a loss
+            run["interrupted"] = out.interrupted
+            self._seen.extend(self._tail.new_events())
+            run["last_observed_ms"] = max((e.get("ts_ms") or 0 for e in self._seen), default=run["started_ms"])
+        write_run_json(self.run_dir, run)
 
     def _dlq_owed(self, run: dict) -> dict[str, tuple[set[str], int]]:
         """Per group, the keys a DLQ entry is owed for by now, and when the last was sent back
@@ -324,106 +502,6 @@ class ScenarioRun:
             if now >= owed[1] + SEND_BACK_FAILS_AFTER_MS + DLQ_ROUTABLE_WITHIN_MS or self._cancel.is_set():
                 return records
             clock.sleep_until(now + DLQ_REREAD_MS)
-
-    def _consume_stats(self, log: EventLog, run: dict) -> None:
-        """Each group's committed and stored offsets once its consumers stopped (their graceful
-        stop committed them): what the broker holds that the group never consumed tells a stalled
-        consumer from a lost message (``reports.stalls``). A system that cannot say records why."""
-        sysm, sc = self.system, self.scenario
-        if not isinstance(sysm, ConsumeStatsReading):
-            return
-        for group in sorted({c.group for c in sc.consumers}):
-            topics = sorted({t for c in sc.consumers if c.group == group for t in c.topics} | {retry_topic(group)})
-            try:
-                snap = sysm.consume_stats(group, topics)
-            except Exception as e:  # noqa: BLE001 - the run's observations stand without it
-                run.setdefault("consume_stats_errors", []).append(f"{group}: {type(e).__name__}: {e}"[:300])
-                continue
-            log.write({"type": "snapshot", "ts_ms": sysm.clock.now_ms(), **snap, "moment": CONSUMERS_STOPPED})
-
-    def _record_stalls(self, run: dict, watch: hostwatch.HostWatch | None) -> None:
-        """The stalls of the run's period into ``events/stalls.jsonl`` (the host watch's, and those
-        the broker reported in its log copies), and what was observed into run.json's ``host``."""
-        try:
-            run["host"] = hostwatch.observation(self.system, watch)
-            if watch is None:
-                return
-            found = watch.stalls_between(run["started_ms"], run["ended_ms"])
-            for name, copy, written in self._log_copies(run):
-                if ("broker" in name or "store" in name) and not name.startswith("clients/"):
-                    subject = SECOND_BROKER if SECOND_BROKER in name else BROKER_TARGETS[0]
-                    found += hostwatch.log_stalls([copy], subject, run["started_ms"], run["ended_ms"],
-                                                  {copy: written} if written else None)
-            with EventLog(self.events_dir / STALL_EVENTS) as out:
-                for e in sorted(found, key=lambda e: (e["ts_ms"], e["source"], e["subject"])):
-                    out.write(e)
-        finally:
-            hostwatch.release(self.system)
-
-    def _log_copies(self, run: dict) -> list[tuple[str, Path, int | None]]:
-        """(name, copy, when its source was last written: the log's zone) of each log copy of the run."""
-        out = []
-        for name, entry in sorted((run.get("logs") or {}).items()):
-            if "source" not in entry:
-                continue
-            try:
-                written = int(os.stat(entry["source"]).st_mtime * 1000)
-            except OSError:
-                written = None
-            out.append((name, self.run_dir / LOGS_DIR / name, written))
-        return out
-
-    def _record_client_failures(self, run: dict) -> None:
-        """The send-backs the official client logged as failed in the run's period, of the run's
-        groups, into ``events/client-log.jsonl`` (``fault`` ``send_back_failed``: the model allows
-        what the client does then, ``reference.network.send_back_failures``)."""
-        groups = {c.group for c in self.scenario.consumers}
-        found = []
-        for name, copy, written in self._log_copies(run):
-            if "client" not in name and not name.startswith("consumer"):
-                continue
-            read = timed_lines(copy, written, SEND_BACK_FAILURE_MARKS)
-            if read is None:
-                continue
-            offset, lines = read
-            for line in lines:
-                parsed, at = parse_send_back_failure(line), log_time_ms(line)
-                if parsed is None or at is None or parsed[0] not in groups:
-                    continue
-                ts = at - offset * 1000
-                if run["started_ms"] <= ts <= run["ended_ms"]:
-                    found.append({"type": "fault", "ts_ms": ts, "action": SEND_BACK_FAILED, "target": "consumer",
-                                  "group": parsed[0], **({"key": parsed[1]} if parsed[1] else {}),
-                                  "cause": f"{name}: {line.strip()[:300]}"})
-        if found:
-            with EventLog(self.events_dir / CLIENT_LOG_EVENTS) as out:
-                for e in sorted(found, key=lambda e: e["ts_ms"]):
-                    out.write(e)
-
-    def _log_sizes(self) -> dict[str, int]:
-        if not isinstance(self.system, LogFiles):
-            return {}
-        try:
-            return log_sizes(self.system.log_files())
-        except Exception:  # noqa: BLE001 - the copy at the end says what failed
-            return {}
-
-    def _copy_logs(self, run: dict, since: dict[str, int]) -> None:
-        """The system's logs into ``RUN/logs/`` (``harness.logcopy``), recorded in run.json's
-        ``logs``; what the system cannot give, or a copy that failed, in ``logs_not_collected``."""
-        sysm = self.system
-        if not isinstance(sysm, LogFiles):
-            return
-        try:
-            missing = sysm.logs_not_collected()
-            record = copy_logs(sysm.log_files(), self.run_dir, since)
-        except Exception as e:  # noqa: BLE001 - the run's observations stand without its logs
-            run["logs_not_collected"] = f"logs: not collected ({type(e).__name__}: {e})"[:500]
-            return
-        if record:
-            run["logs"] = record
-        if missing:
-            run["logs_not_collected"] = missing
 
     def _pull(self) -> None:
         """What the events files gained since the last look, into what the run has seen (and what
@@ -472,40 +550,11 @@ class ScenarioRun:
                     steps.finished(item, clock.now_ms())
                 else:
                     steps.sent(now)
-                    self._send(item, log, t0)
+                    send_message(sysm, item, sc.seed, log)
                 continue
             wake = timeline[0][0] if timeline else now + ANCHOR_POLL_MS
             armed = bool(steps.armed())
             self._wait_until(min(wake, now + ANCHOR_POLL_MS) if armed else wake, armed)
-
-    def _send(self, m, log: EventLog, t0: int) -> None:
-        sc = self.scenario
-        body = body_for(m.key, m.body_size, sc.seed)
-        deliver_at = None
-        if m.deliver_after_ms is not None:
-            deliver_at = self.system.clock.now_ms() + m.deliver_after_ms
-        res = self.system.send(SendRequest(m.topic, m.key, body, m.delay_level, deliver_at, tuple(m.plan)))
-        ev = {
-            "type": "send",
-            "ts_ms": res.ts_ms,
-            "key": m.key,
-            "topic": m.topic,
-            "delay_level": m.delay_level,
-            "status": res.status,
-            "born_ms": res.born_ms,
-            "body_crc": zlib.crc32(body),
-        }
-        if deliver_at is not None:
-            ev["deliver_at_ms"] = deliver_at
-        if m.plan:
-            ev["plan"] = list(m.plan)
-        if res.msg_id:
-            ev["msg_id"] = res.msg_id
-        if res.broker:
-            ev["broker"] = res.broker
-        if res.error:
-            ev["error"] = res.error[:300]
-        log.write(ev)
 
     def _wait_until(self, ts_ms: int, armed: bool = False) -> None:
         """Wait on the system's clock, having dead consumers restarted every ``POLL_MS`` or so

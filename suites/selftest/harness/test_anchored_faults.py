@@ -110,7 +110,7 @@ def test_a_kill_timed_from_a_flush_fires_right_after_the_persist_with_snapshots_
 
 
 def test_an_anchor_that_never_comes_ends_the_run_healed_and_broken(tmp_path):
-    from harness.pytest_plugin import batch_verdicts
+    from harness.session import batch_verdicts
     from reports.verdict import BROKEN, status
 
     msgs = (Message("only-one", "T", delay_level=2), Message("plain", "T", at_ms=500))

@@ -141,3 +141,22 @@ def test_main_exits_3_when_its_runs_are_broken_and_passes_its_options_through(mo
 def test_main_exits_2_when_nothing_could_be_judged(monkeypatch, tmp_path):
     monkeypatch.setattr(harness.batch, "run_batch", FakeBatches(skipped="the system cannot run it"))
     assert main(["main", "--system", "simulated", "--out", str(tmp_path / "o")]) == 2  # pytest alone: 0 (all skipped)
+
+
+def _undecided(scenarios, results, errors, *args, **kwargs) -> dict[str, dict]:
+    """Stands in for ``harness.session.batch_verdicts``: every run judged undecided (not drained)."""
+    return {sc.name: {"run_id": sc.name, "scenario": sc.name, "passed": None, "invariants": {},
+                      "undecided": {"messages": 1, "examples": [], "reason": "a message was still pending"}}
+            for sc in scenarios}
+
+
+@pytest.mark.parametrize("outcome, code", [("broken", 3), ("undecided", 2)])
+def test_main_exits_by_the_project_rule_not_by_pytest(monkeypatch, tmp_path, outcome, code):
+    """Each failing test makes pytest say 1 ("a violation: never retry"); the job says what its
+    runs were: a broken run 3 (retry), an undecided one 2."""
+    import harness.session
+
+    monkeypatch.setattr(harness.batch, "run_batch", FakeBatches(error="the broker never became ready" if outcome == "broken" else None))
+    if outcome == "undecided":
+        monkeypatch.setattr(harness.session, "batch_verdicts", _undecided)
+    assert main(["main", "--system", "simulated", "--out", str(tmp_path / "o")]) == code

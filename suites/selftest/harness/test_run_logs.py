@@ -21,7 +21,7 @@ from adapters.rocketmq.local import LocalRocketMQSystem
 from adapters.rocketmq.system import RocketMQSystem
 from adapters.simulated import DEFAULT_START_MS, SimulatedSystem, open_simulated
 from harness.logcopy import CUT_MARK, copy_logs
-from harness.runner import ScenarioRun
+from harness.runner import RunLogs, ScenarioRun
 from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, Message, Scenario
 from reference.contract import SEND_BACK_FAILED, validate_event
 from reference.rundir import BROKER_LOGS, CLIENT_LOG_EVENTS, EVENTS_DIR, LOGS_DIR, RUN_JSON
@@ -193,10 +193,8 @@ def test_the_send_backs_the_client_logged_failed_become_fault_events_of_the_runs
         os.utime(source, (written / 1000, written / 1000))
         (run_dir / LOGS_DIR / name).write_text(text)
         run["logs"][name] = {"source": str(source), "from_byte": 0, "to_byte": len(text)}
-    fake = SimpleNamespace(scenario=_scenario(), run_dir=run_dir, events_dir=run_dir / EVENTS_DIR)
-    fake._log_copies = lambda r: ScenarioRun._log_copies(fake, r)
     (run_dir / EVENTS_DIR).mkdir()
-    ScenarioRun._record_client_failures(fake, run)
+    RunLogs(None, run_dir).record_client_failures(run, {c.group for c in _scenario().consumers})
     events = [json.loads(line) for line in (run_dir / EVENTS_DIR / CLIENT_LOG_EVENTS).read_text().splitlines()]
     for e in events:
         validate_event(e)
