@@ -37,6 +37,9 @@ def test_a_system_without_the_cluster_skips_with_the_reason():
     class TwoMasters:
         info = SystemInfo("rocketmq", "5.5.0", "process", {"cluster": "two-masters"})
 
+        def cannot(self, action, target):
+            return None
+
     for s in CLUSTER:
         assert skip_reason(s, OneBroker()) == f"simulated 1 (virtual runtime) cannot run a {s.profile.cluster} cluster: it runs a single broker"
         assert "an external cluster is what it is" in skip_reason(s, External())
