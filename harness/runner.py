@@ -16,7 +16,6 @@ import itertools
 import os
 import random
 import threading
-import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path

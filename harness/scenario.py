@@ -28,7 +28,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from harness.schema_errors import Found, explain, join_path
+from harness.schema_errors import Found, explain
 from reference.contract import FAULT_TARGETS, PLAN_WORDS, ContractError
 from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL, parse_level_table
 from reference import faults as kinds

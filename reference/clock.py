@@ -160,7 +160,7 @@ class BrokerClock:
             if end <= from_ms:
                 continue
             start = max(start, from_ms)
-            line = (lambda t: t + change.offset_ms_at(t)) if change else (lambda t: t)
+            line = (lambda t, c=change: t + c.offset_ms_at(t)) if change else (lambda t: t)
             if line(start) >= target_broker_ms:
                 return start
             t = max(start, change.true_of(target_broker_ms) if change else target_broker_ms)

@@ -64,7 +64,7 @@ class RocketMQFamily:
                                     "cannot take turns with others on one store yet)", spec.spec)
             if spec.runtime == "external" or spec.image:
                 raise OptionError(where, None, "--runtime process or container and no --image (each version of a "
-                                    f"chain on one store runs from its own jars)",
+                                    "chain on one store runs from its own jars)",
                                     f"--runtime {spec.runtime}" + (f" --image {spec.image}" if spec.image else ""))
             if len(set(parts)) < 2:
                 raise OptionError(where, None, f"two different systems joined by {CHAIN_SEP!r}, e.g. rocketmq:4.9.7+5.5.0",

@@ -4,7 +4,7 @@ outage of its schedule service; ``reference.cluster``: a second broker's)."""
 
 from __future__ import annotations
 
-from reference.faults import NONE, OPTIONAL, REQUIRED, Family, Primitive, StepKind
+from reference.faults import OPTIONAL, REQUIRED, Family, Primitive, StepKind
 
 KILL, STOP, START, PAUSE, RESUME, READY = "kill", "stop", "start", "pause", "resume", "ready"
 #: the first half of a ``slow_start``: start the target and pause it at once, before it is ready

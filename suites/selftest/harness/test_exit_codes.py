@@ -17,7 +17,7 @@ from harness.cli import main
 from harness.scenario import ConsumerGroup, Message, Scenario
 from harness.verdicts import VerdictFailure, assert_conforms
 from reports import cli as reports_cli
-from reports.verdict import BROKEN, EXIT_CODES, EXIT_USAGE, PASSED, UNDECIDED, VIOLATED, exit_code, mark_broken, status
+from reports.verdict import BROKEN, EXIT_USAGE, PASSED, UNDECIDED, VIOLATED, exit_code, mark_broken, status
 
 PROBE = Scenario(
     "exit-probe",

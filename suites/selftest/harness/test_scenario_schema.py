@@ -205,7 +205,6 @@ def test_python_built_scenario_is_checked_like_a_file():
 
 
 def test_a_file_that_is_not_utf8_is_one_line_naming_the_file_and_the_byte(tmp_path):
-    from harness.cli import main as harness_main
 
     p = tmp_path / "latin1.json"
     p.write_bytes(json.dumps(_raw(description="caf\u00e9"), ensure_ascii=False).encode("latin-1"))
