@@ -31,6 +31,7 @@ from typing import Iterable, Mapping
 
 from reference.contract import BROKER_TARGETS, RETRY_PREFIX, ContractError
 from reference.persistence import scheduler_duplicate_allowed
+from reference.stored_copy import same_stored_copy
 from reference.plans import CRASH, parse_plan, plan_outcome
 from reference.profile import Profile, profile_from_run
 from reference.retry import requested_retry_level, retry_level
@@ -289,31 +290,6 @@ def build_expected(run: Mapping, events: Iterable[Mapping]) -> list[ExpectedAtte
         obj.__dict__.update(zip(EXPECTED_COLUMNS, row))
         out.append(obj)
     return out
-
-
-def stored_copy_key(d: Mapping) -> tuple:
-    """A delivery's stored copy as a key (DESIGN.md "stored copy"): its broker's commit-log offset
-    where it has one, else its broker's queue position (the brokers of a cluster have their own commit
-    logs and queues, ``reference.cluster``). Deliveries that all say the same things compare alike
-    by key and by :func:`same_stored_copy`."""
-    clo = d.get("commit_log_offset")
-    if clo is not None:
-        return (d.get("broker"), clo)
-    return (d.get("broker"), d.get("queue_topic") or d.get("topic"), d.get("queue_id"), d.get("queue_offset"))
-
-
-def same_stored_copy(first: Mapping, second: Mapping) -> bool:
-    """DESIGN.md "stored copy": the same ``commit_log_offset`` where both have one, else the same
-    (queue_topic, queue_id, queue_offset); both of the same broker (``broker``, where both say: the
-    brokers of a cluster have their own commit logs and queues, ``reference.cluster``)."""
-    if first.get("broker") is not None and second.get("broker") is not None and first["broker"] != second["broker"]:
-        return False
-    a, b = first.get("commit_log_offset"), second.get("commit_log_offset")
-    if a is not None and b is not None:
-        return a == b
-    qa = (first.get("queue_topic") or first.get("topic"), first.get("queue_id"), first.get("queue_offset"))
-    qb = (second.get("queue_topic") or second.get("topic"), second.get("queue_id"), second.get("queue_offset"))
-    return qa == qb
 
 
 def sent_back_copies(previous_attempt: Iterable[Mapping], faults: Iterable[Mapping] = ()) -> int:

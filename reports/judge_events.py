@@ -18,6 +18,7 @@ from collections import defaultdict
 
 from reference import expected as model
 from reference.clock import on_true_clock
+from reference.stored_copy import same_stored_copy
 from reports.rows import EXPECTED_COL, LATENESS_BIN_MS, LATENESS_RANGE_MS, LATENESS_TIME_BIN_MS, TOPIC_GROUP_KEY, Judgements
 
 _COL = EXPECTED_COL
@@ -105,12 +106,12 @@ def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict]
 
 def stored_copies(ds: list[dict]) -> list[list[dict]]:
     """The deliveries of one attempt (in time order) grouped by stored copy
-    (:func:`reference.expected.same_stored_copy`), the copies in the order they were stored: the
+    (:func:`reference.stored_copy.same_stored_copy`), the copies in the order they were stored: the
     first is the attempt's (its time), the others are duplicates only."""
     copies: list[list[dict]] = []
     for d in ds:
         for c in copies:
-            if model.same_stored_copy(c[0], d):
+            if same_stored_copy(c[0], d):
                 c.append(d)
                 break
         else:
@@ -123,7 +124,7 @@ def stored_copies(ds: list[dict]) -> list[list[dict]]:
 def _attempt(out: Judgements, run, faults, key, group, attempt, ds, prev, x, send, timeline_bin_ms: int) -> None:
     copies = stored_copies(ds)
     first = copies[0][0]  # the first delivery of the earliest-stored copy: the attempt's time
-    local = attempt >= 1 and prev is not None and prev[1] is not None and model.same_stored_copy(prev[1], first)
+    local = attempt >= 1 and prev is not None and prev[1] is not None and same_stored_copy(prev[1], first)
     observed = first["ts_ms"] if local else first["store_ms"]
     lo = _x(x, "local_earliest_ms" if local else "earliest_ms")
     hi = _x(x, "local_latest_ms" if local else "latest_ms")
