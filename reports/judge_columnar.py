@@ -260,7 +260,7 @@ def _judge_plain(out: Judgements, run, rows, sends_t, deliv, dlq_t, ended_ms, ti
     the bucket: stats and the timeline."""
     started_ms = int(run.get("started_ms") or 0)
     _timeline(out, deliv, started_ms, timeline_bin_ms)
-    c = Columns(started_ms=started_ms, timeline_bin_ms=timeline_bin_ms)
+    c = Columns(started_ms=started_ms, timeline_bin_ms=timeline_bin_ms, sends=sends_t, deliveries=deliv, dlqs=dlq_t)
     _model_columns(c, rows)
     _codes(c, sends_t, deliv, dlq_t)
     if not (deliv.num_rows and len(rows)):  # nothing delivered or nothing expected: nothing plain

@@ -115,8 +115,10 @@ class Columns(SimpleNamespace):
     """One bucket as the columnar path sees it (numpy arrays, set by :mod:`reports.judge_columnar`):
     ``d_*`` per delivery, ``e_*`` per row of the model, ``a_*`` per delivered attempt (``first``:
     its first delivery, ``x``: its model row, ``p_idx``: the previous attempt), keys and groups as
-    integer codes (``e_mg``: a row's (key, group)). After the split ``plain_a`` marks the plain
-    attempts and ``plain_messages`` counts the plain (key, group)s."""
+    integer codes (key codes: the sends' first, in the order of ``sends``; ``e_mg``: a row's (key,
+    group)); the Arrow tables ``sends``, ``deliveries`` (row i: ``d_*[i]``) and ``dlqs`` for any
+    other column. After the split ``plain_a`` marks the plain attempts and ``plain_messages``
+    counts the plain (key, group)s."""
 
 
 @dataclass

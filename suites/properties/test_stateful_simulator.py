@@ -23,7 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from adapters.base import BrokerProfile, ConsumerSpec, SendRequest
 from adapters.simulated import open_simulated
-from suites.selftest.simulated.judge import judge, violated
+from reports.judge_run import violations
 
 LEVELS = "1s 2s 3s 4s 5s"
 SAFETY = ("NOT_EARLY", "INTEGRITY", "RETRY_SCHEDULE", "NO_DUPLICATE", "LEVEL_ORDER")
@@ -128,7 +128,7 @@ class SimulatedBrokerMachine(RuleBasedStateMachine):
     # --- invariants -------------------------------------------------------------------------
     @invariant()
     def safety_holds_so_far(self):
-        found = violated(judge(self.run, self.events + self.deliveries()))
+        found = violations(self.run, self.events + self.deliveries())
         broken = {k: v for k, v in found.items() if k in SAFETY}
         assert not broken, broken
 
@@ -146,7 +146,7 @@ class SimulatedBrokerMachine(RuleBasedStateMachine):
             self.system.stop_consumers()
             now = self.clock.now_ms()
             dlq = [{"type": "dlq", "ts_ms": now, **r} for r in self.system.read_dlq("g")]
-            found = violated(judge(self.run, self.events + dlq + self.deliveries()))
+            found = violations(dict(self.run, ended_ms=now), self.events + dlq + self.deliveries())
             assert not found, found
         finally:
             self.system.teardown()
