@@ -30,7 +30,7 @@ from harness.faults import TimedFault, expand, expand_step
 from harness.scenario import FaultAnchor, Scenario
 from harness.summary import scenario_wait_ms
 from reference.clock import CLOCK, BrokerClock
-from reference.expected import stored_copy_key
+from reference.stored_copy import stored_copy_key
 from reference.levels import parse_level_table
 from reference.profile import FIRST_DELAY_MS, FIRST_FLUSH_DELAY_MS
 

@@ -6,13 +6,13 @@ so a third-party implementation can run it on its own system (the shape of zarr'
     from harness.stateful import BrokerMachine
 
     def test_my_broker():
-        run_state_machine_as_test(lambda: BrokerMachine(open_my_system, violations))
+        run_state_machine_as_test(lambda: BrokerMachine(open_my_system))
 
 ``open_system(profile)`` gives a system not set up yet (:class:`adapters.base.System` that
 consumes, reads its DLQ and takes the fault verbs ``kill``/``stop``/``start``/``pause``/``resume``
 on the targets ``broker`` and ``consumer``); its clock may be virtual (the simulator) or real.
-``violations(run, events)`` judges the events so far: ``{invariant: [what broke it]}`` of the
-invariants broken (:func:`judge`).
+The shipped checker judges the events (``reports.judge_run.violations``, without Spark); another
+``violations(run, events) -> {invariant: [what broke it]}`` may be given.
 
 Hypothesis interleaves sends (levels, timers, plans), the passing of time, and faults (kill -9,
 graceful restart, pause of the broker; kill/pause of the consumers). After every step the
@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from adapters.base import BrokerProfile, ConsumerSpec, SendRequest, System
+from reports import judge_run
 
 #: the machine's delay table (short levels: many of them pass within a run of steps)
 LEVELS = "1s 2s 3s 4s 5s"
@@ -58,7 +59,7 @@ class BrokerMachine(RuleBasedStateMachine):
     """One system from ``open_system`` (given the machine's :class:`BrokerProfile`), a topic, one
     group of two consumers, and the rules below; ``violations`` judges the events."""
 
-    def __init__(self, open_system: Callable[[BrokerProfile], System], violations: Judge):
+    def __init__(self, open_system: Callable[[BrokerProfile], System], violations: Judge = judge_run.violations):
         super().__init__()
         self.violations = violations
         self.dir = Path(tempfile.mkdtemp(prefix="hg-stateful-"))
@@ -164,7 +165,7 @@ class BrokerMachine(RuleBasedStateMachine):
             self.system.stop_consumers()
             now = self.clock.now_ms()
             dlq = [{"type": "dlq", "ts_ms": now, **r} for r in self.system.read_dlq("g")]
-            found = judge(self.violations, self.run, self.events + dlq + self.deliveries())
+            found = judge(self.violations, dict(self.run, ended_ms=now), self.events + dlq + self.deliveries())
             assert not found, found
         finally:
             self.system.teardown()

@@ -27,10 +27,12 @@ group that consumed the topic).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Iterable, Mapping
+from operator import itemgetter
+from typing import Callable, Iterable, Mapping
 
 from reference.contract import BROKER_TARGETS, RETRY_PREFIX, ContractError
 from reference.persistence import scheduler_duplicate_allowed
+from reference.stored_copy import same_stored_copy
 from reference.plans import CRASH, parse_plan, plan_outcome
 from reference.profile import Profile, profile_from_run
 from reference.retry import requested_retry_level, retry_level
@@ -73,6 +75,10 @@ class ExpectedAttempt:
 SENT_ONCE = "a key sent once per run"
 #: Column names of :func:`build_expected_rows` tuples (the fields of :class:`ExpectedAttempt`).
 EXPECTED_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(ExpectedAttempt))
+#: One expected attempt, named field by field (a dict of every field of :class:`ExpectedAttempt`),
+#: as the tuple :func:`build_expected_rows` returns (in :data:`EXPECTED_COLUMNS` order; a field
+#: left out is a KeyError). A dict display and one C call: a namedtuple's keywords cost twice as much.
+_row = itemgetter(*EXPECTED_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -150,24 +156,30 @@ def _unknown_send_latest(born: int, ts: int, delay: int, latest: int, widened: s
     return latest, widened
 
 
-def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
-    """Expected attempts of every message sent in the run, as tuples in :data:`EXPECTED_COLUMNS`
-    order; see :func:`build_expected`."""
-    profile = profile_from_run(run)
-    run_id = run.get("run_id", "")
-    sends: dict[str, Mapping] = {}
-    faults: list[Mapping] = []
-    anchors: dict[tuple, int] = {}  # (key, group, reconsume_times) -> ts_ms of the first LATER
-    last_laters: dict[tuple, int] = {}  # ... of the last LATER, where a LATER was repeated
-    topic_groups: dict[str, list[str]] = {}
+@dataclass
+class _Observed:
+    """What the model reads of a run's events: sends by key, faults, the anchors of retries (the
+    first and, where a LATER was repeated, the last LATER of each (key, group, attempt)) and the
+    groups that consume each topic."""
+
+    sends: dict[str, Mapping]
+    faults: list[Mapping]
+    anchors: dict[tuple, int]  # (key, group, reconsume_times) -> ts_ms of the first LATER
+    last_laters: dict[tuple, int]  # ... of the last LATER, where a LATER was repeated
+    topic_groups: dict[str, list[str]]
+
+
+def _observed(events: Iterable[Mapping]) -> _Observed:
+    seen = _Observed({}, [], {}, {}, {})
+    anchors, last_laters = seen.anchors, seen.last_laters
     seen_topic_group: set[tuple[str, str]] = set()
-    for i, e in enumerate(events):
+    for e in events:
         t = e.get("type")
         if t == "deliver":
             tg = (e["topic"], e["group"])
             if tg not in seen_topic_group:
                 seen_topic_group.add(tg)
-                topic_groups.setdefault(tg[0], []).append(tg[1])
+                seen.topic_groups.setdefault(tg[0], []).append(tg[1])
             if e["outcome"] == "LATER":
                 ak = (e["key"], tg[1], e["reconsume_times"])
                 ts = e["ts_ms"]
@@ -180,99 +192,149 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                     last_laters[ak] = ts
         elif t == "send":
             key = e.get("key")
-            if key in sends:
+            if key in seen.sends:
                 raise ContractError("events", "key", SENT_ONCE, key)  # the checker names the lines
-            sends[key] = e
+            seen.sends[key] = e
         elif t == "fault":
-            faults.append(e)
-    outages = merge_outages(effect("store", faults))  # every family's (reference.faults)
-    clock = BrokerClock.from_faults(faults)  # reference.clock: due times in the broker's clock
+            seen.faults.append(e)
+    return seen
+
+
+@dataclass
+class _Windows:
+    """How a run's faults move the windows (reference.windows, .cluster, .network, .clock) and the
+    profile's figures: what every expected row of the run is computed with."""
+
+    profile: Profile
+    clock: BrokerClock | None
+    outages: list
+    widen: Callable  # (stored_from, earliest, latest) -> (latest, widened_by): by any broker's outages
+    widen_on: dict[str, Callable]  # ... by a broker name's own outages (reference.cluster)
+    consumer_outages: list
+    widen_local: Callable  # a paused/killed consumer re-consumes later
+    unknown_outages: list
+    local_lag: Callable  # (ts_ms, group, key) -> ms a local re-consume may come later
+    back_lag: Callable  # (ts_ms, group, key) -> ms a send-back may be stored later
+    retry_levels: list[tuple[int, int]]  # attempt k -> (requested, effective) level
+    retry_delays: list[int]  # attempt k -> delay of its level
+
+
+def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
+    """Expected attempts of every message sent in the run, as tuples in :data:`EXPECTED_COLUMNS`
+    order; see :func:`build_expected`."""
+    profile = profile_from_run(run)
+    seen = _observed(events)
+    faults = seen.faults
+    outages = merge_outages(effect("store", faults))  # every fault family's (reference.faults)
     slack = profile.slack_ms
     first_delay = profile.first_delay_ms
-    widen = OutageIndex(outages, first_delay, slack).widen
     # reference.cluster: what a broker name stores waits for its own processes only
     widen_on = {name: OutageIndex(own, first_delay, slack).widen for name, own in outages_by_broker(run, faults).items()}
     consumer_outages = effect("consumer", faults)
-    widen_local = OutageIndex(consumer_outages, 0, slack).widen  # a paused/killed consumer re-consumes later
     # reference.network: a partition widens the windows of UNKNOWN sends only (a request stored
     # after the heal) and the local re-consume of a LATER whose send-back met it; latency delays
     # the storing of a retry by a round trip
     unknown_outages = merge_outages(outages + effect("unknown_send", faults))
     net_local, net_back, down_lag = local_retry_lag_ms(faults), send_back_lag_ms(faults), down_broker_lag_ms(faults)
-
-    def local_lag(ts_ms: int, group: str | None, key: str) -> int:
-        return max(net_local(ts_ms, group, key), down_lag(ts_ms))
-
-    def back_lag(ts_ms: int, group: str | None, key: str) -> int:
-        return max(net_back(ts_ms, group, key), down_lag(ts_ms))
-    table = profile.level_table
-    max_level = table.max_level
-    # no attempt goes beyond the longest plan (each LATER one more), whatever maxReconsumeTimes allows
-    top_rt = max([profile.max_reconsume_times] + [v for _, v in profile.max_reconsume_times_by_group])
-    top_rt = min(top_rt, max((len(s.get("plan") or ()) for s in sends.values()), default=0))
-    retry_levels = [(0, 0)] + [(requested_retry_level(k), retry_level(k, max_level)) for k in range(1, top_rt + 2)]
-    retry_delays = [0] + [table.delay_ms(lv) for _, lv in retry_levels[1:]]
-    local_delay = profile.local_retry_delay_ms
+    retry_levels, retry_delays = _retry_levels(profile, seen.sends)
+    w = _Windows(profile=profile, clock=BrokerClock.from_faults(faults),  # reference.clock: due times in the broker's clock
+                 outages=outages, widen=OutageIndex(outages, first_delay, slack).widen, widen_on=widen_on,
+                 consumer_outages=consumer_outages, widen_local=OutageIndex(consumer_outages, 0, slack).widen,
+                 unknown_outages=unknown_outages,
+                 local_lag=lambda ts, group, key: max(net_local(ts, group, key), down_lag(ts)),
+                 back_lag=lambda ts, group, key: max(net_back(ts, group, key), down_lag(ts)),
+                 retry_levels=retry_levels, retry_delays=retry_delays)
     group_rt = dict(profile.max_reconsume_times_by_group)
     outcome_cache: dict[tuple, object] = {}
     rows: list[tuple] = []
-    append = rows.append
-    for key, send in sends.items():
-        raw_plan = send.get("plan")
-        plan_key = tuple(raw_plan) if raw_plan else ()
-        status = send["status"]
-        topic = send["topic"]
-        born = send.get("born_ms")
-        requested, level, clamped, delay, earliest, due_on_time, deliver_at, rejection = _first_attempt(send, profile, key)
-        anchor0 = send["ts_ms"]
-        widened = None
-        if clock is not None and delay:  # a timer message's due time (earliest) is in the broker's clock too
-            earliest, due_on_time, widened = _on_broker_clock(clock, born if born is not None else anchor0, anchor0, delay,
-                                                              None if level else earliest, earliest, due_on_time, level)
-        latest = due_on_time + slack
-        if outages:
-            latest, widened = _joined(widen_on.get(send.get("broker"), widen)(born if born is not None else anchor0,
-                                                                               earliest, latest), widened)
-        if status == "UNKNOWN" and latest is not None and unknown_outages:
-            latest, widened = _unknown_send_latest(born if born is not None else anchor0, anchor0, delay,
-                                                   latest, widened, unknown_outages, slack, first_delay)
-        for group in topic_groups.get(topic) or (None,):
+    run_id = run.get("run_id", "")
+    for key, send in seen.sends.items():
+        first = _first_window(w, key, send)
+        plan_key = tuple(send.get("plan") or ())
+        for group in seen.topic_groups.get(send["topic"]) or (None,):
             max_rt = group_rt.get(group, profile.max_reconsume_times)
             outcome = outcome_cache.get((plan_key, max_rt))
             if outcome is None:
                 outcome = plan_outcome(parse_plan(list(plan_key) or None, _send_where(key)), max_rt)
                 outcome_cache[(plan_key, max_rt)] = outcome
-            last, final_state = outcome.last_attempt, outcome.final_state
-            append((run_id, key, 0, topic, None, status, requested, level, clamped, delay, earliest, latest,
-                    widened, last == 0, final_state, group, anchor0, None, None, born, deliver_at, rejection))
-            retry_queue = RETRY_PREFIX + (group if group is not None else "*")
-            for k in range(1, last + 1):
-                r_requested, r_level = retry_levels[k]
-                r_delay = retry_delays[k]
-                anchor = anchors.get((key, group, k - 1))
-                if anchor is None:
-                    append((run_id, key, k, topic, retry_queue, status, r_requested, r_level, r_level != r_requested,
-                            r_delay, None, None, None, last == k, final_state, group, None, None, None, born,
-                            deliver_at, None))
-                    continue
-                last_anchor = last_laters.get((key, group, k - 1), anchor)
-                r_earliest = anchor + r_delay
-                r_due = last_anchor + r_delay
-                r_widened = None
-                stored_lag = back_lag(last_anchor, group, key)
-                if clock is not None:  # the retry is stored by the broker when the send-back arrives
-                    r_earliest, r_due, r_widened = _on_broker_clock(clock, anchor, last_anchor + stored_lag,
-                                                                    r_delay, None, r_earliest, r_due, r_level)
-                r_latest = r_due + slack + stored_lag
-                if outages:
-                    r_latest, r_widened = _joined(widen(anchor, r_earliest, r_latest), r_widened)
-                l_earliest = anchor + local_delay
-                l_latest = last_anchor + local_delay + slack + local_lag(last_anchor, group, key)
-                if consumer_outages:
-                    l_latest = widen_local(anchor, l_earliest, l_latest)[0]
-                append((run_id, key, k, topic, retry_queue, status, r_requested, r_level, r_level != r_requested,
-                        r_delay, r_earliest, r_latest, r_widened, last == k, final_state, group, anchor,
-                        l_earliest, l_latest, born, deliver_at, None))
+            rows.extend(_group_rows(w, seen, run_id, key, send, first, group, outcome))
+    return rows
+
+
+def _retry_levels(profile: Profile, sends: Mapping[str, Mapping]) -> tuple[list[tuple[int, int]], list[int]]:
+    """(requested, effective) level and delay of each retry: no attempt goes beyond the longest plan
+    (each LATER one more), whatever maxReconsumeTimes allows."""
+    table = profile.level_table
+    top_rt = max([profile.max_reconsume_times] + [v for _, v in profile.max_reconsume_times_by_group])
+    top_rt = min(top_rt, max((len(s.get("plan") or ()) for s in sends.values()), default=0))
+    levels = [(0, 0)] + [(requested_retry_level(k), retry_level(k, table.max_level)) for k in range(1, top_rt + 2)]
+    return levels, [0] + [table.delay_ms(lv) for _, lv in levels[1:]]
+
+
+def _first_window(w: _Windows, key: str, send: Mapping) -> tuple:
+    """Attempt 0 of a message: requested level, level, clamped, delay, earliest, latest, widened
+    by, deliver_at, rejection (the same in every group)."""
+    profile = w.profile
+    born = send.get("born_ms")
+    requested, level, clamped, delay, earliest, due_on_time, deliver_at, rejection = _first_attempt(send, profile, key)
+    anchor0 = send["ts_ms"]
+    stored_from = born if born is not None else anchor0
+    widened = None
+    if w.clock is not None and delay:  # a timer message's due time (earliest) is in the broker's clock too
+        earliest, due_on_time, widened = _on_broker_clock(w.clock, stored_from, anchor0, delay,
+                                                          None if level else earliest, earliest, due_on_time, level)
+    latest = due_on_time + profile.slack_ms
+    if w.outages:
+        latest, widened = _joined(w.widen_on.get(send.get("broker"), w.widen)(stored_from, earliest, latest), widened)
+    if send["status"] == "UNKNOWN" and latest is not None and w.unknown_outages:
+        latest, widened = _unknown_send_latest(stored_from, anchor0, delay, latest, widened, w.unknown_outages,
+                                               profile.slack_ms, profile.first_delay_ms)
+    return requested, level, clamped, delay, earliest, latest, widened, deliver_at, rejection
+
+
+def _retry_window(w: _Windows, seen: _Observed, key: str, group: str | None, k: int) -> tuple:
+    """Retry ``k`` of a message in ``group``: anchored at the first LATER of attempt k-1, due by its
+    last one: earliest, latest, widened by, anchor, local earliest, local latest (no LATER
+    observed: no window, the attempt is judged by NO_LOSS and RETRY_SCHEDULE)."""
+    anchor = seen.anchors.get((key, group, k - 1))
+    if anchor is None:
+        return None, None, None, None, None, None
+    slack, r_delay, r_level = w.profile.slack_ms, w.retry_delays[k], w.retry_levels[k][1]
+    last_anchor = seen.last_laters.get((key, group, k - 1), anchor)
+    r_earliest, r_due, r_widened = anchor + r_delay, last_anchor + r_delay, None
+    stored_lag = w.back_lag(last_anchor, group, key)
+    if w.clock is not None:  # the retry is stored by the broker when the send-back arrives
+        r_earliest, r_due, r_widened = _on_broker_clock(w.clock, anchor, last_anchor + stored_lag, r_delay, None, r_earliest, r_due, r_level)
+    r_latest = r_due + slack + stored_lag
+    if w.outages:
+        r_latest, r_widened = _joined(w.widen(anchor, r_earliest, r_latest), r_widened)
+    l_earliest = anchor + w.profile.local_retry_delay_ms
+    l_latest = last_anchor + w.profile.local_retry_delay_ms + slack + w.local_lag(last_anchor, group, key)
+    if w.consumer_outages:
+        l_latest = w.widen_local(anchor, l_earliest, l_latest)[0]
+    return r_earliest, r_latest, r_widened, anchor, l_earliest, l_latest
+
+
+def _group_rows(w: _Windows, seen: _Observed, run_id: str, key: str, send: Mapping, first: tuple, group: str | None,
+                outcome) -> list[tuple]:
+    """The expected rows of one message in one consumer group: attempt 0, then each retry its plan leads to."""
+    requested, level, clamped, delay, earliest, latest, widened, deliver_at, rejection = first
+    last, final_state, topic, status, born = outcome.last_attempt, outcome.final_state, send["topic"], send["status"], send.get("born_ms")
+    rows = [_row({"run_id": run_id, "key": key, "attempt": 0, "topic": topic, "queue_topic": None, "send_status": status,
+                  "requested_level": requested, "level": level, "clamped": clamped, "delay_ms": delay, "earliest_ms": earliest,
+                  "latest_ms": latest, "widened_by": widened, "final": last == 0, "final_state": final_state, "group": group,
+                  "anchor_ms": send["ts_ms"], "local_earliest_ms": None, "local_latest_ms": None, "born_ms": born,
+                  "deliver_at_ms": deliver_at, "expected_rejection": rejection})]
+    retry_queue = RETRY_PREFIX + (group if group is not None else "*")
+    for k in range(1, last + 1):
+        r_requested, r_level = w.retry_levels[k]
+        r_earliest, r_latest, r_widened, anchor, l_earliest, l_latest = _retry_window(w, seen, key, group, k)
+        rows.append(_row({"run_id": run_id, "key": key, "attempt": k, "topic": topic, "queue_topic": retry_queue,
+                          "send_status": status, "requested_level": r_requested, "level": r_level,
+                          "clamped": r_level != r_requested, "delay_ms": w.retry_delays[k], "earliest_ms": r_earliest,
+                          "latest_ms": r_latest, "widened_by": r_widened, "final": last == k, "final_state": final_state,
+                          "group": group, "anchor_ms": anchor, "local_earliest_ms": l_earliest, "local_latest_ms": l_latest,
+                          "born_ms": born, "deliver_at_ms": deliver_at, "expected_rejection": None}))
     return rows
 
 
@@ -289,31 +351,6 @@ def build_expected(run: Mapping, events: Iterable[Mapping]) -> list[ExpectedAtte
         obj.__dict__.update(zip(EXPECTED_COLUMNS, row))
         out.append(obj)
     return out
-
-
-def stored_copy_key(d: Mapping) -> tuple:
-    """A delivery's stored copy as a key (DESIGN.md "stored copy"): its broker's commit-log offset
-    where it has one, else its broker's queue position (the brokers of a cluster have their own commit
-    logs and queues, ``reference.cluster``). Deliveries that all say the same things compare alike
-    by key and by :func:`same_stored_copy`."""
-    clo = d.get("commit_log_offset")
-    if clo is not None:
-        return (d.get("broker"), clo)
-    return (d.get("broker"), d.get("queue_topic") or d.get("topic"), d.get("queue_id"), d.get("queue_offset"))
-
-
-def same_stored_copy(first: Mapping, second: Mapping) -> bool:
-    """DESIGN.md "stored copy": the same ``commit_log_offset`` where both have one, else the same
-    (queue_topic, queue_id, queue_offset); both of the same broker (``broker``, where both say: the
-    brokers of a cluster have their own commit logs and queues, ``reference.cluster``)."""
-    if first.get("broker") is not None and second.get("broker") is not None and first["broker"] != second["broker"]:
-        return False
-    a, b = first.get("commit_log_offset"), second.get("commit_log_offset")
-    if a is not None and b is not None:
-        return a == b
-    qa = (first.get("queue_topic") or first.get("topic"), first.get("queue_id"), first.get("queue_offset"))
-    qb = (second.get("queue_topic") or second.get("topic"), second.get("queue_id"), second.get("queue_offset"))
-    return qa == qb
 
 
 def sent_back_copies(previous_attempt: Iterable[Mapping], faults: Iterable[Mapping] = ()) -> int:

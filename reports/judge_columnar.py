@@ -4,12 +4,13 @@ event-at-a-time :func:`reports.judge_events.judge_bucket`, without a Python dict
 What the executors receive is an Arrow table of one (run, bucket of keys). Most keys of a healthy
 run are *plain*: every delivered attempt was delivered once, inside the model's window, after the
 LATER it follows, to the right topic with the right body, and the message was consumed as its plan
-says. Plain keys are judged here with numpy over whole columns; every other key (a violation, a
-duplicate, a DLQ entry, an UNKNOWN or FAILED send, a pending message, anything unusual) goes
-through the event-at-a-time path of :mod:`reports.judge_events`, with its events as dicts. The split only
-decides *who* judges a key; the rules and the expectations are the same (the model's rows, built
-once per bucket), and ``suites/selftest/checker/test_columns.py`` holds both paths to the same
-output.
+says. Each invariant's unit (:mod:`reports.invariants`) says over whole columns where it plainly
+holds and counts what it checked there; every other key (a violation, a duplicate, a DLQ entry, an
+UNKNOWN or FAILED send, a pending message, anything unusual) goes through the event-at-a-time path
+of :mod:`reports.judge_events`, with its events as dicts, where the same units judge it. The split
+only decides *who* judges a key; the rules and the expectations are the same (the units, the
+model's rows, built once per bucket, the stored copy of :mod:`reference.stored_copy`), and
+``suites/selftest/checker/test_columns.py`` holds both paths to the same output.
 
 The model is handed what it reads: sends, faults, snapshots, LATER deliveries (retry anchors) and
 one delivery per (topic, group) (which groups consume a topic).
@@ -29,14 +30,17 @@ from reference import faults as fault_kinds
 from reference import expected as model
 from reference.clock import BrokerClock
 from reference.contract import EVENT_FIELDS, ContractError
+from reference.expected import EXPECTED_COLUMNS
+from reference.stored_copy import FIELDS as COPY_FIELDS
+from reference.stored_copy import stored_copy_key
 from reports import offsets
-from reports.judge_events import judge_keys
-from reports.rows import (EXPECTED_COL, JSON_FIELDS, LATENESS_BIN_MS, LATENESS_RANGE_MS, LATENESS_TIME_BIN_MS, TOPIC_GROUP_KEY,
-                          Judgements, error_row, output_layout, rows_table, timing_row)
+from reports.invariants import UNITS
+from reports.invariants.base import NULL as _NULL
+from reports.invariants.base import Columns
+from reports.judge_events import crash_faults, judge_keys
+from reports.rows import EXPECTED_COL, JSON_FIELDS, TOPIC_GROUP_KEY, Judgements, error_row, output_layout, rows_table, timing_row
 
 _COL = EXPECTED_COL
-
-_NULL = np.iinfo(np.int64).min  # an absent integer
 SEND_FIELDS = ("type", "ts_ms", "key", "topic", "delay_level", "deliver_at_ms", "body_crc", "plan", "status", "born_ms",
                "broker")  # broker: reference.cluster
 DELIVER_FIELDS = ("type", "ts_ms", "key", "group", "topic", "queue_id", "queue_offset", "queue_topic",
@@ -98,8 +102,7 @@ def _unkeyed(faults: pa.Table, snapshots: pa.Table, deliveries: pa.Table, stalls
     if stalls is not None:
         out.extend(_dicts(stalls, STALL_FIELDS))
     crashes = deliveries.filter(pc.equal(deliveries.column("outcome"), "CRASH"))
-    for ts, group, key in zip(*(crashes.column(n).to_pylist() for n in ("ts_ms", "group", "key"))):
-        out.append({"type": "fault", "ts_ms": ts, "action": "crash", "target": "consumer", "group": group, "key": key})
+    out.extend(crash_faults(_dicts(crashes, ("ts_ms", "group", "key", "outcome"))))
     out.sort(key=lambda e: e["ts_ms"])
     return out
 
@@ -142,6 +145,30 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, t
     deliv = all_deliveries.filter(pc.invert(all_deliveries.column("echo"))) if echoed else all_deliveries
 
     sends = _dicts(sends_t, SEND_FIELDS)
+    rows, t = _expected(out, run, sends, deliv, unkeyed, markers, t)
+    _count_reputs(out, unkeyed, rows, deliv)
+    slow = _judge_plain(out, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline_bin_ms)
+    t = out.timed("judging: columnar", t)
+    if slow:
+        slow_keys = pa.array(sorted(slow), type=pa.string())
+        events = [s for s in sends if s["key"] in slow]
+        events += _dicts(deliv.filter(pc.is_in(deliv.column("key"), slow_keys)), DELIVER_FIELDS)
+        events += _dicts(dlq_t.filter(pc.is_in(dlq_t.column("key"), slow_keys)), DLQ_FIELDS)
+        key_i = _COL["key"]
+        judge_keys(out, run, [r for r in rows if r[key_i] in slow], events + unkeyed, ended_ms, timeline_bin_ms, timeline=False)
+        t = out.timed("judging: event at a time", t)
+    out.emit("c", dict(out.checked))
+    out.emit_plot()
+    judged = _as_table(out)
+    out.timed("judging: rows out", t)
+    return pa.concat_tables([judged, rows_table([timing_row(run_id, bucket, out.seconds)])])
+
+
+def _expected(out: Judgements, run: dict, sends: list[dict], deliv: pa.Table, unkeyed: list[dict],
+              markers: list[tuple[str, str]] | None, t: float) -> tuple[list[tuple], float]:
+    """The model's rows of the bucket, handed what it reads: sends, faults, snapshots, LATER
+    deliveries (retry anchors) and one delivery per (topic, group) seen here or named by
+    ``markers`` (which groups consume a topic; kind ``tg`` says which the bucket saw)."""
     laters = _dicts(deliv.filter(pc.equal(deliv.column("outcome"), "LATER")), DELIVER_FIELDS)
     tg = pa.Table.from_arrays([deliv.column("topic"), deliv.column("group")], names=["t", "g"]).group_by(["t", "g"]).aggregate([])
     pairs = set(zip(tg.column("t").to_pylist(), tg.column("g").to_pylist())) | set(markers or ())
@@ -150,27 +177,8 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, t
     t = out.timed("judging: columns to dicts", t)
     rows = model.build_expected_rows(run, sends + laters + unkeyed + marker_events)
     t = out.timed("model: expected table", t)
-    sent_topics = sorted({s["topic"] for s in sends})
-    out.emit("tg", {"pairs": sorted(pairs), "sent_topics": sent_topics})
-
-    _count_reputs(out, unkeyed, rows, deliv)
-    slow = _judge_plain(out, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline_bin_ms)
-    t = out.timed("judging: columnar", t)
-
-    if slow:
-        slow_keys = pa.array(sorted(slow), type=pa.string())
-        events = [s for s in sends if s["key"] in slow]
-        events += _dicts(deliv.filter(pc.is_in(deliv.column("key"), slow_keys)), DELIVER_FIELDS)
-        events += _dicts(dlq_t.filter(pc.is_in(dlq_t.column("key"), slow_keys)), DLQ_FIELDS)
-        events += unkeyed
-        key_i = _COL["key"]
-        judge_keys(out, run, [r for r in rows if r[key_i] in slow], events, ended_ms, timeline_bin_ms, timeline=False)
-        t = out.timed("judging: event at a time", t)
-    out.emit("c", dict(out.checked))
-    out.emit_plot()
-    judged = _as_table(out)
-    out.timed("judging: rows out", t)
-    return pa.concat_tables([judged, rows_table([timing_row(run_id, bucket, out.seconds)])])
+    out.emit("tg", {"pairs": sorted(pairs), "sent_topics": sorted({s["topic"] for s in sends})})
+    return rows, t
 
 
 def _on_true_clock(table: pa.Table, clock: BrokerClock) -> pa.Table:
@@ -247,195 +255,176 @@ def _encode(*parts) -> tuple[list[np.ndarray], pa.Array]:
 
 
 def _judge_plain(out: Judgements, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline_bin_ms) -> set[str]:
-    """Judge the plain keys with whole columns; return the other keys (for the dict path). Also
-    counts what spans every key of the bucket: stats and the timeline."""
-    n = deliv.num_rows
-    ts = _ints(deliv.column("ts_ms"))
+    """Judge the plain keys with whole columns; return the other keys (for the dict path). Each
+    unit (:mod:`reports.invariants`) says where it plainly holds; a key outside any goes to the
+    dict path; each unit counts what it checked on the rest. Also counts what spans every key of
+    the bucket: stats and the timeline."""
     started_ms = int(run.get("started_ms") or 0)
-    # timeline of every delivery (the dict path is told not to count it again)
-    if n:
-        (oc,), names = _encode(deliv.column("outcome"))
-        names = names.to_pylist()
-        bins = (ts - started_ms) // timeline_bin_ms
-        uniq, counts = np.unique(bins * len(names) + oc, return_counts=True)
-        for u, c in zip(uniq.tolist(), counts.tolist()):
-            out.plot["timeline"][(u // len(names), names[u % len(names)])] += c
+    _timeline(out, deliv, started_ms, timeline_bin_ms)
+    c = Columns(started_ms=started_ms, timeline_bin_ms=timeline_bin_ms, sends=sends_t, deliveries=deliv, dlqs=dlq_t)
+    _model_columns(c, rows)
+    _codes(c, sends_t, deliv, dlq_t)
+    if not (deliv.num_rows and len(rows)):  # nothing delivered or nothing expected: nothing plain
+        span = int(c.d_rt.max(initial=0)) + 1
+        out.emit("s", {"messages": c.n_sends, "attempts": len(np.unique(c.d_mg * span + c.d_rt)), "recovered": c.recovered})
+        return set(c.key_dict.to_pylist())
+    _attempts(c, deliv)
+    _timing(c, deliv)
+    slow = c.slow
+    for unit in UNITS:
+        p = unit.plain(c)
+        if p.attempts is not None:
+            slow[c.a_key[~p.attempts]] = True
+        if p.rows is not None:
+            slow[c.e_key[~p.rows]] = True
+        if p.keys is not None:
+            slow |= ~p.keys
+    c.plain_a = ~slow[c.a_key]
+    c.plain_messages = len(set(c.e_mg[~slow[c.e_key]].tolist()))
+    for unit in UNITS:
+        unit.count(out, c)
+    if c.plain_a.any():
+        _level_order_firsts(out, c, sends_t, deliv)
+    out.emit("s", {"messages": c.n_sends, "attempts": len(c.a_id), "recovered": c.recovered})
+    return set(c.key_dict.take(pa.array(np.flatnonzero(slow))).to_pylist())
 
-    # the model's rows as columns
+
+def _timeline(out: Judgements, deliv: pa.Table, started_ms: int, timeline_bin_ms: int) -> None:
+    """The timeline of every delivery (the dict path is told not to count it again)."""
+    if not deliv.num_rows:
+        return
+    (oc,), names = _encode(deliv.column("outcome"))
+    names = names.to_pylist()
+    bins = (_ints(deliv.column("ts_ms")) - started_ms) // timeline_bin_ms
+    uniq, counts = np.unique(bins * len(names) + oc, return_counts=True)
+    for u, n in zip(uniq.tolist(), counts.tolist()):
+        out.plot["timeline"][(u // len(names), names[u % len(names)])] += n
+
+
+def _model_columns(c: Columns, rows: list[tuple]) -> None:
+    """The model's rows as columns (``e_*``): one transposition, not one pass per column."""
     m = len(rows)
-
-    by_column = list(zip(*rows)) if m else []  # one transposition, not one pass per column
-
-    def column(name):
-        return by_column[_COL[name]]
+    by_column = list(zip(*rows)) if m else [()] * len(EXPECTED_COLUMNS)
 
     def icol(name):
-        return _ints(pa.array(column(name), type=pa.int64())) if m else np.zeros(0, dtype=np.int64)
+        return _ints(pa.array(by_column[_COL[name]], type=pa.int64())) if m else np.zeros(0, dtype=np.int64)
 
     def scol(name):
-        return pa.array(column(name), type=pa.string())
+        return pa.array(by_column[_COL[name]], type=pa.string())
 
-    # codes: keys (sends first, then deliveries and DLQ entries), groups, topics
-    n_sends = sends_t.num_rows
-    (_, dk, qk), key_dict = _encode(sends_t.column("key"), deliv.column("key"), dlq_t.column("key"))
-    n_keys = len(key_dict)
-    ek = pc.index_in(scol("key"), value_set=key_dict).to_numpy(zero_copy_only=False).astype(np.int64) if m else np.zeros(0, dtype=np.int64)
-    e_group = pc.fill_null(scol("group"), "") if m else pa.array([], type=pa.string())
+    for name in ("attempt", "level", "earliest_ms", "latest_ms", "local_earliest_ms", "local_latest_ms", "anchor_ms", "delay_ms"):
+        setattr(c, "e_" + name, icol(name))
+    c.e_key_names, c.e_group_names, c.e_topic_names = scol("key"), scol("group"), scol("topic")
+    c.e_send_status, c.e_final_state, c.e_rejection = scol("send_status"), scol("final_state"), scol("expected_rejection")
+    c.e_widened = pc.is_valid(scol("widened_by")).to_numpy(zero_copy_only=False)  # a broker outage widened the window
+
+
+def _codes(c: Columns, sends_t: pa.Table, deliv: pa.Table, dlq_t: pa.Table) -> None:
+    """Keys (sends first, then deliveries and DLQ entries), groups and topics as shared integer
+    codes; what the columnar path cannot judge at all (``slow``: a key not sent SEND_OK in this
+    bucket, a negative ``reconsume_times``); the stats' recovered sends."""
+    m = len(c.e_attempt)
+    c.n_sends = sends_t.num_rows
+    (_, dk, c.q_key), c.key_dict = _encode(sends_t.column("key"), deliv.column("key"), dlq_t.column("key"))
+    c.n_keys = len(c.key_dict)
+    c.e_key = (pc.index_in(c.e_key_names, value_set=c.key_dict).to_numpy(zero_copy_only=False).astype(np.int64) if m
+               else np.zeros(0, dtype=np.int64))
+    e_group = pc.fill_null(c.e_group_names, "") if m else pa.array([], type=pa.string())
     (_, dg, eg), group_dict = _encode(pa.array([""]), deliv.column("group"), e_group)
-    n_groups = len(group_dict)
-    q_topic = pc.if_else(pc.is_null(deliv.column("queue_topic")), deliv.column("topic"), deliv.column("queue_topic")) if n else pa.array([], type=pa.string())
-    (dt, qtc, e_topic), _ = _encode(deliv.column("topic"), q_topic, pc.fill_null(scol("topic"), "\u0000none") if m else pa.array([], type=pa.string()))
-    rt = _ints(deliv.column("reconsume_times"))
-    ea = icol("attempt")
-
-    slow = np.zeros(n_keys, dtype=bool)  # per key code: judged by the dict path
+    c.n_groups = len(group_dict)
+    (c.d_topic, c.e_topic), _ = _encode(deliv.column("topic"), pc.fill_null(c.e_topic_names, "\u0000none") if m else pa.array([], type=pa.string()))
+    c.d_rt = _ints(deliv.column("reconsume_times"))
+    c.d_key, c.d_mg, c.e_mg = dk, dk * c.n_groups + dg, c.e_key * c.n_groups + eg
+    c.e_group = eg
+    c.d_ts, c.d_store, c.d_crc = (_ints(deliv.column(n)) for n in ("ts_ms", "store_ms", "body_crc"))
+    c.d_ok = pc.equal(deliv.column("outcome"), "OK").to_numpy(zero_copy_only=False)
+    c.d_later = pc.equal(deliv.column("outcome"), "LATER").to_numpy(zero_copy_only=False)
+    c.s_crc = _ints(sends_t.column("body_crc"))
     status = sends_t.column("status")
-    slow[:n_sends] |= ~pc.equal(status, "SEND_OK").to_numpy(zero_copy_only=False)
-    slow[n_sends:] = True  # delivered or in the DLQ, never sent (in this bucket)
-    slow[qk] = True  # in the DLQ: the dict path rules on routing
-    s_crc = _ints(sends_t.column("body_crc"))
-    delivered_keys = np.zeros(n_keys, dtype=bool)
-    delivered_keys[dk] = True
-    stats_recovered = int((pc.equal(status, "UNKNOWN").to_numpy(zero_copy_only=False) & delivered_keys[:n_sends]).sum())
-    if not (n and m):  # nothing delivered or nothing expected: nothing plain
-        out.emit("s", {"messages": n_sends, "attempts": len(np.unique((dk * n_groups + dg) * (int(rt.max(initial=0)) + 1) + rt)),
-                       "recovered": stats_recovered})
-        return set(key_dict.to_pylist())
-    e_level, e_lo, e_hi, e_llo, e_lhi = icol("level"), icol("earliest_ms"), icol("latest_ms"), icol("local_earliest_ms"), icol("local_latest_ms")
-    e_anchor, e_delay = icol("anchor_ms"), icol("delay_ms")
-    e_widened = pc.is_valid(scol("widened_by")).to_numpy(zero_copy_only=False)  # a broker outage widened the window
-    e_plainmsg = pc.and_(pc.and_(pc.equal(scol("send_status"), "SEND_OK"), pc.equal(scol("final_state"), "CONSUMED")),
-                         pc.is_null(scol("expected_rejection"))).to_numpy(zero_copy_only=False)
-    slow[ek[~e_plainmsg]] = True
+    c.slow = slow = np.zeros(c.n_keys, dtype=bool)  # per key code: judged by the dict path
+    slow[:c.n_sends] |= ~pc.equal(status, "SEND_OK").to_numpy(zero_copy_only=False)
+    slow[c.n_sends:] = True  # delivered or in the DLQ, never sent (in this bucket)
+    if m:
+        slow[c.e_key[~pc.equal(c.e_send_status, "SEND_OK").to_numpy(zero_copy_only=False)]] = True
+    slow[dk[c.d_rt < 0]] = True
+    delivered = np.zeros(c.n_keys, dtype=bool)
+    delivered[dk] = True
+    c.recovered = int((pc.equal(status, "UNKNOWN").to_numpy(zero_copy_only=False) & delivered[:c.n_sends]).sum())
 
-    span = int(max(rt.max(initial=0), ea.max(initial=0))) + 2
-    bad_rt = rt < 0
-    if bad_rt.any():
-        slow[dk[bad_rt]] = True
-    d_id = (dk * n_groups + dg) * span + np.clip(rt, 0, span - 1)
-    e_id = (ek * n_groups + eg) * span + ea
+
+def _attempts(c: Columns, deliv: pa.Table) -> None:
+    """Deliveries grouped by attempt (key, group, reconsume_times), in time within an attempt
+    (``a_*``; ``first``: its first delivery, ``a_later``: its first LATER), its model row (``x``;
+    none found: the dict path) and its previous attempt (``p_idx``, ``p_found``)."""
+    n, m = deliv.num_rows, len(c.e_attempt)
+    span = int(max(c.d_rt.max(initial=0), c.e_attempt.max(initial=0))) + 2
+    d_id = c.d_mg * span + np.clip(c.d_rt, 0, span - 1)
+    e_id = c.e_mg * span + c.e_attempt
     e_order = np.argsort(e_id, kind="stable")
-    e_sorted = e_id[e_order]
-
-    # deliveries grouped by attempt (key, group, reconsume_times), by time within an attempt
-    order = np.lexsort((ts, d_id))
+    order = np.lexsort((c.d_ts, d_id))
     sid = d_id[order]
     starts = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]])
-    counts = np.diff(np.r_[starts, n])
-    first = order[starts]  # the first delivery of each attempt
-    a_id = sid[starts]
-    a_key = dk[first]
-    a_att = np.clip(rt[first], 0, span - 1)
-    slow[a_key[counts > 1]] = True  # a duplicate: the model rules on it
-
-    is_later = pc.equal(deliv.column("outcome"), "LATER").to_numpy(zero_copy_only=False)
-    is_ok = pc.equal(deliv.column("outcome"), "OK").to_numpy(zero_copy_only=False)
-    # the first LATER of each attempt (in time order), if any
-    later_sorted = is_later[order]
-    pos = np.where(later_sorted, np.arange(n), n)
+    c.a_deliveries = np.diff(np.r_[starts, n])
+    c.first = order[starts]
+    c.a_id = a_id = sid[starts]
+    c.a_key = c.d_key[c.first]
+    c.a_att = np.clip(c.d_rt[c.first], 0, span - 1)
+    pos = np.where(c.d_later[order], np.arange(n), n)
     seg_first_later = np.minimum.reduceat(pos, starts)
-    a_has_later = seg_first_later < np.r_[starts[1:], n]
-    a_later = order[np.minimum(seg_first_later, n - 1)]
-
-    # the model's row of each attempt
-    at = np.searchsorted(e_sorted, a_id)
-    x = e_order[np.minimum(at, m - 1)]
-    found = (at < m) & (e_id[x] == a_id)
-    slow[a_key[~found]] = True
-
-    # the previous attempt (its first LATER anchors this one)
+    c.a_has_later = seg_first_later < np.r_[starts[1:], n]
+    c.a_later = order[np.minimum(seg_first_later, n - 1)]
+    at = np.searchsorted(e_id[e_order], a_id)
+    c.x = e_order[np.minimum(at, m - 1)]
+    found = (at < m) & (e_id[c.x] == a_id)
+    c.slow[c.a_key[~found]] = True  # no model row: the plan does not lead there, or never sent
     p_at = np.searchsorted(a_id, a_id - 1)
-    p_idx = np.minimum(p_at, len(a_id) - 1)
-    p_found = (a_att >= 1) & (p_at < len(a_id)) & (a_id[p_idx] == a_id - 1)
-    retry = a_att >= 1
-    prev_ok = ~retry | (p_found & a_has_later[p_idx] & (ts[a_later[p_idx]] <= ts[first]))
-    slow[a_key[~prev_ok]] = True
-
-    # local re-consume of the stored copy the LATER answered (same commit log offset, else queue position)
-    clo = _ints(deliv.column("commit_log_offset"))
-    qid, qoff = _ints(deliv.column("queue_id")), _ints(deliv.column("queue_offset"))
-    pl = a_later[p_idx]
-    both_clo = (clo[pl] != _NULL) & (clo[first] != _NULL)
-    same_copy = np.where(both_clo, clo[pl] == clo[first],
-                         (qtc[pl] == qtc[first]) & (qid[pl] == qid[first]) & (qoff[pl] == qoff[first]))
-    if "broker" in deliv.column_names and deliv.column("broker").null_count < n:  # a cluster: per broker
-        (bc,), _ = _encode(pc.fill_null(deliv.column("broker"), ""))
-        same_copy &= bc[pl] == bc[first]
-    local = retry & p_found & a_has_later[p_idx] & same_copy
-    store = _ints(deliv.column("store_ms"))
-    observed = np.where(local, ts[first], store[first])
-    lo = np.where(local, e_llo[x], e_lo[x])
-    hi = np.where(local, e_lhi[x], e_hi[x])
-    in_window = (lo != _NULL) & (hi != _NULL) & (observed >= lo) & (observed <= hi)
-    slow[a_key[~in_window]] = True
-
-    # integrity of the (single) delivery: topic as expected, body as sent
-    d_crc = _ints(deliv.column("body_crc"))
-    f_key = dk[first]
-    sent_crc = np.where(f_key < n_sends, s_crc[np.minimum(f_key, n_sends - 1)], _NULL)  # rows exist: so do sends
-    crc_ok = (d_crc[first] == _NULL) | (sent_crc == _NULL) | (d_crc[first] == sent_crc)
-    intact = (dt[first] == e_topic[x]) & crc_ok
-    slow[a_key[~intact]] = True
-
-    # messages: each (key, group) the model expects must have been consumed (an OK delivery), no DLQ entry
-    consumed = np.zeros(n_keys * n_groups, dtype=bool)
-    consumed[(dk * n_groups + dg)[is_ok]] = True
-    e_mg = ek * n_groups + eg
-    slow[ek[~consumed[e_mg]]] = True
-
-    # plain keys: count, plot, and hand LEVEL_ORDER its first attempts
-    plain_a = ~slow[a_key]
-    if plain_a.any():
-        xa, lv = x[plain_a], e_level[x[plain_a]]
-        k = int(plain_a.sum())
-        for name in ("NOT_EARLY", "ON_TIME", "NO_DUPLICATE", "INTEGRITY"):
-            out.checked[name] += k
-        att = a_att[plain_a]
-        out.checked["RETRY_SCHEDULE"] += int((att >= 1).sum())
-        lo_r, hi_r = LATENESS_RANGE_MS
-        late = np.clip(observed[plain_a] - lo[plain_a], lo_r, hi_r)
-        late_bin = (late // LATENESS_BIN_MS) * LATENESS_BIN_MS
-        _count_into(out.plot["lateness"], lv, late_bin)
-        widened = e_widened[xa] & ~local[plain_a]
-        _count_into(out.plot["lateness_widened"], lv[widened], late_bin[widened])
-        over_time = np.stack([(observed[plain_a] - started_ms) // timeline_bin_ms,
-                              (late // LATENESS_TIME_BIN_MS) * LATENESS_TIME_BIN_MS, widened.astype(np.int64)])
-        combos, n_each = np.unique(over_time, axis=1, return_counts=True)
-        for (b, late_ms, w), c in zip(combos.T.tolist(), n_each.tolist()):
-            out.plot["lateness_time"][(b, late_ms, w)] += c
-        r = att >= 1
-        if r.any():
-            gap = observed[plain_a][r] - e_anchor[xa][r] - e_delay[xa][r]
-            _count_into(out.plot["gaps"], att[r], (np.clip(gap, lo_r, hi_r) // LATENESS_BIN_MS) * LATENESS_BIN_MS)
-            for a, d in zip(att[r].tolist(), e_delay[xa][r].tolist()):
-                out.plot["gap_expected"][a] = d
-        # LEVEL_ORDER: each delayed message's first attempt, the earliest stored over its groups
-        f0 = (att == 0) & (lv > 0)
-        if f0.any():
-            fk, fl, fs = a_key[plain_a][f0], lv[f0], store[first[plain_a]][f0]
-            o = np.lexsort((fs, fk))
-            fk, fl, fs = fk[o], fl[o], fs[o]
-            keep = np.r_[True, fk[1:] != fk[:-1]]
-            fk, fl, fs = fk[keep], fl[keep], fs[keep]
-            s_ts = _ints(sends_t.column("ts_ms"))[fk]
-            s_born = _ints(sends_t.column("born_ms"))[fk]
-            out.lo = {"key": key_dict.take(pa.array(fk)), "level": fl, "store_ms": fs, "send_ts_ms": s_ts,
-                      "born_ms": np.where(s_born == _NULL, s_ts, s_born)}
-            if "broker" in deliv.column_names:  # each broker of a cluster orders its own levels
-                out.lo["payload"] = deliv.column("broker").take(pa.array(first[plain_a][f0][o][keep])).cast(pa.string())
-    plain_mg = ~slow[ek]
-    out.checked["NO_LOSS"] += len(set((e_mg[plain_mg]).tolist()))
-    out.emit("s", {"messages": n_sends, "attempts": len(a_id), "recovered": stats_recovered})
-    return set(key_dict.take(pa.array(np.flatnonzero(slow))).to_pylist())
+    c.p_idx = np.minimum(p_at, len(a_id) - 1)
+    c.p_found = (c.a_att >= 1) & (p_at < len(a_id)) & (a_id[c.p_idx] == a_id - 1)
 
 
-def _count_into(target: dict, groups: np.ndarray, values: np.ndarray) -> None:
-    """target[group][value] += 1 for each pair."""
-    if not len(groups):
+def _timing(c: Columns, deliv: pa.Table) -> None:
+    """Each attempt's time and window: a local re-consume of the stored copy its previous LATER
+    answered (:mod:`reference.stored_copy`) by its delivery, any other by its store time."""
+    candidate = (c.a_att >= 1) & c.p_found & c.a_has_later[c.p_idx]
+    c.local = np.zeros(len(c.a_id), dtype=bool)
+    which = np.flatnonzero(candidate)
+    c.local[which] = _same_copy(deliv, c.a_later[c.p_idx][which], c.first[which])
+    c.observed = np.where(c.local, c.d_ts[c.first], c.d_store[c.first])
+    c.lo = np.where(c.local, c.e_local_earliest_ms[c.x], c.e_earliest_ms[c.x])
+    c.hi = np.where(c.local, c.e_local_latest_ms[c.x], c.e_latest_ms[c.x])
+
+
+def _same_copy(deliv: pa.Table, one: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Whether deliveries ``one[i]`` and ``other[i]`` (row indices) are of the same stored copy:
+    :func:`reference.stored_copy.stored_copy_key` of just these rows."""
+    if not len(one):
+        return np.zeros(0, dtype=bool)
+    rows, at = np.unique(np.r_[one, other], return_inverse=True)
+    names = tuple(n for n in COPY_FIELDS if n in deliv.column_names)
+    taken = pa.array(rows)
+    codes: dict[tuple, int] = {}
+    keys = [codes.setdefault(stored_copy_key(d), len(codes))
+            for d in _rows_as_dicts(names)([deliv.column(n).take(taken).to_pylist() for n in names])]
+    code = np.asarray(keys, dtype=np.int64)[at]
+    return code[:len(one)] == code[len(one):]
+
+
+def _level_order_firsts(out: Judgements, c: Columns, sends_t: pa.Table, deliv: pa.Table) -> None:
+    """LEVEL_ORDER's rows of the plain keys: each delayed message's first attempt, the earliest
+    stored over its groups (kept as columns: :func:`_as_table`)."""
+    p = c.plain_a
+    att, lv = c.a_att[p], c.e_level[c.x[p]]
+    f0 = (att == 0) & (lv > 0)
+    if not f0.any():
         return
-    low = int(values.min())
-    width = int(values.max()) - low + 1
-    uniq, counts = np.unique((groups - int(groups.min())) * width + (values - low), return_counts=True)
-    base = int(groups.min())
-    for u, c in zip(uniq.tolist(), counts.tolist()):
-        target[base + u // width][low + u % width] += c
+    fk, fl, fs = c.a_key[p][f0], lv[f0], c.d_store[c.first[p]][f0]
+    o = np.lexsort((fs, fk))
+    fk, fl, fs = fk[o], fl[o], fs[o]
+    keep = np.r_[True, fk[1:] != fk[:-1]]
+    fk, fl, fs = fk[keep], fl[keep], fs[keep]
+    s_ts = _ints(sends_t.column("ts_ms"))[fk]
+    s_born = _ints(sends_t.column("born_ms"))[fk]
+    out.lo = {"key": c.key_dict.take(pa.array(fk)), "level": fl, "store_ms": fs, "send_ts_ms": s_ts,
+              "born_ms": np.where(s_born == _NULL, s_ts, s_born)}
+    if "broker" in deliv.column_names:  # each broker of a cluster orders its own levels
+        out.lo["payload"] = deliv.column("broker").take(pa.array(c.first[p][f0][o][keep])).cast(pa.string())

@@ -31,7 +31,7 @@ from typing import Iterable, Mapping
 
 from reference.cluster import snapshot_target
 from reference.contract import BROKER_TARGETS, MEMORY_SOURCE, PERSISTED_SOURCE
-from reference.expected import stored_copy_key
+from reference.stored_copy import stored_copy_key
 from reference.persistence import persisted_after_graceful_stop, resumed_after_start
 
 INVARIANT = "OFFSET_PERSISTENCE"

@@ -76,7 +76,6 @@ def judged_table(spark, runs: list, buckets: dict[str, int], ended_ms: dict[str,
     deliveries of a topic it sent to is judged again knowing the run's pairs (kind ``tg`` rows say
     which pairs each bucket saw). A ContractError of the model comes back as a row of kind ``e``."""
     run_ids = [r.run_id for r in runs]
-    run_jsons = {r.run_id: r.run for r in runs}
     files = [(ix, f) for ix, r in enumerate(runs) for f in r.json_files + r.parquet_files]
     counts = [buckets[rid] for rid in run_ids]
     wanted: dict[int, set[int]] | None = None
@@ -84,9 +83,19 @@ def judged_table(spark, runs: list, buckets: dict[str, int], ended_ms: dict[str,
         wanted = {}
         for rid, b in only:
             wanted.setdefault(run_ids.index(rid), set()).add(b)
+    judge = _bucket_judge(run_ids, {r.run_id: r.run for r in runs}, ended_ms, timeline_bin_ms, markers)
+    # a hash repartition (no sort, unlike groupBy().applyInArrow), about one bucket per partition
+    partitions = max(spark.sparkContext.defaultParallelism, sum(counts))
+    cuts = _map_files(spark, [[f] for _, f in files], _file_cutter(files, counts, wanted), BLOB_SCHEMA)
+    return cuts.repartition(partitions, "run_ix", "bucket").mapInArrow(judge, OUTPUT_SCHEMA)
+
+
+def _file_cutter(files: list[tuple[int, str]], counts: list[int], wanted: dict[int, set[int]] | None):
+    """The task function of :func:`judged_table`'s first stage: one file (``files[group_ix]``:
+    (run index, uri)) parsed and cut into blobs by bucket (``counts[run index]`` buckets; ``wanted``:
+    only these buckets of these runs)."""
 
     def cut(group_ix: int, contents: list[tuple[str, bytes]]):
-        """One file parsed and cut into blobs by bucket."""
         import time
 
         import pyarrow as pa
@@ -117,16 +126,17 @@ def judged_table(spark, runs: list, buckets: dict[str, int], ended_ms: dict[str,
         # the task's seconds ride along as bucket TIMING
         yield row(TIMING, json.dumps({"read: parse files, cut into buckets": time.perf_counter() - t0}).encode())
 
+    return cut
+
+
+def _bucket_judge(run_ids: list[str], run_jsons: dict[str, dict], ended_ms: dict[str, int], timeline_bin_ms: dict[str, int],
+                  markers: dict[str, list[tuple[str, str]]] | None):
+    """The task function of :func:`judged_table`'s second stage: all (run, bucket) groups of one
+    shuffle partition, judged one by one."""
+
     def judge_partition(batches):
-        """All (run, bucket) groups of one shuffle partition, judged one by one."""
         import time
         from collections import defaultdict
-
-        import base64
-
-        import pyarrow.compute as pc
-
-        from reports.buckets import from_ipc, to_ipc
 
         t0 = time.perf_counter()
         blobs: dict[tuple[int, int], list[bytes]] = defaultdict(list)
@@ -141,28 +151,38 @@ def judged_table(spark, runs: list, buckets: dict[str, int], ended_ms: dict[str,
                 for p in parts:
                     for phase, s in json.loads(p).items():
                         seconds[phase] = seconds.get(phase, 0.0) + s
-                continue
-            if bucket == ERROR:
+            elif bucket == ERROR:
                 yield from rows_table([error_row(run_id, 0, p.decode(), rescan=True) for p in parts]).to_batches()
-                continue
-            t1 = time.perf_counter()
-            part = from_ipc(parts)
-            seconds["read: blobs from the shuffle"] += time.perf_counter() - t1
-            judged = judge_or_error(run_jsons[run_id], bucket, part, ended_ms[run_id], timeline_bin_ms[run_id],
-                                    (markers or {}).get(run_id))
-            is_lo = pc.equal(judged.column("kind"), "lo")
-            yield from judged.filter(pc.invert(is_lo)).to_batches()
-            lo = judged.filter(is_lo)
-            if lo.num_rows:  # LEVEL_ORDER spans buckets: the first attempts travel as one blob (reports.level_order)
-                yield from rows_table([(run_id, bucket, "lob", None, None, None, None, None,
-                                        base64.b64encode(to_ipc(lo)).decode())]).to_batches()
+            else:
+                yield from _judged_bucket(run_jsons[run_id], bucket, parts, ended_ms[run_id], timeline_bin_ms[run_id],
+                                          (markers or {}).get(run_id), seconds)
         if blobs:
             yield from rows_table([timing_row(run_ids[min(blobs)[0]], 0, seconds)]).to_batches()
 
-    # a hash repartition (no sort, unlike groupBy().applyInArrow), about one bucket per partition
-    partitions = max(spark.sparkContext.defaultParallelism, sum(counts))
-    cuts = _map_files(spark, [[f] for _, f in files], cut, BLOB_SCHEMA)
-    return cuts.repartition(partitions, "run_ix", "bucket").mapInArrow(judge_partition, OUTPUT_SCHEMA)
+    return judge_partition
+
+
+def _judged_bucket(run: dict, bucket: int, parts: list[bytes], ended_ms: int | None, timeline_bin_ms: int,
+                   markers: list[tuple[str, str]] | None, seconds: dict[str, float]):
+    """One (run, bucket) from its blobs, judged: record batches of its rows (its ``lo`` rows as one
+    ``lob`` blob: LEVEL_ORDER spans buckets, :mod:`reports.level_order`)."""
+    import base64
+    import time
+
+    import pyarrow.compute as pc
+
+    from reports.buckets import from_ipc, to_ipc
+
+    t1 = time.perf_counter()
+    part = from_ipc(parts)
+    seconds["read: blobs from the shuffle"] += time.perf_counter() - t1
+    judged = judge_or_error(run, bucket, part, ended_ms, timeline_bin_ms, markers)
+    is_lo = pc.equal(judged.column("kind"), "lo")
+    yield from judged.filter(pc.invert(is_lo)).to_batches()
+    lo = judged.filter(is_lo)
+    if lo.num_rows:
+        yield from rows_table([(run["run_id"], bucket, "lob", None, None, None, None, None,
+                                base64.b64encode(to_ipc(lo)).decode())]).to_batches()
 
 
 def _map_files(spark, groups: list[list[str]], fn, schema: str) -> DataFrame:

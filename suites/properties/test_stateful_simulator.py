@@ -10,16 +10,10 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from adapters.simulated import open_simulated
 from harness.stateful import BrokerMachine
-from suites.selftest.simulated.judge import judge, violated
 
 STEPS = 25
 #: made at import, under the profile suites/properties/conftest.py loads (ci: derandomized)
 SETTINGS = settings(stateful_step_count=STEPS)
-
-
-def violations(run: dict, events: list[dict]) -> dict[str, list]:
-    """The machine's judge: the invariants the events break."""
-    return violated(judge(run, events))
 
 
 def simulated(defects: tuple[str, ...] = ()):
@@ -27,7 +21,7 @@ def simulated(defects: tuple[str, ...] = ()):
 
 
 def test_the_simulated_broker_keeps_every_invariant():
-    run_state_machine_as_test(lambda: BrokerMachine(simulated(), violations), settings=SETTINGS)
+    run_state_machine_as_test(lambda: BrokerMachine(simulated()), settings=SETTINGS)
 
 
 @pytest.mark.parametrize("defect,invariant", [("early-delivery", "NOT_EARLY"), ("wrong-retry-level", "NOT_EARLY"),
@@ -35,7 +29,7 @@ def test_the_simulated_broker_keeps_every_invariant():
 def test_the_machine_finds_an_injected_defect(defect, invariant):
     """Generation only (shrinking a stateful failure takes minutes): the defect must be found."""
     with pytest.raises((AssertionError, BaseExceptionGroup)) as e:
-        run_state_machine_as_test(lambda: BrokerMachine(simulated((defect,)), violations),
+        run_state_machine_as_test(lambda: BrokerMachine(simulated((defect,))),
                                   settings=settings(stateful_step_count=STEPS, max_examples=300, database=None,
                                                     phases=(Phase.explicit, Phase.generate)))
     assert invariant in str(e.value) or any(invariant in str(x) for x in getattr(e.value, "exceptions", ()))

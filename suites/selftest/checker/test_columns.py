@@ -66,9 +66,7 @@ def _both(run: dict, events: list[dict]):
     from reports.plots import timeline_bin_ms
 
     width = timeline_bin_ms(run)
-    crashes = [{"type": "fault", "ts_ms": e["ts_ms"], "action": "crash", "target": "consumer", "group": e["group"], "key": e["key"]}
-               for e in events if e["type"] == "deliver" and e["outcome"] == "CRASH"]
-    reference = _summary(judge_bucket(run, events + crashes, ended, width))
+    reference = _summary(judge_bucket(run, events, ended, width))
     judged = judge_table(run, 0, table_from_events(events), ended, width).to_pylist()
     columnar = _summary([tuple(r.values()) for r in judged if r["kind"] not in ("u", "tg", "f")])
     return reference, columnar

@@ -21,10 +21,15 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
+def _module(p: Path) -> str:
+    """``reports/invariants/base.py`` -> ``reports.invariants.base``; a package's ``__init__`` is the package."""
+    parts = p.relative_to(REPORTS.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 def _graph() -> dict[str, set[str]]:
-    modules = {f"reports.{p.stem}" for p in REPORTS.glob("*.py") if p.stem != "__init__"}
-    return {f"reports.{p.stem}": _imports(p) for p in REPORTS.glob("*.py") if p.stem != "__init__"} | {
-        "\0modules": modules}
+    paths = [p for p in REPORTS.rglob("*.py") if p != REPORTS / "__init__.py"]
+    return {_module(p): _imports(p) for p in paths} | {"\0modules": {_module(p) for p in paths}}
 
 
 def test_no_import_cycle_inside_reports():

@@ -1,5 +1,6 @@
 """End to end through the PySpark checker (``reports.check.check_runs``): the checker's verdicts on
-simulated run directories agree with the in-process judge — clean runs pass, and each defect is
+simulated run directories agree with the checker's in-process judgement of their events
+(``reports.judge_run``) — clean runs pass, and each defect is
 caught by the invariant that names it. (One Spark job for all runs: slow to start, so one test.)"""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import pytest
 
 from adapters.simulated.defects import Defect
 from suites.selftest.simulated.driver import run_scenario
-from suites.selftest.simulated.judge import judge, violated
+from reports.judge_run import violations
 from suites.selftest.simulated.scenarios import LEVELS, exposing, random_scenario
 
 pytestmark = pytest.mark.slow
@@ -28,7 +29,7 @@ def test_checker_and_judge_agree_on_clean_and_broken_runs(tmp_path):
     for run_id, (defect, r) in runs.items():
         v = verdicts[run_id]
         failed = {i for i, x in v["invariants"].items() if x["passed"] is False}
-        judged = set(violated(judge(r.run, r.events)))
+        judged = set(violations(r.run, r.events))
         if defect is None:
             assert failed == set() == judged, (run_id, v)
         else:

@@ -7,8 +7,8 @@ import pytest
 
 from adapters.base import BrokerProfile, DlqReading, OffsetFlushWatching, Pausable, Snapshotting, System
 from adapters.simulated import open_simulated
+from reports.judge_run import violations
 from suites.selftest.simulated.driver import Fault, Send, run_scenario
-from suites.selftest.simulated.judge import judge, violated
 from suites.selftest.simulated.scenarios import LEVELS, random_scenario
 
 SEEDS = range(40)
@@ -19,7 +19,7 @@ def test_clean_simulator_keeps_every_invariant(seed, tmp_path):
     sends, faults, options = random_scenario(seed)
     run = run_scenario(tmp_path, sends, faults, levels=LEVELS, groups=("g1", "g2"), **options)
     assert run.of_type("deliver"), "the scenario delivered nothing"
-    assert violated(judge(run.run, run.events)) == {}, (faults, options)
+    assert violations(run.run, run.events) == {}, (faults, options)
 
 
 def test_same_seed_same_run(tmp_path):
@@ -44,7 +44,7 @@ def test_kill9_repeats_reputs_since_the_last_flush_and_loses_nothing(tmp_path):
     sent_ok = {s["key"] for s in run.of_type("send") if s["status"] == "SEND_OK"}
     assert len(sent_ok) >= 20 and set(copies) == sent_ok  # nothing lost
     assert any(len(c) > 1 for c in copies.values()), "a kill -9 before the first flush repeats re-puts"
-    assert violated(judge(run.run, run.events)) == {}  # ... and the model allows exactly those
+    assert violations(run.run, run.events) == {}  # ... and the model allows exactly those
 
 
 def test_graceful_restart_repeats_nothing(tmp_path):
@@ -64,7 +64,7 @@ def test_sends_to_a_stopped_broker_fail_and_to_a_paused_one_are_unknown(tmp_path
     delivered = {d["key"]: d for d in run.of_type("deliver")}
     assert "down" not in delivered
     assert delivered["paused"]["store_ms"] >= max(f["ts_ms"] for f in run.of_type("fault") if f["action"] == "resume")
-    assert violated(judge(run.run, run.events)) == {}  # recovered, within its widened window
+    assert violations(run.run, run.events) == {}  # recovered, within its widened window
 
 
 def test_a_message_due_during_an_outage_comes_one_first_delay_after_ready(tmp_path):
@@ -84,7 +84,7 @@ def test_timer_messages_come_at_their_rounded_deliver_time_and_too_far_is_refuse
     t = status["t"]["deliver_at_ms"]
     assert t - 1000 <= delivered["t"]["store_ms"] < t + 100
     assert delivered["lvl"]["store_ms"] - status["lvl"]["born_ms"] < 2000  # the level won
-    assert violated(judge(run.run, run.events)) == {}
+    assert violations(run.run, run.events) == {}
 
 
 def test_send_back_failures_take_the_producer_then_the_local_path(tmp_path):
@@ -94,4 +94,4 @@ def test_send_back_failures_take_the_producer_then_the_local_path(tmp_path):
     assert len({d["key"] for d in retries}) == 20
     local = [d for d in retries if d["queue_topic"] == "T"]  # re-consumed locally: the same stored copy
     assert local, "with half the send-backs and re-sends failing some retries are local"
-    assert violated(judge(run.run, run.events)) == {}
+    assert violations(run.run, run.events) == {}

@@ -7,8 +7,8 @@ import pytest
 
 from adapters.simulated.defects import Defect, parse_defects
 from reference.contract import INVARIANTS
+from reports.judge_run import violations
 from suites.selftest.simulated.driver import run_scenario
-from suites.selftest.simulated.judge import judge, violated
 from suites.selftest.simulated.scenarios import LEVELS, exposing
 
 
@@ -16,7 +16,7 @@ from suites.selftest.simulated.scenarios import LEVELS, exposing
 def test_defect_is_caught_by_its_invariant(defect, tmp_path):
     sends, faults, options = exposing(defect)
     broken = run_scenario(tmp_path / "broken", sends, faults, levels=LEVELS, defects=(defect,), **options)
-    found = violated(judge(broken.run, broken.events))
+    found = violations(broken.run, broken.events)
     assert defect.invariant in found, f"{defect.slug}: expected {defect.invariant} to fail, violations: {found}"
 
 
@@ -24,7 +24,7 @@ def test_defect_is_caught_by_its_invariant(defect, tmp_path):
 def test_clean_simulator_passes_the_exposing_scenario(defect, tmp_path):
     sends, faults, options = exposing(defect)
     clean = run_scenario(tmp_path / "clean", sends, faults, levels=LEVELS, **options)
-    assert violated(judge(clean.run, clean.events)) == {}
+    assert violations(clean.run, clean.events) == {}
 
 
 def test_each_defect_names_a_catalogue_invariant_and_says_what_it_breaks():

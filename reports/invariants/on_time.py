@@ -1,0 +1,29 @@
+"""ON_TIME: an attempt is stored (re-put) by the time its window closes (``latest_ms`` of the
+model: slack and outages included; a local re-consume: its delivery, ``local_latest_ms``). A
+window without an end (the broker never came back) is not judged."""
+
+from __future__ import annotations
+
+from reports.invariants.base import NULL, Attempt, Columns, Invariant, Plain, window_violation
+from reports.rows import Judgements
+
+
+class OnTime(Invariant):
+    name = "ON_TIME"
+
+    def attempt(self, out: Judgements, a: Attempt) -> None:
+        hi = a.latest
+        if hi is None:
+            return
+        out.checked[self.name] += 1
+        if a.observed > hi:
+            window_violation(out, self.name, a, "arrived after its window closed")
+
+    def plain(self, c: Columns) -> Plain:
+        return Plain(attempts=(c.hi != NULL) & (c.observed <= c.hi))
+
+    def count(self, out: Judgements, c: Columns) -> None:
+        out.checked[self.name] += int(c.plain_a.sum())
+
+
+UNIT = OnTime()

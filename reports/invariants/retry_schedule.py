@@ -1,0 +1,58 @@
+"""RETRY_SCHEDULE: attempt k >= 1 follows attempt k-1 as the plan says: k-1 was delivered and
+answered LATER before it, and the plan leads to k. Also draws the gaps plot: how far each retry
+came from its schedule (its anchor plus the retry level's delay)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reports.invariants.base import Attempt, Columns, Invariant, Plain, clip_bin, count_into, x
+from reports.rows import LATENESS_BIN_MS, LATENESS_RANGE_MS, Judgements
+
+
+class RetrySchedule(Invariant):
+    name = "RETRY_SCHEDULE"
+
+    def attempt(self, out: Judgements, a: Attempt) -> None:
+        if a.attempt < 1:
+            return
+        anchor, delay = x(a.row, "anchor_ms"), x(a.row, "delay_ms")
+        if anchor is not None:
+            out.plot["gaps"][a.attempt][clip_bin(a.observed - anchor - delay)] += 1  # offset from the schedule
+            out.plot["gap_expected"][a.attempt] = delay
+        out.checked[self.name] += 1
+        prev, later = a.prev if a.prev is not None else (None, None)
+        detail = None
+        if a.prev is None:
+            detail = f"attempt {a.attempt - 1} was never delivered: a gap in reconsume_times"
+        elif later is None:
+            detail = f"attempt {a.attempt - 1} was never answered LATER"
+        elif later["ts_ms"] > a.deliveries[0]["ts_ms"]:
+            detail = "delivered before the LATER it should follow"
+        elif a.row is None:
+            detail = "the plan does not lead to this attempt"
+        if detail:
+            out.violation(self.name, a.key, group=a.group, attempt=a.attempt, observed_ms=a.deliveries[0]["ts_ms"],
+                          anchor_ms=later["ts_ms"] if later else None, detail=detail)
+
+    def plain(self, c: Columns) -> Plain:
+        retry = c.a_att >= 1
+        return Plain(attempts=~retry | (c.p_found & c.a_has_later[c.p_idx] & (c.d_ts[c.a_later[c.p_idx]] <= c.d_ts[c.first])))
+
+    def count(self, out: Judgements, c: Columns) -> None:
+        p = c.plain_a
+        if not p.any():
+            return
+        att = c.a_att[p]
+        r = att >= 1
+        out.checked[self.name] += int(r.sum())
+        if r.any():
+            xa = c.x[p][r]
+            lo_r, hi_r = LATENESS_RANGE_MS
+            gap = c.observed[p][r] - c.e_anchor_ms[xa] - c.e_delay_ms[xa]
+            count_into(out.plot["gaps"], att[r], (np.clip(gap, lo_r, hi_r) // LATENESS_BIN_MS) * LATENESS_BIN_MS)
+            for k, delay in zip(att[r].tolist(), c.e_delay_ms[xa].tolist()):
+                out.plot["gap_expected"][k] = delay
+
+
+UNIT = RetrySchedule()
