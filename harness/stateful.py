@@ -78,6 +78,8 @@ class BrokerMachine(RuleBasedStateMachine):
                                                        "flush_delay_offset_interval_ms": FLUSH_INTERVAL_MS, "slack_ms": 3000}}
 
     def fault(self, action: str, target: str) -> None:
+        if hasattr(self, "run"):  # the set-up's start and ready come before any step
+            note(f"{action} {target} at {self.clock.now_ms()}")
         self.events.append({"type": "fault", "ts_ms": self.clock.now_ms(), "action": action, "target": target})
 
     def deliveries(self) -> list[dict]:

@@ -58,6 +58,7 @@ class SimConsumer:
         self.incarnation += 1
         self.local_retries = {}
         self.next_offsets = {}  # from the broker's committed offsets on first pull of each queue
+        self.pull_at = None  # a pull pending from an earlier incarnation is not this one's
         inc = self.incarnation
         clock = self.system.clock
 
@@ -105,6 +106,8 @@ class SimConsumer:
 
     # --- pulling ----------------------------------------------------------------------------
     def schedule_pull(self) -> None:
+        if not self.alive:  # its start schedules the first pull of the next incarnation
+            return
         clock = self.system.clock
         at = clock.now_ms() + self.system.rng.randint(*PULL_LATENCY_MS) + self.system.source().latency_ms
         if self.pull_at is not None and self.pull_at <= at:
