@@ -147,7 +147,7 @@ def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None) -> Non
     INTEGRITY), and the messages still pending at the end. ``ended_ms`` None: the run was
     interrupted, so nothing is judged on an absence (pending instead)."""
     plans: dict[tuple, list] = defaultdict(list)
-    for (key, group, attempt), row in exp.items():
+    for (key, group, _attempt), row in exp.items():
         plans[(key, group)].append(row)
     seen: dict[tuple, set[int]] = defaultdict(set)
     consumed: set[tuple] = set()

@@ -84,7 +84,7 @@ def _late_while_the_other_is_down(run_id: str, stored_on: str) -> RunBuilder:
 @pytest.fixture(scope="module")
 def cluster_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("cluster")
-    for run_id, b in [("order-two-brokers", _order("order-two-brokers", B)), ("order-one-broker", _order("order-one-broker", A))]:
+    for _run_id, b in [("order-two-brokers", _order("order-two-brokers", B)), ("order-one-broker", _order("order-one-broker", A))]:
         b.write(root, profile=_profile(b, "two-masters"))
     for run_id, second in [("copies-one-broker", A), ("copies-two-brokers", B)]:
         b = _two_copies(run_id, second)

@@ -36,7 +36,7 @@ def _summary(rows: list[tuple]) -> dict:
     out = {"v": Counter(), "p": Counter(), "c": Counter(), "s": Counter(), "lo": set(), "e": [],
            "plot": {"lateness": Counter(), "lateness_widened": Counter(), "lateness_time": Counter(), "gaps": Counter(),
                     "gap_expected": {}, "timeline": Counter(), "duplicates": Counter()}}
-    for run_id, bucket, kind, key, level, store, send_ts, born, payload in rows:
+    for _run_id, _bucket, kind, key, level, store, send_ts, born, payload in rows:
         if kind in ("v", "p"):
             out[kind][json.dumps(json.loads(payload), sort_keys=True)] += 1
         elif kind in ("c", "s"):
