@@ -13,11 +13,13 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from reference import faults as kinds
 from reference.cluster import is_broker
+from reference.faults.process import START, START_PAUSED
 from reference.contract import INVARIANTS
 from reference.levels import parse_level_table
 from reference.plans import plan_outcome
-from reference.profile import TIMER_MAX_DELAY_SEC
+from reference.profile import FIRST_DELAY_MS, FIRST_FLUSH_DELAY_MS, TIMER_MAX_DELAY_SEC
 from reference.retry import retry_level
 from reports.verdict import BROKEN, EXIT_CODES, PASSED, UNDECIDED, VIOLATED, status
 
@@ -50,13 +52,12 @@ def scenario_wait_ms(scenario) -> int:
     return longest + scenario.drain_margin_ms
 
 
-#: ScheduleMessageService.start: the first offset flush 10 s after a start (then every interval)
-_FIRST_FLUSH_MS = 10_000
-#: ScheduleMessageService.FIRST_DELAY_TIME: the first re-put pass 1 s after a start
-_FIRST_PASS_MS = 1_000
+_FIRST_FLUSH_MS = FIRST_FLUSH_DELAY_MS  # reference.profile: the first offset flush after a start
+_FIRST_PASS_MS = FIRST_DELAY_MS  # reference.profile: the first re-put pass after a start
 #: how long a start takes to ready, for an estimate (a real broker: seconds; the simulator 1.5 s)
 READY_ESTIMATE_MS = 10_000
-_STARTS = ("start", "restart", "kill_restart", "outage", "slow_start")
+#: the steps that start a target when they fire (reference.faults)
+_STARTS = tuple(k.action for k in kinds.steps() if {START, START_PAUSED} & set(kinds.expansion(k.action)))
 
 
 def fault_times_ms(scenario, table=None) -> list[tuple[int, object]]:

@@ -181,6 +181,11 @@ def event_fields() -> tuple[tuple[str, str, str], ...]:
     return tuple(e for f in families() for e in f.event_fields)
 
 
+def expansion(action: str) -> tuple[str, ...]:
+    """The primitives a step performs when it fires (its heals left out), in order."""
+    return tuple(prim for _, prim, _ in step_kind(action).expand(_Probe(action)))
+
+
 def step_primitives(action: str) -> tuple[str, ...]:
     """Every primitive a step may perform, its heals included."""
     out: list[str] = list(step_kind(action).asks)
