@@ -97,12 +97,12 @@ class ExternalRuntime:
         key = f"{action}:{component}"
         if key in self.commands:
             return None
-        return f"external runtime: no fault command for {key!r} (given: {', '.join(sorted(self.commands)) or 'none'})"
+        return f"no fault command for {key!r} (given: {', '.join(sorted(self.commands)) or 'none'}; give them in --faults)"
 
     def run(self, action: str, component: str) -> None:
         why = self.cannot(action, component)
         if why:
-            raise AdapterError(why)
+            raise AdapterError(f"external runtime: {why}")
         key = f"{action}:{component}"
         cmd = self.commands[key]
         proc = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=self.timeout_s)

@@ -137,8 +137,8 @@ def test_a_second_broker_takes_its_process_faults_only(tmp_path):
 def test_an_external_cluster_without_fault_commands_can_fault_its_consumers_only(tmp_path):
     system = _external(tmp_path, {})
     assert not isinstance(system, OffsetFlushWatching)
-    assert system.cannot("kill", "broker") == "external runtime: no fault command for 'kill:broker' (given: none)"
-    assert system.cannot(START_PAUSED, "namesrv") == "external runtime: no fault command for 'start:namesrv' (given: none)"
+    assert system.cannot("kill", "broker") == "no fault command for 'kill:broker' (given: none; give them in --faults)"
+    assert system.cannot(START_PAUSED, "namesrv") == "no fault command for 'start:namesrv' (given: none; give them in --faults)"
     assert "'disk_full:broker'" in system.cannot(FILL, "broker")
     assert system.cannot(PARTITION, "broker") == NO_NETWORK_COMMANDS and system.cannot(CLOCK, "broker") == NO_CLOCK_COMMAND
     assert system.cannot("kill", "consumer") is None and system.cannot("pause", "consumer") is None
@@ -153,7 +153,7 @@ def test_an_external_cluster_with_fault_commands_does_those_faults_only(tmp_path
                                   "disk_full:broker": f"echo full >> {done}"})
     assert system.cannot("kill", "broker") is None and system.cannot("start", "broker") is None
     assert system.cannot(FILL, "broker") is None
-    assert "'disk_free:broker' (given: disk_full:broker, kill:broker, start:broker)" in system.cannot(FREE, "broker")
+    assert "'disk_free:broker' (given: disk_full:broker, kill:broker, start:broker;" in system.cannot(FREE, "broker")
     assert "'stop:broker'" in system.cannot("stop", "broker") and system.cannot("kill", "namesrv")
     system.kill("broker")
     system.perform(FILL, "broker")
