@@ -5,11 +5,11 @@ owes nothing, or one that holds what is owed, is read once."""
 from __future__ import annotations
 
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
 
-import harness.runner as runner
 from harness.runner import ScenarioRun
 from reference.network import SEND_BACK_FAILS_AFTER_MS
 from reference.retry import DLQ_ROUTABLE_WITHIN_MS
@@ -43,7 +43,7 @@ class _Broker:
 
 def _read(monkeypatch, routable_ms, owed):
     clock = _Clock()
-    monkeypatch.setattr(runner.time, "sleep", lambda s: pytest.fail("waited on the wall clock, not the system's"))
+    monkeypatch.setattr(time, "sleep", lambda s: pytest.fail("waited on the wall clock, not the system's"))
     broker = _Broker(clock, routable_ms)
     me = SimpleNamespace(system=SimpleNamespace(clock=clock), _cancel=threading.Event())
     records = ScenarioRun._read_dlq(me, broker, "g", owed if owed is None else (owed, clock.ms - 1_000))
