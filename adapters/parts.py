@@ -13,6 +13,7 @@ from __future__ import annotations
 from adapters.base import AdapterError
 from reference import faults as kinds
 from reference.clock import CLOCK, CLOCK_DRIFT
+from reference.contract import BROKER_TARGETS
 from reference.faults.process import KILL, PAUSE, RESUME, START, START_PAUSED, STOP
 
 #: the primitive faults on a part's process (``harness.faults``), in the order error messages name them
@@ -51,7 +52,11 @@ class Part:
         if action in PROCESS_ACTIONS:
             return None
         faculty = self.faculties.get(action)
-        return BROKER_ONLY if faculty is None else faculty.cannot(action)
+        if faculty is not None:
+            return faculty.cannot(action)
+        if self.target == BROKER_TARGETS[0]:  # the first broker: this system has no such faculty at all
+            return f"this system performs no {kinds.family_of(action).name} fault ({action}) on {self.target}"
+        return BROKER_ONLY
 
     def start(self) -> None: ...
 

@@ -173,8 +173,7 @@ class FaultDriver:
     def heal(self) -> None:
         """Undo every family's fault still in force (in family order), step moved clocks back,
         resume what is paused and start what is down, so every run ends healed."""
-        rank = {f.name: f.rank for f in kinds.families()}
-        for action, target in sorted(self.open, key=lambda o: (rank[kinds.family_of(o[0]).name], o)):
+        for action, target in sorted(self.open, key=lambda o: (kinds.family_of(o[0]).rank, o)):
             self.apply(kinds.primitive(action).heals, target)
         for target in sorted(self.clocked):
             self.apply(CLOCK, target, {"offset_ms": 0})

@@ -31,7 +31,7 @@ from typing import Iterable, Mapping
 
 from reference.faults.disk import DISK_ACTIONS, FILL, FREE  # noqa: F401 (the family owns the names)
 from reference.contract import BROKER_TARGETS
-from reference.windows import Outage
+from reference.windows import Outage, periods
 
 #: the longest the broker takes to notice that its disk filled or emptied (the 4.9.x disk check
 #: period; 5.x checks every ``cleanResourceInterval``, which the harness sets to 1 s)
@@ -42,19 +42,8 @@ def write_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Out
     """The periods in which ``target``'s store may refuse writes, from its ``disk_full`` and
     ``disk_free`` fault events (any order), sorted: each from a fill to the next free +
     :data:`DISK_CHECK_MS` (``up_ms`` None: never freed)."""
-    events = sorted(((f["ts_ms"], f["action"]) for f in faults
-                     if f.get("target") == target and f.get("action") in (FILL, FREE)), key=lambda e: e[0])
-    out: list[Outage] = []
-    full_since: int | None = None
-    for ts, action in events:
-        if action == FILL and full_since is None:
-            full_since = ts
-        elif action == FREE and full_since is not None:
-            out.append(Outage(FILL, full_since, ts + DISK_CHECK_MS))
-            full_since = None
-    if full_since is not None:
-        out.append(Outage(FILL, full_since, None))
-    return out
+    return [Outage(FILL, since, None if freed is None else freed + DISK_CHECK_MS)
+            for since, freed, _ in periods(faults, FILL, FREE, target)]
 
 
 def store_outages(faults: Iterable[Mapping], targets: tuple[str, ...] = BROKER_TARGETS) -> list[Outage]:

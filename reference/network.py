@@ -75,7 +75,7 @@ from reference.contract import SEND_BACK_FAILED
 from reference.faults.network import (  # noqa: F401 (the family owns the names)
     LATENCY, LATENCY_END, LOSS, LOSS_END, MAX_DELAY_MS, MAX_LOSS_PERCENT, MAX_PARTITION_MS, NET_ACTIONS, NET_END,
     NET_START, PARTITION, PARTITION_END)
-from reference.windows import Outage
+from reference.windows import Outage, periods
 
 #: TCP_TIMEOUT_INIT (Linux): the initial retransmission timeout, an upper bound of the first RTO
 INITIAL_RTO_MS = 1_000
@@ -94,29 +94,12 @@ _LOGGED_KEYS = re.compile(r"KEYS=([^,}\s]+)")
 LOG_RESOLUTION_MS = 1_000
 
 
-def _periods(faults: Iterable[Mapping], start: str, end: str, target: str) -> list[tuple[int, int | None, Mapping]]:
-    """(start ts, end ts or None, the start event) of each period from a ``start`` to its ``end``."""
-    events = sorted((f for f in faults if f.get("target") == target and f.get("action") in (start, end)),
-                    key=lambda f: f["ts_ms"])
-    out: list[tuple[int, int | None, Mapping]] = []
-    since: Mapping | None = None
-    for f in events:
-        if f["action"] == start and since is None:
-            since = f
-        elif f["action"] == end and since is not None:
-            out.append((since["ts_ms"], f["ts_ms"], since))
-            since = None
-    if since is not None:
-        out.append((since["ts_ms"], None, since))
-    return out
-
-
 def partitions(faults: Iterable[Mapping], target: str = "broker") -> list[tuple[int, int | None]]:
     """The periods in which ``target`` was cut off from every client and the name server, or may
     have been (a loss period: its worst case), in time order."""
     faults = list(faults)
     return sorted(((a, b) for start, end in ((PARTITION, PARTITION_END), (LOSS, LOSS_END))
-                   for a, b, _ in _periods(faults, start, end, target)), key=lambda p: p[0])
+                   for a, b, _ in periods(faults, start, end, target)), key=lambda p: p[0])
 
 
 def send_back_meets(periods: Iterable[tuple[int, int | None]]):
@@ -187,7 +170,7 @@ def unknown_send_outages(faults: Iterable[Mapping], target: str = "broker") -> l
     out = [Outage(PARTITION, a, None if b is None else b + (b - a) + INITIAL_RTO_MS)
            for a, b in partitions(faults, target)]
     out += [Outage(LATENCY, a, None if b is None else b + int(f.get("delay_ms") or 0) + INITIAL_RTO_MS)
-            for a, b, f in _periods(faults, LATENCY, LATENCY_END, target)]
+            for a, b, f in periods(faults, LATENCY, LATENCY_END, target)]
     return sorted(out, key=lambda o: o.down_ms)
 
 
@@ -212,11 +195,11 @@ def send_back_lag_ms(faults: Iterable[Mapping], target: str = "broker"):
     round trip, 2 × ``delay_ms``, in a latency period; when the client logged the send-back failed,
     until its re-send through its own producer may have been stored: :func:`send_back_failures`)."""
     faults = list(faults)
-    periods = [(a, b, int(f.get("delay_ms") or 0)) for a, b, f in _periods(faults, LATENCY, LATENCY_END, target)]
+    slow = [(a, b, int(f.get("delay_ms") or 0)) for a, b, f in periods(faults, LATENCY, LATENCY_END, target)]
     failed = send_back_failures(faults)
 
     def lag(ts_ms: int, group: str | None = None, key: str | None = None) -> int:
-        return max(max((2 * d for a, b, d in periods if a <= ts_ms and (b is None or ts_ms <= b)), default=0),
+        return max(max((2 * d for a, b, d in slow if a <= ts_ms and (b is None or ts_ms <= b)), default=0),
                    _failed_lag(failed, ts_ms, group, key))
 
     return lag

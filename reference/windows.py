@@ -18,6 +18,26 @@ from reference.contract import BROKER_TARGETS
 _DOWN = {"kill", "stop", "pause"}
 
 
+def periods(faults: Iterable[Mapping], start: str, end: str, target: str) -> list[tuple[int, int | None, Mapping]]:
+    """(start ts, end ts or None, the start event) of each period of ``target`` from a ``start``
+    fault action to the ``end`` that follows it (a repeated start before its end is the same
+    period; an end without a start is ignored), in time order: one owner of the pairing that the
+    fault families' window effects share (a partition, a latency, a full disk, a stalled store)."""
+    events = sorted((f for f in faults if f.get("target") == target and f.get("action") in (start, end)),
+                    key=lambda f: f["ts_ms"])
+    out: list[tuple[int, int | None, Mapping]] = []
+    since: Mapping | None = None
+    for f in events:
+        if f["action"] == start and since is None:
+            since = f
+        elif f["action"] == end and since is not None:
+            out.append((since["ts_ms"], f["ts_ms"], since))
+            since = None
+    if since is not None:
+        out.append((since["ts_ms"], None, since))
+    return out
+
+
 @dataclass(frozen=True)
 class Outage:
     """The broker did not serve from ``down_ms`` to ``up_ms`` (``None``: not back by the run's end)."""

@@ -44,21 +44,12 @@ def _bounded(step, raw) -> str | None:
 
 def stall_outages(faults, targets=("broker",)) -> list:
     """The ``store`` window effect: each target's store from a stall to its thaw (None: never thawed)."""
-    from reference.windows import Outage
+    from reference.windows import Outage, periods
 
-    out = []
-    for target in targets:
-        since = None
-        for f in sorted((f for f in faults if f.get("target") == target and f.get("action") in (STALL, THAW)),
-                        key=lambda f: f["ts_ms"]):
-            if f["action"] == STALL and since is None:
-                since = f["ts_ms"]
-            elif f["action"] == THAW and since is not None:
-                out.append(Outage(STALL, since, f["ts_ms"], f"{target} store writes stalled at {since}, thawed at {f['ts_ms']}"))
-                since = None
-        if since is not None:
-            out.append(Outage(STALL, since, None, f"{target} store writes stalled at {since}, never thawed"))
-    return out
+    faults = list(faults)
+    return [Outage(STALL, since, thawed, f"{target} store writes stalled at {since}, "
+                   + ("never thawed" if thawed is None else f"thawed at {thawed}"))
+            for target in targets for since, thawed, _ in periods(faults, STALL, THAW, target)]
 
 
 FAMILY = Family(

@@ -11,6 +11,7 @@ import pytest
 
 from adapters.base import AdapterError, BrokerProfile, OffsetFlushWatching
 from adapters.parts import BROKER_ONLY
+from reference.faults.io import STALL
 from reference.faults import asked_actions
 from reference.faults.process import START_PAUSED
 from adapters.rocketmq import brokerclock, disk
@@ -141,6 +142,9 @@ def test_an_external_cluster_without_fault_commands_can_fault_its_consumers_only
     assert system.cannot(START_PAUSED, "namesrv") == "no fault command for 'start:namesrv' (given: none; give them in --faults)"
     assert "'disk_full:broker'" in system.cannot(FILL, "broker")
     assert system.cannot(PARTITION, "broker") == NO_NETWORK_COMMANDS and system.cannot(CLOCK, "broker") == NO_CLOCK_COMMAND
+    # a family the first broker has no faculty for is named as such, not as the other parts' rule
+    assert system.cannot(STALL, "broker") == "this system performs no io fault (io_stall) on broker"
+    assert system.cannot(STALL, "namesrv") == BROKER_ONLY
     assert system.cannot("kill", "consumer") is None and system.cannot("pause", "consumer") is None
     assert "expected one of namesrv, broker, consumer" in system.cannot("kill", "broker-2")
     with pytest.raises(AdapterError, match="no fault command for 'kill:broker'"):
