@@ -46,6 +46,7 @@ class BrokerProfile:
     flush_delay_offset_interval_ms: int = DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS
     extra: tuple[tuple[str, str], ...] = ()  # further broker.conf key=value pairs
     cluster: str = "single"  # reference.cluster: the brokers the system runs
+    schedule_async_deliver: bool = False  # MessageStoreConfig.enableScheduleAsyncDeliver (reference.profile)
     #: what the system must be set up for before its broker starts, for the fault steps its
     #: scenarios take (``reference.faults``: each step kind's ``setup``, e.g. ``fillable_store``)
     needs: frozenset[str] = frozenset()
@@ -98,6 +99,7 @@ class ConsumerSpec:
     topics: tuple[str, ...]
     max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES
     events_dir: Path = Path(".")
+    batch_size: int = 1  # consumeMessageBatchMaxSize: > 1 answers each batch with an ack index (reference.plans)
 
 
 @dataclass

@@ -68,7 +68,7 @@ def plan_jobs(scenarios: list[Scenario], virtual: bool) -> list[Job]:
         if s.faults:  # a consumer fault acts on every consumer of a system: alone too
             alone.append(Job((s,), False))
         else:
-            key = (s.profile.message_delay_level, s.profile.flush_delay_offset_interval_ms, s.profile.cluster)
+            key = s.profile  # one broker runs one profile
             shared.setdefault(key, []).append(s)
     # the faulting jobs are usually the longest: start them first
     return alone + [Job(tuple(v), True) for v in shared.values()]

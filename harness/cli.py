@@ -47,6 +47,7 @@ SUITES = {
     "nightly": ("harness.catalogue.chaos", "NIGHTLY"),
     "persistence": ("harness.catalogue.persistence", "SHORT"),
     "persistence-full": ("harness.catalogue.persistence", "FULL"),
+    "persistence-async": ("harness.catalogue.persistence", "FULL_ASYNC"),
 }
 SUITE_NAMES = (*SUITES, "generated")
 #: the generated suite's seed and size when --seed/--count are not given

@@ -29,12 +29,13 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from harness.schema_errors import Found, explain
-from reference.contract import FAULT_TARGETS, PLAN_WORDS, ContractError
+from reference.plans import parse_plan
+from reference.contract import ASYNC_DELIVER, CAPABILITIES, CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
 from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL, parse_level_table
 from reference import faults as kinds
 from reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
-from reference.profile import (DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS, DEFAULT_MAX_RECONSUME_TIMES, DEFAULT_SLACK_MS,
-                               MAX_RECONSUME_TIMES, TIMER_MAX_DELAY_SEC)
+from reference.profile import (DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS, DEFAULT_MAX_RECONSUME_TIMES,
+                               DEFAULT_SCHEDULE_ASYNC_DELIVER, DEFAULT_SLACK_MS, MAX_RECONSUME_TIMES, TIMER_MAX_DELAY_SEC)
 
 DEFAULT_LEVELS = DEFAULT_MESSAGE_DELAY_LEVEL  # MessageStoreConfig.messageDelayLevel (reference.levels)
 #: 18 levels like the default table (so retry levels 3..18 exist) with waits of seconds.
@@ -50,7 +51,7 @@ FAULT_ACTIONS_WITH_DURATION = kinds.with_duration()
 #: follows a stop or a pause, when the broker does nothing to be timed from)
 ANCHOR_EVENTS = ("ready", "reput", "flush", "previous")
 #: capabilities a scenario may require of the system (``harness.runner.capabilities``)
-KNOWN_REQUIREMENTS = ("timer",)
+KNOWN_REQUIREMENTS = CAPABILITIES  # reference.contract owns the vocabulary
 
 #: the furthest moment a scenario may name or imply, after its start: the longest a broker holds a
 #: message for later delivery (timerMaxDelaySec, 3 days). A send, a fault, a margin or a slack
@@ -61,6 +62,8 @@ MAX_SCENARIO_MS = TIMER_MAX_DELAY_SEC * 1000
 #: broker (two at most), and AllocateMessageQueueAveragely gives an instance beyond that no queue;
 #: each is a JVM of its own (about 150 MB), so 10^6 of them would only exhaust the machine
 MAX_CONSUMER_INSTANCES = 8
+#: DefaultMQPushConsumer.checkConfig: consumeMessageBatchMaxSize in [1, 1024]
+MAX_CONSUME_BATCH_SIZE = 1024
 #: a timer message's deliver time (send time + deliver_after_ms) is a Java long of epoch ms
 _DELIVER_AFTER_MAX = 2**62
 
@@ -82,6 +85,7 @@ class Profile:
     flush_delay_offset_interval_ms: int = DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS
     slack_ms: int = DEFAULT_SLACK_MS
     cluster: str = SINGLE  # reference.cluster: the brokers the system runs (fault targets broker, broker-2)
+    schedule_async_deliver: bool = DEFAULT_SCHEDULE_ASYNC_DELIVER  # enableScheduleAsyncDeliver (requires async_deliver)
 
     def to_run_profile(self) -> dict:
         return asdict(self)
@@ -104,6 +108,7 @@ class ConsumerGroup:
     topics: tuple[str, ...]
     instances: int = 1
     max_reconsume_times: int | None = None  # None: the profile's
+    batch_size: int = 1  # consumeMessageBatchMaxSize: > 1 answers batches with an ack index (reference.plans)
 
 
 @dataclass(frozen=True)
@@ -241,7 +246,8 @@ def scenario_schema() -> dict:
                                               "(late duplicates still show up)."),
                       "requires": ({"type": "array", "uniqueItems": True, "items": {"enum": list(KNOWN_REQUIREMENTS)}},
                                    "Capabilities the system must have, else the scenario is skipped: "
-                                   "timer = 5.x timer messages."),
+                                   "timer = 5.x timer messages, async_deliver = the schedule service's "
+                                   "asynchronous delivery (4.9.3+)."),
                   }),
         "$defs": {
             "topic": {"type": "string", "minLength": 1, "maxLength": _TOPIC_MAX, "pattern": _NAME_PATTERN,
@@ -273,9 +279,12 @@ def _message_schema() -> dict:
                              "A delay level above 0 wins. Needs requires: [\"timer\"]."),
         "body_size": ({"type": "integer", "minimum": 1, "maximum": _BODY_MAX},
                       "Body length in bytes (the client refuses an empty body and one above 4 MiB)."),
-        "plan": ({"type": "array", "items": {"enum": list(PLAN_WORDS)}},
+        "plan": ({"type": "array", "items": {"anyOf": [{"enum": list(PLAN_WORDS)},
+                                                       {"type": "string", "pattern": f"^{CHOSEN_LEVEL_WORD}$"}]}},
                  "What the consumer answers to each delivery, in order (OK, LATER = reconsume later, "
-                 "CRASH = the consumer dies mid-consume); after the list ends it answers OK."),
+                 "CRASH = the consumer dies mid-consume, LATER:n = reconsume later at delay level n: "
+                 "setDelayLevelWhenNextConsume, 0 the broker's choice, -1 the DLQ at once); after the list "
+                 "ends it answers OK."),
     })
 
 
@@ -291,6 +300,11 @@ def _consumer_schema() -> dict:
         "max_reconsume_times": ({"type": ["integer", "null"], "minimum": -1, "maximum": MAX_RECONSUME_TIMES},
                                 "The consumer's maxReconsumeTimes (wins over the profile's; -1 means 16; a "
                                 "Java int); null: the profile's."),
+        "batch_size": ({"type": "integer", "minimum": 1, "maximum": MAX_CONSUME_BATCH_SIZE},
+                       "consumeMessageBatchMaxSize: the most messages the listener gets at once (from one "
+                       "pull of one queue). Above 1 the consumer answers a batch with an ack index: it stops "
+                       "at the first message its plan does not answer OK, and every message after it is sent "
+                       "back without its plan being asked."),
     })
 
 
@@ -337,6 +351,10 @@ def _profile_schema() -> dict:
                     "The brokers the system runs (reference.cluster): single (one broker, target broker), "
                     + ", ".join(f"{c} (broker-2 is {what})" for c, what in SECOND_BROKER.items())
                     + ". Fault steps reach the second broker with target broker-2."),
+        "schedule_async_deliver": ({"type": "boolean"},
+                                   "The schedule service's asynchronous delivery (enableScheduleAsyncDeliver, 4.9.3+): "
+                                   "due messages are re-put without waiting and the offset follows the puts in order. "
+                                   "Needs requires: [\"async_deliver\"]."),
     })
 
 
@@ -372,6 +390,15 @@ def _cross_check(raw: dict, where: str) -> None:
             fail(f"messages[{i}].topic", f"a topic a consumer group subscribes to ({', '.join(sorted(subscribed))})", m["topic"])
         if m.get("deliver_after_ms") is not None and m.get("delay_level", 0) <= 0 and "timer" not in requires:
             fail("requires", f"a list with 'timer' (messages[{i}] is a timer message: deliver_after_ms)", requires)
+        try:  # LATER:n takes a Java int (ConsumeConcurrentlyContext.setDelayLevelWhenNextConsume)
+            parse_plan(m.get("plan", []), where, f"messages[{i}].plan")
+            bad = None
+        except ContractError as e:
+            bad = e
+        if bad is not None:  # raised here, not in the except: the one line is the whole story
+            fail(bad.field, bad.expected, bad.found)
+    if raw.get("profile", {}).get("schedule_async_deliver") and ASYNC_DELIVER not in requires:
+        fail("requires", f"a list with '{ASYNC_DELIVER}' (profile.schedule_async_deliver is true)", requires)
     for i, c in enumerate(raw["consumers"]):
         # a group that no message reaches would only stand idle; most likely a misspelt topic
         if not sent & set(c["topics"]):
@@ -527,7 +554,8 @@ def _build(raw: dict) -> Scenario:
         ),
         consumers=tuple(
             ConsumerGroup(group=c["group"], topics=tuple(c["topics"]), instances=int(c.get("instances", 1)),
-                          max_reconsume_times=None if c.get("max_reconsume_times") is None else int(c["max_reconsume_times"]))
+                          max_reconsume_times=None if c.get("max_reconsume_times") is None else int(c["max_reconsume_times"]),
+                          batch_size=int(c.get("batch_size", 1)))
             for c in raw["consumers"]
         ),
         faults=tuple(FaultStep(at_ms=int(f["at_ms"]), action=f["action"], target=f.get("target", "broker"),
@@ -535,7 +563,8 @@ def _build(raw: dict) -> Scenario:
                                after=None if f.get("after") is None else FaultAnchor(**f["after"]),
                                **{p.name: int(f.get(p.name, 0)) for p in kinds.params()})
                      for f in raw.get("faults", [])),
-        profile=Profile(**{k: (int(v) if k not in ("message_delay_level", "cluster") else v) for k, v in prof.items()}),
+        profile=Profile(**{k: (int(v) if k not in ("message_delay_level", "cluster", "schedule_async_deliver") else v)
+                           for k, v in prof.items()}),
         seed=int(raw.get("seed", 0)),
         description=raw.get("description", ""),
         drain_margin_ms=int(raw.get("drain_margin_ms", 3000)),

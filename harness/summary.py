@@ -20,7 +20,7 @@ from reference.contract import INVARIANTS
 from reference.levels import parse_level_table
 from reference.plans import plan_outcome
 from reference.profile import FIRST_DELAY_MS, FIRST_FLUSH_DELAY_MS, TIMER_MAX_DELAY_SEC
-from reference.retry import retry_level
+from reference.retry import asked_retry_level, clamped_level
 from reports.verdict import BROKEN, EXIT_CODES, PASSED, UNDECIDED, VIOLATED, status
 
 
@@ -37,7 +37,7 @@ def message_wait_ms(scenario, m, table=None) -> int:
         t += table.delay_ms(table.clamp(m.delay_level))
     out = plan_outcome(tuple(m.plan), mrt)
     for k in range(1, out.last_attempt + 1):
-        t += table.delay_ms(retry_level(k, table.max_level))
+        t += table.delay_ms(clamped_level(asked_retry_level(k, out.asked[k - 1]), table.max_level))
     return t
 
 

@@ -62,7 +62,7 @@ from typing import Iterable, Mapping
 
 from reference.faults.clock import (  # noqa: F401 (the family owns the names)
     CLOCK, CLOCK_DRIFT, CLOCK_STEP_ACTIONS, MAX_CLOCK_RATE_PERMILLE, MAX_CLOCK_STEP_MS)
-from reference.retry import retry_level
+from reference.retry import asked_retry_level, clamped_level
 
 #: the primitive fault action that moves the broker's clock (``fault`` events of ``target: broker``)
 CLOCK_ACTIONS = (CLOCK,)
@@ -256,7 +256,7 @@ def parse_levels(text: str | None) -> frozenset[int] | None:
 def waiting_levels(events: Iterable[Mapping], max_level: int, clamp) -> str:
     """The delay levels that may hold entries now, from what the harness has seen: messages sent
     with a level (``clamp``: the table's clamping) not yet delivered, and retries whose ``LATER``
-    was seen but not the next attempt (level ``reference.retry.retry_level``). As the
+    was seen but not the next attempt (level ``reference.retry.asked_retry_level``, clamped). As the
     ``waiting_levels`` of a ``clock`` event ("3,8")."""
     sent: dict[str, int] = {}
     delivered: set[tuple] = set()
@@ -269,9 +269,11 @@ def waiting_levels(events: Iterable[Mapping], max_level: int, clamp) -> str:
             k = int(e.get("reconsume_times") or 0)
             delivered.add((e.get("key"), e.get("group"), k))
             delivered.add((e.get("key"), k))
-            if e.get("outcome") == "LATER":
-                later.add((e.get("key"), e.get("group"), k + 1))
+            asked = int(e.get("next_level") or 0)  # the level the consumer asked for; < 0: the DLQ, no level
+            if e.get("outcome") == "LATER" and asked >= 0:
+                later.add((e.get("key"), e.get("group"), k + 1, asked))
     levels = {lv for key, lv in sent.items() if (key, 0) not in delivered}
-    levels |= {retry_level(k, max_level) for key, group, k in later if (key, group, k) not in delivered}
+    levels |= {clamped_level(asked_retry_level(k, asked), max_level)
+               for key, group, k, asked in later if (key, group, k) not in delivered}
     return ",".join(str(lv) for lv in sorted(levels))
 

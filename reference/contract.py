@@ -8,6 +8,7 @@ rename these.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -36,6 +37,12 @@ ADAPTERS: tuple[str, ...] = (ROCKETMQ_ADAPTER, SIMULATED_ADAPTER)
 
 #: What a consumer answers on one delivery of a message.
 PLAN_WORDS: tuple[str, ...] = ("OK", "LATER", "CRASH")
+#: A plan word beyond :data:`PLAN_WORDS`: ``LATER:<n>`` answers RECONSUME_LATER after
+#: ConsumeConcurrentlyContext.setDelayLevelWhenNextConsume(n) — the delay level the consumer asks
+#: its retry to wait (0: the broker's choice, as ``LATER``; below 0: the DLQ at once). The
+#: ``deliver`` event of such an answer records ``outcome`` LATER and ``next_level`` n
+#: (``reference.plans`` reads it).
+CHOSEN_LEVEL_WORD = r"LATER:-?[0-9]{1,10}"
 SEND_STATUSES: tuple[str, ...] = ("SEND_OK", "FAILED", "UNKNOWN")
 #: ``action`` of the ``fault`` a client's own report writes: a send-back the official client logged
 #: as failed (target ``consumer``; ``reference.network.send_back_failures``)
@@ -67,6 +74,13 @@ MEMORY_SOURCE = "brokerStatus"
 #: broker's max offset (``max_offsets``), from admin ``consumeStats``. What lies between the two
 #: is stored by the broker and never consumed by the group (``reports.stalls``).
 CONSUME_STATS_SOURCE = "consumeStats"
+
+#: What a system may be able to do beyond delay levels and consumer retry, the vocabulary of a
+#: scenario's ``requires`` and of a system's capabilities: ``timer`` (5.x timer messages),
+#: ``async_deliver`` (the schedule service's asynchronous delivery, MessageStoreConfig.
+#: enableScheduleAsyncDeliver: 4.9.3+ and 5.x)
+TIMER, ASYNC_DELIVER = "timer", "async_deliver"
+CAPABILITIES: tuple[str, ...] = (TIMER, ASYNC_DELIVER)
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -118,10 +132,20 @@ class Field:
     kind: str  # "str" | "int" | "bool" | "list[str]" | "dict"
     required: bool
     choices: tuple[str, ...] = ()
+    pattern: str = ""  # a value not among ``choices`` that matches this (whole) regular expression is kept too
+    pattern_words: str = ""  # what ``pattern`` means, as an error message says it
+
+    def expected(self) -> str:
+        """What a value must be, in words (the error of a value that is not)."""
+        return "one of " + "/".join(self.choices) + (f" or {self.pattern_words or self.pattern}" if self.pattern else "")
+
+    def kept(self, value: str) -> bool:
+        return value in self.choices or bool(self.pattern and re.fullmatch(self.pattern, value))
 
 
-def _f(name: str, kind: str, required: bool = True, choices: tuple[str, ...] = ()) -> Field:
-    return Field(name, kind, required, choices)
+def _f(name: str, kind: str, required: bool = True, choices: tuple[str, ...] = (), pattern: str = "",
+       pattern_words: str = "") -> Field:
+    return Field(name, kind, required, choices, pattern, pattern_words)
 
 
 #: Fields of each event type beyond ``type`` and ``ts_ms`` (which every event has).
@@ -132,7 +156,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("delay_level", "int", False),
         _f("deliver_at_ms", "int", False),
         _f("body_crc", "int", False),
-        _f("plan", "list[str]", False, PLAN_WORDS),
+        _f("plan", "list[str]", False, PLAN_WORDS, CHOSEN_LEVEL_WORD, "LATER:<delay level>"),
         _f("status", "str", True, SEND_STATUSES),
         _f("msg_id", "str", False),
         _f("born_ms", "int", False),
@@ -153,6 +177,9 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("born_ms", "int"),
         _f("store_ms", "int"),
         _f("outcome", "str", True, PLAN_WORDS),
+        _f("next_level", "int", False),  # a LATER: the delay level the consumer asked for (CHOSEN_LEVEL_WORD)
+        _f("batch_index", "int", False),  # a batch consumer: its place in the listener's batch (0-based)
+        _f("ack_index", "int", False),  # ... and the batch's ack index the listener returned (-1: none consumed)
     ),
     "dlq": (
         _f("key", "str"),
@@ -224,7 +251,8 @@ class ContractError(ValueError):
 #: milliseconds), which leaves the model's sums of times and delays room inside 64 bits.
 INT64 = (-2**63, 2**63 - 1)
 MAX_MS = 253_402_300_800_000
-INT32_FIELDS = ("queue_id", "reconsume_times", "delay_level", "step", "loss_percent", "rate_permille")
+INT32_FIELDS = ("queue_id", "reconsume_times", "delay_level", "step", "loss_percent", "rate_permille", "next_level",
+                "batch_index", "ack_index")
 
 
 def int_range(name: str) -> tuple[int, int]:
@@ -280,8 +308,8 @@ def check_fields(obj: Mapping[str, Any], fields: tuple[Field, ...], where: str) 
         if f.choices:
             vals = v if isinstance(v, list) else [v]
             for x in vals:
-                if x not in f.choices:
-                    raise ContractError(where, f.name, "one of " + "/".join(f.choices), x)
+                if not f.kept(x):
+                    raise ContractError(where, f.name, f.expected(), x)
 
 
 def validate_event(obj: Any, where: str = "event") -> dict:

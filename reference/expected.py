@@ -33,9 +33,9 @@ from typing import Callable, Iterable, Mapping
 from reference.contract import BROKER_TARGETS, RETRY_PREFIX, ContractError
 from reference.persistence import scheduler_duplicate_allowed
 from reference.stored_copy import same_stored_copy
-from reference.plans import CRASH, parse_plan, plan_outcome
+from reference.plans import CRASH, by_ack_index, parse_plan, plan_outcome, with_ack_laters
 from reference.profile import Profile, profile_from_run
-from reference.retry import requested_retry_level, retry_level
+from reference.retry import asked_retry_level, clamped_level, requested_retry_level, retry_level
 from reference.timer import rounded_deliver_ms
 from reference.faults import effect
 from reference.network import local_retry_lag_ms, send_back_lag_ms, send_back_may_repeat
@@ -167,10 +167,13 @@ class _Observed:
     anchors: dict[tuple, int]  # (key, group, reconsume_times) -> ts_ms of the first LATER
     last_laters: dict[tuple, int]  # ... of the last LATER, where a LATER was repeated
     topic_groups: dict[str, list[str]]
+    #: (key, group) -> {attempt: level asked} of the attempts a batch consumer sent back by its ack
+    #: index (reference.plans.by_ack_index: LATERs its plan did not answer)
+    by_ack: dict[tuple, dict[int, int]]
 
 
 def _observed(events: Iterable[Mapping]) -> _Observed:
-    seen = _Observed({}, [], {}, {}, {})
+    seen = _Observed({}, [], {}, {}, {}, {})
     anchors, last_laters = seen.anchors, seen.last_laters
     seen_topic_group: set[tuple[str, str]] = set()
     for e in events:
@@ -190,6 +193,8 @@ def _observed(events: Iterable[Mapping]) -> _Observed:
                     anchors[ak], last_laters[ak] = ts, max(prev, last_laters.get(ak, prev))
                 elif ts > last_laters.get(ak, prev):
                     last_laters[ak] = ts
+                if by_ack_index(e):
+                    seen.by_ack.setdefault(ak[:2], {})[ak[2]] = int(e.get("next_level") or 0)
         elif t == "send":
             key = e.get("key")
             if key in seen.sends:
@@ -215,6 +220,7 @@ class _Windows:
     unknown_outages: list
     local_lag: Callable  # (ts_ms, group, key) -> ms a local re-consume may come later
     back_lag: Callable  # (ts_ms, group, key) -> ms a send-back may be stored later
+    back_failed: Callable  # (ts_ms, group, key) -> the send-back may have failed (the client re-sent it)
     retry_levels: list[tuple[int, int]]  # attempt k -> (requested, effective) level
     retry_delays: list[int]  # attempt k -> delay of its level
 
@@ -243,7 +249,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                  unknown_outages=unknown_outages,
                  local_lag=lambda ts, group, key: max(net_local(ts, group, key), down_lag(ts)),
                  back_lag=lambda ts, group, key: max(net_back(ts, group, key), down_lag(ts)),
-                 retry_levels=retry_levels, retry_delays=retry_delays)
+                 back_failed=send_back_may_repeat(faults), retry_levels=retry_levels, retry_delays=retry_delays)
     group_rt = dict(profile.max_reconsume_times_by_group)
     outcome_cache: dict[tuple, object] = {}
     rows: list[tuple] = []
@@ -253,10 +259,13 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
         plan_key = tuple(send.get("plan") or ())
         for group in seen.topic_groups.get(send["topic"]) or (None,):
             max_rt = group_rt.get(group, profile.max_reconsume_times)
-            outcome = outcome_cache.get((plan_key, max_rt))
+            sent_back = seen.by_ack.get((key, group))
+            cache_key = (plan_key, max_rt, tuple(sorted(sent_back.items())) if sent_back else ())
+            outcome = outcome_cache.get(cache_key)
             if outcome is None:
-                outcome = plan_outcome(parse_plan(list(plan_key) or None, _send_where(key)), max_rt)
-                outcome_cache[(plan_key, max_rt)] = outcome
+                plan = parse_plan(list(plan_key) or None, _send_where(key))
+                outcome = plan_outcome(with_ack_laters(plan, sent_back or {}), max_rt)
+                outcome_cache[cache_key] = outcome
             rows.extend(_group_rows(w, seen, run_id, key, send, first, group, outcome))
     return rows
 
@@ -292,16 +301,35 @@ def _first_window(w: _Windows, key: str, send: Mapping) -> tuple:
     return requested, level, clamped, delay, earliest, latest, widened, deliver_at, rejection
 
 
-def _retry_window(w: _Windows, seen: _Observed, key: str, group: str | None, k: int) -> tuple:
+def _retry_level(w: _Windows, outcome, k: int) -> tuple[int, int, int, int]:
+    """Retry ``k``'s requested level, its level, its delay, and the delay of the level the client's
+    re-send would ask for instead (DefaultMQPushConsumerImpl.sendMessageBack's fallback asks for
+    3 + reconsumeTimes whatever the consumer asked: :func:`reference.retry.send_back_route`)."""
+    asked = outcome.asked[k - 1] if k - 1 < len(outcome.asked) else 0
+    if asked == 0 and k < len(w.retry_levels):
+        requested, level = w.retry_levels[k]
+        return requested, level, w.retry_delays[k], w.retry_delays[k]
+    table = w.profile.level_table
+    requested = asked_retry_level(k, asked)
+    level = clamped_level(requested, table.max_level)
+    return requested, level, table.delay_ms(level), table.delay_ms(retry_level(k, table.max_level))
+
+
+def _retry_window(w: _Windows, seen: _Observed, key: str, group: str | None, k: int, r_level: int, r_delay: int,
+                  fallback_delay: int) -> tuple:
     """Retry ``k`` of a message in ``group``: anchored at the first LATER of attempt k-1, due by its
     last one: earliest, latest, widened by, anchor, local earliest, local latest (no LATER
-    observed: no window, the attempt is judged by NO_LOSS and RETRY_SCHEDULE)."""
+    observed: no window, the attempt is judged by NO_LOSS and RETRY_SCHEDULE). A LATER that asked
+    for its own level and whose send-back may have failed may be re-sent at ``fallback_delay``."""
     anchor = seen.anchors.get((key, group, k - 1))
     if anchor is None:
         return None, None, None, None, None, None
-    slack, r_delay, r_level = w.profile.slack_ms, w.retry_delays[k], w.retry_levels[k][1]
+    slack = w.profile.slack_ms
     last_anchor = seen.last_laters.get((key, group, k - 1), anchor)
     r_earliest, r_due, r_widened = anchor + r_delay, last_anchor + r_delay, None
+    if fallback_delay != r_delay and w.back_failed(last_anchor, group, key):
+        r_earliest, r_due = anchor + min(r_delay, fallback_delay), last_anchor + max(r_delay, fallback_delay)
+        r_widened = "the send-back may have failed: the client's re-send asks for 3 + reconsumeTimes"
     stored_lag = w.back_lag(last_anchor, group, key)
     if w.clock is not None:  # the retry is stored by the broker when the send-back arrives
         r_earliest, r_due, r_widened = _on_broker_clock(w.clock, anchor, last_anchor + stored_lag, r_delay, None, r_earliest, r_due, r_level)
@@ -327,11 +355,12 @@ def _group_rows(w: _Windows, seen: _Observed, run_id: str, key: str, send: Mappi
                   "deliver_at_ms": deliver_at, "expected_rejection": rejection})]
     retry_queue = RETRY_PREFIX + (group if group is not None else "*")
     for k in range(1, last + 1):
-        r_requested, r_level = w.retry_levels[k]
-        r_earliest, r_latest, r_widened, anchor, l_earliest, l_latest = _retry_window(w, seen, key, group, k)
+        r_requested, r_level, r_delay, fallback_delay = _retry_level(w, outcome, k)
+        r_earliest, r_latest, r_widened, anchor, l_earliest, l_latest = _retry_window(
+            w, seen, key, group, k, r_level, r_delay, fallback_delay)
         rows.append(_row({"run_id": run_id, "key": key, "attempt": k, "topic": topic, "queue_topic": retry_queue,
                           "send_status": status, "requested_level": r_requested, "level": r_level,
-                          "clamped": r_level != r_requested, "delay_ms": w.retry_delays[k], "earliest_ms": r_earliest,
+                          "clamped": r_level != r_requested, "delay_ms": r_delay, "earliest_ms": r_earliest,
                           "latest_ms": r_latest, "widened_by": r_widened, "final": last == k, "final_state": final_state,
                           "group": group, "anchor_ms": anchor, "local_earliest_ms": l_earliest, "local_latest_ms": l_latest,
                           "born_ms": born, "deliver_at_ms": deliver_at, "expected_rejection": None}))
@@ -398,7 +427,8 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
                                                   first["store_ms"], second["store_ms"],
                                                   profile.flush_delay_offset_interval_ms,
                                                   profile.first_flush_delay_ms, profile.slack_ms,
-                                                  REPLICA_SYNC_BOUND_MS if cluster == CONTROLLER else None)
+                                                  REPLICA_SYNC_BOUND_MS if cluster == CONTROLLER else None,
+                                                  profile.schedule_async_deliver)
     return DuplicateRuling(allowed, "scheduler", reason)
 
 

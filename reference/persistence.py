@@ -13,6 +13,11 @@ from typing import Iterable, Mapping
 
 from reference.contract import BROKER_TARGETS
 
+#: ScheduleMessageService.HandlePutResultTask (asynchronous delivery, enableScheduleAsyncDeliver, 4.9.3+):
+#: how often the completed asynchronous re-puts move the schedule offset, in order (5.x reschedules
+#: it every DELAY_FOR_A_SLEEP = 10 ms; 4.9.x spins on a running head and reschedules every 10 ms)
+ASYNC_ACK_MS = 10
+
 
 def next_flush_ms(service_start_ms: int, now_ms: int, first_flush_delay_ms: int, interval_ms: int) -> int:
     """ScheduleMessageService.start (scheduleAtFixedRate(persist, 10000, flushDelayOffsetInterval)):
@@ -84,7 +89,7 @@ def last_flush_lower_bound_ms(broker_faults: list[tuple[int, str]], kill_ms: int
 
 def scheduler_duplicate_allowed(faults: Iterable[Mapping], first_store_ms: int, second_store_ms: int,
                                 interval_ms: int, first_flush_delay_ms: int, jitter_ms: int,
-                                replica_sync_ms: int | None = None) -> tuple[bool, str]:
+                                replica_sync_ms: int | None = None, async_deliver: bool = False) -> tuple[bool, str]:
     """ScheduleMessageService.persist vs. a kill -9 (4.9.x): a second stored copy of an attempt is
     allowed when the first was re-put after the last persist before a broker kill that happened
     between the two re-puts (``first_store_ms`` .. ``second_store_ms``: the offset was restored
@@ -95,8 +100,12 @@ def scheduler_duplicate_allowed(faults: Iterable[Mapping], first_store_ms: int, 
     the master leaves — a kill, a graceful stop (it persists its own offsets, not the replica's), or
     a freeze long enough for the controller to miss its heartbeats — resumes from the delay offsets
     it synced at most that long before, so a first re-put from that long before may repeat
-    (``reference.cluster``)."""
+    (``reference.cluster``). ``async_deliver``: :func:`async_stop_duplicate` too."""
     faults = list(faults)
+    if async_deliver:
+        ruling = async_stop_duplicate(faults, first_store_ms, second_store_ms, jitter_ms)
+        if ruling is not None:
+            return True, ruling
     if replica_sync_ms is not None:
         for f in sorted(faults, key=lambda f: f["ts_ms"]):
             if f.get("action") in ("kill", "stop", "pause") and f.get("target") in BROKER_TARGETS \
@@ -109,6 +118,23 @@ def scheduler_duplicate_allowed(faults: Iterable[Mapping], first_store_ms: int, 
                                             first_flush_delay_ms, jitter_ms) for t in targets]
     allowed = [r for r in rulings if r[0]]
     return allowed[0] if allowed else (False, "; ".join(r[1] for r in rulings))
+
+
+def async_stop_duplicate(faults: Iterable[Mapping], first_store_ms: int, second_store_ms: int, jitter_ms: int) -> str | None:
+    """ScheduleMessageService.shutdown with asynchronous delivery (4.9.3+, 5.x): the deliver executor
+    stops, then the handle executor (its periodic HandlePutResultTask cancelled), then the offsets
+    are persisted; a re-put whose put completed after the handle task's last run is not covered by
+    the persisted offset, and the restarted broker re-puts it again. So a graceful stop of a broker
+    between two re-puts allows a second copy of one re-put from :data:`ASYNC_ACK_MS` (and the
+    harness's ``jitter_ms``) before the stop on. Returns why it is allowed, or None."""
+    for f in sorted(faults, key=lambda f: f["ts_ms"]):
+        stop_ms = f["ts_ms"]
+        if f.get("action") == "stop" and f.get("target") in BROKER_TARGETS \
+                and stop_ms - ASYNC_ACK_MS - jitter_ms <= first_store_ms and stop_ms <= second_store_ms:
+            return (f"first copy re-put at {first_store_ms}, as the {f['target']} stopped gracefully at {stop_ms} with "
+                    "asynchronous delivery: its put completed after HandlePutResultTask last ran, so the offset the "
+                    f"shutdown persisted did not cover it; second copy re-put at {second_store_ms}")
+    return None
 
 
 def _scheduler_duplicate_allowed(broker: list[tuple[int, str]], target: str, first_store_ms: int, second_store_ms: int,

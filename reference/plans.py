@@ -2,7 +2,15 @@
 
 A plan is a sequence of ``OK`` / ``LATER`` / ``CRASH``, one per delivery, in order; a redelivery
 after a ``CRASH`` takes the next entry; after the plan ends the consumer answers ``OK``. An empty
-or absent plan is ``("OK",)``.
+or absent plan is ``("OK",)``. ``LATER:<n>`` is a LATER that asks for the delay level of its retry
+(ConsumeConcurrentlyContext.setDelayLevelWhenNextConsume: 0 the broker's choice, n > 0 level n,
+n < 0 the DLQ at once).
+
+A batch consumer (consumeMessageBatchMaxSize > 1) answers a batch with an ack index: it consumes
+the batch in order and stops at the first message its plan does not answer OK; the ack index is
+the last one it consumed, and ConsumeMessageConcurrentlyService.processConsumeResult sends back
+every message after it. The messages after the first failing one are sent back without their
+plan being asked (:func:`by_ack_index`): their plan entry waits for their next attempt.
 """
 
 from __future__ import annotations
@@ -10,9 +18,42 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reference.contract import PLAN_WORDS, ContractError
+import re
+
+from reference.contract import CHOSEN_LEVEL_WORD, PLAN_WORDS, ContractError
 
 OK, LATER, CRASH = "OK", "LATER", "CRASH"
+#: ConsumeConcurrentlyContext.delayLevelWhenNextConsume is a Java int
+_INT32 = (-2**31, 2**31 - 1)
+
+
+def is_later(word: str) -> bool:
+    """A RECONSUME_LATER answer: ``LATER`` or ``LATER:<n>``."""
+    return word == LATER or word.startswith(LATER + ":")
+
+
+def later_level(word: str) -> int:
+    """The delay level a LATER word asks for (ConsumeConcurrentlyContext.setDelayLevelWhenNextConsume;
+    0: the broker's choice, the client's default)."""
+    return int(word[len(LATER) + 1:]) if word.startswith(LATER + ":") else 0
+
+
+def later_word(level: int) -> str:
+    """The plan word of a LATER that asks for ``level`` (0: plain ``LATER``)."""
+    return f"{LATER}:{level}" if level else LATER
+
+
+def answer_word(word: str) -> str:
+    """The ``outcome`` a ``deliver`` event records for a plan word (``LATER:<n>`` is a LATER)."""
+    return LATER if is_later(word) else word
+
+
+def by_ack_index(delivery) -> bool:
+    """A ``deliver`` event of a batch consumer sent back because it came after the batch's first
+    failing message: its place is beyond ack index + 1 (the first failing one is at ack index + 1,
+    answered by its own plan)."""
+    i, ack = delivery.get("batch_index"), delivery.get("ack_index")
+    return i is not None and ack is not None and i > ack + 1
 
 
 def parse_plan(plan: Any, where: str = "send", field: str = "plan") -> tuple[str, ...]:
@@ -25,8 +66,10 @@ def parse_plan(plan: Any, where: str = "send", field: str = "plan") -> tuple[str
     if not isinstance(plan, (list, tuple)):
         raise ContractError(where, field, "a list of " + "/".join(PLAN_WORDS), plan)
     for i, word in enumerate(plan):
-        if word not in PLAN_WORDS:
-            raise ContractError(where, f"{field}[{i}]", "one of " + "/".join(PLAN_WORDS), word)
+        if word not in PLAN_WORDS and not (isinstance(word, str) and re.fullmatch(CHOSEN_LEVEL_WORD, word)
+                                           and _INT32[0] <= later_level(word) <= _INT32[1]):
+            raise ContractError(where, f"{field}[{i}]", "one of " + "/".join(PLAN_WORDS)
+                                + " or LATER:<delay level, a Java int>", word)
     return tuple(plan) if plan else (OK,)
 
 
@@ -50,6 +93,7 @@ class PlanCursor:
     used: int = 0
     settled: frozenset[int] = frozenset()
     repeat: frozenset[int] = frozenset()
+    asked: tuple[tuple[int, int], ...] = ()  # (attempt, the level its LATER asked for) of the repeated ones
 
 
 def next_answer(plan: tuple[str, ...], cursor: PlanCursor, reconsume_times: int) -> tuple[str, PlanCursor, bool]:
@@ -64,7 +108,7 @@ def next_answer(plan: tuple[str, ...], cursor: PlanCursor, reconsume_times: int)
     if reconsume_times in cursor.settled:
         return OK, cursor, False
     if reconsume_times in cursor.repeat:
-        return LATER, cursor, False
+        return later_word(dict(cursor.asked).get(reconsume_times, 0)), cursor, False
     word = answer(plan, cursor.used)
     settled, repeat = cursor.settled, cursor.repeat
     if word != CRASH:
@@ -74,11 +118,12 @@ def next_answer(plan: tuple[str, ...], cursor: PlanCursor, reconsume_times: int)
     return word, PlanCursor(cursor.used + 1, settled, repeat), True
 
 
-def later_not_stored(cursor: PlanCursor, reconsume_times: int) -> PlanCursor:
+def later_not_stored(cursor: PlanCursor, reconsume_times: int, level: int = 0) -> PlanCursor:
     """DefaultMQPushConsumerImpl.sendMessageBack failed and so did the client's re-send: the retry
     exists only as the consumer's local re-consume, lost if the consumer dies, so a redelivery of
-    this attempt must answer LATER again."""
-    return PlanCursor(cursor.used, cursor.settled - {reconsume_times}, cursor.repeat | {reconsume_times})
+    this attempt must answer LATER again (asking for the same ``level``)."""
+    asked = cursor.asked + ((reconsume_times, level),) if level else cursor.asked
+    return PlanCursor(cursor.used, cursor.settled - {reconsume_times}, cursor.repeat | {reconsume_times}, asked)
 
 
 def replay_cursor(plan: tuple[str, ...], delivered_reconsume_times) -> PlanCursor:
@@ -95,26 +140,55 @@ class PlanOutcome:
     """Where a plan leads under ``max_reconsume_times`` (the broker's DLQ rule applied).
 
     ``last_attempt``: the reconsume_times of the last attempt delivered; ``final_state``:
-    ``CONSUMED`` or ``DLQ``; ``crashes[k]``: the CRASH answers given on attempt k."""
+    ``CONSUMED`` or ``DLQ``; ``crashes[k]``: the CRASH answers given on attempt k; ``asked[k - 1]``:
+    the delay level the LATER of attempt k - 1 asked for retry k (0: the broker's choice)."""
 
     last_attempt: int
     final_state: str
     crashes: tuple[int, ...]
+    asked: tuple[int, ...] = ()
 
 
 def plan_outcome(plan: tuple[str, ...], max_reconsume_times: int) -> PlanOutcome:
-    """SendMessageProcessor.asyncConsumerSendMsgBack (4.9.x): a LATER on an attempt whose
-    reconsume_times >= maxReconsumeTimes sends the message to the DLQ instead of a retry."""
+    """SendMessageProcessor.asyncConsumerSendMsgBack (4.9.x; consumerSendMsgBack 5.x): a LATER on
+    an attempt whose reconsume_times >= maxReconsumeTimes, or one that asked for a delay level below
+    0, sends the message to the DLQ instead of a retry."""
     attempt = 0
     crashes = [0]
+    asked: list[int] = []
     for word in plan:
-        if word == LATER:
-            if attempt >= max_reconsume_times:
-                return PlanOutcome(attempt, "DLQ", tuple(crashes))
+        if is_later(word):
+            if attempt >= max_reconsume_times or later_level(word) < 0:
+                return PlanOutcome(attempt, "DLQ", tuple(crashes), tuple(asked))
+            asked.append(later_level(word))
             attempt += 1
             crashes.append(0)
         elif word == CRASH:
             crashes[attempt] += 1
         else:
             break
-    return PlanOutcome(attempt, "CONSUMED", tuple(crashes))
+    return PlanOutcome(attempt, "CONSUMED", tuple(crashes), tuple(asked))
+
+
+def with_ack_laters(plan: tuple[str, ...], sent_back: dict[int, int]) -> tuple[str, ...]:
+    """The answers a batch consumer gave a message: its plan, with a LATER asking for the level
+    ``sent_back[k]`` put in at each attempt k that was sent back by the ack index (:func:`by_ack_index`:
+    no plan entry taken; the plan goes on at the next attempt)."""
+    if not sent_back:
+        return plan
+    out: list[str] = []
+    attempt, i = 0, 0
+    while True:
+        if attempt in sent_back:
+            out.append(later_word(sent_back[attempt]))
+            attempt += 1
+            continue
+        if i >= len(plan):
+            return tuple(out)  # after the plan ends the consumer answers OK
+        word = plan[i]
+        i += 1
+        out.append(word)
+        if is_later(word):
+            attempt += 1
+        elif word != CRASH:
+            return tuple(out)

@@ -32,6 +32,9 @@ LOCAL_RETRY_DELAY_MS = 5000
 TIMER_PRECISION_MS = 1000
 #: MessageStoreConfig.timerMaxDelaySec (5.x): 3 days.
 TIMER_MAX_DELAY_SEC = 3 * 24 * 3600
+#: MessageStoreConfig.enableScheduleAsyncDeliver (4.9.3+, 5.x): the schedule service's asynchronous
+#: delivery mode (reference.persistence: what it changes at a stop), off by default.
+DEFAULT_SCHEDULE_ASYNC_DELIVER = False
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class Profile:
     timer_max_delay_sec: int = TIMER_MAX_DELAY_SEC
     #: consumer groups whose consumers set their own maxReconsumeTimes (effective values)
     max_reconsume_times_by_group: tuple[tuple[str, int], ...] = ()
+    schedule_async_deliver: bool = DEFAULT_SCHEDULE_ASYNC_DELIVER
 
     @property
     def max_level(self) -> int:
@@ -116,7 +120,15 @@ def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
                                 "a positive int (milliseconds)"),
         timer_max_delay_sec=_int(profile, "timer_max_delay_sec", TIMER_MAX_DELAY_SEC, 0, where,
                                  "an int >= 0 (seconds)"),
+        schedule_async_deliver=_bool(profile, "schedule_async_deliver", DEFAULT_SCHEDULE_ASYNC_DELIVER, where),
     )
+
+
+def _bool(profile: Mapping[str, Any], name: str, default: bool, where: str) -> bool:
+    value = profile.get(name, default)
+    if not isinstance(value, bool):
+        raise ContractError(where, name, "true or false", value)
+    return value
 
 
 def profile_from_run(run: Any, where: str = "run.json") -> Profile:
@@ -140,12 +152,14 @@ def profile_to_json(profile: Profile) -> dict:
         "timer_precision_ms": profile.timer_precision_ms,
         "timer_max_delay_sec": profile.timer_max_delay_sec,
         "max_reconsume_times_by_group": dict(profile.max_reconsume_times_by_group),
+        "schedule_async_deliver": profile.schedule_async_deliver,
     }
 
 
 #: run.json profile field -> the broker's config key (BrokerConfig / MessageStoreConfig setter name)
 BROKER_CONFIG_KEYS = {"message_delay_level": "messageDelayLevel",
-                      "flush_delay_offset_interval_ms": "flushDelayOffsetInterval"}
+                      "flush_delay_offset_interval_ms": "flushDelayOffsetInterval",
+                      "schedule_async_deliver": "enableScheduleAsyncDeliver"}
 
 
 def profile_mismatches(run_profile: Mapping[str, Any], broker_config: Mapping[str, str]) -> list[str]:
@@ -161,6 +175,8 @@ def profile_mismatches(run_profile: Mapping[str, Any], broker_config: Mapping[st
         got, want = str(broker_config[key]).strip(), run_profile[field]
         if field == "message_delay_level":
             same = got.split() == str(want).split()
+        elif isinstance(want, bool):
+            same = got.lower() == str(want).lower()
         else:
             same = got.isdigit() and int(got) == int(want)
         if not same:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from reference.contract import dlq_topic, retry_topic
 
-__all__ = ["retry_topic", "dlq_topic", "requested_retry_level", "retry_level", "goes_to_dlq",
+__all__ = ["retry_topic", "dlq_topic", "requested_retry_level", "retry_level", "asked_retry_level", "clamped_level", "goes_to_dlq",
            "goes_to_dlq_on_resend", "SendBackRoute", "send_back_route", "DLQ_QUEUE_COUNT", "DLQ_ROUTABLE_WITHIN_MS",
            "dlq_bound"]
 
@@ -37,6 +37,19 @@ def requested_retry_level(attempt: int) -> int:
 def retry_level(attempt: int, max_level: int) -> int:
     """CommitLog.asyncPutMessage (4.9.x): the requested retry level clamped to the table's maximum."""
     return min(requested_retry_level(attempt), max_level)
+
+
+def asked_retry_level(attempt: int, asked: int) -> int:
+    """SendMessageProcessor.asyncConsumerSendMsgBack (4.9.x), AbstractSendMessageProcessor.consumerSendMsgBack
+    (5.x): the delay level the send-back header carries (ConsumeConcurrentlyContext.delayLevelWhenNextConsume)
+    is used as given when above 0, and 0 is the broker's choice, ``3 + reconsumeTimes``."""
+    return asked if asked > 0 else requested_retry_level(attempt)
+
+
+def clamped_level(requested: int, max_level: int) -> int:
+    """CommitLog.asyncPutMessage (4.9.x), HookUtils.transformDelayLevelMessage (5.x): a delay level
+    above the table's maximum is stored at the maximum."""
+    return min(requested, max_level)
 
 
 def goes_to_dlq(failed_reconsume_times: int, max_reconsume_times: int, delay_level: int = 0) -> bool:
@@ -79,8 +92,9 @@ def send_back_route(group: str, failed_reconsume_times: int, max_reconsume_times
     if (goes_to_dlq(failed_reconsume_times, max_reconsume_times, delay_level) if send_back_ok
             else goes_to_dlq_on_resend(k, max_reconsume_times)):
         return SendBackRoute(via, dlq_topic(group), k, 0, 0)
-    requested = delay_level if (delay_level > 0 and send_back_ok) else requested_retry_level(k)
-    level = min(requested, len(table_delays_ms))
+    # the client's re-send (sendMessageBack's fallback) asks for 3 + reconsumeTimes whatever the context asked
+    requested = asked_retry_level(k, delay_level if send_back_ok else 0)
+    level = clamped_level(requested, len(table_delays_ms))
     return SendBackRoute(via, retry_topic(group), k, level, table_delays_ms[level - 1] if level else 0)
 
 

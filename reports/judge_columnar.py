@@ -38,13 +38,13 @@ from reports.invariants import UNITS
 from reports.invariants.base import NULL as _NULL
 from reports.invariants.base import Columns
 from reports.judge_events import crash_faults, judge_keys
-from reports.rows import EXPECTED_COL, JSON_FIELDS, TOPIC_GROUP_KEY, Judgements, error_row, output_layout, rows_table, timing_row
+from reports.rows import EXPECTED_COL, JSON_FIELDS, JUDGE_COLUMNS, TOPIC_GROUP_KEY, Judgements, error_row, output_layout, rows_table, timing_row
 
 _COL = EXPECTED_COL
 SEND_FIELDS = ("type", "ts_ms", "key", "topic", "delay_level", "deliver_at_ms", "body_crc", "plan", "status", "born_ms",
                "broker")  # broker: reference.cluster
-DELIVER_FIELDS = ("type", "ts_ms", "key", "group", "topic", "queue_id", "queue_offset", "queue_topic",
-                  "commit_log_offset", "broker", "body_crc", "reconsume_times", "born_ms", "store_ms", "outcome")
+#: what the model and the units read of a delivery: every contract field but ``msg_id`` (reports.rows)
+DELIVER_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["deliver"] if f.name in JUDGE_COLUMNS))
 DLQ_FIELDS = ("type", "ts_ms", "key", "group", "reconsume_times", "store_ms")
 #: what the model reads of a fault: its generic fields, and every fault family's (reference.faults)
 FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group", "key", *(n for n, _, _ in fault_kinds.event_fields()))

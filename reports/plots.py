@@ -62,7 +62,8 @@ def merge(partials: list[dict], run: dict, lost_due: list[int] = ()) -> dict:
         for attempt, bins in p["gaps"].items():
             for b, n in bins.items():
                 gaps[int(attempt)][int(b)] += n
-        gap_expected.update({int(a): d for a, d in p["gap_expected"].items()})
+        for a, d in p["gap_expected"].items():  # the longest delay of the attempt (reports.invariants.retry_schedule)
+            gap_expected[int(a)] = max(d, gap_expected.get(int(a), d))
         for b, outcome, n in p["timeline"]:
             timeline[(b, outcome)] += n
         for cause, n in p["duplicates"].items():

@@ -140,7 +140,7 @@ def _json_strings(col) -> pa.Array:
 
 def contract_mask(table: pa.Table, plans=None) -> pa.Array:
     """True where a row keeps the contract: a known type, ``ts_ms``, the type's required fields,
-    known choices (as :func:`reports.inputs.contract_ok_column` says it in Spark)."""
+    known choices (:class:`reference.contract.Field`)."""
     kind = table.column("type")
     ok = pc.and_(pc.is_in(kind, pa.array(EVENT_TYPES)), _in_range(table.column("ts_ms"), "ts_ms"))
     per_type = pa.array([False] * table.num_rows)
@@ -155,8 +155,8 @@ def contract_mask(table: pa.Table, plans=None) -> pa.Array:
             if f.kind == "int" and int_range(f.name) != INT64:
                 cond = pc.and_(cond, pc.fill_null(_in_range(c, f.name), True))
             if f.choices and f.kind == "list[str]":
-                cond = pc.and_(cond, _choices_kept(plans, f.choices, table.num_rows) if plans is not None
-                               else _joined_choices_kept(c, f.choices))
+                cond = pc.and_(cond, _choices_kept(plans, f, table.num_rows) if plans is not None
+                               else _joined_choices_kept(c, f))
             elif f.choices:
                 cond = pc.and_(cond, pc.or_(pc.is_null(c), pc.is_in(c, pa.array(f.choices))))
         per_type = pc.or_(per_type, pc.fill_null(cond, False))
@@ -169,20 +169,24 @@ def _in_range(col, name: str) -> pa.Array:
     return pc.and_(pc.greater_equal(col, lo), pc.less_equal(col, hi))
 
 
-def _choices_kept(lists, choices, n) -> pa.Array:
+def _choices_kept(lists, f, n, extra: tuple[str, ...] = ()) -> pa.Array:
+    """Where every word of each list is one ``f`` keeps (:meth:`reference.contract.Field.kept`)."""
     flat = pc.list_flatten(lists)
     if not len(flat):
         return pa.array([True] * n)
     parents = pc.list_parent_indices(lists)
-    bad = pc.filter(parents, pc.invert(pc.fill_null(pc.is_in(flat, pa.array(choices)), False)))
+    kept = pc.is_in(flat, pa.array(f.choices + extra))
+    if f.pattern:
+        kept = pc.or_(kept, pc.match_substring_regex(flat, f"^(?:{f.pattern})$"))
+    bad = pc.filter(parents, pc.invert(pc.fill_null(kept, False)))
     mask = [True] * n
     for i in bad.to_pylist():
         mask[i] = False
     return pa.array(mask)
 
 
-def _joined_choices_kept(col, choices) -> pa.Array:
-    return _choices_kept(pc.split_pattern(pc.fill_null(col, ""), ","), tuple(choices) + ("",), len(col))
+def _joined_choices_kept(col, f) -> pa.Array:
+    return _choices_kept(pc.split_pattern(pc.fill_null(col, ""), ","), f, len(col), ("",))
 
 
 def judge_runs(files_by_run: dict[int, list[tuple[str, bytes]]], runs: list[dict], ended_ms: dict, timeline_bin_ms: dict):

@@ -16,6 +16,7 @@ The file (``adapters/rocketmq/examples/apache-scripts.toml`` is a complete one):
 
     [capabilities]
     timer = true                        # 5.x timer messages; absent = false (those scenarios skip)
+    async_deliver = true                # enableScheduleAsyncDeliver (4.9.3+); absent = false
 
     [env]                               # added to the harness's environment, for every component
     HOME = "{home}"
@@ -51,12 +52,13 @@ from pathlib import Path
 
 from adapters.base import AdapterError
 from adapters.rocketmq.provision import Distribution, resolve, valid_version
+from reference.contract import CAPABILITIES as SYSTEM_CAPABILITIES
 from reference.contract import ContractError
 
 KIND = "cmd:"
 COMPONENTS = ("namesrv", "broker")
 CONFIG_FORMATS = ("java-properties",)
-CAPABILITIES = ("timer",)
+CAPABILITIES = SYSTEM_CAPABILITIES  # reference.contract owns the vocabulary
 
 #: every placeholder: what it stands for (the error for an unknown one lists them)
 PLACEHOLDERS = {

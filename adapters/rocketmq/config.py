@@ -188,6 +188,8 @@ def broker_config(dist: Distribution, profile: BrokerProfile, ports: SystemPorts
     if controller is not None:
         conf.update({"enableControllerMode": "true", "controllerAddr": controller, "brokerId": "-1",
                      "brokerRole": SLAVE_ROLE, "allAckInSyncStateSet": "true"})
+    if profile.schedule_async_deliver:  # ScheduleMessageService's asynchronous delivery (reference.profile)
+        conf["enableScheduleAsyncDeliver"] = "true"
     if profile.fillable_store:  # notice a full store within 1 s (reference.disk; 60 s after start)
         conf["cleanResourceInterval"] = "1000"
     for key, value in profile.extra:

@@ -31,7 +31,7 @@ from pathlib import Path
 from adapters.rocketmq.jvm import Channel, now_ms, start_jvm
 from adapters.rundir import EventLog
 from reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, consumer_fault
-from reference.plans import next_answer, replay_cursor
+from reference.plans import CRASH, LATER, OK, answer_word, by_ack_index, later_level, next_answer, replay_cursor
 
 #: Exit status of a consumer that died on a CRASH answer and recorded its own death.
 CRASH_EXIT = 17
@@ -52,7 +52,7 @@ def delivered_attempts(events_file: Path, group: str) -> dict[str, list[int]]:
                 ev = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if ev.get("type") == "deliver" and ev.get("group") == group:
+            if ev.get("type") == "deliver" and ev.get("group") == group and not by_ack_index(ev):
                 history.setdefault(ev["key"], []).append(int(ev.get("reconsume_times", 0)))
     return history
 
@@ -99,7 +99,8 @@ class PlanFollower:
         self.last_ms[key] = ts
         return ts
 
-    def on_message(self, msg, queue) -> str:
+    def _event(self, msg, queue) -> dict:
+        """The ``deliver`` event of ``msg`` (pulled from ``queue``), without its time and answer."""
         from org.apache.rocketmq.common.message import MessageClientIDSetter
 
         key = str(msg.getKeys()) if msg.getKeys() is not None else ""
@@ -118,21 +119,58 @@ class PlanFollower:
         sent_crc = msg.getUserProperty(BODY_CRC_PROPERTY)
         if sent_crc is not None and str(sent_crc) != str(event["body_crc"]):
             event["sent_body_crc"] = int(str(sent_crc))
+        return event
+
+    def _plan_word(self, key: str, msg, reconsume_times: int) -> str:
+        """The plan's answer to this delivery (reference.plans.next_answer; called with the lock held)."""
+        prop = msg.getUserProperty(PLAN_PROPERTY)
+        plan = tuple(p.strip() for p in str(prop).split(",")) if prop is not None and str(prop) else ()
+        cursor = self.cursors.get(key)
+        if cursor is None:
+            cursor = replay_cursor(plan, self.history.pop(key, ()))
+        word, self.cursors[key], _ = next_answer(plan, cursor, reconsume_times)
+        self.counts[key] += 1
+        return word
+
+    def on_batch(self, msgs, queue, batched: bool) -> tuple[str, int, int]:
+        """Answer one call of the listener: (answer, ack index, the delay level asked for).
+
+        Each message is answered by its plan, in order, until one is not answered OK; a LATER
+        (``LATER:n``: asking for level n) ends the batch there, its ack index the message before,
+        and every message after it is sent back unasked (recorded LATER, no plan entry taken:
+        reference.plans.by_ack_index). A CRASH records what came before it (unacknowledged) and
+        dies. Every event is written before the answer; ``batched`` adds each one's place and the
+        batch's ack index."""
         with self._lock:
-            event["ts_ms"] = self.stamp(key)
-            index = self.counts[key]
-            prop = msg.getUserProperty(PLAN_PROPERTY)
-            plan = tuple(p.strip() for p in str(prop).split(",")) if prop is not None and str(prop) else ()
-            cursor = self.cursors.get(key)
-            if cursor is None:
-                cursor = replay_cursor(plan, self.history.pop(key, ()))
-            outcome, self.cursors[key], _ = next_answer(plan, cursor, event["reconsume_times"])
-            event["outcome"] = outcome if outcome in ("OK", "LATER", "CRASH") else "OK"
-            self.counts[key] = index + 1
-            self._out.write(event, fsync=event["outcome"] == "CRASH")
-            if event["outcome"] == "CRASH":
-                self.die()
-        return event["outcome"]
+            events, failed_at, level = [], None, 0
+            for i, msg in enumerate(msgs):
+                event = self._event(msg, queue)
+                event["ts_ms"] = self.stamp(event["key"])
+                if failed_at is None:
+                    word = self._plan_word(event["key"], msg, event["reconsume_times"])
+                    outcome = answer_word(word)
+                    if outcome not in (OK, LATER, CRASH):
+                        outcome = OK
+                    if outcome == LATER:
+                        failed_at, level = i, later_level(word)
+                else:
+                    outcome = LATER
+                event["outcome"] = outcome
+                if outcome == LATER and level:
+                    event["next_level"] = level
+                if batched:
+                    event["batch_index"] = i
+                events.append(event)
+                if outcome == CRASH:
+                    for e in events:
+                        self._out.write(e, fsync=e is event)
+                    self.die()
+            ack = (len(msgs) if failed_at is None else failed_at) - 1
+            for e in events:
+                if batched:
+                    e["ack_index"] = ack
+                self._out.write(e)
+        return (OK if failed_at is None else LATER), ack, level
 
     def die(self) -> None:
         """End the process now, after recording its death (fsynced) where its deliveries are.
@@ -145,7 +183,7 @@ class PlanFollower:
         os._exit(status)
 
 
-def make_listener(follower: PlanFollower):
+def make_listener(follower: PlanFollower, batched: bool = False):
     from jpype import JImplements, JOverride
     from org.apache.rocketmq.client.consumer.listener import ConsumeConcurrentlyStatus
 
@@ -153,13 +191,12 @@ def make_listener(follower: PlanFollower):
     class Listener:
         @JOverride
         def consumeMessage(self, msgs, context):
-            queue = context.getMessageQueue()
-            answer = "OK"
-            for msg in msgs:  # batch size 1: one message per call
-                if follower.on_message(msg, queue) == "LATER":
-                    answer = "LATER"
-            if answer == "LATER":
-                return ConsumeConcurrentlyStatus.RECONSUME_LATER
+            answer, ack, level = follower.on_batch(list(msgs), context.getMessageQueue(), batched)
+            if level:  # ConsumeMessageConcurrentlyService.sendMessageBack sends it in the header
+                context.setDelayLevelWhenNextConsume(level)
+            if not batched:  # one message a call: a LATER is RECONSUME_LATER (ack index -1)
+                return ConsumeConcurrentlyStatus.RECONSUME_LATER if answer == LATER else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+            context.setAckIndex(ack)  # processConsumeResult sends back every message after it
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     return Listener()
@@ -214,6 +251,7 @@ def main() -> None:
     ap.add_argument("--events", required=True)
     ap.add_argument("--log-dir", required=True)
     ap.add_argument("--name", default="c")
+    ap.add_argument("--batch-size", type=int, default=1)
     args = ap.parse_args()
     chan = Channel()
     follower = PlanFollower(args.group, Path(args.events), args.name)
@@ -226,13 +264,13 @@ def main() -> None:
     consumer.setInstanceName(f"hg-{args.name}-{os.getpid()}")
     consumer.setMaxReconsumeTimes(args.max_reconsume_times)
     consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-    consumer.setConsumeMessageBatchMaxSize(1)
+    consumer.setConsumeMessageBatchMaxSize(args.batch_size)
     consumer.setPollNameServerInterval(5000)
     consumer.setHeartbeatBrokerInterval(5000)
     for topic in args.topic:
         consumer.subscribe(topic, "*")
     consumer.setAllocateMessageQueueStrategy(make_allocation())
-    consumer.registerMessageListener(make_listener(follower))
+    consumer.registerMessageListener(make_listener(follower, args.batch_size > 1))
     consumer.start()
     chan.write({"ready": True, "pid": os.getpid()})
     try:

@@ -45,7 +45,8 @@ class SimBroker(ConsumerRetry):
         self.timers = timers
         self.startup_ms = startup_ms
         self.store = MessageStore()
-        self.schedule = ScheduleService(profile.level_table, self.store, defects, rng, put_failure_rate)
+        self.schedule = ScheduleService(profile.level_table, self.store, defects, rng, put_failure_rate,
+                                        profile.schedule_async_deliver)
         self.state = DOWN
         self.incarnation = 0
         self.ready_at_ms: int | None = None
@@ -323,6 +324,7 @@ class SimBroker(ConsumerRetry):
             out.append({"source": PERSISTED_SOURCE,
                         "offsets": {str(k): v for k, v in sorted(self.schedule.persisted.items())}})
         if self.serving:
+            self.schedule.settle(self.clock.now_ms())  # the handle task's last run (asynchronous delivery)
             levels = sorted(self.schedule.offsets)
             out.append({"source": MEMORY_SOURCE, "broker": BROKER_ADDR,
                         "offsets": {str(k): self.schedule.offsets[k] for k in levels},

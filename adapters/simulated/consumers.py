@@ -19,7 +19,8 @@ from adapters.base import ConsumerSpec
 from adapters.rundir import EventLog
 from adapters.simulated.store import StoredMessage
 from reference.contract import CONSUMER_DIED, consumer_fault
-from reference.plans import CRASH, LATER, PlanCursor, later_not_stored, next_answer
+from adapters.simulated.defects import Defect
+from reference.plans import CRASH, LATER, PlanCursor, answer_word, later_level, later_not_stored, next_answer
 from reference.profile import effective_max_reconsume_times
 from reference.retry import retry_topic
 from reference.rundir import consumer_events
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 NO_PROGRESS = PlanCursor()
 #: DefaultMQPushConsumer.persistConsumerOffsetInterval.
 COMMIT_INTERVAL_MS = 5000
+#: DefaultMQPushConsumer.pullBatchSize: a batch never spans two pulls (submitConsumeRequest splits one).
+PULL_BATCH_SIZE = 32
 #: Time from a message being stored to a long-polling consumer receiving it.
 PULL_LATENCY_MS = (1, 15)
 
@@ -129,50 +132,75 @@ class SimConsumer:
                 self.next_offsets[key] = source.consumer_offsets.get((self.group, topic, qid), 0)
             q = store.queues.get(key, ())
             while self.next_offsets[key] < len(q):
-                msg = q[self.next_offsets[key]]
-                self.next_offsets[key] += 1
-                self.consume(msg, msg.reconsume_times)
+                start = self.next_offsets[key]
+                batch = q[start:min(len(q), start + min(self.spec.batch_size, PULL_BATCH_SIZE))]
+                self.next_offsets[key] = start + len(batch)
+                self.consume_batch([(msg, msg.reconsume_times) for msg in batch])
                 if not self.alive:
                     return
 
     # --- consuming --------------------------------------------------------------------------
     def consume(self, msg: StoredMessage, reconsume_times: int) -> None:
-        """One delivery: record it, answer by the plan, act on the answer."""
+        """One delivery (a local re-consume): as a batch of one."""
+        self.consume_batch([(msg, reconsume_times)])
+
+    def consume_batch(self, batch: list[tuple[StoredMessage, int]]) -> None:
+        """One call of the listener (ConsumeMessageConcurrentlyService.ConsumeRequest): record each
+        delivery, answer by the plans in order until one is not OK (a batch consumer's ack index is
+        the message before it, and the rest are sent back unasked: reference.plans), act on the
+        answer (processConsumeResult: send back every message after the ack index)."""
         system = self.system
         now = system.clock.now_ms()
-        pos_key = (self.group, msg.key)
-        outcome, cursor, _ = next_answer(msg.plan, system.plan_positions.get(pos_key, NO_PROGRESS), reconsume_times)
-        system.plan_positions[pos_key] = cursor
-        event = {
-            "type": "deliver", "ts_ms": now, "key": msg.key, "group": self.group, "topic": msg.topic,
-            "queue_id": msg.queue_id, "queue_offset": msg.queue_offset, "queue_topic": msg.queue_topic,
-            "commit_log_offset": msg.commit_log_offset, "body_crc": msg.body_crc, "msg_id": msg.msg_id,
-            "reconsume_times": reconsume_times, "born_ms": msg.born_ms, "store_ms": msg.store_ms,
-            "outcome": outcome,
-        }
-        self._out.write(event)
-        if outcome == CRASH:
-            self.record("kill")  # the dying consumer records its own death, as the process does
-            self.die(crashed=True)
-        elif outcome == LATER:
-            self.send_back(msg, reconsume_times)
+        batched = self.spec.batch_size > 1
+        events, failed_at, level = [], None, 0
+        for i, (msg, reconsume_times) in enumerate(batch):
+            outcome = LATER
+            if failed_at is None:
+                pos_key = (self.group, msg.key)
+                word, cursor, _ = next_answer(msg.plan, system.plan_positions.get(pos_key, NO_PROGRESS), reconsume_times)
+                system.plan_positions[pos_key] = cursor
+                outcome = answer_word(word)
+                if outcome == LATER:
+                    failed_at, level = i, later_level(word)
+            event = {
+                "type": "deliver", "ts_ms": now, "key": msg.key, "group": self.group, "topic": msg.topic,
+                "queue_id": msg.queue_id, "queue_offset": msg.queue_offset, "queue_topic": msg.queue_topic,
+                "commit_log_offset": msg.commit_log_offset, "body_crc": msg.body_crc, "msg_id": msg.msg_id,
+                "reconsume_times": reconsume_times, "born_ms": msg.born_ms, "store_ms": msg.store_ms,
+                "outcome": outcome, **({"next_level": level} if outcome == LATER and level else {}),
+                **({"batch_index": i} if batched else {}),
+            }
+            events.append(event)
+            if outcome == CRASH:
+                for e in events:
+                    self._out.write(e)
+                self.record("kill")  # the dying consumer records its own death, as the process does
+                self.die(crashed=True)
+                return
+        ack = (len(batch) if failed_at is None else failed_at) - 1
+        for e in events:
+            self._out.write({**e, "ack_index": ack} if batched else e)
+        if Defect.ACK_INDEX_OFF_BY_ONE in system.broker.defects and batched:
+            ack += 1  # the failing message is taken as consumed
+        for msg, reconsume_times in batch[ack + 1:]:
+            self.send_back(msg, reconsume_times, level)
 
-    def send_back(self, msg: StoredMessage, reconsume_times: int) -> None:
+    def send_back(self, msg: StoredMessage, reconsume_times: int, level: int = 0) -> None:
         """ConsumeMessageConcurrentlyService.processConsumeResult + DefaultMQPushConsumerImpl.sendMessageBack."""
         system, broker = self.system, self.system.broker
         failing = system.send_back_failure_rate
         rng: random.Random = system.rng
         attempt = msg if msg.reconsume_times == reconsume_times else replace(msg, reconsume_times=reconsume_times)
         if broker.reachable and broker.writable and not (failing and rng.random() < failing):
-            broker.send_back(attempt, self.group, self.max_reconsume_times)
+            broker.send_back(attempt, self.group, self.max_reconsume_times, level)
             return
         if broker.reachable and broker.writable and not (failing and rng.random() < failing):
-            broker.send_back(attempt, self.group, self.max_reconsume_times, resend=True)
+            broker.send_back(attempt, self.group, self.max_reconsume_times, resend=True)  # 3 + reconsumeTimes
             return
         inc = self.incarnation
         clock = system.clock
         pos_key = (self.group, msg.key)
-        system.plan_positions[pos_key] = later_not_stored(system.plan_positions.get(pos_key, NO_PROGRESS), reconsume_times)
+        system.plan_positions[pos_key] = later_not_stored(system.plan_positions.get(pos_key, NO_PROGRESS), reconsume_times, level)
         held = self.local_retries.setdefault((msg.queue_topic, msg.queue_id), set())
         held.add(msg.queue_offset)
 

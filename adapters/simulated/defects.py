@@ -100,6 +100,23 @@ class Defect(enum.Enum):
         "master only)", "delayed messages waiting while a master with a slave is down (chaos: "
         "master-down-slave-serves)")
 
+    ASYNC_SKIP_AFTER_RESENDS = DefectInfo(
+        "NO_LOSS", "asynchronous delivery (enableScheduleAsyncDeliver) gives up a re-put whose put keeps failing "
+        "after scheduleAsyncDeliverMaxResendNum2Blocked * 2 resends and moves the offset past it, although its "
+        "message is still readable (PutResultProcess.need2Skip skips only a message it can no longer read): a "
+        "store refusing writes for a second loses what falls due", "delayed messages falling due while the store "
+        "refuses writes, asynchronous delivery (chaos: async-disk-full-while-due)")
+    CHOSEN_LEVEL_IGNORED = DefectInfo(
+        "NOT_EARLY", "the broker's send-back ignores the delay level the consumer asked for "
+        "(ConsumeConcurrentlyContext.setDelayLevelWhenNextConsume): every retry is stored at 3 + reconsumeTimes, "
+        "and a level of -1 retries instead of going to the DLQ", "a plan answering LATER:n with n above "
+        "3 + reconsumeTimes (conformance: consumer-chosen-levels)")
+    ACK_INDEX_OFF_BY_ONE = DefectInfo(
+        "NO_LOSS", "the client takes a batch's ack index one too far (a fork's processConsumeResult that "
+        "starts sending back at ackIndex + 2): the first message after the ack index, the one that failed, "
+        "is neither retried nor consumed", "a batch consumer whose plan answers LATER inside a batch "
+        "(conformance: batch-ack-index)")
+
     @property
     def invariant(self) -> str:
         return self.value.invariant

@@ -20,10 +20,13 @@ class ConsumerRetry:
 
     def send_back(self, msg: StoredMessage, group: str, max_reconsume_times: int, delay_level: int = 0,
                   resend: bool = False) -> StoredMessage:
-        """SendMessageProcessor.asyncConsumerSendMsgBack (4.9.x): retry k in %RETRY%group at level
-        3 + (k - 1), or the DLQ when the failed attempt reached maxReconsumeTimes (or level < 0).
+        """SendMessageProcessor.asyncConsumerSendMsgBack (4.9.x): retry k in %RETRY%group at the
+        level the consumer asked for (``delay_level`` > 0) or 3 + (k - 1), or the DLQ when the failed
+        attempt reached maxReconsumeTimes (or the consumer asked for a level below 0).
         ``resend``: the client's own producer re-sent it (handleRetryAndDLQ: DLQ when k >= max)."""
         failed = msg.reconsume_times
+        if Defect.CHOSEN_LEVEL_IGNORED in self.defects:
+            delay_level = 0
         if resend:
             to_dlq = goes_to_dlq_on_resend(failed + 1, max_reconsume_times)
         else:

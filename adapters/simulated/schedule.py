@@ -6,6 +6,12 @@ re-puts every entry whose deliver time has come (corrected by ``correctDeliverTi
 moves the offset past an entry only when its re-put succeeded (else retries 100 ms later). The
 offsets are persisted 10 s after start and every ``flushDelayOffsetInterval`` after, and on
 graceful shutdown; a start loads the persisted offsets (``correctDelayOffset``).
+
+Asynchronous delivery (enableScheduleAsyncDeliver, 4.9.3+): the task hands each re-put to the store
+without waiting, and HandlePutResultTask moves the offset past the completed puts in order, every
+:data:`ASYNC_ACK_MS`; a failed put blocks its level and is resent with a growing pause
+(PutResultProcess.doResend). A graceful shutdown stops the handle task before it persists, so the
+puts completed since its last run are not covered by the persisted offset (reference.persistence).
 """
 
 from __future__ import annotations
@@ -17,13 +23,17 @@ from adapters.simulated.defects import Defect
 from adapters.simulated.store import MessageStore, StoredMessage
 from reference.contract import SCHEDULE_TOPIC
 from reference.levels import LevelTable
-from reference.persistence import corrected_delay_offset
+from reference.persistence import ASYNC_ACK_MS, corrected_delay_offset
 from reference.windows import corrected_deliver_ms
 
 #: ScheduleMessageService.DELAY_FOR_A_WHILE: retry pause after a failed re-put.
 RETRY_PUT_MS = 100
 #: REORDER_WITHIN_LEVEL: how long an even-offset entry is held back.
 REORDER_HOLD_MS = 400
+#: PutResultProcess.doResend: the n-th resend of a failed asynchronous put waits n * this (5.x)
+ASYNC_RESEND_STEP_MS = 100
+#: ASYNC_SKIP_AFTER_RESENDS: PutResultProcess.need2Skip's count (scheduleAsyncDeliverMaxResendNum2Blocked * 2)
+ASYNC_SKIP_RESENDS = 6
 
 
 #: Defect.LATE_DELIVERY: how long after its due time a delayed message is re-put
@@ -32,8 +42,13 @@ LATE_DELIVERY_MS = 10_000
 
 class ScheduleService:
     def __init__(self, table: LevelTable, store: MessageStore, defects: frozenset[Defect],
-                 rng: random.Random, put_failure_rate: float):
+                 rng: random.Random, put_failure_rate: float, async_deliver: bool = False):
         self.table = table
+        self.async_deliver = async_deliver
+        #: asynchronous delivery: per level, (the offset after it, when it completed) of each completed
+        #: put not yet taken by HandlePutResultTask (:meth:`settle`), in order
+        self.completed: dict[int, list[tuple[int, int]]] = {}
+        self.resends: dict[tuple[int, int], int] = {}  # (level, offset) -> failed asynchronous puts so far
         self.store = store
         self.defects = defects
         self.rng = rng
@@ -69,13 +84,29 @@ class ScheduleService:
 
     def persist(self, now_ms: int) -> None:
         """ScheduleMessageService.persist: write the in-memory offsets to delayOffset.json."""
+        self.settle(now_ms)
         self.persisted = dict(self.offsets)
         self.persisted_ms = now_ms
 
+    def settle(self, now_ms: int, last_run_ms: int | None = None) -> None:
+        """HandlePutResultTask.run (asynchronous delivery): the offset of each level moves past the
+        puts completed by its last run (every :data:`ASYNC_ACK_MS`; at the latest ``last_run_ms``)."""
+        last_run = now_ms - now_ms % ASYNC_ACK_MS if last_run_ms is None else last_run_ms
+        for level, puts in self.completed.items():
+            taken = [offset for offset, done_ms in puts if done_ms <= last_run]
+            if taken:
+                self.offsets[level] = max(self.offsets.get(level, 0), *taken)
+                puts[:] = [(o, d) for o, d in puts if d > last_run]
+
     def shutdown(self, graceful: bool, now_ms: int, persisted_already: bool = False) -> None:
-        """ScheduleMessageService.shutdown persists (graceful); a kill -9 loses the in-memory table."""
+        """ScheduleMessageService.shutdown persists (graceful); a kill -9 loses the in-memory table.
+        With asynchronous delivery the handle task is stopped before the persist: what completed
+        since its last run is not in the persisted offset."""
         if graceful and not persisted_already and Defect.DUPLICATE_AFTER_GRACEFUL_RESTART not in self.defects:
+            self.settle(now_ms, last_run_ms=now_ms - ASYNC_ACK_MS)
+            self.completed.clear()
             self.persist(now_ms)
+        self.completed.clear()
         self.running = False
 
     def load_before_start(self, start_took_ms: int, constructor_flush_ms: int) -> None:
@@ -109,7 +140,7 @@ class ScheduleService:
             if (level, offset) in self.reput_ahead:  # REORDER_WITHIN_LEVEL: already re-put
                 self.reput_ahead.discard((level, offset))
                 offset += 1
-                self._advance(level, offset, task_start)
+                self._advance(level, offset, task_start, now_ms)
                 continue
             due = self.due_ms(entry, now_ms)
             if due > now_ms:
@@ -125,19 +156,33 @@ class ScheduleService:
                 self.failed_puts += 1
                 if Defect.LOST_REPUT_ON_WRITE_FAILURE in self.defects:
                     offset += 1
-                    self._advance(level, offset, task_start)
+                    self._advance(level, offset, task_start, now_ms)
                     continue
-                return now_ms + RETRY_PUT_MS
+                if not self.async_deliver:
+                    return now_ms + RETRY_PUT_MS
+                # PutResultProcess.doResend: the level waits for the resend, n * 100 ms after the n-th failure
+                failures = self.resends[(level, offset)] = self.resends.get((level, offset), 0) + 1
+                if failures > ASYNC_SKIP_RESENDS and Defect.ASYNC_SKIP_AFTER_RESENDS in self.defects:
+                    offset += 1  # given up as unreadable: skipped, never stored
+                    self._advance(level, offset, task_start, now_ms)
+                    continue
+                return now_ms + failures * ASYNC_RESEND_STEP_MS
+            self.resends.pop((level, offset), None)
             reput(entry)
             self.reputs += 1
             offset += 1
-            self._advance(level, offset, task_start)
+            self._advance(level, offset, task_start, now_ms)
         return None
 
-    def _advance(self, level: int, offset: int, task_start: int) -> None:
+    def _advance(self, level: int, offset: int, task_start: int, now_ms: int) -> None:
         """DeliverDelayedMessageTimerTask.executeOnTimeup: after a PUT_OK the offset becomes the
         entry's offset + 1 (REPUT_OFFSET_FROM_TASK_START: the task run's start offset + 1, #3966);
-        the task chain itself goes on from the entry after it either way."""
+        the task chain itself goes on from the entry after it either way. Asynchronous delivery:
+        HandlePutResultTask moves it, in order, once the put completed (:meth:`settle`)."""
         self.cursor[level] = offset
         wrong = Defect.REPUT_OFFSET_FROM_TASK_START in self.defects
+        if self.async_deliver and not wrong:
+            self.settle(now_ms)
+            self.completed.setdefault(level, []).append((offset, now_ms))
+            return
         self.offsets[level] = task_start + 1 if wrong else offset

@@ -18,7 +18,7 @@ from adapters.simulated.parts import Broker as SimBrokerPart, Consumers, NameSer
 from adapters.simulated.slave import Slave
 from adapters.simulated.store import StoredMessage
 from reference.cluster import MASTER_SLAVE, SINGLE
-from reference.contract import FAULT_TARGETS, SIMULATED_ADAPTER, retry_topic
+from reference.contract import ASYNC_DELIVER, FAULT_TARGETS, SIMULATED_ADAPTER, retry_topic
 from reference.levels import parse_level_table
 from reference.plans import PlanCursor, parse_plan
 from reference.profile import Profile
@@ -46,9 +46,11 @@ class SimulatedSystem(PartsSystem):
         if profile.flush_delay_offset_interval_ms < 1:
             raise ValueError(f"BrokerProfile.flush_delay_offset_interval_ms: expected a positive int, "
                              f"found {profile.flush_delay_offset_interval_ms!r}")
-        self.profile = Profile(level_table=table, flush_delay_offset_interval_ms=profile.flush_delay_offset_interval_ms)
+        self.profile = Profile(level_table=table, flush_delay_offset_interval_ms=profile.flush_delay_offset_interval_ms,
+                               schedule_async_deliver=profile.schedule_async_deliver)
         self._config = {"messageDelayLevel": profile.message_delay_level,
-                        "flushDelayOffsetInterval": str(profile.flush_delay_offset_interval_ms)}
+                        "flushDelayOffsetInterval": str(profile.flush_delay_offset_interval_ms),
+                        "enableScheduleAsyncDeliver": str(profile.schedule_async_deliver).lower()}
         self.defects = defects
         if put_failure_rate is None:
             put_failure_rate = 0.2 if Defect.LOST_REPUT_ON_WRITE_FAILURE in defects else 0.0
@@ -67,7 +69,7 @@ class SimulatedSystem(PartsSystem):
         self._sent = 0
         self.info = SystemInfo(SIMULATED_ADAPTER, version, "virtual", {
             "defects": sorted(d.slug for d in defects), "seed": seed,
-            "capabilities": ["timer"] if timers else [],
+            "capabilities": (["timer"] if timers else []) + [ASYNC_DELIVER],
         })
         self.cluster = profile.cluster if profile.cluster in SIMULATED_CLUSTERS else SINGLE
         self.info.details["cluster"] = self.cluster

@@ -18,12 +18,12 @@ def suite_of(scenario_name: str) -> str | None:
     or None for a scenario of no catalogue (a file, a test's own): JUnit names and ``run.json``."""
     from harness.catalogue.chaos import NIGHTLY
     from harness.catalogue.conformance import CONFORMANCE
-    from harness.catalogue.persistence import FULL
+    from harness.catalogue.persistence import FULL, FULL_ASYNC
 
     if any(s.name == scenario_name for s in CONFORMANCE):
         return "conformance"
     if any(s.name == scenario_name for s in NIGHTLY):
         return "chaos"
-    if any(s.name == scenario_name for s in FULL):
+    if any(s.name == scenario_name for s in FULL + FULL_ASYNC):
         return "persistence"
     return "generated" if _GENERATED.match(scenario_name) else None

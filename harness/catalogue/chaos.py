@@ -8,7 +8,10 @@ The ``SHORT`` set runs in the main job and in CI; ``NIGHTLY`` adds the long ones
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.scenario import ConsumerGroup, FaultStep, Message, Profile, Scenario
+from reference.contract import ASYNC_DELIVER
 from reference.cluster import CONTROLLER, MASTER_SLAVE, TWO_MASTERS
 from reference.clock import CLOCK_DRIFT
 
@@ -99,6 +102,17 @@ def disk_full_while_due() -> Scenario:
                          plan=(LATER, OK) if i % 6 == 0 else ()) for i in range(60))
     faults = (FaultStep(at_ms=DISK_NOTICED_AFTER_START_MS + 2_000, action="disk_full", duration_ms=8_000),)
     return Scenario("disk-full-while-due", msgs, _group("diskfull", "DiskFull"), faults, description=disk_full_while_due.__doc__)
+
+
+def async_disk_full_while_due() -> Scenario:
+    """disk-full-while-due with the schedule service's asynchronous delivery: a re-put refused by
+    the full store blocks its level and is resent with a growing pause (PutResultProcess.doResend),
+    so the level waits for the space to return and loses nothing."""
+    base = disk_full_while_due()
+    msgs = tuple(replace(m, key="A" + m.key, topic="AsyncDiskFull") for m in base.messages)
+    return Scenario("async-disk-full-while-due", msgs, _group("asyncdiskfull", "AsyncDiskFull"), base.faults,
+                    profile=replace(base.profile, schedule_async_deliver=True), requires=(ASYNC_DELIVER,),
+                    description=async_disk_full_while_due.__doc__)
 
 
 #: when io-stall-while-due freezes the broker's store, and for how long (reference.faults.io)
@@ -241,6 +255,18 @@ def clock_slow_while_due() -> Scenario:
 CLUSTER_DOWN_AT_MS, CLUSTER_DOWN_MS = 12_000, 8_000
 
 
+def batch_crash_then_kill9() -> Scenario:
+    """A batch consumer (batch size 4) dies inside a batch (a CRASH after consumed messages it never
+    acknowledged: the whole batch comes again, the acked part answered OK without a plan entry),
+    and the broker is killed -9 while the batches' retries wait at levels 3 and 5."""
+    plans = {0: (OK,), 1: (LATER, OK), 2: ("LATER:5", OK), 3: (OK,)}
+    msgs = tuple(Message(f"BC{i:02d}", "BatchCrash", at_ms=200 + i * 20, plan=plans[i % 4] if i not in (6, 17) else (CRASH, OK))
+                 for i in range(24))
+    group = (ConsumerGroup("cg-batchcrash", ("BatchCrash",), batch_size=4),)
+    faults = (FaultStep(0, "pause", "consumer"), FaultStep(2_000, "resume", "consumer"), FaultStep(4_500, "kill_restart"))
+    return Scenario("batch-crash-then-kill9", msgs, group, faults, description=batch_crash_then_kill9.__doc__)
+
+
 def _waiting(prefix: str, topic: str) -> tuple[Message, ...]:
     """90 messages over 9 s, levels 3..8 (every sixth retried once): at ``CLUSTER_DOWN_AT_MS`` the
     later half of them waits in the schedule queues."""
@@ -333,4 +359,6 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     clock_back_while_due(),
     clock_fast_while_due(),
     clock_slow_while_due(),
+    batch_crash_then_kill9(),
+    async_disk_full_while_due(),
 ) + CLUSTER

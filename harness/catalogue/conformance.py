@@ -7,7 +7,7 @@ so a batch runs them concurrently on one broker per table.
 
 from __future__ import annotations
 
-from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, Message, Profile, Scenario
+from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultStep, Message, Profile, Scenario
 
 LATER, OK, CRASH = "LATER", "OK", "CRASH"
 
@@ -72,6 +72,33 @@ def consumer_redelivery() -> Scenario:
     return Scenario("consumer-redelivery", msgs, _one_group("crash", "Crash"), description=consumer_redelivery.__doc__)
 
 
+def consumer_chosen_levels() -> Scenario:
+    """LATER:n (ConsumeConcurrentlyContext.setDelayLevelWhenNextConsume): the retry waits level n as
+    given (9, 1, 10 then 2), 0 is the broker's choice (3 + reconsumeTimes), a level above the table's
+    maximum is clamped to it, -1 sends the message to %DLQ%group at once (also after a retry)."""
+    plans = {"CL-9": ("LATER:9", OK), "CL-1": ("LATER:1", OK), "CL-0": ("LATER:0", OK), "CL-max": ("LATER:25", OK),
+             "CL-mix": ("LATER:10", "LATER:2", OK), "CL-dlq": ("LATER:-1",), "CL-dlq2": (LATER, "LATER:-1")}
+    msgs = tuple(Message(key, "Chosen", at_ms=i * 150, plan=plan) for i, (key, plan) in enumerate(plans.items()))
+    return Scenario("consumer-chosen-levels", msgs, _one_group("chosen", "Chosen"), description=consumer_chosen_levels.__doc__)
+
+
+#: how long a batch consumer is paused while its backlog is sent (then pulled in batches)
+BATCH_BACKLOG_MS = 3000
+
+
+def batch_ack_index() -> Scenario:
+    """A batch consumer (consumeMessageBatchMaxSize 4) answers each batch with an ack index: the
+    messages up to it are consumed, every one after it is sent back (processConsumeResult), at the
+    level the failing message asked for — to the DLQ for all of them after a LATER:-1. The consumer
+    is paused while the backlog is sent, so the pulls after it hand out full batches."""
+    plans = {1: (LATER, OK), 2: ("LATER:5", OK), 3: (OK,), 0: (OK,)}
+    msgs = tuple(Message(f"BA{i:02d}", "Batch", at_ms=200 + i * 20, plan=plans[i % 4] if i != 13 else ("LATER:-1",))
+                 for i in range(24))
+    group = (ConsumerGroup("cg-batch", ("Batch",), batch_size=4),)
+    faults = (FaultStep(0, "pause", "consumer"), FaultStep(BATCH_BACKLOG_MS, "resume", "consumer"))
+    return Scenario("batch-ack-index", msgs, group, faults, description=batch_ack_index.__doc__)
+
+
 def custom_table() -> Scenario:
     """A custom 3-level table: its own delays, clamping to level 3, retries clamped to level 3."""
     prof = Profile(message_delay_level="2s 4s 6s")
@@ -101,6 +128,8 @@ CONFORMANCE: tuple[Scenario, ...] = tuple(
         consumer_redelivery,
         custom_table,
         timer_messages,
+        consumer_chosen_levels,
+        batch_ack_index,
     )
 )
 

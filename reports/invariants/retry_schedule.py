@@ -19,7 +19,7 @@ class RetrySchedule(Invariant):
         anchor, delay = x(a.row, "anchor_ms"), x(a.row, "delay_ms")
         if anchor is not None:
             out.plot["gaps"][a.attempt][clip_bin(a.observed - anchor - delay)] += 1  # offset from the schedule
-            out.plot["gap_expected"][a.attempt] = delay
+            _expect(out, a.attempt, delay)
         out.checked[self.name] += 1
         prev, later = a.prev if a.prev is not None else (None, None)
         detail = None
@@ -52,7 +52,13 @@ class RetrySchedule(Invariant):
             gap = c.observed[p][r] - c.e_anchor_ms[xa] - c.e_delay_ms[xa]
             count_into(out.plot["gaps"], att[r], (np.clip(gap, lo_r, hi_r) // LATENESS_BIN_MS) * LATENESS_BIN_MS)
             for k, delay in zip(att[r].tolist(), c.e_delay_ms[xa].tolist()):
-                out.plot["gap_expected"][k] = delay
+                _expect(out, k, delay)
+
+
+def _expect(out: Judgements, attempt: int, delay: int) -> None:
+    """The gaps plot's scale of retry ``attempt``: the longest delay its retries were due after
+    (one level per attempt, unless consumers asked for their own: LATER:n)."""
+    out.plot["gap_expected"][attempt] = max(delay, out.plot["gap_expected"].get(attempt, delay))
 
 
 UNIT = RetrySchedule()

@@ -2,4 +2,4 @@
 stays for the suites' tests."""
 
 from harness.catalogue.persistence import *  # noqa: F401,F403
-from harness.catalogue.persistence import FULL, SHORT  # noqa: F401
+from harness.catalogue.persistence import FULL, FULL_ASYNC, SHORT  # noqa: F401

@@ -19,13 +19,15 @@ PERSISTENCE_DEFECTS = [
 ]
 
 
-def verdicts_by_defect(scenarios, defects, out: Path) -> dict:
+def verdicts_by_defect(scenarios, defects, out: Path, clean_too=()) -> dict:
+    """``clean_too``: more scenarios for the clean simulator only (after ``scenarios``)."""
     from reports.check import check_runs
 
     runs = {}
     for d in [None] + list(defects):
         spec = "simulated" if d is None else f"simulated[{d.slug}]"
-        results, errors = run_batch(list(scenarios), BatchOptions(SystemSpec(spec), out / (d.slug if d else "clean"), progress=False))
+        todo = list(scenarios) + (list(clean_too) if d is None else [])
+        results, errors = run_batch(todo, BatchOptions(SystemSpec(spec), out / (d.slug if d else "clean"), progress=False))
         assert not errors, errors
         runs[d] = [r for r in results if not r.skipped]
     verdicts = {v["run_id"]: v for v in check_runs([r.run_dir for rs in runs.values() for r in rs])}

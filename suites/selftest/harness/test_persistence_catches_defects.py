@@ -15,7 +15,7 @@ from harness.verdicts import assert_conforms, describe
 from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, verdicts_by_defect
 from reference.persistence_axes import AXES
 from harness.catalogue.pairwise import all_pairs, pairs_of
-from suites.persistence.scenarios import FULL, FULL_COORDINATES, SHORT
+from suites.persistence.scenarios import FULL, FULL_ASYNC, FULL_COORDINATES, SHORT
 
 
 
@@ -25,11 +25,14 @@ def test_full_is_a_pairwise_cover_and_short_has_every_axis_value():
     assert covered == all_pairs(axes)
     for i, axis in enumerate(axes):
         assert {s.name.split("-")[1 + i] for s in SHORT} == {v.value for v in axis}
-    assert len({s.name for s in FULL}) == len(FULL)
+    assert len({s.name for s in FULL + FULL_ASYNC}) == len(FULL) * 2
+    # the asynchronous mode: the same cover, and CI's short set has a graceful and a frozen-then-killed stop
+    assert [s.name for s in FULL_ASYNC] == [s.name + "-async" for s in FULL]
+    assert {s.name.split("-")[3] for s in SHORT if s.profile.schedule_async_deliver} == {"graceful", "pausekill"}
 
 
 def test_every_scenario_validates_and_the_sets_fit_their_time_budgets():
-    for s in FULL:
+    for s in FULL + FULL_ASYNC:
         validate_scenario(s)
     assert sum(scenario_wait_ms(s) for s in SHORT) < 5 * 60_000
     assert sum(scenario_wait_ms(s) for s in FULL) < 15 * 60_000
@@ -37,12 +40,12 @@ def test_every_scenario_validates_and_the_sets_fit_their_time_budgets():
 
 @pytest.fixture(scope="module")
 def verdicts_by_system(tmp_path_factory):
-    return verdicts_by_defect(FULL, PERSISTENCE_DEFECTS, tmp_path_factory.mktemp("persistence"))
+    return verdicts_by_defect(FULL, PERSISTENCE_DEFECTS, tmp_path_factory.mktemp("persistence"), clean_too=FULL_ASYNC)
 
 
 def test_clean_simulator_conforms_on_every_persistence_scenario(verdicts_by_system):
     clean = verdicts_by_system[None]
-    assert len(clean) == len(FULL)
+    assert len(clean) == len(FULL) + len(FULL_ASYNC)
     for v in clean:
         assert_conforms(v)
 

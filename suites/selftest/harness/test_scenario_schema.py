@@ -26,7 +26,7 @@ from harness.scenario import (
     scenario_schema,
     validate_scenario,
 )
-from reference.contract import FAULT_TARGETS, PLAN_WORDS, ContractError
+from reference.contract import CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
 from harness.catalogue.generate import sample
 from harness.catalogue.chaos import NIGHTLY, SHORT
 from harness.catalogue.conformance import CONFORMANCE
@@ -61,6 +61,16 @@ BAD = [
     ("unknown-fault-action", _raw(faults=[{"at_ms": 10, "action": "explode"}]), "faults[0].action", "explode"),
     ("unknown-fault-target", _raw(faults=[{"at_ms": 10, "action": "kill", "target": "zookeeper"}]),
      "faults[0].target", "zookeeper"),
+    ("chosen-level-not-a-number", _raw(messages=[{"key": "a", "topic": "T", "plan": ["LATER:five"]}]),
+     "messages[0].plan[0]", "LATER:five"),
+    ("chosen-level-beyond-an-int", _raw(messages=[{"key": "a", "topic": "T", "plan": ["OK", "LATER:2147483648"]}]),
+     "messages[0].plan[1]", "LATER:2147483648"),
+    ("async-without-requires", _raw(profile={"schedule_async_deliver": True}), "requires", []),
+    ("async-not-a-boolean", _raw(profile={"schedule_async_deliver": 1}, requires=["async_deliver"]),
+     "profile.schedule_async_deliver", 1),
+    ("batch-of-zero", _raw(consumers=[{"group": "g", "topics": ["T"], "batch_size": 0}]), "consumers[0].batch_size", 0),
+    ("batch-beyond-the-client", _raw(consumers=[{"group": "g", "topics": ["T"], "batch_size": 1025}]),
+     "consumers[0].batch_size", 1025),
     ("zero-instances", _raw(consumers=[{"group": "g", "topics": ["T"], "instances": 0}]), "consumers[0].instances", 0),
     ("max-reconsume-below-minus-one", _raw(profile={"max_reconsume_times": -2}), "profile.max_reconsume_times", -2),
     ("missing-key", _raw(messages=[{"topic": "T"}]), "messages[0].key", "missing"),
@@ -169,7 +179,8 @@ def test_shipped_schema_is_valid_and_identical_to_the_generated_one():
 def test_schema_vocabularies_and_fields_come_from_the_code():
     schema = scenario_schema()
     defs = schema["$defs"]
-    assert defs["message"]["properties"]["plan"]["items"]["enum"] == list(PLAN_WORDS)
+    words, chosen = defs["message"]["properties"]["plan"]["items"]["anyOf"]
+    assert words["enum"] == list(PLAN_WORDS) and chosen["pattern"] == f"^{CHOSEN_LEVEL_WORD}$"
     assert defs["fault"]["properties"]["action"]["enum"] == list(FAULT_ACTIONS_SCHEDULABLE)
     assert defs["fault"]["properties"]["target"]["enum"] == list(FAULT_TARGETS)
     assert schema["properties"]["requires"]["items"]["enum"] == list(KNOWN_REQUIREMENTS)

@@ -54,13 +54,15 @@ class Run:
 def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, levels: str = "1s 2s 3s 4s 5s",
                  max_reconsume_times: int = 16, flush_ms: int = 10_000, slack_ms: int = 3000, seed: int = 0,
                  defects=(), groups: tuple[str, ...] = ("g",), consumers_per_group: int = 1,
-                 drain_ms: int = 120_000, run_id: str | None = None, cluster: str = "single", **options) -> Run:
+                 drain_ms: int = 120_000, run_id: str | None = None, cluster: str = "single", batch_size: int = 1,
+                 schedule_async_deliver: bool = False, **options) -> Run:
     """Execute the timeline (offsets after setup) and drain ``drain_ms`` of virtual time after the
     last step, restarting crashed consumers every 250 ms as the runner does. ``tmp`` becomes a run
     directory of the contract (run.json, events/harness.jsonl, events/consumer-*.jsonl)."""
     events_dir = tmp / "events"
     events_dir.mkdir(parents=True, exist_ok=True)
-    system = open_simulated(BrokerProfile(levels, flush_ms, cluster=cluster), defects=defects, seed=seed, **options)
+    system = open_simulated(BrokerProfile(levels, flush_ms, cluster=cluster, schedule_async_deliver=schedule_async_deliver),
+                            defects=defects, seed=seed, **options)
     events: list[dict] = []
     clock = system.clock
 
@@ -76,7 +78,7 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
         system.create_topic(t)
     for g in groups:
         for i in range(consumers_per_group):
-            system.start_consumer(ConsumerSpec(f"{g}-{i}", g, tuple(topics), max_reconsume_times, events_dir))
+            system.start_consumer(ConsumerSpec(f"{g}-{i}", g, tuple(topics), max_reconsume_times, events_dir, batch_size))
     timeline = sorted([(f.at_ms, 0, i, f) for i, f in enumerate(faults)] + [(s.at_ms, 1, i, s) for i, s in enumerate(sends)])
     rng = random.Random(seed)
     for at, kind, _, item in timeline:
@@ -137,7 +139,8 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
         validate_event(e, f"simulated run event #{i}")
     run = {"run_id": run_id or f"sim-{seed}", "scenario": "selftest", "system": {"adapter": "simulated", "version": system.info.version, "runtime": "virtual"},
            "profile": {"message_delay_level": levels, "max_reconsume_times": max_reconsume_times,
-                       "flush_delay_offset_interval_ms": flush_ms, "slack_ms": slack_ms, "cluster": cluster},
+                       "flush_delay_offset_interval_ms": flush_ms, "slack_ms": slack_ms, "cluster": cluster,
+                       "schedule_async_deliver": schedule_async_deliver},
            "started_ms": started, "ended_ms": now}
     (tmp / "run.json").write_text(json.dumps(run, indent=1))
     return Run(run, events, system, tmp)

@@ -18,6 +18,18 @@ def exposing(defect: Defect) -> tuple[list[Send], list[Fault], dict]:
         return [Send(0, "above-max", delay_level=9), Send(10, "far-above", delay_level=99)], [], {}
     if defect is Defect.WRONG_RETRY_LEVEL:
         return [Send(0, "retry", plan=("LATER", "LATER", "OK"))], [], {}
+    if defect is Defect.ASYNC_SKIP_AFTER_RESENDS:
+        # asynchronous delivery; the store full for 4 s while level-1 and level-2 messages fall due:
+        # the head's 7th resend comes 2.8 s after its first failure
+        sends = [Send(i * 50, f"a{i}", delay_level=1 + i % 2) for i in range(20)]
+        return sends, [Fault(1000, "disk_full"), Fault(5000, "disk_free")], {"schedule_async_deliver": True}
+    if defect is Defect.CHOSEN_LEVEL_IGNORED:
+        return [Send(0, "asks-5", plan=("LATER:5", "OK")), Send(10, "asks-dlq", plan=("LATER:-1",))], [], {}
+    if defect is Defect.ACK_INDEX_OFF_BY_ONE:
+        # a backlog (the consumer paused while it is sent) pulled as batches of 4; every third message
+        # answers LATER once
+        sends = [Send(100 + i * 10, f"b{i}", plan=("LATER", "OK") if i % 3 == 1 else ()) for i in range(24)]
+        return sends, [Fault(0, "pause", "consumer"), Fault(1000, "resume", "consumer")], {"batch_size": 4}
     if defect is Defect.SKIPPED_DLQ:
         return [Send(0, "to-dlq", plan=("LATER",) * 3)], [], {"max_reconsume_times": 2}
     if defect is Defect.REORDER_WITHIN_LEVEL:
