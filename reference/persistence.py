@@ -137,6 +137,18 @@ def async_stop_duplicate(faults: Iterable[Mapping], first_store_ms: int, second_
     return None
 
 
+def level_order_kept(async_deliver: bool) -> bool:
+    """ScheduleMessageService.asyncDeliver / HandlePutResultTask (asynchronous delivery, 4.9.3+):
+    only the head of a level's pending puts is resent, after a pause (PutResultProcess.doResend:
+    resendCount * 100 ms in 5.x, from 0 ms in 4.9.x), and the level is blocked only once the head
+    has been resent more than 3 times (need2Blocked); meanwhile the deliver task hands the entries
+    behind it to the store, so after a failed put a later entry of the level may be stored first
+    (seen on 5.5.0 after a full disk: 80 ms apart). The mode's author says so (apache/rocketmq#3449:
+    "the drawback of async delivery is that message order cannot be guaranteed"). LEVEL_ORDER is a
+    rule of the synchronous mode only."""
+    return not async_deliver
+
+
 def _scheduler_duplicate_allowed(broker: list[tuple[int, str]], target: str, first_store_ms: int, second_store_ms: int,
                                  interval_ms: int, first_flush_delay_ms: int, jitter_ms: int) -> tuple[bool, str]:
     name = "broker" if target == BROKER_TARGETS[0] else target

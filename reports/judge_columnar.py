@@ -31,6 +31,8 @@ from reference import expected as model
 from reference.clock import BrokerClock
 from reference.contract import EVENT_FIELDS, ContractError
 from reference.expected import EXPECTED_COLUMNS
+from reference.persistence import level_order_kept
+from reference.profile import profile_from_run
 from reference.stored_copy import FIELDS as COPY_FIELDS
 from reference.stored_copy import stored_copy_key
 from reports import offsets
@@ -283,7 +285,7 @@ def _judge_plain(out: Judgements, run, rows, sends_t, deliv, dlq_t, ended_ms, ti
     c.plain_messages = len(set(c.e_mg[~slow[c.e_key]].tolist()))
     for unit in UNITS:
         unit.count(out, c)
-    if c.plain_a.any():
+    if c.plain_a.any() and level_order_kept(profile_from_run(run).schedule_async_deliver):  # reference.persistence
         _level_order_firsts(out, c, sends_t, deliv)
     out.emit("s", {"messages": c.n_sends, "attempts": len(c.a_id), "recovered": c.recovered})
     return set(c.key_dict.take(pa.array(np.flatnonzero(slow))).to_pylist())
