@@ -100,6 +100,9 @@ class ConsumerSpec:
     max_reconsume_times: int = DEFAULT_MAX_RECONSUME_TIMES
     events_dir: Path = Path(".")
     batch_size: int = 1  # consumeMessageBatchMaxSize: > 1 answers each batch with an ack index (reference.plans)
+    #: the broker's SubscriptionGroupConfig.retryMaxTimes for the group (None: the broker's default, 16),
+    #: set before the consumer starts; a 3.4.9+ client's maxReconsumeTimes in the send-back header wins over it
+    group_retry_max_times: int | None = None
 
 
 @dataclass

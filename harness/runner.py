@@ -422,7 +422,8 @@ class ScenarioRun:
             for i in range(c.instances):
                 mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
                 name = f"{c.group}-{i}"
-                sysm.start_consumer(ConsumerSpec(name, c.group, c.topics, mrt, self.events_dir, c.batch_size))
+                sysm.start_consumer(ConsumerSpec(name, c.group, c.topics, mrt, self.events_dir, c.batch_size,
+                                                 c.retry_max_times))
                 # a group's membership changes (rebalance): recorded like any consumer start
                 log.write(consumer_fault("start", sysm.clock.now_ms(), name, c.group, CONSUMER_STARTED_BY_SCENARIO))
 

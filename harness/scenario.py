@@ -109,6 +109,7 @@ class ConsumerGroup:
     instances: int = 1
     max_reconsume_times: int | None = None  # None: the profile's
     batch_size: int = 1  # consumeMessageBatchMaxSize: > 1 answers batches with an ack index (reference.plans)
+    retry_max_times: int | None = None  # the broker's subscription group retryMaxTimes (None: its default)
 
 
 @dataclass(frozen=True)
@@ -300,6 +301,10 @@ def _consumer_schema() -> dict:
         "max_reconsume_times": ({"type": ["integer", "null"], "minimum": -1, "maximum": MAX_RECONSUME_TIMES},
                                 "The consumer's maxReconsumeTimes (wins over the profile's; -1 means 16; a "
                                 "Java int); null: the profile's."),
+        "retry_max_times": ({"type": ["integer", "null"], "minimum": 0, "maximum": MAX_RECONSUME_TIMES},
+                            "The broker's retryMaxTimes for the group (SubscriptionGroupConfig, set before the "
+                            "consumers start; null: the broker's default 16). A client's maxReconsumeTimes in the "
+                            "send-back header wins over it (AbstractSendMessageProcessor.consumerSendMsgBack)."),
         "batch_size": ({"type": "integer", "minimum": 1, "maximum": MAX_CONSUME_BATCH_SIZE},
                        "consumeMessageBatchMaxSize: the most messages the listener gets at once (from one "
                        "pull of one queue). Above 1 the consumer answers a batch with an ack index: it stops "
@@ -555,7 +560,8 @@ def _build(raw: dict) -> Scenario:
         consumers=tuple(
             ConsumerGroup(group=c["group"], topics=tuple(c["topics"]), instances=int(c.get("instances", 1)),
                           max_reconsume_times=None if c.get("max_reconsume_times") is None else int(c["max_reconsume_times"]),
-                          batch_size=int(c.get("batch_size", 1)))
+                          batch_size=int(c.get("batch_size", 1)),
+                          retry_max_times=None if c.get("retry_max_times") is None else int(c["retry_max_times"]))
             for c in raw["consumers"]
         ),
         faults=tuple(FaultStep(at_ms=int(f["at_ms"]), action=f["action"], target=f.get("target", "broker"),

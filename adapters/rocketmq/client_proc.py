@@ -113,6 +113,27 @@ class Client:
             self.admin.createAndUpdateTopicConfig(addr, TopicConfig(topic, queues, queues, perm))
         return {"brokers": addrs}
 
+    def create_group(self, group: str, retry_max_times: int) -> dict:
+        """Admin createAndUpdateSubscriptionGroupConfig on every broker: the group with its retryMaxTimes."""
+        from jpype import JClass
+
+        config = None
+        for name in ("org.apache.rocketmq.remoting.protocol.subscription.SubscriptionGroupConfig",  # 5.x
+                     "org.apache.rocketmq.common.subscription.SubscriptionGroupConfig"):  # 4.9.x
+            try:
+                config = JClass(name)()
+                break
+            except Exception:  # noqa: BLE001 - not this client's package: try the other
+                continue
+        if config is None:
+            raise RuntimeError("this client has no SubscriptionGroupConfig class")
+        config.setGroupName(group)
+        config.setRetryMaxTimes(retry_max_times)
+        addrs = list(self.brokers().values())
+        for addr in addrs:
+            self.admin.createAndUpdateSubscriptionGroupConfig(addr, config)
+        return {"brokers": addrs}
+
     def broker_config(self) -> dict:
         """Admin getBrokerConfig of every broker: address -> {key: value} as the broker reports it."""
         out = {}
@@ -243,6 +264,7 @@ def serve(client: Client, chan: Channel) -> None:
         "members": lambda a: {"members": client.members()},
         "sync_state": lambda a: client.sync_state(a["controller"], a["broker_name"]),
         "create_topic": lambda a: client.create_topic(a["topic"], int(a.get("queues", 4))),
+        "create_group": lambda a: client.create_group(a["group"], int(a["retry_max_times"])),
         "send": lambda a: client.send(a["message"], int(a.get("timeout_ms", 3000))),
         "send_batch": lambda a: client.send_batch(a["messages"], int(a.get("threads", 8)), int(a.get("timeout_ms", 3000))),
         "read_dlq": lambda a: client.read_dlq(a["group"]),

@@ -171,6 +171,8 @@ class RocketMQSystem(PartsSystem):
 
     # -- consuming ----------------------------------------------------------------------------
     def start_consumer(self, spec: ConsumerSpec) -> None:
+        if spec.group_retry_max_times is not None:  # the broker's side of the group, before its consumer
+            self.request("create_group", timeout_s=30, group=spec.group, retry_max_times=spec.group_retry_max_times)
         self.consumer.add(spec, self.create_topic)
 
     def poll_consumers(self) -> list[str]:

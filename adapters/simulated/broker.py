@@ -45,6 +45,7 @@ class SimBroker(ConsumerRetry):
         self.timers = timers
         self.startup_ms = startup_ms
         self.store = MessageStore()
+        self.group_retry_max_times: dict[str, int] = {}  # SubscriptionGroupConfig.retryMaxTimes set by the admin API
         self.schedule = ScheduleService(profile.level_table, self.store, defects, rng, put_failure_rate,
                                         profile.schedule_async_deliver)
         self.state = DOWN

@@ -106,6 +106,11 @@ class Defect(enum.Enum):
         "message is still readable (PutResultProcess.need2Skip skips only a message it can no longer read): a "
         "store refusing writes for a second loses what falls due", "delayed messages falling due while the store "
         "refuses writes, asynchronous delivery (chaos: async-disk-full-while-due)")
+    GROUP_RETRY_MAX_TIMES_WINS = DefectInfo(
+        "DLQ_ROUTING", "the broker's send-back takes the subscription group's retryMaxTimes over the client's "
+        "maxReconsumeTimes in the request header (AbstractSendMessageProcessor.consumerSendMsgBack lets the header "
+        "win for clients from 3.4.9 on)", "a group whose broker-side retryMaxTimes is below its consumer's "
+        "maxReconsumeTimes, with plans answering LATER more often (conformance: group-retry-max-times)")
     CHOSEN_LEVEL_IGNORED = DefectInfo(
         "NOT_EARLY", "the broker's send-back ignores the delay level the consumer asked for "
         "(ConsumeConcurrentlyContext.setDelayLevelWhenNextConsume): every retry is stored at 3 + reconsumeTimes, "

@@ -27,6 +27,8 @@ class ConsumerRetry:
         failed = msg.reconsume_times
         if Defect.CHOSEN_LEVEL_IGNORED in self.defects:
             delay_level = 0
+        if Defect.GROUP_RETRY_MAX_TIMES_WINS in self.defects and group in self.group_retry_max_times:
+            max_reconsume_times = self.group_retry_max_times[group]
         if resend:
             to_dlq = goes_to_dlq_on_resend(failed + 1, max_reconsume_times)
         else:

@@ -165,6 +165,8 @@ class SimulatedSystem(PartsSystem):
             if topic not in self.broker.store.queue_counts:
                 self.broker.store.create_topic(topic, 4)
         self.broker.store.create_topic(retry_topic(spec.group), 1)
+        if spec.group_retry_max_times is not None:  # SubscriptionGroupConfig.retryMaxTimes, set by the admin API
+            self.broker.group_retry_max_times[spec.group] = spec.group_retry_max_times
         c = SimConsumer(self, spec)
         self.consumers[spec.name] = c
         c.start()

@@ -82,6 +82,15 @@ def consumer_chosen_levels() -> Scenario:
     return Scenario("consumer-chosen-levels", msgs, _one_group("chosen", "Chosen"), description=consumer_chosen_levels.__doc__)
 
 
+def group_retry_max_times() -> Scenario:
+    """The broker's retryMaxTimes for the group (SubscriptionGroupConfig: 1 here) does not decide
+    the DLQ: the client's maxReconsumeTimes (16) travels in the send-back header and wins
+    (AbstractSendMessageProcessor.consumerSendMsgBack, clients from 3.4.9 on)."""
+    msgs = tuple(Message(f"GR{n}", "GroupRetry", at_ms=n * 100, plan=(LATER,) * n + (OK,)) for n in (1, 2, 3))
+    group = (ConsumerGroup("cg-groupretry", ("GroupRetry",), retry_max_times=1),)
+    return Scenario("group-retry-max-times", msgs, group, description=group_retry_max_times.__doc__)
+
+
 #: how long a batch consumer is paused while its backlog is sent (then pulled in batches)
 BATCH_BACKLOG_MS = 3000
 
@@ -130,6 +139,7 @@ CONFORMANCE: tuple[Scenario, ...] = tuple(
         timer_messages,
         consumer_chosen_levels,
         batch_ack_index,
+        group_retry_max_times,
     )
 )
 

@@ -55,7 +55,7 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
                  max_reconsume_times: int = 16, flush_ms: int = 10_000, slack_ms: int = 3000, seed: int = 0,
                  defects=(), groups: tuple[str, ...] = ("g",), consumers_per_group: int = 1,
                  drain_ms: int = 120_000, run_id: str | None = None, cluster: str = "single", batch_size: int = 1,
-                 schedule_async_deliver: bool = False, **options) -> Run:
+                 schedule_async_deliver: bool = False, group_retry_max_times: int | None = None, **options) -> Run:
     """Execute the timeline (offsets after setup) and drain ``drain_ms`` of virtual time after the
     last step, restarting crashed consumers every 250 ms as the runner does. ``tmp`` becomes a run
     directory of the contract (run.json, events/harness.jsonl, events/consumer-*.jsonl)."""
@@ -78,7 +78,8 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
         system.create_topic(t)
     for g in groups:
         for i in range(consumers_per_group):
-            system.start_consumer(ConsumerSpec(f"{g}-{i}", g, tuple(topics), max_reconsume_times, events_dir, batch_size))
+            system.start_consumer(ConsumerSpec(f"{g}-{i}", g, tuple(topics), max_reconsume_times, events_dir, batch_size,
+                                               group_retry_max_times))
     timeline = sorted([(f.at_ms, 0, i, f) for i, f in enumerate(faults)] + [(s.at_ms, 1, i, s) for i, s in enumerate(sends)])
     rng = random.Random(seed)
     for at, kind, _, item in timeline:

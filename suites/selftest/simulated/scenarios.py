@@ -23,6 +23,8 @@ def exposing(defect: Defect) -> tuple[list[Send], list[Fault], dict]:
         # the head's 7th resend comes 2.8 s after its first failure
         sends = [Send(i * 50, f"a{i}", delay_level=1 + i % 2) for i in range(20)]
         return sends, [Fault(1000, "disk_full"), Fault(5000, "disk_free")], {"schedule_async_deliver": True}
+    if defect is Defect.GROUP_RETRY_MAX_TIMES_WINS:
+        return [Send(0, "thrice", plan=("LATER",) * 3 + ("OK",))], [], {"group_retry_max_times": 1}
     if defect is Defect.CHOSEN_LEVEL_IGNORED:
         return [Send(0, "asks-5", plan=("LATER:5", "OK")), Send(10, "asks-dlq", plan=("LATER:-1",))], [], {}
     if defect is Defect.ACK_INDEX_OFF_BY_ONE:
