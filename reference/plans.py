@@ -126,12 +126,21 @@ def later_not_stored(cursor: PlanCursor, reconsume_times: int, level: int = 0) -
     return PlanCursor(cursor.used, cursor.settled - {reconsume_times}, cursor.repeat | {reconsume_times}, asked)
 
 
-def replay_cursor(plan: tuple[str, ...], delivered_reconsume_times) -> PlanCursor:
-    """The cursor after the given deliveries (their reconsume_times, in order): how a restarted
-    consumer rebuilds its plan positions from its own events file."""
+def sent_back_unasked(cursor: PlanCursor, reconsume_times: int) -> PlanCursor:
+    """A batch consumer sent attempt ``reconsume_times`` back by its ack index without asking the
+    plan (:func:`by_ack_index`): the attempt is settled (its retry is stored), no entry is taken, and
+    a redelivery of it is acknowledged OK like any settled attempt's (no second retry chain)."""
+    return PlanCursor(cursor.used, cursor.settled | {reconsume_times}, cursor.repeat, cursor.asked)
+
+
+def replay_cursor(plan: tuple[str, ...], delivered) -> PlanCursor:
+    """The cursor after the given deliveries, in order: how a restarted consumer rebuilds its plan
+    positions from its own events file. Each is its reconsume_times, or (reconsume_times, True) for
+    one sent back by a batch's ack index (:func:`sent_back_unasked`)."""
     cursor = PlanCursor()
-    for rt in delivered_reconsume_times:
-        _, cursor, _ = next_answer(plan, cursor, rt)
+    for item in delivered:
+        rt, unasked = item if isinstance(item, tuple) else (item, False)
+        cursor = sent_back_unasked(cursor, rt) if unasked else next_answer(plan, cursor, rt)[1]
     return cursor
 
 

@@ -31,7 +31,8 @@ from pathlib import Path
 from adapters.rocketmq.jvm import Channel, now_ms, start_jvm
 from adapters.rundir import EventLog
 from reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, consumer_fault
-from reference.plans import CRASH, LATER, OK, answer_word, by_ack_index, later_level, next_answer, replay_cursor
+from reference.plans import (CRASH, LATER, OK, answer_word, by_ack_index, later_level, next_answer, replay_cursor,
+                             sent_back_unasked)
 
 #: Exit status of a consumer that died on a CRASH answer and recorded its own death.
 CRASH_EXIT = 17
@@ -40,10 +41,11 @@ CRASH_EXIT = 17
 CRASH_UNRECORDED_EXIT = 18
 
 
-def delivered_attempts(events_file: Path, group: str) -> dict[str, list[int]]:
-    """The reconsume_times of the deliveries per key already recorded in ``events_file``, in order
-    (to rebuild each key's plan cursor after a restart; a torn last line is skipped)."""
-    history: dict[str, list[int]] = {}
+def delivered_attempts(events_file: Path, group: str) -> dict[str, list]:
+    """The reconsume_times of the deliveries per key already recorded in ``events_file``, in order,
+    as :func:`reference.plans.replay_cursor` takes them (to rebuild each key's plan cursor after a
+    restart; a torn last line is skipped)."""
+    history: dict[str, list] = {}
     if not events_file.exists():
         return history
     with open(events_file, encoding="utf-8") as f:
@@ -52,8 +54,9 @@ def delivered_attempts(events_file: Path, group: str) -> dict[str, list[int]]:
                 ev = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if ev.get("type") == "deliver" and ev.get("group") == group and not by_ack_index(ev):
-                history.setdefault(ev["key"], []).append(int(ev.get("reconsume_times", 0)))
+            if ev.get("type") == "deliver" and ev.get("group") == group:
+                rt = int(ev.get("reconsume_times", 0))
+                history.setdefault(ev["key"], []).append((rt, True) if by_ack_index(ev) else rt)
     return history
 
 
@@ -121,13 +124,18 @@ class PlanFollower:
             event["sent_body_crc"] = int(str(sent_crc))
         return event
 
-    def _plan_word(self, key: str, msg, reconsume_times: int) -> str:
-        """The plan's answer to this delivery (reference.plans.next_answer; called with the lock held)."""
+    def _cursor(self, key: str, msg) -> tuple[tuple[str, ...], object]:
+        """The message's plan and this group's cursor in it (rebuilt from the events file after a restart)."""
         prop = msg.getUserProperty(PLAN_PROPERTY)
         plan = tuple(p.strip() for p in str(prop).split(",")) if prop is not None and str(prop) else ()
         cursor = self.cursors.get(key)
         if cursor is None:
             cursor = replay_cursor(plan, self.history.pop(key, ()))
+        return plan, cursor
+
+    def _plan_word(self, key: str, msg, reconsume_times: int) -> str:
+        """The plan's answer to this delivery (reference.plans.next_answer; called with the lock held)."""
+        plan, cursor = self._cursor(key, msg)
         word, self.cursors[key], _ = next_answer(plan, cursor, reconsume_times)
         self.counts[key] += 1
         return word
@@ -153,8 +161,9 @@ class PlanFollower:
                         outcome = OK
                     if outcome == LATER:
                         failed_at, level = i, later_level(word)
-                else:
+                else:  # sent back by the ack index, unasked (reference.plans.sent_back_unasked)
                     outcome = LATER
+                    self.cursors[event["key"]] = sent_back_unasked(self._cursor(event["key"], msg)[1], event["reconsume_times"])
                 event["outcome"] = outcome
                 if outcome == LATER and level:
                     event["next_level"] = level

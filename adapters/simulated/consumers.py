@@ -20,7 +20,8 @@ from adapters.rundir import EventLog
 from adapters.simulated.store import StoredMessage
 from reference.contract import CONSUMER_DIED, consumer_fault
 from adapters.simulated.defects import Defect
-from reference.plans import CRASH, LATER, PlanCursor, answer_word, later_level, later_not_stored, next_answer
+from reference.plans import (CRASH, LATER, PlanCursor, answer_word, later_level, later_not_stored, next_answer,
+                             sent_back_unasked)
 from reference.profile import effective_max_reconsume_times
 from reference.retry import retry_topic
 from reference.rundir import consumer_events
@@ -155,13 +156,15 @@ class SimConsumer:
         events, failed_at, level = [], None, 0
         for i, (msg, reconsume_times) in enumerate(batch):
             outcome = LATER
+            pos_key = (self.group, msg.key)
+            cursor = system.plan_positions.get(pos_key, NO_PROGRESS)
             if failed_at is None:
-                pos_key = (self.group, msg.key)
-                word, cursor, _ = next_answer(msg.plan, system.plan_positions.get(pos_key, NO_PROGRESS), reconsume_times)
-                system.plan_positions[pos_key] = cursor
+                word, system.plan_positions[pos_key], _ = next_answer(msg.plan, cursor, reconsume_times)
                 outcome = answer_word(word)
                 if outcome == LATER:
                     failed_at, level = i, later_level(word)
+            else:  # sent back by the ack index, unasked
+                system.plan_positions[pos_key] = sent_back_unasked(cursor, reconsume_times)
             event = {
                 "type": "deliver", "ts_ms": now, "key": msg.key, "group": self.group, "topic": msg.topic,
                 "queue_id": msg.queue_id, "queue_offset": msg.queue_offset, "queue_topic": msg.queue_topic,

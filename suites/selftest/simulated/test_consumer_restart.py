@@ -34,3 +34,17 @@ def test_restarted_consumers_consume_what_was_sent_while_they_were_dead(tmp_path
         assert {"k1", "k2", "k3", "k4"} <= delivered
     finally:
         system.teardown()
+
+
+def test_a_batch_consumer_restarted_after_a_crash_answers_what_its_ack_index_sent_back_ok(tmp_path):
+    """Found by the generator: g001, sent back unasked by a batch's ack index, came again in the
+    batch a crash made the restarted consumer redeliver; answering it from its plan forked a second
+    retry chain (two DLQ entries). A message sent back unasked is settled (reference.plans.sent_back_unasked)."""
+    from reports.judge_run import violations
+    from suites.selftest.simulated.driver import Send, run_scenario
+
+    sends = [Send(0, "g000", plan=("LATER",) * 3), Send(0, "g001", plan=("LATER",) * 3),
+             Send(0, "g002", delay_level=1, plan=("LATER", "CRASH", "OK"))]
+    run = run_scenario(tmp_path, sends, levels="1s 2s 3s 4s 5s 6s", max_reconsume_times=2, flush_ms=1000, batch_size=4)
+    assert violations(run.run, run.events) == {}
+    assert sorted(d["key"] for d in run.of_type("dlq")) == ["g000", "g001"]
