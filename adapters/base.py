@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from reference.modes import CONCURRENTLY
+from reference.orderly import DEFAULT_SUSPEND_MS
 from reference.faults.clock import DRIFTING_CLOCK, OWN_CLOCK
 from reference.faults.disk import FILLABLE_STORE
 from reference.faults.network import OWN_NETWORK
@@ -103,6 +105,9 @@ class ConsumerSpec:
     #: the broker's SubscriptionGroupConfig.retryMaxTimes for the group (None: the broker's default, 16),
     #: set before the consumer starts; a 3.4.9+ client's maxReconsumeTimes in the send-back header wins over it
     group_retry_max_times: int | None = None
+    mode: str = CONCURRENTLY  # reference.orderly.MODES: how the listener consumes
+    suspend_ms: int = DEFAULT_SUSPEND_MS  # orderly: suspendCurrentQueueTimeMillis (effective)
+    instance: int = 0  # its index in the group (broadcasting: its judging unit, reference.modes.unit_group)
 
 
 @dataclass

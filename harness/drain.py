@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from reference.cluster import is_broker
 from reference.contract import BROKER_TARGETS
 from reference.expected import ExpectedAttempt, build_expected
+from reference.orderly import locks_freed_ms
 
 #: A consumer that crashed is restarted and must rebalance before it is redelivered a message.
 CONSUMER_REDELIVERY_MS = 25_000
@@ -46,6 +47,19 @@ def duplicate_watch_until_ms(events: list[dict]) -> int | None:
     return None if last_ready is None else last_ready + DUPLICATE_WATCH_MS
 
 
+def _orderly_locks_freed_ms(run: dict, events: list[dict]) -> int | None:
+    """When the queue locks of the last consumer of an orderly group that died are free again
+    (reference.orderly.locks_freed_ms), or ``None``: no such death."""
+    orderly = set((run.get("profile") or {}).get("orderly_groups") or ())
+    if not orderly:
+        return None
+    deaths = [e["ts_ms"] for e in events
+              if (e.get("type") == "fault" and e.get("target") == "consumer" and e.get("action") == "kill"
+                  and e.get("group", next(iter(orderly))) in orderly)  # a kill of every consumer names no group
+              or (e.get("type") == "deliver" and e.get("outcome") == "CRASH" and e.get("group") in orderly)]
+    return locks_freed_ms(max(deaths)) if deaths else None
+
+
 @dataclass(frozen=True)
 class DrainState:
     pending: tuple[str, ...]  # keys not final yet
@@ -63,6 +77,7 @@ def drain_state(run: dict, events: list[dict], now_ms: int) -> DrainState:
         by_key.setdefault(a.key, []).append(a)
     answered: dict[tuple[str, int], set[str]] = {}
     crashed_at: dict[str, int] = {}
+    locks_freed = _orderly_locks_freed_ms(run, events)
     recovered_ms = max((e["ts_ms"] for e in events if e.get("type") == "fault" and e.get("action") in ("ready", "resume")
                         and e.get("target") in BROKER_TARGETS + ("namesrv", "proxy")), default=None)
     for e in events:
@@ -94,6 +109,8 @@ def drain_state(run: dict, events: list[dict], now_ms: int) -> DrainState:
             d = max(d or 0, crashed_at[key] + CONSUMER_REDELIVERY_MS)
         if recovered_ms is not None and d is not None:
             d = max(d, recovered_ms + CONSUMER_RECOVERY_MS)
+        if locks_freed is not None and d is not None:
+            d = max(d, locks_freed)
         if d is not None:
             deadline = d if deadline is None else max(deadline, d)
     return DrainState(tuple(sorted(pending)), deadline, len(by_key), final)

@@ -29,6 +29,8 @@ from harness import families, hostwatch
 from harness.logcopy import copy_logs, log_sizes, timed_lines
 from harness.catalogue import suite_of
 from harness.scenario import Scenario
+from reference.modes import BROADCASTING, ORDERLY
+from reference.orderly import effective_suspend_ms
 from reference.cluster import SINGLE, broker_targets
 from reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, SEND_BACK_FAILED, consumer_fault, retry_topic
 from reference.clock import waiting_levels
@@ -300,7 +302,11 @@ def _group_max_reconsume_times(sc: Scenario) -> dict:
     """Groups whose consumers set their own maxReconsumeTimes (it wins over the profile's): the
     model reads them from run.json's profile (added by the reference-model issue)."""
     by_group = {c.group: c.max_reconsume_times for c in sc.consumers if c.max_reconsume_times is not None}
-    return {"max_reconsume_times_by_group": by_group} if by_group else {}
+    orderly = {c.group: effective_suspend_ms(c.suspend_ms) for c in sc.consumers if c.mode == ORDERLY}
+    broadcasting = {c.group: c.instances for c in sc.consumers if c.mode == BROADCASTING}
+    return {**({"max_reconsume_times_by_group": by_group} if by_group else {}),
+            **({"orderly_groups": orderly} if orderly else {}),
+            **({"broadcasting_groups": broadcasting} if broadcasting else {})}
 
 
 class ScenarioRun:
@@ -423,7 +429,7 @@ class ScenarioRun:
                 mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
                 name = f"{c.group}-{i}"
                 sysm.start_consumer(ConsumerSpec(name, c.group, c.topics, mrt, self.events_dir, c.batch_size,
-                                                 c.retry_max_times))
+                                                 c.retry_max_times, c.mode, effective_suspend_ms(c.suspend_ms), i))
                 # a group's membership changes (rebalance): recorded like any consumer start
                 log.write(consumer_fault("start", sysm.clock.now_ms(), name, c.group, CONSUMER_STARTED_BY_SCENARIO))
 

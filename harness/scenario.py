@@ -30,6 +30,8 @@ from jsonschema.exceptions import best_match
 
 from harness.schema_errors import Found, explain
 from reference.plans import parse_plan
+from reference.modes import CONCURRENTLY, MODES, ORDERLY
+from reference.orderly import SUSPEND_RANGE_MS
 from reference.contract import ASYNC_DELIVER, CAPABILITIES, CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
 from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL, parse_level_table
 from reference import faults as kinds
@@ -110,6 +112,8 @@ class ConsumerGroup:
     max_reconsume_times: int | None = None  # None: the profile's
     batch_size: int = 1  # consumeMessageBatchMaxSize: > 1 answers batches with an ack index (reference.plans)
     retry_max_times: int | None = None  # the broker's subscription group retryMaxTimes (None: its default)
+    mode: str = CONCURRENTLY  # how the listener consumes (reference.orderly.MODES)
+    suspend_ms: int | None = None  # orderly: suspendCurrentQueueTimeMillis (None: the client's 1000 ms)
 
 
 @dataclass(frozen=True)
@@ -310,6 +314,16 @@ def _consumer_schema() -> dict:
                        "pull of one queue). Above 1 the consumer answers a batch with an ack index: it stops "
                        "at the first message its plan does not answer OK, and every message after it is sent "
                        "back without its plan being asked."),
+        "mode": ({"enum": list(MODES)},
+                 "How the listener consumes: concurrently (MessageListenerConcurrently: a LATER is sent back to "
+                 "%RETRY%group) or orderly (MessageListenerOrderly: each queue in order, under its lock; a LATER "
+                 "suspends the queue and the same message is consumed again with its reconsume count raised, "
+                 "until maxReconsumeTimes sends it to the DLQ) or broadcasting (MessageModel.BROADCASTING: every "
+                 "instance gets every message and keeps its own offsets; a LATER drops the message for that "
+                 "instance: no retry)."),
+        "suspend_ms": ({"type": ["integer", "null"], "minimum": SUSPEND_RANGE_MS[0], "maximum": SUSPEND_RANGE_MS[1]},
+                       "orderly: suspendCurrentQueueTimeMillis, how long a failing queue waits before the message "
+                       "is consumed again (ConsumeMessageOrderlyService clamps it to 10..30000); null: 1000."),
     })
 
 
@@ -408,9 +422,33 @@ def _cross_check(raw: dict, where: str) -> None:
         # a group that no message reaches would only stand idle; most likely a misspelt topic
         if not sent & set(c["topics"]):
             fail(f"consumers[{i}].topics", f"at least one topic a message is sent to ({', '.join(sorted(sent))})", c["topics"])
+        _check_mode(raw, i, fail)
     max_level = len(table.split(" "))
     for i in range(len(raw.get("faults", []))):
         _check_fault(raw["faults"], i, raw.get("profile", {}).get("cluster", SINGLE), max_level, fail)
+
+
+def _check_mode(raw: dict, i: int, fail) -> None:
+    """What a consumer group's mode allows (reference.orderly, reference.broadcast): an orderly
+    listener answers one message at a time with SUCCESS or SUSPEND (no ack index, no delay level to
+    ask for); a broadcasting one drops what it fails (no level either); a suspend time means
+    nothing but to an orderly one."""
+    c = raw["consumers"][i]
+    mode = c.get("mode", CONCURRENTLY)
+    if mode != ORDERLY and c.get("suspend_ms") is not None:
+        fail(f"consumers[{i}].suspend_ms", "null unless mode is orderly (only an orderly consumer suspends a queue)",
+             c["suspend_ms"])
+    if mode == CONCURRENTLY:
+        return
+    if c.get("batch_size", 1) != 1:
+        fail(f"consumers[{i}].batch_size", f"1 for an {mode} group (its batches are not modelled)", c["batch_size"])
+    topics = set(c["topics"])
+    for j, m in enumerate(raw["messages"]):
+        if m["topic"] in topics:
+            for n, word in enumerate(m.get("plan", [])):
+                if word.startswith("LATER:"):
+                    fail(f"messages[{j}].plan[{n}]", f"OK, LATER or CRASH: {m['topic']} is consumed {mode} by "
+                         f"{c['group']} (its LATER asks for no delay level)", word)
 
 
 def _check_fault(steps: list, i: int, cluster: str, max_level: int, fail) -> None:
@@ -561,7 +599,9 @@ def _build(raw: dict) -> Scenario:
             ConsumerGroup(group=c["group"], topics=tuple(c["topics"]), instances=int(c.get("instances", 1)),
                           max_reconsume_times=None if c.get("max_reconsume_times") is None else int(c["max_reconsume_times"]),
                           batch_size=int(c.get("batch_size", 1)),
-                          retry_max_times=None if c.get("retry_max_times") is None else int(c["retry_max_times"]))
+                          retry_max_times=None if c.get("retry_max_times") is None else int(c["retry_max_times"]),
+                          mode=c.get("mode", CONCURRENTLY),
+                          suspend_ms=None if c.get("suspend_ms") is None else int(c["suspend_ms"]))
             for c in raw["consumers"]
         ),
         faults=tuple(FaultStep(at_ms=int(f["at_ms"]), action=f["action"], target=f.get("target", "broker"),

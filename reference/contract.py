@@ -22,6 +22,7 @@ INVARIANTS: tuple[str, ...] = (
     "NOT_EARLY",
     "ON_TIME",
     "LEVEL_ORDER",
+    "QUEUE_ORDER",
     "RETRY_SCHEDULE",
     "DLQ_ROUTING",
     "NO_DUPLICATE",

@@ -42,6 +42,9 @@ from reference.network import local_retry_lag_ms, send_back_lag_ms, send_back_ma
 from reference.clock import BrokerClock
 from reference.cluster import CONTROLLER, MASTER_SLAVE, REPLICA_SYNC_BOUND_MS, down_broker_lag_ms, is_broker, outages_by_broker
 from reference.windows import OutageIndex, merge_outages
+from reference.orderly import LOCK_RETRY_MS, send_back_refused
+from reference.broadcast import broadcast_outcome
+from reference.modes import group_of
 
 
 @dataclass(frozen=True)
@@ -170,10 +173,13 @@ class _Observed:
     #: (key, group) -> {attempt: level asked} of the attempts a batch consumer sent back by its ack
     #: index (reference.plans.by_ack_index: LATERs its plan did not answer)
     by_ack: dict[tuple, dict[int, int]]
+    #: (key, group) -> the attempts delivered, for orderly groups only (reference.orderly: whether a
+    #: refused send-back to the DLQ was followed by one more attempt)
+    orderly_attempts: dict[tuple, set[int]]
 
 
-def _observed(events: Iterable[Mapping]) -> _Observed:
-    seen = _Observed({}, [], {}, {}, {}, {})
+def _observed(events: Iterable[Mapping], orderly: frozenset = frozenset()) -> _Observed:
+    seen = _Observed({}, [], {}, {}, {}, {}, {})
     anchors, last_laters = seen.anchors, seen.last_laters
     seen_topic_group: set[tuple[str, str]] = set()
     for e in events:
@@ -183,6 +189,8 @@ def _observed(events: Iterable[Mapping]) -> _Observed:
             if tg not in seen_topic_group:
                 seen_topic_group.add(tg)
                 seen.topic_groups.setdefault(tg[0], []).append(tg[1])
+            if tg[1] in orderly:
+                seen.orderly_attempts.setdefault((e["key"], tg[1]), set()).add(e["reconsume_times"])
             if e["outcome"] == "LATER":
                 ak = (e["key"], tg[1], e["reconsume_times"])
                 ts = e["ts_ms"]
@@ -223,13 +231,15 @@ class _Windows:
     back_failed: Callable  # (ts_ms, group, key) -> the send-back may have failed (the client re-sent it)
     retry_levels: list[tuple[int, int]]  # attempt k -> (requested, effective) level
     retry_delays: list[int]  # attempt k -> delay of its level
+    #: an orderly consumer's re-consume waits for the queue's lock after a broker outage (reference.orderly)
+    widen_locked: Callable | None = None
 
 
 def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     """Expected attempts of every message sent in the run, as tuples in :data:`EXPECTED_COLUMNS`
     order; see :func:`build_expected`."""
     profile = profile_from_run(run)
-    seen = _observed(events)
+    seen = _observed(events, frozenset(g for g, _ in profile.orderly_groups))
     faults = seen.faults
     outages = merge_outages(effect("store", faults))  # every fault family's (reference.faults)
     slack = profile.slack_ms
@@ -249,7 +259,8 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                  unknown_outages=unknown_outages,
                  local_lag=lambda ts, group, key: max(net_local(ts, group, key), down_lag(ts)),
                  back_lag=lambda ts, group, key: max(net_back(ts, group, key), down_lag(ts)),
-                 back_failed=send_back_may_repeat(faults), retry_levels=retry_levels, retry_delays=retry_delays)
+                 back_failed=send_back_may_repeat(faults), retry_levels=retry_levels, retry_delays=retry_delays,
+                 widen_locked=OutageIndex(outages, LOCK_RETRY_MS, slack).widen if profile.orderly_groups else None)
     group_rt = dict(profile.max_reconsume_times_by_group)
     outcome_cache: dict[tuple, object] = {}
     rows: list[tuple] = []
@@ -257,17 +268,56 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     for key, send in seen.sends.items():
         first = _first_window(w, key, send)
         plan_key = tuple(send.get("plan") or ())
-        for group in seen.topic_groups.get(send["topic"]) or (None,):
+        for group in _units(profile, seen.topic_groups.get(send["topic"])) or (None,):
             max_rt = group_rt.get(group, profile.max_reconsume_times)
             sent_back = seen.by_ack.get((key, group))
             cache_key = (plan_key, max_rt, tuple(sorted(sent_back.items())) if sent_back else ())
             outcome = outcome_cache.get(cache_key)
+            if profile.broadcasting_groups and group is not None and profile.broadcast_units(group_of(group)):
+                outcome = broadcast_outcome(parse_plan(list(plan_key) or None, _send_where(key)))
+            elif profile.orderly_groups and profile.suspend_ms_of(group) is not None:
+                outcome = _orderly_outcome(plan_key, max_rt, seen, key, group, outages, w.back_failed)
             if outcome is None:
                 plan = parse_plan(list(plan_key) or None, _send_where(key))
                 outcome = plan_outcome(with_ack_laters(plan, sent_back or {}), max_rt)
                 outcome_cache[cache_key] = outcome
             rows.extend(_group_rows(w, seen, run_id, key, send, first, group, outcome))
     return rows
+
+
+def _units(profile: Profile, groups: list[str] | None) -> list[str] | None:
+    """The judging units that consume a topic (reference.modes): its groups as seen, each instance
+    of a broadcasting group among them standing for all of that group's instances (one that
+    delivered nothing still owes every message)."""
+    if not groups or not profile.broadcasting_groups:
+        return groups
+    out: list[str] = []
+    for g in groups:
+        units = profile.broadcast_units(group_of(g))
+        for u in units or (g,):
+            if u not in out:
+                out.append(u)
+    return out
+
+
+def _orderly_outcome(plan: tuple[str, ...], max_rt: int, seen: _Observed, key: str, group: str, outages: list,
+                     back_failed: Callable):
+    """Where an orderly consumer's plan leads (reference.orderly): as a concurrent one's, except that
+    a LATER on the last allowed attempt answered while the broker may not have stored its send-back
+    (down, frozen or full, or cut off from the client: reference.network.send_back_may_repeat;
+    ConsumeMessageOrderlyService.checkReconsumeTimes, sendMessageBack
+    failed) suspends the queue and consumes it again, count raised: one more attempt, each time the
+    next attempt was seen (whether a write was refused in such a period only the client saw)."""
+    parsed = parse_plan(list(plan) or None, _send_where(key))
+    outcome = plan_outcome(parsed, max_rt)
+    got = seen.orderly_attempts.get((key, group), ())
+    while outcome.final_state == "DLQ" and outcome.last_attempt + 1 in got:
+        later = seen.anchors.get((key, group, outcome.last_attempt))
+        if not (send_back_refused(later, outages) or (later is not None and back_failed(later, group, key))):
+            break
+        max_rt += 1
+        outcome = plan_outcome(parsed, max_rt)
+    return outcome
 
 
 def _retry_levels(profile: Profile, sends: Mapping[str, Mapping]) -> tuple[list[tuple[int, int]], list[int]]:
@@ -299,6 +349,27 @@ def _first_window(w: _Windows, key: str, send: Mapping) -> tuple:
         latest, widened = _unknown_send_latest(stored_from, anchor0, delay, latest, widened, w.unknown_outages,
                                                profile.slack_ms, profile.first_delay_ms)
     return requested, level, clamped, delay, earliest, latest, widened, deliver_at, rejection
+
+
+def _orderly_window(w: _Windows, seen: _Observed, key: str, group: str | None, k: int, suspend: int) -> tuple:
+    """Retry ``k`` of a message in an orderly group (reference.orderly): the same stored copy,
+    re-consumed ``suspend`` after the LATER of attempt k-1 (ConsumeMessageOrderlyService.
+    submitConsumeRequestLater), later by a consumer's outage, and after a broker's outage by the
+    lock the client must take again first (tryLockLaterAndReconsume). Both windows are that one:
+    a new stored copy of an orderly retry is judged by its store time against it. Earliest,
+    latest, widened by, anchor, local earliest, local latest."""
+    anchor = seen.anchors.get((key, group, k - 1))
+    if anchor is None:
+        return None, None, None, None, None, None
+    last_anchor = seen.last_laters.get((key, group, k - 1), anchor)
+    earliest = anchor + suspend
+    latest = last_anchor + suspend + w.profile.slack_ms + w.local_lag(last_anchor, group, key)
+    widened = None
+    if w.consumer_outages:
+        latest = w.widen_local(anchor, earliest, latest)[0]
+    if w.outages and w.widen_locked is not None and latest is not None:  # None: a consumer never back
+        latest, widened = w.widen_locked(anchor, earliest, latest)
+    return earliest, latest, widened, anchor, earliest, latest
 
 
 def _retry_level(w: _Windows, outcome, k: int) -> tuple[int, int, int, int]:
@@ -353,11 +424,17 @@ def _group_rows(w: _Windows, seen: _Observed, run_id: str, key: str, send: Mappi
                   "latest_ms": latest, "widened_by": widened, "final": last == 0, "final_state": final_state, "group": group,
                   "anchor_ms": send["ts_ms"], "local_earliest_ms": None, "local_latest_ms": None, "born_ms": born,
                   "deliver_at_ms": deliver_at, "expected_rejection": rejection})]
-    retry_queue = RETRY_PREFIX + (group if group is not None else "*")
+    suspend = w.profile.suspend_ms_of(group)
+    retry_queue = None if suspend is not None else RETRY_PREFIX + (group if group is not None else "*")
     for k in range(1, last + 1):
-        r_requested, r_level, r_delay, fallback_delay = _retry_level(w, outcome, k)
-        r_earliest, r_latest, r_widened, anchor, l_earliest, l_latest = _retry_window(
-            w, seen, key, group, k, r_level, r_delay, fallback_delay)
+        if suspend is not None:  # orderly: re-consumed locally, no delay level (reference.orderly)
+            r_requested = r_level = 0
+            r_delay = suspend
+            r_earliest, r_latest, r_widened, anchor, l_earliest, l_latest = _orderly_window(w, seen, key, group, k, suspend)
+        else:
+            r_requested, r_level, r_delay, fallback_delay = _retry_level(w, outcome, k)
+            r_earliest, r_latest, r_widened, anchor, l_earliest, l_latest = _retry_window(
+                w, seen, key, group, k, r_level, r_delay, fallback_delay)
         rows.append(_row({"run_id": run_id, "key": key, "attempt": k, "topic": topic, "queue_topic": retry_queue,
                           "send_status": status, "requested_level": r_requested, "level": r_level,
                           "clamped": r_level != r_requested, "delay_ms": r_delay, "earliest_ms": r_earliest,

@@ -133,14 +133,33 @@ def sent_back_unasked(cursor: PlanCursor, reconsume_times: int) -> PlanCursor:
     return PlanCursor(cursor.used, cursor.settled | {reconsume_times}, cursor.repeat, cursor.asked)
 
 
+#: A delivery :func:`replay_cursor` takes as (reconsume_times, LOCAL_LATER): a LATER of an orderly
+#: consumer, whose retry lives only in the consumer (:func:`orderly_later`).
+LOCAL_LATER = "local"
+
+
+def orderly_later(cursor: PlanCursor, reconsume_times: int) -> PlanCursor:
+    """ConsumeMessageOrderlyService.processConsumeResult (reference.orderly): an orderly consumer's
+    LATER suspends the queue and the retry is the same stored copy re-consumed by this consumer,
+    never stored: a redelivery of this attempt (the consumer died, the queue moved) must answer
+    LATER again, as :func:`later_not_stored`'s does."""
+    return later_not_stored(cursor, reconsume_times)
+
+
 def replay_cursor(plan: tuple[str, ...], delivered) -> PlanCursor:
     """The cursor after the given deliveries, in order: how a restarted consumer rebuilds its plan
     positions from its own events file. Each is its reconsume_times, or (reconsume_times, True) for
-    one sent back by a batch's ack index (:func:`sent_back_unasked`)."""
+    one sent back by a batch's ack index (:func:`sent_back_unasked`), or (reconsume_times,
+    :data:`LOCAL_LATER`) for an orderly consumer's LATER (:func:`orderly_later`)."""
     cursor = PlanCursor()
     for item in delivered:
-        rt, unasked = item if isinstance(item, tuple) else (item, False)
-        cursor = sent_back_unasked(cursor, rt) if unasked else next_answer(plan, cursor, rt)[1]
+        rt, how = item if isinstance(item, tuple) else (item, None)
+        if how is True:
+            cursor = sent_back_unasked(cursor, rt)
+            continue
+        cursor = next_answer(plan, cursor, rt)[1]
+        if how == LOCAL_LATER:
+            cursor = orderly_later(cursor, rt)
     return cursor
 
 

@@ -11,6 +11,8 @@ from typing import Any, Mapping
 
 from reference.contract import ContractError
 from reference.levels import DEFAULT_LEVEL_TABLE, LevelTable, parse_level_table
+from reference.modes import unit_group
+from reference.orderly import SUSPEND_RANGE_MS
 
 #: DefaultMQPushConsumerImpl.getMaxReconsumeTimes: -1 (the consumer's default) means 16.
 DEFAULT_MAX_RECONSUME_TIMES = 16
@@ -56,6 +58,24 @@ class Profile:
     #: consumer groups whose consumers set their own maxReconsumeTimes (effective values)
     max_reconsume_times_by_group: tuple[tuple[str, int], ...] = ()
     schedule_async_deliver: bool = DEFAULT_SCHEDULE_ASYNC_DELIVER
+    #: consumer groups that consume orderly (reference.orderly), with their effective suspend time (ms)
+    orderly_groups: tuple[tuple[str, int], ...] = ()
+    #: broadcasting groups (reference.broadcast) and their instance counts: each instance a unit
+    broadcasting_groups: tuple[tuple[str, int], ...] = ()
+
+    def broadcast_units(self, group: str) -> tuple[str, ...] | None:
+        """The judging units of a broadcasting group (reference.modes.unit_group), ``None`` for any other."""
+        for name, n in self.broadcasting_groups:
+            if name == group:
+                return tuple(unit_group(group, i) for i in range(n))
+        return None
+
+    def suspend_ms_of(self, group: str | None) -> int | None:
+        """The suspend time of an orderly group (reference.orderly), ``None`` for any other group."""
+        for name, value in self.orderly_groups:
+            if name == group:
+                return value
+        return None
 
     @property
     def max_level(self) -> int:
@@ -104,8 +124,23 @@ def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
     for group, value in sorted(by_group.items()):
         value = _int(by_group, group, None, -1, f"{where} max_reconsume_times_by_group", _MAX_RT_WORDS, MAX_RECONSUME_TIMES)
         groups.append((group, effective_max_reconsume_times(value)))
+    orderly = profile.get("orderly_groups") or {}
+    if not isinstance(orderly, Mapping):
+        raise ContractError(where, "orderly_groups", "an object group -> suspend time (ms)", orderly)
+    lo, hi = SUSPEND_RANGE_MS
+    orderly_groups = tuple((group, _int(orderly, group, None, lo, f"{where} orderly_groups",
+                                        f"the suspend time in ms, {lo}..{hi} (ConsumeMessageOrderlyService clamps it)", hi))
+                           for group in sorted(orderly))
+    broadcasting = profile.get("broadcasting_groups") or {}
+    if not isinstance(broadcasting, Mapping):
+        raise ContractError(where, "broadcasting_groups", "an object group -> its instances", broadcasting)
+    broadcasting_groups = tuple((group, _int(broadcasting, group, None, 1, f"{where} broadcasting_groups",
+                                             "the group's instance count (an int >= 1)"))
+                                for group in sorted(broadcasting))
     return Profile(
         max_reconsume_times_by_group=tuple(groups),
+        orderly_groups=orderly_groups,
+        broadcasting_groups=broadcasting_groups,
         level_table=table,
         max_reconsume_times=effective_max_reconsume_times(max_rt),
         flush_delay_offset_interval_ms=_int(profile, "flush_delay_offset_interval_ms", None, 1, where,
@@ -153,6 +188,8 @@ def profile_to_json(profile: Profile) -> dict:
         "timer_max_delay_sec": profile.timer_max_delay_sec,
         "max_reconsume_times_by_group": dict(profile.max_reconsume_times_by_group),
         "schedule_async_deliver": profile.schedule_async_deliver,
+        "orderly_groups": dict(profile.orderly_groups),
+        "broadcasting_groups": dict(profile.broadcasting_groups),
     }
 
 

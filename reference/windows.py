@@ -91,11 +91,13 @@ def cluster_outages(faults: Iterable[Mapping], targets: tuple[str, ...] = BROKER
 
 
 def consumer_outages(faults: Iterable[Mapping]) -> list[Outage]:
-    """The consumers' outages (killed or paused): their re-consumes come later (``target: consumer``)."""
-    return broker_outages(faults, target="consumer")
+    """The consumers' outages (killed or paused): their re-consumes come later (``target: consumer``).
+    A consumer reports no ``ready``: a killed one is back at its ``start`` (what it delivers after
+    that is anchored at its own answers)."""
+    return broker_outages(faults, target="consumer", ready_on_start=True)
 
 
-def broker_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Outage]:
+def broker_outages(faults: Iterable[Mapping], target: str = "broker", ready_on_start: bool = False) -> list[Outage]:
     """Outages of ``target`` from its ``fault`` events (any order), sorted by ``down_ms``.
     An outage ends at the first ``ready`` after a ``start`` (kill/stop) or at ``resume`` (pause);
     a second ``down`` while already down does not open a new outage, but a kill or stop of a paused
@@ -114,6 +116,9 @@ def broker_outages(faults: Iterable[Mapping], target: str = "broker") -> list[Ou
                 down, started = (action, down[1]), False    # is back only when a start is ready
         elif down is None:
             continue
+        elif action == "start" and ready_on_start:
+            out.append(Outage(down[0], down[1], ts))
+            down = None
         elif action == "start":
             started = True
         elif (action == "ready" and (started or down[0] == "pause")) or (action == "resume" and down[0] == "pause"):

@@ -171,7 +171,11 @@ def _expected(out: Judgements, run: dict, sends: list[dict], deliv: pa.Table, un
     """The model's rows of the bucket, handed what it reads: sends, faults, snapshots, LATER
     deliveries (retry anchors) and one delivery per (topic, group) seen here or named by
     ``markers`` (which groups consume a topic; kind ``tg`` says which the bucket saw)."""
-    laters = _dicts(deliv.filter(pc.equal(deliv.column("outcome"), "LATER")), DELIVER_FIELDS)
+    laters = pc.equal(deliv.column("outcome"), "LATER")
+    orderly = [g for g, _ in profile_from_run(run).orderly_groups]
+    if orderly:  # the model reads an orderly group's every attempt (reference.expected._orderly_outcome)
+        laters = pc.or_(laters, pc.is_in(deliv.column("group"), value_set=pa.array(orderly)))
+    laters = _dicts(deliv.filter(laters), DELIVER_FIELDS)
     tg = pa.Table.from_arrays([deliv.column("topic"), deliv.column("group")], names=["t", "g"]).group_by(["t", "g"]).aggregate([])
     pairs = set(zip(tg.column("t").to_pylist(), tg.column("g").to_pylist())) | set(markers or ())
     marker_events = [{"type": "deliver", "ts_ms": 0, "key": TOPIC_GROUP_KEY, "topic": t, "group": g, "outcome": "OK",
@@ -273,6 +277,9 @@ def _judge_plain(out: Judgements, run, rows, sends_t, deliv, dlq_t, ended_ms, ti
     _attempts(c, deliv)
     _timing(c, deliv)
     slow = c.slow
+    orderly = [g for g, _ in profile_from_run(run).orderly_groups]
+    if orderly:  # QUEUE_ORDER spans keys: the dict path emits their rows (reports.queue_order)
+        slow[c.d_key[pc.is_in(deliv.column("group"), value_set=pa.array(orderly)).to_numpy(zero_copy_only=False)]] = True
     for unit in UNITS:
         p = unit.plain(c)
         if p.attempts is not None:

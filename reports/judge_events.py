@@ -18,12 +18,14 @@ from __future__ import annotations
 from collections import defaultdict
 
 from reference import expected as model
+from reference.broadcast import DROPPED
 from reference.clock import on_true_clock
 from reference.persistence import level_order_kept
 from reference.profile import profile_from_run
 from reference.stored_copy import same_stored_copy, stored_copy_key
 from reports.invariants import UNITS
 from reports.invariants.base import LOCAL_RECONSUME, Attempt, Message, x
+from reports.queue_order import qo_row
 from reports.rows import EXPECTED_COL, TOPIC_GROUP_KEY, Judgements
 
 __all__ = ["LOCAL_RECONSUME", "UNKNOWN_NEVER_RETURNED", "crash_faults", "judge_bucket", "judge_keys", "stored_copies"]
@@ -111,7 +113,25 @@ def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict]
         # partitioned broker, reference.network): it never "returned" before another's birth
         returned = s["ts_ms"] if s["status"] != "UNKNOWN" else UNKNOWN_NEVER_RETURNED
         out.rows.append((out.run_id, out.bucket, "lo", key, level, store, returned, s.get("born_ms", s["ts_ms"]), broker))
+    _queue_order_rows(out, run, exp, delivered)
     _messages(out, exp, attempts, dlqs, ended_ms)
+
+
+def _queue_order_rows(out: Judgements, run: dict, exp: dict, delivered: dict) -> None:
+    """QUEUE_ORDER spans keys: each (message, orderly group)'s ``qo`` row (:func:`reports.queue_order.qo_row`)."""
+    orderly = {g for g, _ in profile_from_run(run).orderly_groups}
+    if not orderly:
+        return
+    per_message: dict[tuple, list[dict]] = defaultdict(list)
+    for (key, group, _), ds in delivered.items():
+        if group in orderly:
+            per_message[(key, group)].extend(ds)
+    finals = {(k, g): (a, r[_COL["final_state"]]) for (k, g, a), r in exp.items() if r[_COL["final"]]}
+    for (key, group), ds in per_message.items():
+        final_attempt, final_state = finals.get((key, group), (None, None))
+        row = qo_row(out.run_id, out.bucket, key, group, ds, final_attempt, final_state)
+        if row is not None:
+            out.rows.append(row)
 
 
 def stored_copies(ds: list[dict]) -> list[list[dict]]:
@@ -155,10 +175,12 @@ def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None) -> Non
         plans[(key, group)].append(row)
     seen: dict[tuple, set[int]] = defaultdict(set)
     consumed: set[tuple] = set()
-    for (key, group, attempt), (ds, _) in attempts.items():
+    for (key, group, attempt), (ds, later) in attempts.items():
         seen[(key, group)].add(attempt)
         if any(d["outcome"] == "OK" for d in ds):
             consumed.add((key, group))
+        elif later is not None and attempt == 0 and (key, group, 0) in exp and x(exp[(key, group, 0)], "final_state") == DROPPED:
+            consumed.add((key, group))  # reference.broadcast: a broadcast instance's LATER is its message's end
     for mg in set(plans) | set(dlqs):
         m = _message(mg, plans.get(mg, ()), dlqs.get(mg, []), mg in consumed, seen.get(mg, set()), ended_ms)
         if m.pending and m.status in ("SEND_OK", "UNKNOWN"):

@@ -48,10 +48,15 @@ def judge_level(keys, store_ms, send_ts_ms, born_ms):
 
 def judge_run(judged: pa.Table) -> pa.Table:
     """LEVEL_ORDER of one run from its ``lo`` rows among ``judged`` (:data:`reports.rows.OUTPUT_SCHEMA`
-    rows): those become ``lv`` (a violation) and ``lc`` (checked, per level) rows; the others stay."""
+    rows): those become ``lv`` (a violation) and ``lc`` (checked, per level) rows; the others stay.
+    The run's other order across keys, QUEUE_ORDER (its ``qo`` rows), is judged here too
+    (:func:`reports.queue_order.judge_run`): one per-run pass for both."""
     import numpy as np
     import pyarrow.compute as pc
 
+    from reports import queue_order
+
+    judged = queue_order.judge_run(judged)
     is_lo = pc.equal(judged.column("kind"), "lo")
     lo = judged.filter(is_lo)
     if not lo.num_rows:
@@ -73,7 +78,8 @@ def judge_run(judged: pa.Table) -> pa.Table:
 def level_order(lo_blobs: DataFrame, runs: int) -> DataFrame:
     """LEVEL_ORDER of runs judged in buckets: their ``lob`` rows (each bucket's ``lo`` rows, one Arrow
     IPC blob, base64 in ``payload``: no row per message through Spark) brought together by run,
-    judged by :func:`judge_run`: rows of :data:`reports.rows.OUTPUT_SCHEMA` of kinds ``lv`` and ``lc``."""
+    judged by :func:`judge_run`: rows of :data:`reports.rows.OUTPUT_SCHEMA` of kinds ``lv`` and ``lc``
+    (and QUEUE_ORDER's ``v`` and ``c``)."""
 
     def per_run(batches):
         import base64

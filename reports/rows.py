@@ -14,6 +14,8 @@ arrays and maps). Out of it: rows of :data:`OUTPUT_SCHEMA`, whose ``kind`` says 
 ``lo``      a delayed message's first attempt, for LEVEL_ORDER (typed columns; ``payload``: its broker name)
 ``lob``     a bucket's ``lo`` rows as one Arrow IPC blob (base64 in ``payload``): LEVEL_ORDER spans buckets
 ``lv``      a LEVEL_ORDER violation (``reports.level_order.judge_run``); ``lc`` its checked count
+``qo``      a message's first delivery and end in an orderly group, for QUEUE_ORDER (``reports.queue_order``;
+            carried in the ``lob`` blob too; judged into ``v`` and ``c`` rows of bucket -1)
 ``u``       the run's unkeyed events (faults, snapshots), bucket 0 only
 ``rp``      re-puts per delay level in the windows OFFSET_PERSISTENCE needs (each bucket its own)
 ``tg``      the (topic, group) pairs a bucket saw, and the topics it sent to
@@ -37,6 +39,8 @@ from reference.contract import EVENT_FIELDS
 from reference.expected import EXPECTED_COLUMNS
 from reports.inputs import event_schema
 
+#: The row kinds that span buckets: carried to the per-run judge (``reports.level_order``) in the ``lob`` blob.
+CROSS_BUCKET_KINDS: tuple[str, ...] = ("lo", "qo")
 OUTPUT_SCHEMA = ("run_id string, bucket bigint, kind string, key string, level bigint, store_ms bigint, "
                  "send_ts_ms bigint, born_ms bigint, payload string")
 #: (name, Spark SQL type) of every violation row (the ``violations`` Parquet), in order.

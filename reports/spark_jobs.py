@@ -24,7 +24,7 @@ from reference.profile import profile_from_run
 from reference.rundir import RUN_JSON
 from reports.inputs import _display
 from reports.judge_columnar import judge_or_error
-from reports.rows import OUTPUT_SCHEMA, error_row, rows_table, timing_row
+from reports.rows import CROSS_BUCKET_KINDS, OUTPUT_SCHEMA, error_row, rows_table, timing_row
 from reports.run_files import judge_runs, parse_file
 from reports.spark import is_local
 
@@ -169,6 +169,7 @@ def _judged_bucket(run: dict, bucket: int, parts: list[bytes], ended_ms: int | N
     import base64
     import time
 
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     from reports.buckets import from_ipc, to_ipc
@@ -177,7 +178,7 @@ def _judged_bucket(run: dict, bucket: int, parts: list[bytes], ended_ms: int | N
     part = from_ipc(parts)
     seconds["read: blobs from the shuffle"] += time.perf_counter() - t1
     judged = judge_or_error(run, bucket, part, ended_ms, timeline_bin_ms, markers)
-    is_lo = pc.equal(judged.column("kind"), "lo")
+    is_lo = pc.is_in(judged.column("kind"), value_set=pa.array(CROSS_BUCKET_KINDS))
     yield from judged.filter(pc.invert(is_lo)).to_batches()
     lo = judged.filter(is_lo)
     if lo.num_rows:

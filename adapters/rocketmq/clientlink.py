@@ -206,7 +206,8 @@ class ConsumerProcess(_LineProcess):
         argv = ["-m", "adapters.rocketmq.consumer_proc", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
                 "--group", spec.group, "--max-reconsume-times", str(spec.max_reconsume_times),
                 "--events", str(self.events_file), "--log-dir", str(log_dir), "--name", spec.name,
-                "--batch-size", str(spec.batch_size)]
+                "--batch-size", str(spec.batch_size), "--mode", spec.mode, "--suspend-ms", str(spec.suspend_ms),
+                "--instance", str(spec.instance)]
         for topic in spec.topics:
             argv += ["--topic", topic]
         super().__init__(argv, log_dir / f"consumer-{spec.name}.log", f"consumer {spec.name} (group {spec.group})")

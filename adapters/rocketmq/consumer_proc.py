@@ -31,8 +31,10 @@ from pathlib import Path
 from adapters.rocketmq.jvm import Channel, now_ms, start_jvm
 from adapters.rundir import EventLog
 from reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, consumer_fault
-from reference.plans import (CRASH, LATER, OK, answer_word, by_ack_index, later_level, next_answer, replay_cursor,
-                             sent_back_unasked)
+from reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY, unit_group
+from reference.orderly import DEFAULT_SUSPEND_MS
+from reference.plans import (CRASH, LATER, LOCAL_LATER, OK, answer_word, by_ack_index, later_level, next_answer,
+                             orderly_later, replay_cursor, sent_back_unasked)
 
 #: Exit status of a consumer that died on a CRASH answer and recorded its own death.
 CRASH_EXIT = 17
@@ -41,10 +43,10 @@ CRASH_EXIT = 17
 CRASH_UNRECORDED_EXIT = 18
 
 
-def delivered_attempts(events_file: Path, group: str) -> dict[str, list]:
+def delivered_attempts(events_file: Path, group: str, orderly: bool = False) -> dict[str, list]:
     """The reconsume_times of the deliveries per key already recorded in ``events_file``, in order,
     as :func:`reference.plans.replay_cursor` takes them (to rebuild each key's plan cursor after a
-    restart; a torn last line is skipped)."""
+    restart; a torn last line is skipped; ``orderly``: a LATER's retry was local)."""
     history: dict[str, list] = {}
     if not events_file.exists():
         return history
@@ -56,7 +58,8 @@ def delivered_attempts(events_file: Path, group: str) -> dict[str, list]:
                 continue
             if ev.get("type") == "deliver" and ev.get("group") == group:
                 rt = int(ev.get("reconsume_times", 0))
-                history.setdefault(ev["key"], []).append((rt, True) if by_ack_index(ev) else rt)
+                local = orderly and ev.get("outcome") == LATER
+                history.setdefault(ev["key"], []).append((rt, True) if by_ack_index(ev) else (rt, LOCAL_LATER) if local else rt)
     return history
 
 
@@ -76,13 +79,14 @@ def plan_answer(plan_property: str | None, delivery_index: int) -> str:
 
 
 class PlanFollower:
-    def __init__(self, group: str, events_file: Path, name: str = "c"):
+    def __init__(self, group: str, events_file: Path, name: str = "c", orderly: bool = False):
         self.group = group
+        self.orderly = orderly
         self.name = name
         self.events_file = events_file
         # plan positions follow reference.plans.next_answer: a redelivery of an attempt already
         # answered OK/LATER (after another message's CRASH) is acknowledged without taking an entry
-        self.history = delivered_attempts(events_file, group)
+        self.history = delivered_attempts(events_file, group, orderly)
         self.counts = delivery_counts(self.history)
         self.cursors: dict = {}
         self.last_ms: dict[str, int] = {}  # per key, the ts_ms of its last recorded delivery (stamp)
@@ -161,6 +165,8 @@ class PlanFollower:
                         outcome = OK
                     if outcome == LATER:
                         failed_at, level = i, later_level(word)
+                        if self.orderly:  # the retry is this consumer's local re-consume
+                            self.cursors[event["key"]] = orderly_later(self.cursors[event["key"]], event["reconsume_times"])
                 else:  # sent back by the ack index, unasked (reference.plans.sent_back_unasked)
                     outcome = LATER
                     self.cursors[event["key"]] = sent_back_unasked(self._cursor(event["key"], msg)[1], event["reconsume_times"])
@@ -207,6 +213,24 @@ def make_listener(follower: PlanFollower, batched: bool = False):
                 return ConsumeConcurrentlyStatus.RECONSUME_LATER if answer == LATER else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
             context.setAckIndex(ack)  # processConsumeResult sends back every message after it
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    return Listener()
+
+
+def make_orderly_listener(follower: PlanFollower):
+    """MessageListenerOrderly (reference.orderly): a LATER suspends the queue
+    (SUSPEND_CURRENT_QUEUE_A_MOMENT: the client consumes the message again after the suspend time,
+    its reconsume count raised, and sends it to the DLQ through its producer once the count reached
+    maxReconsumeTimes); the plan's LATER:n cannot be given here (the scenario refuses it)."""
+    from jpype import JImplements, JOverride
+    from org.apache.rocketmq.client.consumer.listener import ConsumeOrderlyStatus
+
+    @JImplements("org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly")
+    class Listener:
+        @JOverride
+        def consumeMessage(self, msgs, context):
+            answer, _, _ = follower.on_batch(list(msgs), context.getMessageQueue(), False)
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT if answer == LATER else ConsumeOrderlyStatus.SUCCESS
 
     return Listener()
 
@@ -261,16 +285,29 @@ def main() -> None:
     ap.add_argument("--log-dir", required=True)
     ap.add_argument("--name", default="c")
     ap.add_argument("--batch-size", type=int, default=1)
+    ap.add_argument("--mode", choices=MODES, default=CONCURRENTLY)
+    ap.add_argument("--suspend-ms", type=int, default=DEFAULT_SUSPEND_MS)
+    ap.add_argument("--instance", type=int, default=0)
     args = ap.parse_args()
     chan = Channel()
-    follower = PlanFollower(args.group, Path(args.events), args.name)
+    broadcasting = args.mode == BROADCASTING
+    # a broadcasting instance is a judging unit of its own (reference.modes)
+    unit = unit_group(args.group, args.instance) if broadcasting else args.group
+    follower = PlanFollower(unit, Path(args.events), args.name, args.mode == ORDERLY)
     start_jvm(args.lib, args.log_dir, heap=("-Xms32m", "-Xmx256m"), quick_start=True)
+    if broadcasting:  # LocalFileOffsetStore reads its directory once, when its class loads
+        from java.lang import System
+
+        System.setProperty("rocketmq.client.localOffsetStoreDir", str(Path(args.log_dir) / "offsets"))
     from org.apache.rocketmq.client.consumer import DefaultMQPushConsumer
     from org.apache.rocketmq.common.consumer import ConsumeFromWhere
 
     consumer = DefaultMQPushConsumer(args.group)
     consumer.setNamesrvAddr(args.namesrv)
-    consumer.setInstanceName(f"hg-{args.name}-{os.getpid()}")
+    # a broadcasting instance keeps its client id across restarts: its offsets file is found by it
+    consumer.setInstanceName(f"hg-{args.name}" if broadcasting else f"hg-{args.name}-{os.getpid()}")
+    if broadcasting:  # MessageModel moved package in 5.x: take the enum from the consumer's own value
+        consumer.setMessageModel(type(consumer.getMessageModel()).BROADCASTING)
     consumer.setMaxReconsumeTimes(args.max_reconsume_times)
     consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
     consumer.setConsumeMessageBatchMaxSize(args.batch_size)
@@ -279,7 +316,11 @@ def main() -> None:
     for topic in args.topic:
         consumer.subscribe(topic, "*")
     consumer.setAllocateMessageQueueStrategy(make_allocation())
-    consumer.registerMessageListener(make_listener(follower, args.batch_size > 1))
+    if args.mode == ORDERLY:
+        consumer.setSuspendCurrentQueueTimeMillis(args.suspend_ms)
+        consumer.registerMessageListener(make_orderly_listener(follower))
+    else:
+        consumer.registerMessageListener(make_listener(follower, args.batch_size > 1))
     consumer.start()
     chan.write({"ready": True, "pid": os.getpid()})
     try:

@@ -165,14 +165,9 @@ class SimConsumer:
                     failed_at, level = i, later_level(word)
             else:  # sent back by the ack index, unasked
                 system.plan_positions[pos_key] = sent_back_unasked(cursor, reconsume_times)
-            event = {
-                "type": "deliver", "ts_ms": now, "key": msg.key, "group": self.group, "topic": msg.topic,
-                "queue_id": msg.queue_id, "queue_offset": msg.queue_offset, "queue_topic": msg.queue_topic,
-                "commit_log_offset": msg.commit_log_offset, "body_crc": msg.body_crc, "msg_id": msg.msg_id,
-                "reconsume_times": reconsume_times, "born_ms": msg.born_ms, "store_ms": msg.store_ms,
-                "outcome": outcome, **({"next_level": level} if outcome == LATER and level else {}),
-                **({"batch_index": i} if batched else {}),
-            }
+            event = {**self.delivery(msg, reconsume_times, now, outcome),
+                     **({"next_level": level} if outcome == LATER and level else {}),
+                     **({"batch_index": i} if batched else {})}
             events.append(event)
             if outcome == CRASH:
                 for e in events:
@@ -187,6 +182,13 @@ class SimConsumer:
             ack += 1  # the failing message is taken as consumed
         for msg, reconsume_times in batch[ack + 1:]:
             self.send_back(msg, reconsume_times, level)
+
+    def delivery(self, msg: StoredMessage, reconsume_times: int, now: int, outcome: str) -> dict:
+        """The ``deliver`` event of one delivery of ``msg`` as attempt ``reconsume_times``."""
+        return {"type": "deliver", "ts_ms": now, "key": msg.key, "group": self.group, "topic": msg.topic,
+                "queue_id": msg.queue_id, "queue_offset": msg.queue_offset, "queue_topic": msg.queue_topic,
+                "commit_log_offset": msg.commit_log_offset, "body_crc": msg.body_crc, "msg_id": msg.msg_id,
+                "reconsume_times": reconsume_times, "born_ms": msg.born_ms, "store_ms": msg.store_ms, "outcome": outcome}
 
     def send_back(self, msg: StoredMessage, reconsume_times: int, level: int = 0) -> None:
         """ConsumeMessageConcurrentlyService.processConsumeResult + DefaultMQPushConsumerImpl.sendMessageBack."""

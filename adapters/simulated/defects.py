@@ -121,6 +121,21 @@ class Defect(enum.Enum):
         "starts sending back at ackIndex + 2): the first message after the ack index, the one that failed, "
         "is neither retried nor consumed", "a batch consumer whose plan answers LATER inside a batch "
         "(conformance: batch-ack-index)")
+    ORDERLY_PASSES_FAILING = DefectInfo(
+        "QUEUE_ORDER", "an orderly consumer goes on with the rest of a queue while a failing message waits out "
+        "its suspension (a fork's ConsumeMessageOrderlyService that re-submits only the failing message), so "
+        "the messages behind it are consumed first", "an orderly group whose plan answers LATER with more "
+        "messages in the queue behind it (conformance: orderly-suspend)")
+    ORDERLY_COUNT_NOT_RAISED = DefectInfo(
+        "NO_DUPLICATE", "an orderly consumer re-consumes a suspended message without raising the reconsume "
+        "count its listener sees (checkReconsumeTimes counts the attempt but does not set it on the message): "
+        "the same attempt is delivered again and again until maxReconsumeTimes sends it to the DLQ, and the "
+        "attempts the plan expects never come", "an orderly group whose plan answers LATER "
+        "(conformance: orderly-suspend, orderly-dlq)")
+    BROADCAST_FAILURE_RETRIED = DefectInfo(
+        "RETRY_SCHEDULE", "a broadcasting consumer retries a message it failed (a fork's processConsumeResult "
+        "that treats BROADCASTING as CLUSTERING and re-consumes it 5 s later) where the client must drop it",
+        "a broadcasting group whose plan answers LATER (conformance: broadcast-every-instance)")
 
     @property
     def invariant(self) -> str:

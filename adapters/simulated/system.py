@@ -13,6 +13,9 @@ from adapters.parts import Part, PartsSystem
 from adapters.simulated.broker import PAUSED, STARTUP_MS, UP, SimBroker
 from adapters.simulated.clock import VirtualClock
 from adapters.simulated.consumers import SimConsumer
+from adapters.simulated.orderly import OrderlySimConsumer
+from adapters.simulated.broadcast import BroadcastSimConsumer
+from reference.modes import BROADCASTING, ORDERLY
 from adapters.simulated.defects import Defect
 from adapters.simulated.parts import Broker as SimBrokerPart, Consumers, NameServer
 from adapters.simulated.slave import Slave
@@ -167,7 +170,7 @@ class SimulatedSystem(PartsSystem):
         self.broker.store.create_topic(retry_topic(spec.group), 1)
         if spec.group_retry_max_times is not None:  # SubscriptionGroupConfig.retryMaxTimes, set by the admin API
             self.broker.group_retry_max_times[spec.group] = spec.group_retry_max_times
-        c = SimConsumer(self, spec)
+        c = {ORDERLY: OrderlySimConsumer, BROADCASTING: BroadcastSimConsumer}.get(spec.mode, SimConsumer)(self, spec)
         self.consumers[spec.name] = c
         c.start()
 

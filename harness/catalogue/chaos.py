@@ -14,6 +14,8 @@ from harness.scenario import ConsumerGroup, FaultStep, Message, Profile, Scenari
 from reference.contract import ASYNC_DELIVER
 from reference.cluster import CONTROLLER, MASTER_SLAVE, TWO_MASTERS
 from reference.clock import CLOCK_DRIFT
+from reference.modes import BROADCASTING, ORDERLY
+from harness.catalogue.conformance import BROADCAST_WATCH_MS
 
 LATER, OK, CRASH = "LATER", "OK", "CRASH"
 
@@ -267,6 +269,40 @@ def batch_crash_then_kill9() -> Scenario:
     return Scenario("batch-crash-then-kill9", msgs, group, faults, description=batch_crash_then_kill9.__doc__)
 
 
+def orderly_kill9_in_suspension() -> Scenario:
+    """The broker is killed -9 while an orderly consumer's queues are suspended (suspend 4 s): the
+    broker forgets its queue locks and consumer offsets since its last flush; the client re-consumes
+    the suspended messages once it holds the lock again (ConsumeMessageOrderlyService.
+    tryLockLaterAndReconsume), still in queue order, and redelivers what the broker forgot."""
+    msgs = tuple(Message(f"OK{i:02d}", "OrderlyKill", at_ms=i * 50, plan=(LATER, LATER, OK) if i % 3 == 0 else ())
+                 for i in range(12))
+    group = (ConsumerGroup("cg-orderlykill", ("OrderlyKill",), mode=ORDERLY, suspend_ms=4_000),)
+    return Scenario("orderly-kill9-in-suspension", msgs, group, (FaultStep(2_500, "kill_restart"),),
+                    description=orderly_kill9_in_suspension.__doc__)
+
+
+def orderly_consumer_crash() -> Scenario:
+    """An orderly consumer dies (CRASH) on a suspended message's local re-consume: the reconsume count
+    it raised died with it, so its replacement gets the stored copy again (count 0, answered LATER
+    again: the retry chain starts over), once the dead client's queue locks expired on the broker
+    (RebalanceLockManager: 60 s, none freed when a connection closes), and every queue stays in order."""
+    msgs = (Message("OC-0", "OrderlyCrash", plan=(LATER, CRASH, OK)), Message("OC-1", "OrderlyCrash", at_ms=100, plan=(LATER, OK)),
+            *(Message(f"OC-{i}", "OrderlyCrash", at_ms=100 + i * 50) for i in range(2, 10)))
+    group = (ConsumerGroup("cg-orderlycrash", ("OrderlyCrash",), mode=ORDERLY, suspend_ms=500),)
+    return Scenario("orderly-consumer-crash", msgs, group, description=orderly_consumer_crash.__doc__)
+
+
+def broadcast_instance_crash() -> Scenario:
+    """One instance of a broadcasting group of two dies (CRASH) on a message, as its twin does on its
+    own copy: each restarts under its own client id and resumes from the offsets its client persisted
+    (LocalFileOffsetStore, every 5 s), redelivering what it consumed since; a LATER is still dropped."""
+    msgs = tuple(Message(f"BC-{i:02d}", "BroadcastCrash", at_ms=i * 100, delay_level=1 if i % 2 else 0,
+                         plan=(CRASH, OK) if i == 6 else (LATER, OK) if i in (3, 9) else ()) for i in range(12))
+    group = (ConsumerGroup("cg-bcrash", ("BroadcastCrash",), instances=2, mode=BROADCASTING),)
+    return Scenario("broadcast-instance-crash", msgs, group, description=broadcast_instance_crash.__doc__,
+                    drain_margin_ms=BROADCAST_WATCH_MS)
+
+
 def _waiting(prefix: str, topic: str) -> tuple[Message, ...]:
     """90 messages over 9 s, levels 3..8 (every sixth retried once): at ``CLUSTER_DOWN_AT_MS`` the
     later half of them waits in the schedule queues."""
@@ -342,7 +378,8 @@ def controller_failover_while_due() -> Scenario:
 CLUSTER: tuple[Scenario, ...] = (two_masters_one_down(), master_down_slave_serves(), slave_down(),
                                  controller_failover_while_due())
 
-SHORT: tuple[Scenario, ...] = (kill9_during_level_delivery(), graceful_restart_while_due(), consumer_crash_mid_consume())
+SHORT: tuple[Scenario, ...] = (kill9_during_level_delivery(), graceful_restart_while_due(), consumer_crash_mid_consume(),
+                               orderly_consumer_crash(), broadcast_instance_crash())
 NIGHTLY: tuple[Scenario, ...] = SHORT + (
     outage_short(),
     outage_long(),
@@ -361,4 +398,5 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     clock_slow_while_due(),
     batch_crash_then_kill9(),
     async_disk_full_while_due(),
+    orderly_kill9_in_suspension(),
 ) + CLUSTER

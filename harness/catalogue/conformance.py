@@ -8,6 +8,10 @@ so a batch runs them concurrently on one broker per table.
 from __future__ import annotations
 
 from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultStep, Message, Profile, Scenario
+from reference.levels import parse_level_table
+from reference.profile import LOCAL_RETRY_DELAY_MS
+from reference.modes import BROADCASTING, ORDERLY
+from reference.orderly import dlq_wait_ms
 
 LATER, OK, CRASH = "LATER", "OK", "CRASH"
 
@@ -108,6 +112,46 @@ def batch_ack_index() -> Scenario:
     return Scenario("batch-ack-index", msgs, group, faults, description=batch_ack_index.__doc__)
 
 
+def orderly_suspend() -> Scenario:
+    """An orderly consumer (MessageListenerOrderly, suspend 1000 ms by default) consumes each queue in
+    order: a LATER suspends the queue, the same stored copy comes again a suspend time later with its
+    reconsume count raised, and nothing behind it in its queue is consumed before it is done
+    (ConsumeMessageOrderlyService: QUEUE_ORDER)."""
+    plans = {0: (LATER, LATER, OK), 5: (LATER, LATER, OK), 10: (LATER, LATER, OK), 3: (LATER, OK)}
+    msgs = tuple(Message(f"OS{i:02d}", "Orderly", at_ms=i * 50, plan=plans.get(i, ())) for i in range(16))
+    group = (ConsumerGroup("cg-orderly", ("Orderly",), mode=ORDERLY),)
+    return Scenario("orderly-suspend", msgs, group, description=orderly_suspend.__doc__)
+
+
+def orderly_dlq() -> Scenario:
+    """An orderly consumer with maxReconsumeTimes 2 (suspend 300 ms) sends a message whose third
+    attempt fails to %DLQ%group through its producer (checkReconsumeTimes, SendMessageProcessor.
+    handleRetryAndDLQ; 4.9.x stores the DLQ copy after level 3 + 2 first: the run waits for it) and
+    goes on with the queue; two failures and an OK consume it."""
+    plans = {0: (LATER,) * 3, 3: (LATER,) * 3, 1: (LATER, LATER, OK)}
+    msgs = tuple(Message(f"OD{i}", "OrderlyDlq", at_ms=i * 50, plan=plans.get(i, ())) for i in range(8))
+    group = (ConsumerGroup("cg-orderlydlq", ("OrderlyDlq",), max_reconsume_times=2, mode=ORDERLY, suspend_ms=300),)
+    wait = dlq_wait_ms(2, parse_level_table(COMPRESSED_LEVELS))
+    return Scenario("orderly-dlq", msgs, group, description=orderly_dlq.__doc__, drain_margin_ms=wait + 3_000)
+
+
+#: how long a broadcasting run watches after its last message ended for a retry a correct client never
+#: makes (a clustering client's local re-consume would come LOCAL_RETRY_DELAY_MS after its LATER)
+BROADCAST_WATCH_MS = LOCAL_RETRY_DELAY_MS + 3_000
+
+
+def broadcast_every_instance() -> Scenario:
+    """A broadcasting group of three instances (MessageModel.BROADCASTING): each instance gets every
+    message, delayed or not, and a message an instance answers LATER is dropped by that instance's
+    client (ConsumeMessageConcurrentlyService.processConsumeResult): no retry, no DLQ."""
+    plans = {2: (LATER,), 5: (LATER, OK), 8: (LATER, LATER, OK)}
+    msgs = tuple(Message(f"BR{i:02d}", "Broadcast", at_ms=i * 80, delay_level=2 if i % 3 == 0 else 0, plan=plans.get(i, ()))
+                 for i in range(12))
+    group = (ConsumerGroup("cg-broadcast", ("Broadcast",), instances=3, mode=BROADCASTING),)
+    return Scenario("broadcast-every-instance", msgs, group, description=broadcast_every_instance.__doc__,
+                    drain_margin_ms=BROADCAST_WATCH_MS)
+
+
 def custom_table() -> Scenario:
     """A custom 3-level table: its own delays, clamping to level 3, retries clamped to level 3."""
     prof = Profile(message_delay_level="2s 4s 6s")
@@ -140,6 +184,9 @@ CONFORMANCE: tuple[Scenario, ...] = tuple(
         consumer_chosen_levels,
         batch_ack_index,
         group_retry_max_times,
+        orderly_suspend,
+        orderly_dlq,
+        broadcast_every_instance,
     )
 )
 

@@ -18,7 +18,8 @@ from reference.contract import INVARIANTS
 from reports.invariants.base import Invariant
 
 #: Judged per run, across keys, by these modules (not units).
-PER_RUN: dict[str, str] = {"LEVEL_ORDER": "reports.level_order", "OFFSET_PERSISTENCE": "reports.offsets"}
+PER_RUN: dict[str, str] = {"LEVEL_ORDER": "reports.level_order", "QUEUE_ORDER": "reports.queue_order",
+                           "OFFSET_PERSISTENCE": "reports.offsets"}
 
 
 def _units() -> tuple[Invariant, ...]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.compute as pc
 
+from reference.broadcast import DROPPED
 from reports.invariants.base import Columns, Invariant, Message, Plain, x
 from reports.rows import Judgements
 
@@ -26,7 +27,8 @@ class NoLoss(Invariant):
         out.violation(self.name, m.key, group=m.group or None,
                       attempt=x(m.missing, "attempt") if m.missing is not None else max(m.got, default=None),
                       earliest_ms=x(m.missing, "earliest_ms"), latest_ms=x(m.missing, "latest_ms"), observed_ms=m.ended_ms,
-                      detail=f"expected {m.final_state} by the run's end, found neither an OK delivery nor a DLQ entry")
+                      detail=f"expected {m.final_state} by the run's end, found "
+                      + ("no delivery answered" if m.final_state == DROPPED else "neither an OK delivery nor a DLQ entry"))
 
     def plain(self, c: Columns) -> Plain:
         consumed = np.zeros(c.n_keys * c.n_groups, dtype=bool)

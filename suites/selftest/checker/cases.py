@@ -7,7 +7,7 @@ the table ``1s 5s 10s`` and slack 3 s: a level-2 message born at 0 (send returne
 
 from __future__ import annotations
 
-from suites.selftest.checker.runs import T0, RunBuilder
+from suites.selftest.checker.runs import GROUP, T0, TOPIC, RunBuilder
 
 
 def clean_mix() -> RunBuilder:
@@ -163,8 +163,26 @@ def timer_too_far() -> RunBuilder:
     return RunBuilder("timer-too-far").send("far", 0, deliver_at_ms=T0 + 4 * 86_400_000).send("x", 10).deliver("x", 20)
 
 
+def _orderly(run_id: str, b_at: int) -> RunBuilder:
+    """An orderly group (suspend 1000 ms) whose queue holds A then B: A answers LATER at 20 and is
+    consumed again (its stored copy) at 1030; B, behind it, is first delivered at ``b_at``."""
+    return (RunBuilder(run_id, orderly_groups={GROUP: 1000}).send("A", 0, plan=["LATER", "OK"]).send("B", 5)
+            .deliver("A", 10, outcome="LATER", at=20, copy=1100)
+            .deliver("A", 10, attempt=1, at=1030, copy=1100, queue_topic=TOPIC)
+            .deliver("B", 15, at=b_at, copy=1200))
+
+
+def queue_order_kept() -> RunBuilder:
+    return _orderly("queue-order-kept", 1040)
+
+
+def queue_order_broken() -> RunBuilder:
+    """B passes A while A is suspended."""
+    return _orderly("queue-order-broken", 500)
+
+
 ALL = [clean_mix, lost, pending_at_end, unknown_sends, early, early_clamped, late_with_kill, late_plain,
        level_order_broken, level_order_kept, level_order_unknown_stored_late, retry_gap, retry_after_ok, dlq_kept, dlq_wrong_message, dlq_twice,
        consumer_duplicate, consumer_redelivery_after_crash, scheduler_duplicate, reversed_arrival_allowed,
        reversed_arrival_persisted, integrity_topic, integrity_body,
-       integrity_unknown_key, timer_kept, timer_too_far]
+       integrity_unknown_key, timer_kept, timer_too_far, queue_order_kept, queue_order_broken]

@@ -20,8 +20,9 @@ TOPIC = "T"
 class RunBuilder:
     """Collects events of one run; times are ms after T0."""
 
-    def __init__(self, run_id: str, max_reconsume_times: int = 16, ended: int = 120_000):
+    def __init__(self, run_id: str, max_reconsume_times: int = 16, ended: int = 120_000, **profile):
         self.run_id = run_id
+        self.profile = profile  # more run.json profile fields (orderly_groups...)
         self.max_reconsume_times = max_reconsume_times
         self.ended = ended
         self.events: list[dict] = []
@@ -65,7 +66,7 @@ class RunBuilder:
         return {"run_id": self.run_id, "scenario": f"selftest: {self.run_id}",
                 "system": {"adapter": "handmade", "version": "1.0", "runtime": "none"},
                 "profile": {"message_delay_level": TABLE, "max_reconsume_times": self.max_reconsume_times,
-                            "flush_delay_offset_interval_ms": 10000, "slack_ms": SLACK_MS},
+                            "flush_delay_offset_interval_ms": 10000, "slack_ms": SLACK_MS, **self.profile},
                 "started_ms": T0, "ended_ms": T0 + self.ended}
 
     def write(self, root: Path, lines: list[str] | None = None, **run_fields) -> Path:

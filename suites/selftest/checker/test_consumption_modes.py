@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from reports.judge_run import violations
-from suites.selftest.checker.runs import RunBuilder
+from suites.selftest.checker.runs import GROUP, RunBuilder
 from suites.selftest.checker.test_columns import _assert_same
 
 
@@ -75,3 +75,74 @@ def test_a_level_reordered_is_a_violation_of_the_synchronous_mode_only():
         run, events = _reordered(async_deliver)
         _assert_same(run, events)
         assert list(violations(run, events)) == expected, async_deliver
+
+
+def orderly(run_id: str, b_at: int, a_again_at: int = 1030) -> tuple[dict, list[dict]]:
+    """An orderly group (suspend 1000 ms): A (queue offset 1100) answers LATER at 20 and is
+    re-consumed (the same stored copy, count raised) at ``a_again_at`` (due from 1020, late after
+    4020); B, behind it in the queue, is first delivered at ``b_at``."""
+    b = (RunBuilder(run_id).send("A", 0, plan=["LATER", "OK"]).send("B", 5)
+         .deliver("A", 10, outcome="LATER", at=20, copy=1100)
+         .deliver("A", 10, attempt=1, at=a_again_at, copy=1100, queue_topic=None)
+         .deliver("B", 15, at=b_at, copy=1200))
+    run = b.run_json()
+    run["profile"]["orderly_groups"] = {GROUP: 1000}
+    return run, sorted(b.events, key=lambda e: e["ts_ms"])
+
+
+def test_an_orderly_queue_kept_in_order_passes():
+    run, events = orderly("orderly-kept", b_at=1040)
+    _assert_same(run, events)
+    assert violations(run, events) == {}
+
+
+def test_a_message_consumed_while_the_one_ahead_of_it_is_suspended_breaks_queue_order():
+    run, events = orderly("orderly-passed", b_at=500)
+    _assert_same(run, events)
+    found = violations(run, events)
+    assert list(found) == ["QUEUE_ORDER"]
+    (v,) = found["QUEUE_ORDER"]
+    assert v["key"] == "B" and v["other_key"] == "A" and "passed a message of its queue" in v["detail"]
+
+
+def test_an_orderly_re_consume_is_due_a_suspend_time_after_its_later():
+    for again_at, expected in ((900, ["NOT_EARLY"]), (4_500, ["ON_TIME"])):
+        run, events = orderly(f"orderly-again-{again_at}", b_at=again_at + 10, a_again_at=again_at)
+        _assert_same(run, events)
+        found = violations(run, events)
+        assert list(found) == expected, again_at
+        assert found[expected[0]][0]["key"] == "A" and found[expected[0]][0]["attempt"] == 1
+
+
+def broadcast(run_id: str, retried: bool = False, second_instance: bool = True) -> tuple[dict, list[dict]]:
+    """A broadcasting group of two instances (units g@0 and g@1): each gets A and answers LATER
+    (dropped: its end) and B (OK); ``retried``: g@0 gets A again as attempt 1; without
+    ``second_instance`` g@1 never gets B."""
+    b = RunBuilder(run_id, broadcasting_groups={GROUP: 2}).send("A", 0, plan=["LATER", "OK"]).send("B", 5)
+    for unit in ("g@0", "g@1"):
+        b.deliver("A", 10, outcome="LATER", at=20, copy=1100, group=unit)
+        if unit == "g@0" or second_instance:
+            b.deliver("B", 15, at=30, copy=1200, group=unit)
+    if retried:
+        b.deliver("A", 10, attempt=1, at=5_030, copy=1100, group="g@0", queue_topic=None)
+    return b.run_json(), sorted(b.events, key=lambda e: e["ts_ms"])
+
+
+def test_a_broadcast_message_dropped_by_every_instance_passes():
+    run, events = broadcast("broadcast-kept")
+    _assert_same(run, events)
+    assert violations(run, events) == {}
+
+
+def test_a_broadcast_failure_retried_breaks_the_retry_schedule():
+    run, events = broadcast("broadcast-retried", retried=True)
+    _assert_same(run, events)
+    found = violations(run, events)
+    assert list(found) == ["RETRY_SCHEDULE"] and found["RETRY_SCHEDULE"][0]["group"] == "g@0"
+
+
+def test_a_broadcast_message_an_instance_never_got_is_lost_for_that_instance():
+    run, events = broadcast("broadcast-starved", second_instance=False)
+    _assert_same(run, events)
+    found = violations(run, events)
+    assert list(found) == ["NO_LOSS"] and [(v["key"], v["group"]) for v in found["NO_LOSS"]] == [("B", "g@1")]

@@ -112,6 +112,14 @@ def test_level_order(verdicts):
     assert "before first" in e["explanation"]
 
 
+def test_queue_order(verdicts):
+    assert verdicts["queue-order-kept"]["invariants"]["QUEUE_ORDER"] == {"checked": 1, "violations": 0, "examples": [], "passed": True}
+    v = verdicts["queue-order-broken"]
+    assert only_failure(v) == "QUEUE_ORDER"
+    e = example(v, "QUEUE_ORDER")
+    assert e["key"] == "B" and e["other_key"] == "A" and "passed a message of its queue" in e["explanation"]
+
+
 def test_an_unknown_send_stored_after_a_partition_bounds_no_later_message(verdicts):
     v = verdicts["level-order-unknown"]
     assert v["passed"] is True, v

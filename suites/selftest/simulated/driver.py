@@ -14,6 +14,8 @@ from pathlib import Path
 
 from adapters.base import BrokerProfile, ConsumerSpec, SendRequest
 from adapters.simulated import open_simulated
+from reference.modes import BROADCASTING, CONCURRENTLY, ORDERLY
+from reference.orderly import DEFAULT_SUSPEND_MS
 from reference.clock import waiting_levels
 from reference.levels import parse_level_table
 from reference.contract import validate_event
@@ -55,10 +57,13 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
                  max_reconsume_times: int = 16, flush_ms: int = 10_000, slack_ms: int = 3000, seed: int = 0,
                  defects=(), groups: tuple[str, ...] = ("g",), consumers_per_group: int = 1,
                  drain_ms: int = 120_000, run_id: str | None = None, cluster: str = "single", batch_size: int = 1,
-                 schedule_async_deliver: bool = False, group_retry_max_times: int | None = None, **options) -> Run:
+                 schedule_async_deliver: bool = False, group_retry_max_times: int | None = None,
+                 orderly_suspend_ms: int | None = None, broadcasting: bool = False, **options) -> Run:
     """Execute the timeline (offsets after setup) and drain ``drain_ms`` of virtual time after the
     last step, restarting crashed consumers every 250 ms as the runner does. ``tmp`` becomes a run
-    directory of the contract (run.json, events/harness.jsonl, events/consumer-*.jsonl)."""
+    directory of the contract (run.json, events/harness.jsonl, events/consumer-*.jsonl).
+    ``orderly_suspend_ms``: the groups consume orderly (reference.orderly), suspending this long;
+    ``broadcasting``: they broadcast (reference.broadcast), each consumer a unit of its own."""
     events_dir = tmp / "events"
     events_dir.mkdir(parents=True, exist_ok=True)
     system = open_simulated(BrokerProfile(levels, flush_ms, cluster=cluster, schedule_async_deliver=schedule_async_deliver),
@@ -78,8 +83,10 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
         system.create_topic(t)
     for g in groups:
         for i in range(consumers_per_group):
+            mode = ((ORDERLY, orderly_suspend_ms) if orderly_suspend_ms is not None
+                    else (BROADCASTING if broadcasting else CONCURRENTLY, DEFAULT_SUSPEND_MS))
             system.start_consumer(ConsumerSpec(f"{g}-{i}", g, tuple(topics), max_reconsume_times, events_dir, batch_size,
-                                               group_retry_max_times))
+                                               group_retry_max_times, *mode, i))
     timeline = sorted([(f.at_ms, 0, i, f) for i, f in enumerate(faults)] + [(s.at_ms, 1, i, s) for i, s in enumerate(sends)])
     rng = random.Random(seed)
     for at, kind, _, item in timeline:
@@ -141,7 +148,9 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
     run = {"run_id": run_id or f"sim-{seed}", "scenario": "selftest", "system": {"adapter": "simulated", "version": system.info.version, "runtime": "virtual"},
            "profile": {"message_delay_level": levels, "max_reconsume_times": max_reconsume_times,
                        "flush_delay_offset_interval_ms": flush_ms, "slack_ms": slack_ms, "cluster": cluster,
-                       "schedule_async_deliver": schedule_async_deliver},
+                       "schedule_async_deliver": schedule_async_deliver,
+                       **({"orderly_groups": {g: orderly_suspend_ms for g in groups}} if orderly_suspend_ms is not None else {}),
+                       **({"broadcasting_groups": {g: consumers_per_group for g in groups}} if broadcasting else {})},
            "started_ms": started, "ended_ms": now}
     (tmp / "run.json").write_text(json.dumps(run, indent=1))
     return Run(run, events, system, tmp)

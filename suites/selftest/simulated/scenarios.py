@@ -32,6 +32,14 @@ def exposing(defect: Defect) -> tuple[list[Send], list[Fault], dict]:
         # answers LATER once
         sends = [Send(100 + i * 10, f"b{i}", plan=("LATER", "OK") if i % 3 == 1 else ()) for i in range(24)]
         return sends, [Fault(0, "pause", "consumer"), Fault(1000, "resume", "consumer")], {"batch_size": 4}
+    if defect in (Defect.ORDERLY_PASSES_FAILING, Defect.ORDERLY_COUNT_NOT_RAISED):
+        # an orderly group (suspend 500 ms): in each of the 4 queues a failing message with others behind it
+        sends = [Send(i * 20, f"o{i}", plan=("LATER", "LATER", "OK") if i < 4 else ()) for i in range(16)]
+        return sends, [], {"orderly_suspend_ms": 500}
+    if defect is Defect.BROADCAST_FAILURE_RETRIED:
+        # a broadcasting group of two instances; every third message answers LATER (dropped)
+        sends = [Send(i * 50, f"b{i}", plan=("LATER", "OK") if i % 3 == 0 else ()) for i in range(9)]
+        return sends, [], {"broadcasting": True, "consumers_per_group": 2}
     if defect is Defect.SKIPPED_DLQ:
         return [Send(0, "to-dlq", plan=("LATER",) * 3)], [], {"max_reconsume_times": 2}
     if defect is Defect.REORDER_WITHIN_LEVEL:

@@ -1,0 +1,106 @@
+"""Orderly consumption in the model (reference.orderly): the suspend time, the windows of a local
+re-consume, the DLQ wait of 4.9.x, the plan cursor of a consumer whose retries are local, and the
+run.json field that says which groups consume orderly."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from adapters.rocketmq.consumer_proc import delivered_attempts
+from reference.contract import ContractError
+from reference.expected import build_expected
+from reference.levels import parse_level_table
+from reference.orderly import DEFAULT_SUSPEND_MS, LOCK_RETRY_MS, SUSPEND_RANGE_MS, dlq_wait_ms, effective_suspend_ms, queue_of
+from reference.plans import CRASH, LATER, LOCAL_LATER, OK, next_answer, orderly_later, replay_cursor
+from reference.profile import parse_profile, profile_to_json
+
+T0 = 1_763_800_000_000
+PROFILE = {"message_delay_level": "1s 2s 3s 4s 5s", "max_reconsume_times": 16, "flush_delay_offset_interval_ms": 10_000,
+           "slack_ms": 3000, "orderly_groups": {"g": 700}}
+
+
+@given(st.one_of(st.none(), st.integers(-5, 100_000)))
+def test_the_suspend_time_is_the_clients_default_or_clamped(ms):
+    got = effective_suspend_ms(ms)
+    assert SUSPEND_RANGE_MS[0] <= got <= SUSPEND_RANGE_MS[1]
+    if ms is None or ms == -1:
+        assert got == DEFAULT_SUSPEND_MS
+    elif SUSPEND_RANGE_MS[0] <= ms <= SUSPEND_RANGE_MS[1]:
+        assert got == ms
+
+
+def test_4_9_stores_an_orderly_dlq_copy_after_level_3_plus_the_count():
+    table = parse_level_table("1s 2s 3s 4s 5s 6s")
+    assert dlq_wait_ms(2, table) == 5000
+    assert dlq_wait_ms(16, table) == 6000  # clamped to the table's top
+
+
+def test_the_profile_names_orderly_groups_and_refuses_a_suspend_time_out_of_range():
+    prof = parse_profile(PROFILE)
+    assert prof.suspend_ms_of("g") == 700 and prof.suspend_ms_of("h") is None
+    assert profile_to_json(prof)["orderly_groups"] == {"g": 700}
+    with pytest.raises(ContractError) as e:
+        parse_profile({**PROFILE, "orderly_groups": {"g": 5}})
+    assert "orderly_groups" in e.value.where and e.value.field == "g"
+
+
+def _events(again_at: int, faults=()) -> list[dict]:
+    def deliver(rt, at, outcome):
+        return {"type": "deliver", "ts_ms": T0 + at, "key": "k", "group": "g", "topic": "T", "queue_id": 0, "queue_offset": 0,
+                "commit_log_offset": 10, "msg_id": "m", "reconsume_times": rt, "born_ms": T0, "store_ms": T0 + 5,
+                "outcome": outcome}
+    return [{"type": "send", "ts_ms": T0 + 2, "key": "k", "topic": "T", "status": "SEND_OK", "born_ms": T0,
+             "plan": [LATER, OK]}, deliver(0, 20, LATER), deliver(1, again_at, OK), *faults]
+
+
+def test_an_orderly_retry_is_the_same_queue_a_suspend_time_after_the_later():
+    run = {"run_id": "r", "profile": PROFILE}
+    rows = {r.attempt: r for r in build_expected(run, _events(720))}
+    retry = rows[1]
+    assert retry.queue_topic is None and retry.level == 0 and retry.delay_ms == 700
+    assert (retry.local_earliest_ms, retry.local_latest_ms) == (T0 + 720, T0 + 720 + 3000)
+    assert (retry.earliest_ms, retry.latest_ms) == (retry.local_earliest_ms, retry.local_latest_ms)
+    # a concurrent group's retry is stored in %RETRY% at level 3
+    conc = {r.attempt: r for r in build_expected({"run_id": "r", "profile": {**PROFILE, "orderly_groups": {}}}, _events(720))}
+    assert conc[1].queue_topic == "%RETRY%g" and conc[1].level == 3
+
+
+def test_a_broker_outage_during_the_suspension_waits_for_the_lock_again():
+    down = [{"type": "fault", "ts_ms": T0 + 300, "action": "kill", "target": "broker"},
+            {"type": "fault", "ts_ms": T0 + 5000, "action": "start", "target": "broker"},
+            {"type": "fault", "ts_ms": T0 + 9000, "action": "ready", "target": "broker"}]
+    retry = {r.attempt: r for r in build_expected({"run_id": "r", "profile": PROFILE}, _events(720, down))}[1]
+    assert retry.local_latest_ms >= T0 + 9000 + LOCK_RETRY_MS and retry.widened_by
+
+
+def test_an_orderly_later_is_answered_again_when_the_stored_copy_comes_back():
+    """The retry chain of an orderly consumer lives in the consumer: after its death the stored copy
+    (count 0) is delivered again and must answer LATER again, taking no plan entry; the re-consume
+    that follows takes the next one."""
+    plan = (LATER, CRASH, OK)
+    word, cur, _ = next_answer(plan, replay_cursor(plan, []), 0)
+    cur = orderly_later(cur, 0)
+    assert word == LATER
+    word, cur, _ = next_answer(plan, cur, 1)
+    assert word == CRASH
+    again, cur, taken = next_answer(plan, cur, 0)  # the replacement gets the stored copy
+    assert (again, taken) == (LATER, False)
+    cur = orderly_later(cur, 0)
+    assert next_answer(plan, cur, 1)[0] == OK
+    assert replay_cursor(plan, [(0, LOCAL_LATER), 1, (0, LOCAL_LATER)]) == cur
+
+
+def test_a_restarted_orderly_consumer_rebuilds_its_local_laters(tmp_path):
+    f = tmp_path / "consumer-c.jsonl"
+    f.write_text('{"type": "deliver", "key": "k", "group": "g", "reconsume_times": 0, "outcome": "LATER"}\n'
+                 '{"type": "deliver", "key": "k", "group": "g", "reconsume_times": 1, "outcome": "CRASH"}\n')
+    assert delivered_attempts(f, "g", orderly=True) == {"k": [(0, LOCAL_LATER), 1]}
+    assert delivered_attempts(f, "g") == {"k": [0, 1]}
+
+
+def test_only_a_copy_in_its_own_topic_has_a_queue_order():
+    d = {"broker": "b", "topic": "T", "queue_id": 2}
+    assert queue_of(d) == ("b", "T", 2) and queue_of({**d, "queue_topic": "T"}) == ("b", "T", 2)
+    assert queue_of({**d, "queue_topic": "%RETRY%g"}) is None
