@@ -164,6 +164,51 @@ def replay_cursor(plan: tuple[str, ...], delivered) -> PlanCursor:
 
 
 @dataclass(frozen=True)
+class BatchAnswer:
+    """How the harness's consumer answers one call of its listener (:func:`answer_batch`): each
+    message's recorded outcome and plan cursor after it (up to and including a CRASH: the rest of
+    the call is never answered), the delay level the failing LATER asked for, the ack index
+    (ConsumeConcurrentlyContext.ackIndex: the last message consumed, -1 none) and whether it died."""
+
+    outcomes: tuple[str, ...]
+    cursors: tuple[PlanCursor, ...]
+    level: int
+    ack_index: int
+    crashed: bool
+
+
+def answer_batch(batch, local_laters: bool = False) -> BatchAnswer:
+    """ConsumeMessageConcurrentlyService.processConsumeResult as the harness's consumers (the real
+    one and the simulator's) answer a call of the listener with ``batch``, a sequence of (plan,
+    cursor, reconsume_times): each message by its plan, in order, until one is not answered OK; a
+    LATER (``LATER:n``: asking for level n) ends the answers there and the ack index is the message
+    before it; every message after it is sent back without its plan being asked (recorded LATER:
+    :func:`sent_back_unasked`); a CRASH ends the call. ``local_laters``: an orderly consumer, whose
+    LATER's retry is its own (:func:`orderly_later`)."""
+    outcomes: list[str] = []
+    cursors: list[PlanCursor] = []
+    failed_at, level = None, 0
+    for i, (plan, cursor, reconsume_times) in enumerate(batch):
+        if failed_at is None:
+            word, cursor, _ = next_answer(plan, cursor, reconsume_times)
+            outcome = answer_word(word)
+            if outcome not in (OK, LATER, CRASH):
+                outcome = OK
+            if outcome == LATER:
+                failed_at, level = i, later_level(word)
+                if local_laters:
+                    cursor = orderly_later(cursor, reconsume_times)
+        else:
+            outcome, cursor = LATER, sent_back_unasked(cursor, reconsume_times)
+        outcomes.append(outcome)
+        cursors.append(cursor)
+        if outcome == CRASH:
+            return BatchAnswer(tuple(outcomes), tuple(cursors), level, i - 1, True)
+    ack = (len(outcomes) if failed_at is None else failed_at) - 1
+    return BatchAnswer(tuple(outcomes), tuple(cursors), level, ack, False)
+
+
+@dataclass(frozen=True)
 class PlanOutcome:
     """Where a plan leads under ``max_reconsume_times`` (the broker's DLQ rule applied).
 

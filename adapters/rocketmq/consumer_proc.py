@@ -33,8 +33,7 @@ from adapters.rundir import EventLog
 from reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, consumer_fault
 from reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY, unit_group
 from reference.orderly import DEFAULT_SUSPEND_MS
-from reference.plans import (CRASH, LATER, LOCAL_LATER, OK, answer_word, by_ack_index, later_level, next_answer,
-                             orderly_later, replay_cursor, sent_back_unasked)
+from reference.plans import LATER, LOCAL_LATER, OK, answer_batch, by_ack_index, replay_cursor
 
 #: Exit status of a consumer that died on a CRASH answer and recorded its own death.
 CRASH_EXIT = 17
@@ -73,11 +72,6 @@ def answered_deliveries(events_file: Path, group: str) -> Counter:
     return delivery_counts(delivered_attempts(events_file, group))
 
 
-def plan_answer(plan_property: str | None, delivery_index: int) -> str:
-    plan = [p.strip() for p in plan_property.split(",")] if plan_property else []
-    return plan[delivery_index] if delivery_index < len(plan) else "OK"
-
-
 class PlanFollower:
     def __init__(self, group: str, events_file: Path, name: str = "c", orderly: bool = False):
         self.group = group
@@ -87,7 +81,6 @@ class PlanFollower:
         # plan positions follow reference.plans.next_answer: a redelivery of an attempt already
         # answered OK/LATER (after another message's CRASH) is acknowledged without taking an entry
         self.history = delivered_attempts(events_file, group, orderly)
-        self.counts = delivery_counts(self.history)
         self.cursors: dict = {}
         self.last_ms: dict[str, int] = {}  # per key, the ts_ms of its last recorded delivery (stamp)
         self._out = EventLog(events_file)  # starts on a fresh line after a torn one
@@ -137,55 +130,35 @@ class PlanFollower:
             cursor = replay_cursor(plan, self.history.pop(key, ()))
         return plan, cursor
 
-    def _plan_word(self, key: str, msg, reconsume_times: int) -> str:
-        """The plan's answer to this delivery (reference.plans.next_answer; called with the lock held)."""
-        plan, cursor = self._cursor(key, msg)
-        word, self.cursors[key], _ = next_answer(plan, cursor, reconsume_times)
-        self.counts[key] += 1
-        return word
-
     def on_batch(self, msgs, queue, batched: bool) -> tuple[str, int, int]:
-        """Answer one call of the listener: (answer, ack index, the delay level asked for).
-
-        Each message is answered by its plan, in order, until one is not answered OK; a LATER
-        (``LATER:n``: asking for level n) ends the batch there, its ack index the message before,
-        and every message after it is sent back unasked (recorded LATER, no plan entry taken:
-        reference.plans.by_ack_index). A CRASH records what came before it (unacknowledged) and
-        dies. Every event is written before the answer; ``batched`` adds each one's place and the
-        batch's ack index."""
+        """Answer one call of the listener: (answer, ack index, the delay level asked for), as
+        :func:`reference.plans.answer_batch` rules it (each message by its plan until one is not
+        OK; the rest sent back unasked; a CRASH records what came before it, unacknowledged, and
+        dies). Every event is written before the answer; ``batched`` adds each one's place and
+        the batch's ack index."""
         with self._lock:
-            events, failed_at, level = [], None, 0
-            for i, msg in enumerate(msgs):
-                event = self._event(msg, queue)
+            events = [self._event(msg, queue) for msg in msgs]
+            answer = answer_batch([(*self._cursor(e["key"], msg), e["reconsume_times"]) for e, msg in zip(events, msgs)],
+                                  local_laters=self.orderly)
+            for i, (event, outcome, cursor) in enumerate(zip(events, answer.outcomes, answer.cursors)):
+                self.cursors[event["key"]] = cursor
                 event["ts_ms"] = self.stamp(event["key"])
-                if failed_at is None:
-                    word = self._plan_word(event["key"], msg, event["reconsume_times"])
-                    outcome = answer_word(word)
-                    if outcome not in (OK, LATER, CRASH):
-                        outcome = OK
-                    if outcome == LATER:
-                        failed_at, level = i, later_level(word)
-                        if self.orderly:  # the retry is this consumer's local re-consume
-                            self.cursors[event["key"]] = orderly_later(self.cursors[event["key"]], event["reconsume_times"])
-                else:  # sent back by the ack index, unasked (reference.plans.sent_back_unasked)
-                    outcome = LATER
-                    self.cursors[event["key"]] = sent_back_unasked(self._cursor(event["key"], msg)[1], event["reconsume_times"])
                 event["outcome"] = outcome
-                if outcome == LATER and level:
-                    event["next_level"] = level
+                if outcome == LATER and answer.level:
+                    event["next_level"] = answer.level
                 if batched:
                     event["batch_index"] = i
-                events.append(event)
-                if outcome == CRASH:
-                    for e in events:
-                        self._out.write(e, fsync=e is event)
-                    self.die()
-            ack = (len(msgs) if failed_at is None else failed_at) - 1
+            if answer.crashed:
+                done = events[:len(answer.outcomes)]
+                for e in done:
+                    self._out.write(e, fsync=e is done[-1])
+                self.die()
             for e in events:
                 if batched:
-                    e["ack_index"] = ack
+                    e["ack_index"] = answer.ack_index
                 self._out.write(e)
-        return (OK if failed_at is None else LATER), ack, level
+        failed = LATER in answer.outcomes
+        return (LATER if failed else OK), answer.ack_index, answer.level
 
     def die(self) -> None:
         """End the process now, after recording its death (fsynced) where its deliveries are.

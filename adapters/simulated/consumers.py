@@ -20,8 +20,7 @@ from adapters.rundir import EventLog
 from adapters.simulated.store import StoredMessage
 from reference.contract import CONSUMER_DIED, consumer_fault
 from adapters.simulated.defects import Defect
-from reference.plans import (CRASH, LATER, PlanCursor, answer_word, later_level, later_not_stored, next_answer,
-                             sent_back_unasked)
+from reference.plans import LATER, PlanCursor, answer_batch, later_not_stored
 from reference.profile import effective_max_reconsume_times
 from reference.retry import retry_topic
 from reference.rundir import consumer_events
@@ -153,29 +152,21 @@ class SimConsumer:
         system = self.system
         now = system.clock.now_ms()
         batched = self.spec.batch_size > 1
-        events, failed_at, level = [], None, 0
-        for i, (msg, reconsume_times) in enumerate(batch):
-            outcome = LATER
-            pos_key = (self.group, msg.key)
-            cursor = system.plan_positions.get(pos_key, NO_PROGRESS)
-            if failed_at is None:
-                word, system.plan_positions[pos_key], _ = next_answer(msg.plan, cursor, reconsume_times)
-                outcome = answer_word(word)
-                if outcome == LATER:
-                    failed_at, level = i, later_level(word)
-            else:  # sent back by the ack index, unasked
-                system.plan_positions[pos_key] = sent_back_unasked(cursor, reconsume_times)
-            event = {**self.delivery(msg, reconsume_times, now, outcome),
-                     **({"next_level": level} if outcome == LATER and level else {}),
-                     **({"batch_index": i} if batched else {})}
-            events.append(event)
-            if outcome == CRASH:
-                for e in events:
-                    self._out.write(e)
-                self.record("kill")  # the dying consumer records its own death, as the process does
-                self.die(crashed=True)
-                return
-        ack = (len(batch) if failed_at is None else failed_at) - 1
+        positions = system.plan_positions
+        answer = answer_batch([(msg.plan, positions.get((self.group, msg.key), NO_PROGRESS), rt) for msg, rt in batch])
+        events = []
+        for i, ((msg, reconsume_times), outcome, cursor) in enumerate(zip(batch, answer.outcomes, answer.cursors)):
+            positions[(self.group, msg.key)] = cursor
+            level = answer.level if outcome == LATER else 0
+            events.append({**self.delivery(msg, reconsume_times, now, outcome), **({"next_level": level} if level else {}),
+                           **({"batch_index": i} if batched else {})})
+        if answer.crashed:
+            for e in events:
+                self._out.write(e)
+            self.record("kill")  # the dying consumer records its own death, as the process does
+            self.die(crashed=True)
+            return
+        ack, level = answer.ack_index, answer.level
         for e in events:
             self._out.write({**e, "ack_index": ack} if batched else e)
         if Defect.ACK_INDEX_OFF_BY_ONE in system.broker.defects and batched:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from adapters.simulated.consumers import NO_PROGRESS, SimConsumer
 from adapters.simulated.defects import Defect
 from adapters.simulated.store import StoredMessage
-from reference.plans import CRASH, LATER, answer_word, next_answer, orderly_later
+from reference.plans import CRASH, LATER, answer_batch
 
 
 class OrderlySimConsumer(SimConsumer):
@@ -53,13 +53,8 @@ class OrderlySimConsumer(SimConsumer):
         count = reconsume_times if count is None else count
         system = self.system
         pos_key = (self.group, msg.key)
-        word, cursor, _ = next_answer(msg.plan, system.plan_positions.get(pos_key, NO_PROGRESS), reconsume_times)
-        outcome = answer_word(word)
-        if outcome not in (LATER, CRASH):
-            outcome = "OK"
-        if outcome == LATER:
-            cursor = orderly_later(cursor, reconsume_times)
-        system.plan_positions[pos_key] = cursor
+        answer = answer_batch([(msg.plan, system.plan_positions.get(pos_key, NO_PROGRESS), reconsume_times)], local_laters=True)
+        (outcome,), (system.plan_positions[pos_key],) = answer.outcomes, answer.cursors
         self._out.write(self.delivery(msg, reconsume_times, system.clock.now_ms(), outcome))
         if outcome == CRASH:
             self.record("kill")

@@ -13,7 +13,7 @@ import pytest
 
 from adapters.base import AdapterError, BrokerProfile
 from adapters.rocketmq import config as cfg
-from adapters.rocketmq.consumer_proc import answered_deliveries, plan_answer
+from adapters.rocketmq.consumer_proc import answered_deliveries
 from adapters.rocketmq.external import ExternalRuntime
 from adapters.rocketmq.process import ProcessRuntime
 from adapters.rocketmq.provision import Distribution, newest_complete
@@ -91,11 +91,6 @@ def test_leased_ports_are_not_handed_out_twice_until_released():
     finally:
         first.release()
         second.release()
-
-
-def test_plan_answers_by_delivery_index():
-    assert [plan_answer("LATER,CRASH", i) for i in range(4)] == ["LATER", "CRASH", "OK", "OK"]
-    assert plan_answer(None, 0) == "OK" and plan_answer("", 3) == "OK"
 
 
 def test_plan_position_is_rebuilt_from_the_events_file_and_skips_a_torn_line(tmp_path):

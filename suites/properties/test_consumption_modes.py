@@ -133,3 +133,19 @@ def test_a_message_sent_back_by_the_ack_index_gets_one_more_attempt_its_plan_ans
     assert ("a", 1) not in rows
     for key in ("b", "c"):
         assert rows[(key, 1)].level == 4 and rows[(key, 1)].final and rows[(key, 1)].final_state == "CONSUMED"
+
+
+def test_a_call_of_the_listener_is_answered_up_to_the_first_message_that_is_not_ok():
+    """reference.plans.answer_batch: the rule both consumers (real and simulated) answer by."""
+    from reference.plans import PlanCursor, answer_batch
+
+    fresh = PlanCursor()
+    later = answer_batch([((OK,), fresh, 0), (("LATER:5", OK), fresh, 0), ((OK,), fresh, 0)])
+    assert (later.outcomes, later.ack_index, later.level, later.crashed) == ((OK, LATER, LATER), 0, 5, False)
+    assert later.cursors[2].settled == {0} and later.cursors[2].used == 0  # sent back unasked: no entry taken
+    crash = answer_batch([((OK,), fresh, 0), ((CRASH, OK), fresh, 0), ((OK,), fresh, 0)])
+    assert (crash.outcomes, crash.crashed) == ((OK, CRASH), True)
+    ok = answer_batch([((OK,), fresh, 0), ((), fresh, 1)])
+    assert (ok.outcomes, ok.ack_index) == ((OK, OK), 1)
+    orderly = answer_batch([((LATER, OK), fresh, 0)], local_laters=True)
+    assert orderly.outcomes == (LATER,) and 0 in orderly.cursors[0].repeat  # its retry lives in the consumer
