@@ -133,11 +133,6 @@ def sent_back_unasked(cursor: PlanCursor, reconsume_times: int) -> PlanCursor:
     return PlanCursor(cursor.used, cursor.settled | {reconsume_times}, cursor.repeat, cursor.asked)
 
 
-#: A delivery :func:`replay_cursor` takes as (reconsume_times, LOCAL_LATER): a LATER of an orderly
-#: consumer, whose retry lives only in the consumer (:func:`orderly_later`).
-LOCAL_LATER = "local"
-
-
 def orderly_later(cursor: PlanCursor, reconsume_times: int) -> PlanCursor:
     """ConsumeMessageOrderlyService.processConsumeResult (reference.orderly): an orderly consumer's
     LATER suspends the queue and the retry is the same stored copy re-consumed by this consumer,
@@ -146,20 +141,39 @@ def orderly_later(cursor: PlanCursor, reconsume_times: int) -> PlanCursor:
     return later_not_stored(cursor, reconsume_times)
 
 
-def replay_cursor(plan: tuple[str, ...], delivered) -> PlanCursor:
+def orderly_next(plan: tuple[str, ...], cursor: PlanCursor, reconsume_times: int,
+                 max_reconsume_times: int) -> tuple[str, PlanCursor, bool]:
+    """:func:`next_answer` for an orderly consumer (reference.orderly): its retries are local
+    re-consumes of one stored copy, and a death loses the whole chain (the stored copy comes back
+    with count 0), so an attempt it answered LATER is not settled by the attempt after it: a
+    redelivery answers every such attempt LATER again (no entry taken) and the plan goes on where
+    it stopped. Each LATER is :func:`orderly_later`. Once the chain ended — an OK, or a LATER at
+    ``max_reconsume_times``, which checkReconsumeTimes sends to the DLQ — every attempt is settled:
+    a redelivery is acknowledged OK (a second DLQ entry would be the consumer's doing)."""
+    word, new, taken = next_answer(plan, cursor, reconsume_times)
+    new = PlanCursor(new.used, new.settled - cursor.repeat, new.repeat | cursor.repeat, new.asked)
+    outcome = answer_word(word)
+    if outcome == CRASH:
+        return word, new, taken
+    if outcome == LATER and reconsume_times < max_reconsume_times:
+        return word, orderly_later(new, reconsume_times), taken
+    return word, PlanCursor(new.used, new.settled | new.repeat | {reconsume_times}, frozenset(), ()), taken
+
+
+def replay_cursor(plan: tuple[str, ...], delivered, orderly_max: int | None = None) -> PlanCursor:
     """The cursor after the given deliveries, in order: how a restarted consumer rebuilds its plan
     positions from its own events file. Each is its reconsume_times, or (reconsume_times, True) for
-    one sent back by a batch's ack index (:func:`sent_back_unasked`), or (reconsume_times,
-    :data:`LOCAL_LATER`) for an orderly consumer's LATER (:func:`orderly_later`)."""
+    one sent back by a batch's ack index (:func:`sent_back_unasked`); ``orderly_max``: an orderly
+    consumer's, with its maxReconsumeTimes (:func:`orderly_next`)."""
     cursor = PlanCursor()
     for item in delivered:
-        rt, how = item if isinstance(item, tuple) else (item, None)
-        if how is True:
+        rt, unasked = item if isinstance(item, tuple) else (item, False)
+        if unasked:
             cursor = sent_back_unasked(cursor, rt)
-            continue
-        cursor = next_answer(plan, cursor, rt)[1]
-        if how == LOCAL_LATER:
-            cursor = orderly_later(cursor, rt)
+        elif orderly_max is not None:
+            cursor = orderly_next(plan, cursor, rt, orderly_max)[1]
+        else:
+            cursor = next_answer(plan, cursor, rt)[1]
     return cursor
 
 
@@ -177,27 +191,26 @@ class BatchAnswer:
     crashed: bool
 
 
-def answer_batch(batch, local_laters: bool = False) -> BatchAnswer:
+def answer_batch(batch, orderly_max: int | None = None) -> BatchAnswer:
     """ConsumeMessageConcurrentlyService.processConsumeResult as the harness's consumers (the real
     one and the simulator's) answer a call of the listener with ``batch``, a sequence of (plan,
     cursor, reconsume_times): each message by its plan, in order, until one is not answered OK; a
     LATER (``LATER:n``: asking for level n) ends the answers there and the ack index is the message
     before it; every message after it is sent back without its plan being asked (recorded LATER:
-    :func:`sent_back_unasked`); a CRASH ends the call. ``local_laters``: an orderly consumer, whose
-    LATER's retry is its own (:func:`orderly_later`)."""
+    :func:`sent_back_unasked`); a CRASH ends the call. ``orderly_max``: an orderly consumer's
+    maxReconsumeTimes (its LATER's retry is its own: :func:`orderly_next`)."""
     outcomes: list[str] = []
     cursors: list[PlanCursor] = []
     failed_at, level = None, 0
     for i, (plan, cursor, reconsume_times) in enumerate(batch):
         if failed_at is None:
-            word, cursor, _ = next_answer(plan, cursor, reconsume_times)
+            word, cursor, _ = (next_answer(plan, cursor, reconsume_times) if orderly_max is None
+                               else orderly_next(plan, cursor, reconsume_times, orderly_max))
             outcome = answer_word(word)
             if outcome not in (OK, LATER, CRASH):
                 outcome = OK
             if outcome == LATER:
                 failed_at, level = i, later_level(word)
-                if local_laters:
-                    cursor = orderly_later(cursor, reconsume_times)
         else:
             outcome, cursor = LATER, sent_back_unasked(cursor, reconsume_times)
         outcomes.append(outcome)

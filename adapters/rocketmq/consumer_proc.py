@@ -33,7 +33,7 @@ from adapters.rundir import EventLog
 from reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, consumer_fault
 from reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY, unit_group
 from reference.orderly import DEFAULT_SUSPEND_MS
-from reference.plans import LATER, LOCAL_LATER, OK, answer_batch, by_ack_index, replay_cursor
+from reference.plans import LATER, OK, answer_batch, by_ack_index, replay_cursor
 
 #: Exit status of a consumer that died on a CRASH answer and recorded its own death.
 CRASH_EXIT = 17
@@ -42,10 +42,10 @@ CRASH_EXIT = 17
 CRASH_UNRECORDED_EXIT = 18
 
 
-def delivered_attempts(events_file: Path, group: str, orderly: bool = False) -> dict[str, list]:
+def delivered_attempts(events_file: Path, group: str) -> dict[str, list]:
     """The reconsume_times of the deliveries per key already recorded in ``events_file``, in order,
     as :func:`reference.plans.replay_cursor` takes them (to rebuild each key's plan cursor after a
-    restart; a torn last line is skipped; ``orderly``: a LATER's retry was local)."""
+    restart; a torn last line is skipped)."""
     history: dict[str, list] = {}
     if not events_file.exists():
         return history
@@ -57,8 +57,7 @@ def delivered_attempts(events_file: Path, group: str, orderly: bool = False) -> 
                 continue
             if ev.get("type") == "deliver" and ev.get("group") == group:
                 rt = int(ev.get("reconsume_times", 0))
-                local = orderly and ev.get("outcome") == LATER
-                history.setdefault(ev["key"], []).append((rt, True) if by_ack_index(ev) else (rt, LOCAL_LATER) if local else rt)
+                history.setdefault(ev["key"], []).append((rt, True) if by_ack_index(ev) else rt)
     return history
 
 
@@ -73,14 +72,14 @@ def answered_deliveries(events_file: Path, group: str) -> Counter:
 
 
 class PlanFollower:
-    def __init__(self, group: str, events_file: Path, name: str = "c", orderly: bool = False):
+    def __init__(self, group: str, events_file: Path, name: str = "c", orderly_max: int | None = None):
         self.group = group
-        self.orderly = orderly
+        self.orderly_max = orderly_max  # an orderly consumer's maxReconsumeTimes (reference.plans.orderly_next)
         self.name = name
         self.events_file = events_file
         # plan positions follow reference.plans.next_answer: a redelivery of an attempt already
         # answered OK/LATER (after another message's CRASH) is acknowledged without taking an entry
-        self.history = delivered_attempts(events_file, group, orderly)
+        self.history = delivered_attempts(events_file, group)
         self.cursors: dict = {}
         self.last_ms: dict[str, int] = {}  # per key, the ts_ms of its last recorded delivery (stamp)
         self._out = EventLog(events_file)  # starts on a fresh line after a torn one
@@ -127,7 +126,7 @@ class PlanFollower:
         plan = tuple(p.strip() for p in str(prop).split(",")) if prop is not None and str(prop) else ()
         cursor = self.cursors.get(key)
         if cursor is None:
-            cursor = replay_cursor(plan, self.history.pop(key, ()))
+            cursor = replay_cursor(plan, self.history.pop(key, ()), self.orderly_max)
         return plan, cursor
 
     def on_batch(self, msgs, queue, batched: bool) -> tuple[str, int, int]:
@@ -139,7 +138,7 @@ class PlanFollower:
         with self._lock:
             events = [self._event(msg, queue) for msg in msgs]
             answer = answer_batch([(*self._cursor(e["key"], msg), e["reconsume_times"]) for e, msg in zip(events, msgs)],
-                                  local_laters=self.orderly)
+                                  orderly_max=self.orderly_max)
             for i, (event, outcome, cursor) in enumerate(zip(events, answer.outcomes, answer.cursors)):
                 self.cursors[event["key"]] = cursor
                 event["ts_ms"] = self.stamp(event["key"])
@@ -266,7 +265,7 @@ def main() -> None:
     broadcasting = args.mode == BROADCASTING
     # a broadcasting instance is a judging unit of its own (reference.modes)
     unit = unit_group(args.group, args.instance) if broadcasting else args.group
-    follower = PlanFollower(unit, Path(args.events), args.name, args.mode == ORDERLY)
+    follower = PlanFollower(unit, Path(args.events), args.name, args.max_reconsume_times if args.mode == ORDERLY else None)
     start_jvm(args.lib, args.log_dir, heap=("-Xms32m", "-Xmx256m"), quick_start=True)
     if broadcasting:  # LocalFileOffsetStore reads its directory once, when its class loads
         from java.lang import System

@@ -53,7 +53,8 @@ class OrderlySimConsumer(SimConsumer):
         count = reconsume_times if count is None else count
         system = self.system
         pos_key = (self.group, msg.key)
-        answer = answer_batch([(msg.plan, system.plan_positions.get(pos_key, NO_PROGRESS), reconsume_times)], local_laters=True)
+        answer = answer_batch([(msg.plan, system.plan_positions.get(pos_key, NO_PROGRESS), reconsume_times)],
+                              orderly_max=self.max_reconsume_times)
         (outcome,), (system.plan_positions[pos_key],) = answer.outcomes, answer.cursors
         self._out.write(self.delivery(msg, reconsume_times, system.clock.now_ms(), outcome))
         if outcome == CRASH:

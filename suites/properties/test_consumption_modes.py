@@ -147,5 +147,5 @@ def test_a_call_of_the_listener_is_answered_up_to_the_first_message_that_is_not_
     assert (crash.outcomes, crash.crashed) == ((OK, CRASH), True)
     ok = answer_batch([((OK,), fresh, 0), ((), fresh, 1)])
     assert (ok.outcomes, ok.ack_index) == ((OK, OK), 1)
-    orderly = answer_batch([((LATER, OK), fresh, 0)], local_laters=True)
+    orderly = answer_batch([((LATER, OK), fresh, 0)], orderly_max=16)
     assert orderly.outcomes == (LATER,) and 0 in orderly.cursors[0].repeat  # its retry lives in the consumer

@@ -13,7 +13,7 @@ from reference.contract import ContractError
 from reference.expected import build_expected
 from reference.levels import parse_level_table
 from reference.orderly import DEFAULT_SUSPEND_MS, LOCK_RETRY_MS, SUSPEND_RANGE_MS, dlq_wait_ms, effective_suspend_ms, queue_of
-from reference.plans import CRASH, LATER, LOCAL_LATER, OK, next_answer, orderly_later, replay_cursor
+from reference.plans import CRASH, LATER, OK, PlanCursor, answer_batch, next_answer, orderly_next, replay_cursor
 from reference.profile import parse_profile, profile_to_json
 
 T0 = 1_763_800_000_000
@@ -75,29 +75,50 @@ def test_a_broker_outage_during_the_suspension_waits_for_the_lock_again():
     assert retry.local_latest_ms >= T0 + 9000 + LOCK_RETRY_MS and retry.widened_by
 
 
-def test_an_orderly_later_is_answered_again_when_the_stored_copy_comes_back():
+def test_an_orderly_chain_is_answered_again_when_the_stored_copy_comes_back():
     """The retry chain of an orderly consumer lives in the consumer: after its death the stored copy
-    (count 0) is delivered again and must answer LATER again, taking no plan entry; the re-consume
-    that follows takes the next one."""
-    plan = (LATER, CRASH, OK)
-    word, cur, _ = next_answer(plan, replay_cursor(plan, []), 0)
-    cur = orderly_later(cur, 0)
-    assert word == LATER
-    word, cur, _ = next_answer(plan, cur, 1)
-    assert word == CRASH
-    again, cur, taken = next_answer(plan, cur, 0)  # the replacement gets the stored copy
-    assert (again, taken) == (LATER, False)
-    cur = orderly_later(cur, 0)
-    assert next_answer(plan, cur, 1)[0] == OK
-    assert replay_cursor(plan, [(0, LOCAL_LATER), 1, (0, LOCAL_LATER)]) == cur
+    (count 0) is delivered again and every attempt it had answered LATER answers LATER again, taking
+    no plan entry (found by the generator: a chain cut after two LATERs was answered OK at count 0);
+    the plan goes on where it stopped."""
+    plan = (LATER, LATER, CRASH, OK)
+    cur = PlanCursor()
+    answers = []
+    for rt in (0, 1, 2, 0, 1, 2):  # LATER, LATER, CRASH; the replacement: the stored copy again
+        word, cur, taken = orderly_next(plan, cur, rt, 16)
+        answers.append((word, taken))
+    assert answers == [(LATER, True), (LATER, True), (CRASH, True), (LATER, False), (LATER, False), (OK, True)]
+    assert replay_cursor(plan, [0, 1, 2, 0, 1, 2], orderly_max=16) == cur
+    # a concurrent consumer's local re-consume settles the attempt before it
+    assert next_answer(plan, replay_cursor(plan, [0, 1]), 0)[0] == OK
 
 
-def test_a_restarted_orderly_consumer_rebuilds_its_local_laters(tmp_path):
+@given(st.lists(st.sampled_from([OK, LATER, CRASH]), max_size=6), st.lists(st.integers(0, 4), max_size=10))
+def test_an_orderly_consumer_never_answers_ok_to_an_attempt_it_answered_later(plan, rts):
+    """... until its chain ended (an OK, or a LATER at maxReconsumeTimes 3: the DLQ)."""
+    cur, later, ended = PlanCursor(), set(), False
+    for rt in rts:
+        word, cur, _ = orderly_next(tuple(plan), cur, rt, 3)
+        assert ended or not (rt in later and word == OK)
+        if word == LATER:
+            later.add(rt)
+        ended = ended or word == OK or (word == LATER and rt >= 3)
+
+
+def test_a_restarted_orderly_consumer_rebuilds_its_cursor_from_its_deliveries(tmp_path):
     f = tmp_path / "consumer-c.jsonl"
     f.write_text('{"type": "deliver", "key": "k", "group": "g", "reconsume_times": 0, "outcome": "LATER"}\n'
                  '{"type": "deliver", "key": "k", "group": "g", "reconsume_times": 1, "outcome": "CRASH"}\n')
-    assert delivered_attempts(f, "g", orderly=True) == {"k": [(0, LOCAL_LATER), 1]}
     assert delivered_attempts(f, "g") == {"k": [0, 1]}
+    assert answer_batch([((LATER, CRASH, OK), replay_cursor((LATER, CRASH, OK), [0, 1], orderly_max=16), 0)],
+                        orderly_max=16).outcomes == (LATER,)
+
+
+def test_an_orderly_chain_that_reached_the_dlq_or_ok_is_acknowledged_when_redelivered():
+    """Found by the generator: a consumer that died right after sending a message to the DLQ got the
+    stored copy again and ran the chain again, a second DLQ entry."""
+    for plan, rts in (((LATER, LATER, LATER), (0, 1, 2)), ((LATER, OK), (0, 1))):
+        cur = replay_cursor(plan, list(rts), orderly_max=2)
+        assert [orderly_next(plan, cur, rt, 2)[0] for rt in rts] == [OK] * len(rts)
 
 
 def test_only_a_copy_in_its_own_topic_has_a_queue_order():
