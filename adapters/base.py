@@ -108,6 +108,7 @@ class ConsumerSpec:
     mode: str = CONCURRENTLY  # reference.orderly.MODES: how the listener consumes
     suspend_ms: int = DEFAULT_SUSPEND_MS  # orderly: suspendCurrentQueueTimeMillis (effective)
     instance: int = 0  # its index in the group (broadcasting: its judging unit, reference.modes.unit_group)
+    consume_timeout_min: int | None = None  # consumeTimeout, minutes (None: the client's 15; reference.timeout)
 
 
 @dataclass

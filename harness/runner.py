@@ -304,7 +304,9 @@ def _group_max_reconsume_times(sc: Scenario) -> dict:
     by_group = {c.group: c.max_reconsume_times for c in sc.consumers if c.max_reconsume_times is not None}
     orderly = {c.group: effective_suspend_ms(c.suspend_ms) for c in sc.consumers if c.mode == ORDERLY}
     broadcasting = {c.group: c.instances for c in sc.consumers if c.mode == BROADCASTING}
+    timeouts = {c.group: c.consume_timeout_min for c in sc.consumers if c.consume_timeout_min is not None}
     return {**({"max_reconsume_times_by_group": by_group} if by_group else {}),
+            **({"consume_timeouts": timeouts} if timeouts else {}),
             **({"orderly_groups": orderly} if orderly else {}),
             **({"broadcasting_groups": broadcasting} if broadcasting else {})}
 
@@ -429,7 +431,8 @@ class ScenarioRun:
                 mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
                 name = f"{c.group}-{i}"
                 sysm.start_consumer(ConsumerSpec(name, c.group, c.topics, mrt, self.events_dir, c.batch_size,
-                                                 c.retry_max_times, c.mode, effective_suspend_ms(c.suspend_ms), i))
+                                                 c.retry_max_times, c.mode, effective_suspend_ms(c.suspend_ms), i,
+                                                 c.consume_timeout_min))
                 # a group's membership changes (rebalance): recorded like any consumer start
                 log.write(consumer_fault("start", sysm.clock.now_ms(), name, c.group, CONSUMER_STARTED_BY_SCENARIO))
 

@@ -29,7 +29,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from harness.schema_errors import Found, explain
-from reference.plans import parse_plan
+from reference.plans import SLOW, parse_plan
+from reference.timeout import MAX_CONSUME_TIMEOUT_MIN, MIN_CONSUME_TIMEOUT_MIN
 from reference.modes import CONCURRENTLY, MODES, ORDERLY
 from reference.orderly import SUSPEND_RANGE_MS
 from reference.contract import ASYNC_DELIVER, CAPABILITIES, CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
@@ -114,6 +115,7 @@ class ConsumerGroup:
     retry_max_times: int | None = None  # the broker's subscription group retryMaxTimes (None: its default)
     mode: str = CONCURRENTLY  # how the listener consumes (reference.orderly.MODES)
     suspend_ms: int | None = None  # orderly: suspendCurrentQueueTimeMillis (None: the client's 1000 ms)
+    consume_timeout_min: int | None = None  # concurrently: consumeTimeout, minutes (None: the client's 15; reference.timeout)
 
 
 @dataclass(frozen=True)
@@ -324,6 +326,11 @@ def _consumer_schema() -> dict:
         "suspend_ms": ({"type": ["integer", "null"], "minimum": SUSPEND_RANGE_MS[0], "maximum": SUSPEND_RANGE_MS[1]},
                        "orderly: suspendCurrentQueueTimeMillis, how long a failing queue waits before the message "
                        "is consumed again (ConsumeMessageOrderlyService clamps it to 10..30000); null: 1000."),
+        "consume_timeout_min": ({"type": ["integer", "null"], "minimum": MIN_CONSUME_TIMEOUT_MIN,
+                                 "maximum": MAX_CONSUME_TIMEOUT_MIN},
+                                "concurrently: consumeTimeout in minutes. The client's clean-up (every that long) sends "
+                                "back at level 3 a message whose listener has held it longer (the SLOW plan word); "
+                                "null: the client's 15. Required by a SLOW in a plan of a topic the group consumes."),
     })
 
 
@@ -438,6 +445,7 @@ def _check_mode(raw: dict, i: int, fail) -> None:
     if mode != ORDERLY and c.get("suspend_ms") is not None:
         fail(f"consumers[{i}].suspend_ms", "null unless mode is orderly (only an orderly consumer suspends a queue)",
              c["suspend_ms"])
+    _check_slow(raw, i, fail)
     if mode == CONCURRENTLY:
         return
     if c.get("batch_size", 1) != 1:
@@ -449,6 +457,34 @@ def _check_mode(raw: dict, i: int, fail) -> None:
                 if word.startswith("LATER:"):
                     fail(f"messages[{j}].plan[{n}]", f"OK, LATER or CRASH: {m['topic']} is consumed {mode} by "
                          f"{c['group']} (its LATER asks for no delay level)", word)
+
+
+def _check_slow(raw: dict, i: int, fail) -> None:
+    """A ``SLOW`` (reference.timeout) is a concurrent listener held past its group's consumeTimeout:
+    the group must consume concurrently, one message a call (the clean-up looks at a process queue's
+    oldest message only: a held batch is not modelled), and set the timeout (the client's 15 minutes
+    would hold a run for half an hour). ``consume_timeout_min`` means nothing to an orderly group
+    (ProcessQueue.cleanExpiredMsg returns for it) or a broadcasting one (nothing it sends back is
+    consumed again)."""
+    c = raw["consumers"][i]
+    mode = c.get("mode", CONCURRENTLY)
+    if mode != CONCURRENTLY and c.get("consume_timeout_min") is not None:
+        fail(f"consumers[{i}].consume_timeout_min", "null unless mode is concurrently (only its clean-up sends a held "
+             "message back)", c["consume_timeout_min"])
+    topics = set(c["topics"])
+    for j, m in enumerate(raw["messages"]):
+        if m["topic"] not in topics or SLOW not in m.get("plan", []):
+            continue
+        n = m["plan"].index(SLOW)
+        if mode != CONCURRENTLY:
+            fail(f"messages[{j}].plan[{n}]", f"OK, LATER or CRASH: {m['topic']} is consumed {mode} by {c['group']} "
+                 "(only a concurrent consumer's clean-up sends a held message back)", SLOW)
+        if c.get("batch_size", 1) != 1:
+            fail(f"consumers[{i}].batch_size", f"1: {m['topic']} has a SLOW in messages[{j}].plan (a held batch is "
+                 "not modelled)", c["batch_size"])
+        if c.get("consume_timeout_min") is None:
+            fail(f"consumers[{i}].consume_timeout_min", f"the group's consumeTimeout in minutes: {m['topic']} has a "
+                 f"SLOW in messages[{j}].plan", None)
 
 
 def _check_fault(steps: list, i: int, cluster: str, max_level: int, fail) -> None:
@@ -601,7 +637,8 @@ def _build(raw: dict) -> Scenario:
                           batch_size=int(c.get("batch_size", 1)),
                           retry_max_times=None if c.get("retry_max_times") is None else int(c["retry_max_times"]),
                           mode=c.get("mode", CONCURRENTLY),
-                          suspend_ms=None if c.get("suspend_ms") is None else int(c["suspend_ms"]))
+                          suspend_ms=None if c.get("suspend_ms") is None else int(c["suspend_ms"]),
+                          consume_timeout_min=None if c.get("consume_timeout_min") is None else int(c["consume_timeout_min"]))
             for c in raw["consumers"]
         ),
         faults=tuple(FaultStep(at_ms=int(f["at_ms"]), action=f["action"], target=f.get("target", "broker"),

@@ -36,8 +36,13 @@ INVARIANTS: tuple[str, ...] = (
 ROCKETMQ_ADAPTER, SIMULATED_ADAPTER = "rocketmq", "simulated"
 ADAPTERS: tuple[str, ...] = (ROCKETMQ_ADAPTER, SIMULATED_ADAPTER)
 
-#: What a consumer answers on one delivery of a message.
-PLAN_WORDS: tuple[str, ...] = ("OK", "LATER", "CRASH")
+#: What a consumer's delivery led to (a ``deliver`` event's ``outcome``).
+ANSWERS: tuple[str, ...] = ("OK", "LATER", "CRASH")
+#: What a consumer answers on one delivery of a message: an answer, or ``SLOW``: the listener holds
+#: the message past its group's consumeTimeout, the client's clean-up sends it back at level 3 and
+#: the listener answers OK after (reference.timeout); its ``deliver`` event records ``outcome``
+#: LATER, ``next_level`` 3 and ``timed_out`` true.
+PLAN_WORDS: tuple[str, ...] = ANSWERS + ("SLOW",)
 #: A plan word beyond :data:`PLAN_WORDS`: ``LATER:<n>`` answers RECONSUME_LATER after
 #: ConsumeConcurrentlyContext.setDelayLevelWhenNextConsume(n) — the delay level the consumer asks
 #: its retry to wait (0: the broker's choice, as ``LATER``; below 0: the DLQ at once). The
@@ -177,10 +182,11 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("reconsume_times", "int"),
         _f("born_ms", "int"),
         _f("store_ms", "int"),
-        _f("outcome", "str", True, PLAN_WORDS),
+        _f("outcome", "str", True, ANSWERS),
         _f("next_level", "int", False),  # a LATER: the delay level the consumer asked for (CHOSEN_LEVEL_WORD)
         _f("batch_index", "int", False),  # a batch consumer: its place in the listener's batch (0-based)
         _f("ack_index", "int", False),  # ... and the batch's ack index the listener returned (-1: none consumed)
+        _f("timed_out", "bool", False),  # a SLOW: held past consumeTimeout, sent back by the clean-up (reference.timeout)
     ),
     "dlq": (
         _f("key", "str"),

@@ -37,6 +37,7 @@ from reference.plans import CRASH, by_ack_index, parse_plan, plan_outcome, with_
 from reference.profile import Profile, profile_from_run
 from reference.retry import asked_retry_level, clamped_level, requested_retry_level, retry_level
 from reference.timer import rounded_deliver_ms
+from reference.timeout import DEFAULT_CONSUME_TIMEOUT_MIN, sent_back_within
 from reference.faults import effect
 from reference.network import local_retry_lag_ms, send_back_lag_ms, send_back_may_repeat
 from reference.clock import BrokerClock
@@ -270,17 +271,17 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
         plan_key = tuple(send.get("plan") or ())
         for group in _units(profile, seen.topic_groups.get(send["topic"])) or (None,):
             max_rt = group_rt.get(group, profile.max_reconsume_times)
-            sent_back = seen.by_ack.get((key, group))
-            cache_key = (plan_key, max_rt, tuple(sorted(sent_back.items())) if sent_back else ())
-            outcome = outcome_cache.get(cache_key)
             if profile.broadcasting_groups and group is not None and profile.broadcast_units(group_of(group)):
                 outcome = broadcast_outcome(parse_plan(list(plan_key) or None, _send_where(key)))
             elif profile.orderly_groups and profile.suspend_ms_of(group) is not None:
                 outcome = _orderly_outcome(plan_key, max_rt, seen, key, group, outages, w.back_failed)
-            if outcome is None:
-                plan = parse_plan(list(plan_key) or None, _send_where(key))
-                outcome = plan_outcome(with_ack_laters(plan, sent_back or {}), max_rt)
-                outcome_cache[cache_key] = outcome
+            else:
+                sent_back = seen.by_ack.get((key, group))
+                cache_key = (plan_key, max_rt, tuple(sorted(sent_back.items())) if sent_back else ())
+                outcome = outcome_cache.get(cache_key)
+                if outcome is None:
+                    plan = parse_plan(list(plan_key) or None, _send_where(key))
+                    outcome = outcome_cache[cache_key] = plan_outcome(with_ack_laters(plan, sent_back or {}), max_rt)
             rows.extend(_group_rows(w, seen, run_id, key, send, first, group, outcome))
     return rows
 
@@ -387,16 +388,26 @@ def _retry_level(w: _Windows, outcome, k: int) -> tuple[int, int, int, int]:
 
 
 def _retry_window(w: _Windows, seen: _Observed, key: str, group: str | None, k: int, r_level: int, r_delay: int,
-                  fallback_delay: int) -> tuple:
+                  fallback_delay: int, timeout_min: int | None = None) -> tuple:
     """Retry ``k`` of a message in ``group``: anchored at the first LATER of attempt k-1, due by its
     last one: earliest, latest, widened by, anchor, local earliest, local latest (no LATER
     observed: no window, the attempt is judged by NO_LOSS and RETRY_SCHEDULE). A LATER that asked
-    for its own level and whose send-back may have failed may be re-sent at ``fallback_delay``."""
+    for its own level and whose send-back may have failed may be re-sent at ``fallback_delay``.
+    ``timeout_min``: attempt k-1 was held past the group's consumeTimeout (``SLOW``): the anchor is
+    its consume start and the send-back comes at the client's next clean-up after a timeout
+    (reference.timeout.sent_back_within), the delay counted from there; no local re-consume (a
+    failed clean-up send-back is tried again at the next clean-up)."""
     anchor = seen.anchors.get((key, group, k - 1))
     if anchor is None:
         return None, None, None, None, None, None
     slack = w.profile.slack_ms
     last_anchor = seen.last_laters.get((key, group, k - 1), anchor)
+    if timeout_min is not None:
+        back_from, back_by = sent_back_within(anchor, timeout_min)[0], sent_back_within(last_anchor, timeout_min)[1]
+        r_earliest, r_latest = back_from + r_delay, back_by + r_delay + slack
+        if w.outages:
+            r_latest = w.widen(anchor, r_earliest, r_latest)[0]
+        return r_earliest, r_latest, None, anchor, r_earliest, r_latest
     r_earliest, r_due, r_widened = anchor + r_delay, last_anchor + r_delay, None
     if fallback_delay != r_delay and w.back_failed(last_anchor, group, key):
         r_earliest, r_due = anchor + min(r_delay, fallback_delay), last_anchor + max(r_delay, fallback_delay)
@@ -433,8 +444,9 @@ def _group_rows(w: _Windows, seen: _Observed, run_id: str, key: str, send: Mappi
             r_earliest, r_latest, r_widened, anchor, l_earliest, l_latest = _orderly_window(w, seen, key, group, k, suspend)
         else:
             r_requested, r_level, r_delay, fallback_delay = _retry_level(w, outcome, k)
+            timeout = (w.profile.consume_timeout_of(group) or DEFAULT_CONSUME_TIMEOUT_MIN) if k - 1 in outcome.timed_out else None
             r_earliest, r_latest, r_widened, anchor, l_earliest, l_latest = _retry_window(
-                w, seen, key, group, k, r_level, r_delay, fallback_delay)
+                w, seen, key, group, k, r_level, r_delay, fallback_delay, timeout)
         rows.append(_row({"run_id": run_id, "key": key, "attempt": k, "topic": topic, "queue_topic": retry_queue,
                           "send_status": status, "requested_level": r_requested, "level": r_level,
                           "clamped": r_level != r_requested, "delay_ms": r_delay, "earliest_ms": r_earliest,

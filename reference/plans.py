@@ -4,7 +4,9 @@ A plan is a sequence of ``OK`` / ``LATER`` / ``CRASH``, one per delivery, in ord
 after a ``CRASH`` takes the next entry; after the plan ends the consumer answers ``OK``. An empty
 or absent plan is ``("OK",)``. ``LATER:<n>`` is a LATER that asks for the delay level of its retry
 (ConsumeConcurrentlyContext.setDelayLevelWhenNextConsume: 0 the broker's choice, n > 0 level n,
-n < 0 the DLQ at once).
+n < 0 the DLQ at once). ``SLOW`` holds the message past the group's consumeTimeout: the client's
+clean-up sends it back at level 3 (reference.timeout), so it is a LATER that asked for level 3, its
+retry due a timeout later; the listener answers OK after (concurrent, one-message groups only).
 
 A batch consumer (consumeMessageBatchMaxSize > 1) answers a batch with an ack index: it consumes
 the batch in order and stops at the first message its plan does not answer OK; the ack index is
@@ -21,20 +23,24 @@ from typing import Any
 import re
 
 from reference.contract import CHOSEN_LEVEL_WORD, PLAN_WORDS, ContractError
+from reference.timeout import TIMEOUT_LEVEL
 
-OK, LATER, CRASH = "OK", "LATER", "CRASH"
+OK, LATER, CRASH, SLOW = "OK", "LATER", "CRASH", "SLOW"
 #: ConsumeConcurrentlyContext.delayLevelWhenNextConsume is a Java int
 _INT32 = (-2**31, 2**31 - 1)
 
 
 def is_later(word: str) -> bool:
-    """A RECONSUME_LATER answer: ``LATER`` or ``LATER:<n>``."""
-    return word == LATER or word.startswith(LATER + ":")
+    """A word that sends the message back: ``LATER``, ``LATER:<n>``, or ``SLOW`` (the client's
+    clean-up sends it back: reference.timeout)."""
+    return word == LATER or word == SLOW or word.startswith(LATER + ":")
 
 
 def later_level(word: str) -> int:
     """The delay level a LATER word asks for (ConsumeConcurrentlyContext.setDelayLevelWhenNextConsume;
-    0: the broker's choice, the client's default)."""
+    0: the broker's choice, the client's default; ``SLOW``: ProcessQueue.cleanExpiredMsg's 3)."""
+    if word == SLOW:
+        return TIMEOUT_LEVEL
     return int(word[len(LATER) + 1:]) if word.startswith(LATER + ":") else 0
 
 
@@ -44,7 +50,7 @@ def later_word(level: int) -> str:
 
 
 def answer_word(word: str) -> str:
-    """The ``outcome`` a ``deliver`` event records for a plan word (``LATER:<n>`` is a LATER)."""
+    """The ``outcome`` a ``deliver`` event records for a plan word (``LATER:<n>`` and ``SLOW`` are a LATER)."""
     return LATER if is_later(word) else word
 
 
@@ -182,13 +188,16 @@ class BatchAnswer:
     """How the harness's consumer answers one call of its listener (:func:`answer_batch`): each
     message's recorded outcome and plan cursor after it (up to and including a CRASH: the rest of
     the call is never answered), the delay level the failing LATER asked for, the ack index
-    (ConsumeConcurrentlyContext.ackIndex: the last message consumed, -1 none) and whether it died."""
+    (ConsumeConcurrentlyContext.ackIndex: the last message consumed, -1 none), whether it died, and
+    whether the failing word was ``SLOW``: the listener holds the call past consumeTimeout (the
+    client's clean-up sends the message back: reference.timeout) and then answers it consumed."""
 
     outcomes: tuple[str, ...]
     cursors: tuple[PlanCursor, ...]
     level: int
     ack_index: int
     crashed: bool
+    held: bool = False
 
 
 def answer_batch(batch, orderly_max: int | None = None) -> BatchAnswer:
@@ -201,7 +210,7 @@ def answer_batch(batch, orderly_max: int | None = None) -> BatchAnswer:
     maxReconsumeTimes (its LATER's retry is its own: :func:`orderly_next`)."""
     outcomes: list[str] = []
     cursors: list[PlanCursor] = []
-    failed_at, level = None, 0
+    failed_at, level, held = None, 0, False
     for i, (plan, cursor, reconsume_times) in enumerate(batch):
         if failed_at is None:
             word, cursor, _ = (next_answer(plan, cursor, reconsume_times) if orderly_max is None
@@ -210,13 +219,15 @@ def answer_batch(batch, orderly_max: int | None = None) -> BatchAnswer:
             if outcome not in (OK, LATER, CRASH):
                 outcome = OK
             if outcome == LATER:
-                failed_at, level = i, later_level(word)
+                failed_at, level, held = i, later_level(word), word == SLOW
         else:
             outcome, cursor = LATER, sent_back_unasked(cursor, reconsume_times)
         outcomes.append(outcome)
         cursors.append(cursor)
         if outcome == CRASH:
             return BatchAnswer(tuple(outcomes), tuple(cursors), level, i - 1, True)
+    if held:  # the listener answers OK after the clean-up sent the message back
+        return BatchAnswer(tuple(outcomes), tuple(cursors), level, len(outcomes) - 1, False, True)
     ack = (len(outcomes) if failed_at is None else failed_at) - 1
     return BatchAnswer(tuple(outcomes), tuple(cursors), level, ack, False)
 
@@ -227,12 +238,15 @@ class PlanOutcome:
 
     ``last_attempt``: the reconsume_times of the last attempt delivered; ``final_state``:
     ``CONSUMED`` or ``DLQ``; ``crashes[k]``: the CRASH answers given on attempt k; ``asked[k - 1]``:
-    the delay level the LATER of attempt k - 1 asked for retry k (0: the broker's choice)."""
+    the delay level the LATER of attempt k - 1 asked for retry k (0: the broker's choice);
+    ``timed_out``: the attempts answered ``SLOW`` (sent back by the client's clean-up a consume
+    timeout after their delivery: reference.timeout)."""
 
     last_attempt: int
     final_state: str
     crashes: tuple[int, ...]
     asked: tuple[int, ...] = ()
+    timed_out: frozenset[int] = frozenset()
 
 
 def plan_outcome(plan: tuple[str, ...], max_reconsume_times: int) -> PlanOutcome:
@@ -242,10 +256,13 @@ def plan_outcome(plan: tuple[str, ...], max_reconsume_times: int) -> PlanOutcome
     attempt = 0
     crashes = [0]
     asked: list[int] = []
+    slow: set[int] = set()
     for word in plan:
         if is_later(word):
+            if word == SLOW:
+                slow.add(attempt)
             if attempt >= max_reconsume_times or later_level(word) < 0:
-                return PlanOutcome(attempt, "DLQ", tuple(crashes), tuple(asked))
+                return PlanOutcome(attempt, "DLQ", tuple(crashes), tuple(asked), frozenset(slow))
             asked.append(later_level(word))
             attempt += 1
             crashes.append(0)
@@ -253,7 +270,7 @@ def plan_outcome(plan: tuple[str, ...], max_reconsume_times: int) -> PlanOutcome
             crashes[attempt] += 1
         else:
             break
-    return PlanOutcome(attempt, "CONSUMED", tuple(crashes), tuple(asked))
+    return PlanOutcome(attempt, "CONSUMED", tuple(crashes), tuple(asked), frozenset(slow))
 
 
 def with_ack_laters(plan: tuple[str, ...], sent_back: dict[int, int]) -> tuple[str, ...]:

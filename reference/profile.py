@@ -13,6 +13,7 @@ from reference.contract import ContractError
 from reference.levels import DEFAULT_LEVEL_TABLE, LevelTable, parse_level_table
 from reference.modes import unit_group
 from reference.orderly import SUSPEND_RANGE_MS
+from reference.timeout import MAX_CONSUME_TIMEOUT_MIN, MIN_CONSUME_TIMEOUT_MIN
 
 #: DefaultMQPushConsumerImpl.getMaxReconsumeTimes: -1 (the consumer's default) means 16.
 DEFAULT_MAX_RECONSUME_TIMES = 16
@@ -62,6 +63,15 @@ class Profile:
     orderly_groups: tuple[tuple[str, int], ...] = ()
     #: broadcasting groups (reference.broadcast) and their instance counts: each instance a unit
     broadcasting_groups: tuple[tuple[str, int], ...] = ()
+    #: consumer groups that set their consumeTimeout (minutes; reference.timeout)
+    consume_timeouts: tuple[tuple[str, int], ...] = ()
+
+    def consume_timeout_of(self, group: str | None) -> int | None:
+        """A group's consumeTimeout in minutes (reference.timeout), ``None``: the client's default."""
+        for name, value in self.consume_timeouts:
+            if name == group:
+                return value
+        return None
 
     def broadcast_units(self, group: str) -> tuple[str, ...] | None:
         """The judging units of a broadcasting group (reference.modes.unit_group), ``None`` for any other."""
@@ -137,8 +147,15 @@ def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
     broadcasting_groups = tuple((group, _int(broadcasting, group, None, 1, f"{where} broadcasting_groups",
                                              "the group's instance count (an int >= 1)"))
                                 for group in sorted(broadcasting))
+    timeouts = profile.get("consume_timeouts") or {}
+    if not isinstance(timeouts, Mapping):
+        raise ContractError(where, "consume_timeouts", "an object group -> consumeTimeout (minutes)", timeouts)
+    lo, hi = MIN_CONSUME_TIMEOUT_MIN, MAX_CONSUME_TIMEOUT_MIN
+    consume_timeouts = tuple((group, _int(timeouts, group, None, lo, f"{where} consume_timeouts",
+                                          f"the consumeTimeout in minutes, {lo}..{hi}", hi)) for group in sorted(timeouts))
     return Profile(
         max_reconsume_times_by_group=tuple(groups),
+        consume_timeouts=consume_timeouts,
         orderly_groups=orderly_groups,
         broadcasting_groups=broadcasting_groups,
         level_table=table,
@@ -190,6 +207,7 @@ def profile_to_json(profile: Profile) -> dict:
         "schedule_async_deliver": profile.schedule_async_deliver,
         "orderly_groups": dict(profile.orderly_groups),
         "broadcasting_groups": dict(profile.broadcasting_groups),
+        "consume_timeouts": dict(profile.consume_timeouts),
     }
 
 

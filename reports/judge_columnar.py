@@ -277,7 +277,8 @@ def _judge_plain(out: Judgements, run, rows, sends_t, deliv, dlq_t, ended_ms, ti
     _attempts(c, deliv)
     _timing(c, deliv)
     slow = c.slow
-    orderly = [g for g, _ in profile_from_run(run).orderly_groups]
+    profile = profile_from_run(run)
+    orderly = [g for g, _ in profile.orderly_groups]
     if orderly:  # QUEUE_ORDER spans keys: the dict path emits their rows (reports.queue_order)
         slow[c.d_key[pc.is_in(deliv.column("group"), value_set=pa.array(orderly)).to_numpy(zero_copy_only=False)]] = True
     for unit in UNITS:
@@ -292,7 +293,7 @@ def _judge_plain(out: Judgements, run, rows, sends_t, deliv, dlq_t, ended_ms, ti
     c.plain_messages = len(set(c.e_mg[~slow[c.e_key]].tolist()))
     for unit in UNITS:
         unit.count(out, c)
-    if c.plain_a.any() and level_order_kept(profile_from_run(run).schedule_async_deliver):  # reference.persistence
+    if c.plain_a.any() and level_order_kept(profile.schedule_async_deliver):  # reference.persistence
         _level_order_firsts(out, c, sends_t, deliv)
     out.emit("s", {"messages": c.n_sends, "attempts": len(c.a_id), "recovered": c.recovered})
     return set(c.key_dict.take(pa.array(np.flatnonzero(slow))).to_pylist())

@@ -208,6 +208,8 @@ class ConsumerProcess(_LineProcess):
                 "--events", str(self.events_file), "--log-dir", str(log_dir), "--name", spec.name,
                 "--batch-size", str(spec.batch_size), "--mode", spec.mode, "--suspend-ms", str(spec.suspend_ms),
                 "--instance", str(spec.instance)]
+        if spec.consume_timeout_min is not None:
+            argv += ["--consume-timeout", str(spec.consume_timeout_min)]
         for topic in spec.topics:
             argv += ["--topic", topic]
         super().__init__(argv, log_dir / f"consumer-{spec.name}.log", f"consumer {spec.name} (group {spec.group})")

@@ -25,7 +25,6 @@ import os
 import sys
 import threading
 import zlib
-from collections import Counter
 from pathlib import Path
 
 from adapters.rocketmq.jvm import Channel, now_ms, start_jvm
@@ -34,6 +33,7 @@ from reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, 
 from reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY, unit_group
 from reference.orderly import DEFAULT_SUSPEND_MS
 from reference.plans import LATER, OK, answer_batch, by_ack_index, replay_cursor
+from reference.timeout import DEFAULT_CONSUME_TIMEOUT_MIN, hold_ms
 
 #: Exit status of a consumer that died on a CRASH answer and recorded its own death.
 CRASH_EXIT = 17
@@ -61,19 +61,11 @@ def delivered_attempts(events_file: Path, group: str) -> dict[str, list]:
     return history
 
 
-def delivery_counts(history: dict[str, list[int]]) -> Counter:
-    """Deliveries per key, from :func:`delivered_attempts`."""
-    return Counter({key: len(attempts) for key, attempts in history.items()})
-
-
-def answered_deliveries(events_file: Path, group: str) -> Counter:
-    """Deliveries per key already recorded in ``events_file`` (a torn last line is skipped)."""
-    return delivery_counts(delivered_attempts(events_file, group))
-
-
 class PlanFollower:
-    def __init__(self, group: str, events_file: Path, name: str = "c", orderly_max: int | None = None):
+    def __init__(self, group: str, events_file: Path, name: str = "c", orderly_max: int | None = None,
+                 consume_timeout_min: int = DEFAULT_CONSUME_TIMEOUT_MIN):
         self.group = group
+        self.hold_limit_ms = hold_ms(consume_timeout_min)
         self.orderly_max = orderly_max  # an orderly consumer's maxReconsumeTimes (reference.plans.orderly_next)
         self.name = name
         self.events_file = events_file
@@ -84,6 +76,9 @@ class PlanFollower:
         self.last_ms: dict[str, int] = {}  # per key, the ts_ms of its last recorded delivery (stamp)
         self._out = EventLog(events_file)  # starts on a fresh line after a torn one
         self._lock = threading.Lock()
+        #: (key, reconsume_times) -> set once a later attempt of a held (SLOW) message came (or at stop)
+        self.held: dict[tuple[str, int], threading.Event] = {}
+        self.stopping = threading.Event()
 
     def stamp(self, key: str) -> int:
         """``ts_ms`` of a delivery of ``key`` being recorded (called with the lock held): now, but
@@ -129,6 +124,24 @@ class PlanFollower:
             cursor = replay_cursor(plan, self.history.pop(key, ()), self.orderly_max)
         return plan, cursor
 
+    def hold(self, event: dict, limit_ms: int) -> None:
+        """A ``SLOW`` answer (reference.timeout): keep the listener's thread until the message's
+        next attempt came (the client's clean-up sent it back), the consumer stops, or ``limit_ms``."""
+        with self._lock:
+            done = self.held.setdefault((event["key"], event["reconsume_times"]), threading.Event())
+            if self.stopping.is_set():
+                done.set()
+        done.wait(limit_ms / 1000)
+        with self._lock:
+            self.held.pop((event["key"], event["reconsume_times"]), None)
+
+    def release(self, key: str | None = None, reconsume_times: int = 0) -> None:
+        """Let go of the held listeners of ``key``'s attempts before ``reconsume_times`` (all: at stop).
+        Called with the lock held, or at stop."""
+        for (k, rt), done in list(self.held.items()):
+            if key is None or (k == key and rt < reconsume_times):
+                done.set()
+
     def on_batch(self, msgs, queue, batched: bool) -> tuple[str, int, int]:
         """Answer one call of the listener: (answer, ack index, the delay level asked for), as
         :func:`reference.plans.answer_batch` rules it (each message by its plan until one is not
@@ -143,8 +156,11 @@ class PlanFollower:
                 self.cursors[event["key"]] = cursor
                 event["ts_ms"] = self.stamp(event["key"])
                 event["outcome"] = outcome
+                self.release(event["key"], event["reconsume_times"])
                 if outcome == LATER and answer.level:
                     event["next_level"] = answer.level
+                if outcome == LATER and answer.held:
+                    event["timed_out"] = True
                 if batched:
                     event["batch_index"] = i
             if answer.crashed:
@@ -156,6 +172,9 @@ class PlanFollower:
                 if batched:
                     e["ack_index"] = answer.ack_index
                 self._out.write(e)
+        if answer.held:  # the client's clean-up sends it back; the listener answers OK after
+            self.hold(events[answer.ack_index], self.hold_limit_ms)
+            return OK, answer.ack_index, 0
         failed = LATER in answer.outcomes
         return (LATER if failed else OK), answer.ack_index, answer.level
 
@@ -260,12 +279,14 @@ def main() -> None:
     ap.add_argument("--mode", choices=MODES, default=CONCURRENTLY)
     ap.add_argument("--suspend-ms", type=int, default=DEFAULT_SUSPEND_MS)
     ap.add_argument("--instance", type=int, default=0)
+    ap.add_argument("--consume-timeout", type=int, default=None, help="consumeTimeout, minutes (reference.timeout)")
     args = ap.parse_args()
     chan = Channel()
     broadcasting = args.mode == BROADCASTING
     # a broadcasting instance is a judging unit of its own (reference.modes)
     unit = unit_group(args.group, args.instance) if broadcasting else args.group
-    follower = PlanFollower(unit, Path(args.events), args.name, args.max_reconsume_times if args.mode == ORDERLY else None)
+    follower = PlanFollower(unit, Path(args.events), args.name, args.max_reconsume_times if args.mode == ORDERLY else None,
+                            args.consume_timeout or DEFAULT_CONSUME_TIMEOUT_MIN)
     start_jvm(args.lib, args.log_dir, heap=("-Xms32m", "-Xmx256m"), quick_start=True)
     if broadcasting:  # LocalFileOffsetStore reads its directory once, when its class loads
         from java.lang import System
@@ -283,6 +304,8 @@ def main() -> None:
     consumer.setMaxReconsumeTimes(args.max_reconsume_times)
     consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
     consumer.setConsumeMessageBatchMaxSize(args.batch_size)
+    if args.consume_timeout is not None:
+        consumer.setConsumeTimeout(args.consume_timeout)
     consumer.setPollNameServerInterval(5000)
     consumer.setHeartbeatBrokerInterval(5000)
     for topic in args.topic:
@@ -298,6 +321,9 @@ def main() -> None:
     try:
         sys.stdin.read()  # the parent closes stdin (or dies) to ask for a graceful stop
     finally:
+        with follower._lock:
+            follower.stopping.set()
+            follower.release()  # a held listener answers now: the shutdown does not wait for its timeout
         consumer.shutdown()
 
 

@@ -23,6 +23,7 @@ from adapters.simulated.defects import Defect
 from reference.plans import LATER, PlanCursor, answer_batch, later_not_stored
 from reference.profile import effective_max_reconsume_times
 from reference.retry import retry_topic
+from reference.timeout import DEFAULT_CONSUME_TIMEOUT_MIN, hold_ms, timeout_ms
 from reference.rundir import consumer_events
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class SimConsumer:
         self.next_offsets: dict[tuple[str, int], int] = {}
         self.local_retries: dict[tuple[str, int], set[int]] = {}  # queue -> offsets re-consumed locally
         self.pull_at: int | None = None
+        self.started_ms = 0  # this incarnation's start: the consume-timeout clean-up runs from it (reference.timeout)
         self._out = EventLog(Path(spec.events_dir) / consumer_events(spec.name))
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -64,6 +66,7 @@ class SimConsumer:
         self.pull_at = None  # a pull pending from an earlier incarnation is not this one's
         inc = self.incarnation
         clock = self.system.clock
+        self.started_ms = clock.now_ms()
 
         def commit() -> None:
             if self.incarnation == inc and self.alive:
@@ -159,6 +162,7 @@ class SimConsumer:
             positions[(self.group, msg.key)] = cursor
             level = answer.level if outcome == LATER else 0
             events.append({**self.delivery(msg, reconsume_times, now, outcome), **({"next_level": level} if level else {}),
+                           **({"timed_out": True} if answer.held and outcome == LATER else {}),
                            **({"batch_index": i} if batched else {})})
         if answer.crashed:
             for e in events:
@@ -169,10 +173,37 @@ class SimConsumer:
         ack, level = answer.ack_index, answer.level
         for e in events:
             self._out.write({**e, "ack_index": ack} if batched else e)
+        if answer.held:
+            self.clean_up_later(*batch[ack], now, level)
+            return
         if Defect.ACK_INDEX_OFF_BY_ONE in system.broker.defects and batched:
             ack += 1  # the failing message is taken as consumed
         for msg, reconsume_times in batch[ack + 1:]:
             self.send_back(msg, reconsume_times, level)
+
+    def clean_up_later(self, msg: StoredMessage, reconsume_times: int, consume_start: int, level: int) -> None:
+        """A held (``SLOW``) message: ConsumeMessageConcurrentlyService.cleanExpireMsg, every consumeTimeout
+        from this incarnation's start, sends it back at level 3 once its consume started more than a
+        timeout ago (reference.timeout); the offset waits for it meanwhile."""
+        minutes = self.spec.consume_timeout_min or DEFAULT_CONSUME_TIMEOUT_MIN
+        timeout = timeout_ms(minutes)
+        tick = self.started_ms + ((consume_start + timeout - self.started_ms) // timeout + 1) * timeout
+        held = self.local_retries.setdefault((msg.queue_topic, msg.queue_id), set())
+        held.add(msg.queue_offset)
+        inc = self.incarnation
+
+        def clean_up() -> None:
+            if inc == self.incarnation and self.alive and msg.queue_offset in held:
+                held.discard(msg.queue_offset)
+                self.send_back(msg, reconsume_times, level)
+
+        def answered() -> None:  # the listener lets go and answers OK: the offset moves on
+            if inc == self.incarnation:
+                held.discard(msg.queue_offset)
+
+        if Defect.CLEAN_UP_RUNS_ONCE not in self.system.broker.defects or tick == self.started_ms + timeout:
+            self.system.clock.call_at(tick, clean_up)
+        self.system.clock.call_at(consume_start + hold_ms(minutes), answered)
 
     def delivery(self, msg: StoredMessage, reconsume_times: int, now: int, outcome: str) -> dict:
         """The ``deliver`` event of one delivery of ``msg`` as attempt ``reconsume_times``."""

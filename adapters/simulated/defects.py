@@ -136,6 +136,12 @@ class Defect(enum.Enum):
         "RETRY_SCHEDULE", "a broadcasting consumer retries a message it failed (a fork's processConsumeResult "
         "that treats BROADCASTING as CLUSTERING and re-consumes it 5 s later) where the client must drop it",
         "a broadcasting group whose plan answers LATER (conformance: broadcast-every-instance)")
+    CLEAN_UP_RUNS_ONCE = DefectInfo(
+        "NO_LOSS", "the client's consume-timeout clean-up runs once, a consumeTimeout after the consumer "
+        "started (a fork's ConsumeMessageConcurrentlyService.start scheduling cleanExpireMsg with schedule "
+        "instead of scheduleAtFixedRate): a message held past the timeout later is never sent back, its "
+        "retry never comes and the listener's late answer consumes it", "a plan answering SLOW "
+        "(nightly: consume-timeout, consume-timeout-dlq)")
 
     @property
     def invariant(self) -> str:

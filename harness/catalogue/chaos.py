@@ -17,7 +17,7 @@ from reference.clock import CLOCK_DRIFT
 from reference.modes import BROADCASTING, ORDERLY
 from harness.catalogue.conformance import BROADCAST_WATCH_MS
 
-LATER, OK, CRASH = "LATER", "OK", "CRASH"
+LATER, OK, CRASH, SLOW = "LATER", "OK", "CRASH", "SLOW"
 
 
 def _group(name: str, topic: str) -> tuple[ConsumerGroup, ...]:
@@ -292,6 +292,29 @@ def orderly_consumer_crash() -> Scenario:
     return Scenario("orderly-consumer-crash", msgs, group, description=orderly_consumer_crash.__doc__)
 
 
+def consume_timeout() -> Scenario:
+    """A concurrent consumer (consumeTimeout 1 minute) holds messages past the timeout (SLOW), on a
+    first attempt, on a retry and after a delay: the client's clean-up (ProcessQueue.cleanExpiredMsg,
+    every minute) sends each back at level 3 (not 3 + reconsumeTimes) one to two minutes after its
+    consume started, its reconsume count raised, and the messages behind it in its queue are
+    consumed meanwhile; the listener's late OK changes nothing."""
+    plans = {0: (SLOW, OK), 1: (LATER, SLOW, OK), 2: (SLOW,)}
+    msgs = tuple(Message(f"CT-{i}", "ConsumeTimeout", at_ms=i * 100, delay_level=2 if i == 2 else 0, plan=plans.get(i, ()))
+                 for i in range(10))
+    group = (ConsumerGroup("cg-timeout", ("ConsumeTimeout",), consume_timeout_min=1),)
+    return Scenario("consume-timeout", msgs, group, description=consume_timeout.__doc__)
+
+
+def consume_timeout_dlq() -> Scenario:
+    """A message held past the consumeTimeout (1 minute) on its last allowed attempt
+    (maxReconsumeTimes 1) goes to the DLQ from the clean-up's send-back, as a LATER would; one held
+    on its first attempt is retried once."""
+    msgs = (Message("CD-0", "TimeoutDlq", plan=(LATER, SLOW)), Message("CD-1", "TimeoutDlq", at_ms=100, plan=(SLOW, OK)),
+            *(Message(f"CD-{i}", "TimeoutDlq", at_ms=100 + i * 50) for i in range(2, 6)))
+    group = (ConsumerGroup("cg-timeoutdlq", ("TimeoutDlq",), max_reconsume_times=1, consume_timeout_min=1),)
+    return Scenario("consume-timeout-dlq", msgs, group, description=consume_timeout_dlq.__doc__)
+
+
 def broadcast_instance_crash() -> Scenario:
     """One instance of a broadcasting group of two dies (CRASH) on a message, as its twin does on its
     own copy: each restarts under its own client id and resumes from the offsets its client persisted
@@ -400,4 +423,6 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     async_disk_full_while_due(),
     orderly_kill9_in_suspension(),
     orderly_consumer_crash(),  # waits out the dead client's queue locks (60 s): nightly
+    consume_timeout(),  # the clean-up runs every consumeTimeout, a minute at least: nightly
+    consume_timeout_dlq(),
 ) + CLUSTER

@@ -13,7 +13,7 @@ import pytest
 
 from adapters.base import AdapterError, BrokerProfile
 from adapters.rocketmq import config as cfg
-from adapters.rocketmq.consumer_proc import answered_deliveries
+from adapters.rocketmq.consumer_proc import delivered_attempts
 from adapters.rocketmq.external import ExternalRuntime
 from adapters.rocketmq.process import ProcessRuntime
 from adapters.rocketmq.provision import Distribution, newest_complete
@@ -95,10 +95,10 @@ def test_leased_ports_are_not_handed_out_twice_until_released():
 
 def test_plan_position_is_rebuilt_from_the_events_file_and_skips_a_torn_line(tmp_path):
     events = tmp_path / "consumer-c.jsonl"
-    events.write_text('{"type":"deliver","key":"a","group":"G"}\n{"type":"deliver","key":"a","group":"G"}\n'
+    events.write_text('{"type":"deliver","key":"a","group":"G","reconsume_times":0}\n'
+                      '{"type":"deliver","key":"a","group":"G","reconsume_times":1,"batch_index":2,"ack_index":0}\n'
                       '{"type":"deliver","key":"b","group":"H"}\n{"type":"deliv')
-    counts = answered_deliveries(events, "G")
-    assert counts == {"a": 2}
+    assert delivered_attempts(events, "G") == {"a": [0, (1, True)]}
 
 
 def test_two_deliveries_of_a_key_in_one_millisecond_are_never_the_same_line(tmp_path, monkeypatch):

@@ -149,3 +149,39 @@ def test_a_call_of_the_listener_is_answered_up_to_the_first_message_that_is_not_
     assert (ok.outcomes, ok.ack_index) == ((OK, OK), 1)
     orderly = answer_batch([((LATER, OK), fresh, 0)], orderly_max=16)
     assert orderly.outcomes == (LATER,) and 0 in orderly.cursors[0].repeat  # its retry lives in the consumer
+
+
+def test_a_slow_attempt_is_a_later_asking_level_three_sent_back_a_consume_timeout_later():
+    """reference.timeout: ProcessQueue.cleanExpiredMsg sends a message held past consumeTimeout back
+    with sendMessageBack(msg, 3), at the first clean-up (every timeout, from the consumer's start)
+    more than a timeout after its consume started: within (s + T, s + 2T]; its retry waits level 3
+    from there, whatever its reconsume count."""
+    from reference.plans import SLOW, plan_outcome
+
+    assert is_later(SLOW) and later_level(SLOW) == 3 and answer_word(SLOW) == LATER
+    out = plan_outcome((LATER, SLOW, OK), 16)
+    assert (out.last_attempt, out.asked, out.timed_out) == (2, (0, 3), frozenset({1}))
+    assert plan_outcome((LATER, SLOW), 1).final_state == "DLQ"
+    send = {"type": "send", "ts_ms": T0, "key": "k", "topic": "T", "status": "SEND_OK", "plan": [LATER, SLOW, OK], "born_ms": T0}
+    events = [send, _deliver("k", 100, 0, LATER), _deliver("k", 3200, 1, LATER, next_level=3, timed_out=True)]
+    run = {"run_id": "r", "scenario": "s", "system": {}, "started_ms": T0, "ended_ms": T0 + 300_000,
+           "profile": {"message_delay_level": TABLE, "max_reconsume_times": 16, "flush_delay_offset_interval_ms": 10000,
+                       "slack_ms": 3000, "consume_timeouts": {"g": 1}}}
+    rows = {(a.key, a.attempt): a for a in build_expected(run, events)}
+    retry = rows[("k", 2)]
+    assert retry.level == 3 and retry.requested_level == 3  # not 3 + 1
+    assert retry.earliest_ms == T0 + 3200 + 60_000 + 1 + 3000
+    assert retry.latest_ms == T0 + 3200 + 120_000 + 3000 + 3000
+    assert rows[("k", 1)].earliest_ms == T0 + 100 + 3000  # the plain LATER before it: its own level, at once
+    validate_event(events[2], "a held attempt's deliver event")
+
+
+def test_a_held_listener_answers_ok_after_the_clean_up_sent_it_back():
+    """reference.plans.answer_batch: a SLOW is recorded LATER (the send-back is the clean-up's) and
+    the call is answered consumed: the listener returns CONSUME_SUCCESS once it let go."""
+    from reference.plans import SLOW, PlanCursor, answer_batch
+
+    held = answer_batch([((SLOW, OK), PlanCursor(), 0)])
+    assert (held.outcomes, held.held, held.ack_index, held.level) == ((LATER,), True, 0, 3)
+    assert held.cursors[0].settled == {0} and held.cursors[0].used == 1
+    assert not answer_batch([((LATER, OK), PlanCursor(), 0)]).held

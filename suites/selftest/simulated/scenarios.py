@@ -40,6 +40,11 @@ def exposing(defect: Defect) -> tuple[list[Send], list[Fault], dict]:
         # a broadcasting group of two instances; every third message answers LATER (dropped)
         sends = [Send(i * 50, f"b{i}", plan=("LATER", "OK") if i % 3 == 0 else ()) for i in range(9)]
         return sends, [], {"broadcasting": True, "consumers_per_group": 2}
+    if defect is Defect.CLEAN_UP_RUNS_ONCE:
+        # a consumeTimeout of 1 minute; messages held on their first attempt or their retry, with
+        # others behind them; the drain outlasts the latest clean-up (2 minutes after a hold began)
+        sends = [Send(i * 50, f"t{i}", plan=("LATER", "SLOW", "OK") if i % 2 == 0 else ("SLOW",)) for i in range(8)]
+        return sends, [], {"consume_timeout_min": 1, "drain_ms": 200_000}
     if defect is Defect.SKIPPED_DLQ:
         return [Send(0, "to-dlq", plan=("LATER",) * 3)], [], {"max_reconsume_times": 2}
     if defect is Defect.REORDER_WITHIN_LEVEL:
