@@ -187,6 +187,10 @@ class Consuming(Protocol):
 
     def stop_consumers(self) -> None: ...
 
+    def stop_consumer(self, name: str) -> None:
+        """Stop one consumer gracefully: it leaves its group (its offsets persisted, an orderly
+        one's queue locks released: the group rebalances) and stays down (not restarted)."""
+
 
 @runtime_checkable
 class DlqReading(Protocol):

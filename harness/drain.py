@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reference.cluster import is_broker
-from reference.contract import BROKER_TARGETS
+from reference.contract import BROKER_TARGETS, CONSUMER_STARTED_BY_SCENARIO
 from reference.expected import ExpectedAttempt, build_expected
-from reference.orderly import locks_freed_ms
+from reference.orderly import handed_over_ms, locks_freed_ms
 
 #: A consumer that crashed is restarted and must rebalance before it is redelivered a message.
 CONSUMER_REDELIVERY_MS = 25_000
@@ -57,7 +57,11 @@ def _orderly_locks_freed_ms(run: dict, events: list[dict]) -> int | None:
               if (e.get("type") == "fault" and e.get("target") == "consumer" and e.get("action") == "kill"
                   and e.get("group", next(iter(orderly))) in orderly)  # a kill of every consumer names no group
               or (e.get("type") == "deliver" and e.get("outcome") == "CRASH" and e.get("group") in orderly)]
-    return locks_freed_ms(max(deaths)) if deaths else None
+    first_send = min((e["ts_ms"] for e in events if e.get("type") == "send"), default=None)
+    changes = [e["ts_ms"] for e in events  # a member joined or left once messages flowed (not the setup's starts)
+               if e.get("type") == "fault" and e.get("target") == "consumer" and e.get("group") in orderly
+               and e.get("cause") == CONSUMER_STARTED_BY_SCENARIO and first_send is not None and e["ts_ms"] > first_send]
+    return max([locks_freed_ms(d) for d in deaths] + [handed_over_ms(c) for c in changes], default=None)
 
 
 @dataclass(frozen=True)

@@ -311,6 +311,13 @@ def _group_max_reconsume_times(sc: Scenario) -> dict:
             **({"broadcasting_groups": broadcasting} if broadcasting else {})}
 
 
+def consumer_spec(sc: Scenario, c, i: int, events_dir: Path) -> ConsumerSpec:
+    """Instance ``i`` of the scenario's consumer group ``c``."""
+    mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
+    return ConsumerSpec(f"{c.group}-{i}", c.group, c.topics, mrt, events_dir, c.batch_size, c.retry_max_times,
+                        c.mode, effective_suspend_ms(c.suspend_ms), i, c.consume_timeout_min)
+
+
 class ScenarioRun:
     def __init__(
         self,
@@ -427,14 +434,21 @@ class ScenarioRun:
         for topic in sorted({m.topic for m in sc.messages} | {t for c in sc.consumers for t in c.topics}):
             sysm.create_topic(topic)
         for c in sc.consumers:
-            for i in range(c.instances):
-                mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
-                name = f"{c.group}-{i}"
-                sysm.start_consumer(ConsumerSpec(name, c.group, c.topics, mrt, self.events_dir, c.batch_size,
-                                                 c.retry_max_times, c.mode, effective_suspend_ms(c.suspend_ms), i,
-                                                 c.consume_timeout_min))
-                # a group's membership changes (rebalance): recorded like any consumer start
-                log.write(consumer_fault("start", sysm.clock.now_ms(), name, c.group, CONSUMER_STARTED_BY_SCENARIO))
+            for i in range(c.instances - (1 if c.starts_late() else 0)):
+                self._membership(c, i, "start", log)
+
+    def _membership(self, c, i: int, action: str, log: EventLog) -> None:
+        """Instance ``i`` of group ``c`` joins (``start``) or leaves (``stop``, gracefully): the
+        group's membership changes (a rebalance), recorded like any consumer start (cause
+        ``scenario``); a leave is recorded before the consumer stops."""
+        sysm = self.system
+        spec = consumer_spec(self.scenario, c, i, self.events_dir)
+        if action == "start":
+            sysm.start_consumer(spec)
+            log.write(consumer_fault("start", sysm.clock.now_ms(), spec.name, c.group, CONSUMER_STARTED_BY_SCENARIO))
+        else:
+            log.write(consumer_fault("stop", sysm.clock.now_ms(), spec.name, c.group, CONSUMER_STARTED_BY_SCENARIO))
+            sysm.stop_consumer(spec.name)
 
     def _send_and_drain(self, run: dict, faults: FaultDriver, log: EventLog, out: "_Outcome") -> None:
         """The timeline, then the drain; a missed anchor ends the run at once (broken: the scenario
@@ -534,11 +548,14 @@ class ScenarioRun:
         t0 = clock.now_ms()
         steps = self._steps = StepPlan(sc, t0)
         order = itertools.count()
-        timeline: list[tuple[int, int, int, object]] = []  # (when, faults before sends, order, item)
+        timeline: list[tuple[int, int, int, object]] = []  # (when, faults, sends, joins/leaves; order, item)
         for f in steps.absolute():
             heapq.heappush(timeline, (t0 + f.at_ms, 0, next(order), f))
         for m in sc.messages:
             heapq.heappush(timeline, (t0 + m.at_ms, 1, next(order), m))
+        for c in sc.consumers:  # a group's last instance joins or leaves (reference.orderly: a rebalance)
+            for at_ms, action in c.membership():
+                heapq.heappush(timeline, (t0 + at_ms, 2, next(order), (c, action)))
         flushes = sysm if isinstance(sysm, OffsetFlushWatching) else None
         while timeline or steps.waiting():
             if steps.armed():
@@ -557,6 +574,10 @@ class ScenarioRun:
                     steps.firing(item, now)
                     faults.apply(item.action, item.target, item.event_fields())
                     steps.finished(item, clock.now_ms())
+                elif kind == 2:
+                    group, action = item
+                    self.progress.phase = f"consumer {action} {group.group}-{group.instances - 1}"
+                    self._membership(group, group.instances - 1, action, log)
                 else:
                     steps.sent(now)
                     send_message(sysm, item, sc.seed, log)

@@ -31,7 +31,7 @@ from jsonschema.exceptions import best_match
 from harness.schema_errors import Found, explain
 from reference.plans import SLOW, parse_plan
 from reference.timeout import MAX_CONSUME_TIMEOUT_MIN, MIN_CONSUME_TIMEOUT_MIN
-from reference.modes import CONCURRENTLY, MODES, ORDERLY
+from reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY
 from reference.orderly import SUSPEND_RANGE_MS
 from reference.contract import ASYNC_DELIVER, CAPABILITIES, CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
 from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL, parse_level_table
@@ -116,6 +116,21 @@ class ConsumerGroup:
     mode: str = CONCURRENTLY  # how the listener consumes (reference.orderly.MODES)
     suspend_ms: int | None = None  # orderly: suspendCurrentQueueTimeMillis (None: the client's 1000 ms)
     consume_timeout_min: int | None = None  # concurrently: consumeTimeout, minutes (None: the client's 15; reference.timeout)
+    #: the group's last instance joins this long after the start (not started at setup) / leaves then
+    #: (stopped gracefully): the group's membership changes and its queues move (a rebalance)
+    join_at_ms: int | None = None
+    leave_at_ms: int | None = None
+
+    def membership(self) -> list[tuple[int, str]]:
+        """When the group's last instance joins (``start``) and leaves (``stop``), in order."""
+        steps = [(self.join_at_ms, "start")] if self.join_at_ms is not None else []
+        steps += [(self.leave_at_ms, "stop")] if self.leave_at_ms is not None else []
+        return sorted(steps)
+
+    def starts_late(self) -> bool:
+        """The group's last instance is not started at setup: it joins first."""
+        steps = self.membership()
+        return bool(steps) and steps[0][1] == "start"
 
 
 @dataclass(frozen=True)
@@ -326,6 +341,14 @@ def _consumer_schema() -> dict:
         "suspend_ms": ({"type": ["integer", "null"], "minimum": SUSPEND_RANGE_MS[0], "maximum": SUSPEND_RANGE_MS[1]},
                        "orderly: suspendCurrentQueueTimeMillis, how long a failing queue waits before the message "
                        "is consumed again (ConsumeMessageOrderlyService clamps it to 10..30000); null: 1000."),
+        "join_at_ms": ({"type": ["integer", "null"], "minimum": 0},
+                       "The group's last instance joins this long after the scenario starts instead of at setup "
+                       "(the group rebalances: queues move to it; an orderly one waits for their locks); null: at "
+                       "setup. Needs instances >= 2; concurrently or orderly."),
+        "leave_at_ms": ({"type": ["integer", "null"], "minimum": 0},
+                        "The group's last instance stops gracefully this long after the scenario starts (it leaves: "
+                        "its offsets persisted, an orderly one's queue locks released, the others take its queues); "
+                        "with join_at_ms later, it joins again then. Needs instances >= 2; concurrently or orderly."),
         "consume_timeout_min": ({"type": ["integer", "null"], "minimum": MIN_CONSUME_TIMEOUT_MIN,
                                  "maximum": MAX_CONSUME_TIMEOUT_MIN},
                                 "concurrently: consumeTimeout in minutes. The client's clean-up (every that long) sends "
@@ -446,6 +469,16 @@ def _check_mode(raw: dict, i: int, fail) -> None:
         fail(f"consumers[{i}].suspend_ms", "null unless mode is orderly (only an orderly consumer suspends a queue)",
              c["suspend_ms"])
     _check_slow(raw, i, fail)
+    for when in ("join_at_ms", "leave_at_ms"):
+        if c.get(when) is None:
+            continue
+        if mode == BROADCASTING:
+            fail(f"consumers[{i}].{when}", "null for a broadcasting group (every instance owes every message)", c[when])
+        if c.get("instances", 1) < 2:
+            fail(f"consumers[{i}].instances", f"2 or more: {when} moves the group's last instance in or out (one "
+                 "stays)", c.get("instances", 1))
+    if c.get("join_at_ms") is not None and c.get("join_at_ms") == c.get("leave_at_ms"):
+        fail(f"consumers[{i}].leave_at_ms", "a time other than join_at_ms", c["leave_at_ms"])
     if mode == CONCURRENTLY:
         return
     if c.get("batch_size", 1) != 1:
@@ -638,7 +671,9 @@ def _build(raw: dict) -> Scenario:
                           retry_max_times=None if c.get("retry_max_times") is None else int(c["retry_max_times"]),
                           mode=c.get("mode", CONCURRENTLY),
                           suspend_ms=None if c.get("suspend_ms") is None else int(c["suspend_ms"]),
-                          consume_timeout_min=None if c.get("consume_timeout_min") is None else int(c["consume_timeout_min"]))
+                          consume_timeout_min=None if c.get("consume_timeout_min") is None else int(c["consume_timeout_min"]),
+                          join_at_ms=None if c.get("join_at_ms") is None else int(c["join_at_ms"]),
+                          leave_at_ms=None if c.get("leave_at_ms") is None else int(c["leave_at_ms"]))
             for c in raw["consumers"]
         ),
         faults=tuple(FaultStep(at_ms=int(f["at_ms"]), action=f["action"], target=f.get("target", "broker"),

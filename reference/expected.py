@@ -563,7 +563,7 @@ def _consumer_redelivery(faults: list[Mapping], first: Mapping, second: Mapping,
                                        "its consume offset was not yet committed")
             continue
         action, target = f.get("action"), f.get("target")
-        if (target == "consumer" and action in ("kill", "start")) or (is_broker(target) and action == "kill") \
+        if (target == "consumer" and action in ("kill", "start", "stop")) or (is_broker(target) and action == "kill") \
                 or (slave_serves and target == BROKER_TARGETS[0] and action == "start"):
             return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after the {target} "
                                    f"{action} at {f['ts_ms']} (consume offset not yet committed)")

@@ -67,6 +67,25 @@ def dlq_wait_ms(max_reconsume_times: int, table: LevelTable) -> int:
     return table.delay_ms(min(3 + max_reconsume_times, table.max_level))
 
 
+#: RebalancePushImpl.UNLOCK_DELAY_TIME_MILLS: a queue that leaves a member in a rebalance while its
+#: process queue still holds messages is unlocked this long after (4.9.x unlockDelay; 5.x
+#: tryRemoveOrderMessageQueue unlocks at once unless a consume runs, and forces it after this long).
+UNLOCK_DELAY_MS = 20_000
+#: RebalanceService.waitInterval: a member that could not lock a queue it was allotted
+#: (updateProcessQueueTableInRebalance: ``isOrder && !lock(mq)``) tries again at its next rebalance.
+REBALANCE_INTERVAL_MS = 20_000
+
+
+def handed_over_ms(change_ms: int) -> int:
+    """When the queues an orderly group's membership change at ``change_ms`` moved (a member joined
+    or left) are consumed again at the latest: the old owner unlocks them (:data:`UNLOCK_DELAY_MS`)
+    and the new one locks them at its next rebalance (:data:`REBALANCE_INTERVAL_MS`). A suspended
+    message whose queue moved is the stored copy again at its new owner (count 0: the chain starts
+    over, a redelivery NO_DUPLICATE allows after the change). The run waits this long; timing
+    windows are anchored at the LATER answered after it."""
+    return change_ms + UNLOCK_DELAY_MS + REBALANCE_INTERVAL_MS
+
+
 def locks_freed_ms(death_ms: int) -> int:
     """When the queues of an orderly consumer that died at ``death_ms`` are consumed again at the
     latest: its locks expire (:data:`DEAD_HOLDER_LOCK_MS` after their last refresh, at most its

@@ -13,7 +13,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from reference.contract import BROKER_TARGETS
+from reference.contract import BROKER_TARGETS, CONSUMER_STARTED_BY_SCENARIO
 
 _DOWN = {"kill", "stop", "pause"}
 
@@ -93,8 +93,11 @@ def cluster_outages(faults: Iterable[Mapping], targets: tuple[str, ...] = BROKER
 def consumer_outages(faults: Iterable[Mapping]) -> list[Outage]:
     """The consumers' outages (killed or paused): their re-consumes come later (``target: consumer``).
     A consumer reports no ``ready``: a killed one is back at its ``start`` (what it delivers after
-    that is anchored at its own answers)."""
-    return broker_outages(faults, target="consumer", ready_on_start=True)
+    that is anchored at its own answers). One instance joining or leaving its group by the scenario
+    (``cause: scenario``) is no outage: the group's other members go on (a rebalance,
+    reference.expected's membership change)."""
+    return broker_outages([f for f in faults if f.get("cause") != CONSUMER_STARTED_BY_SCENARIO],
+                          target="consumer", ready_on_start=True)
 
 
 def broker_outages(faults: Iterable[Mapping], target: str = "broker", ready_on_start: bool = False) -> list[Outage]:

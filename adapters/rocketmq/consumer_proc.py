@@ -13,8 +13,9 @@ ends; a redelivery of an attempt already answered OK/LATER is acknowledged OK. `
 the event, then the consumer's own death (a ``fault`` ``kill`` of target ``consumer``, ``cause:
 died``), both fsynced, and ends the process with ``os._exit(CRASH_EXIT)`` without answering: that
 exit status tells the harness's exit watch the death is already recorded (any other exit it records
-itself, ``cause: exited``). On start the counts are rebuilt from the events file, so plan positions
-survive a restart.
+itself, ``cause: exited``). Plan positions are the group's: before each answer they are rebuilt from
+the deliveries every instance of the group recorded (:class:`GroupHistory`), so they survive a
+restart and follow a message to whichever instance its retry or its moved queue reaches.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, 
 from reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY, unit_group
 from reference.orderly import DEFAULT_SUSPEND_MS
 from reference.plans import LATER, OK, answer_batch, by_ack_index, replay_cursor
+from reference.rundir import consumer_events
 from reference.timeout import DEFAULT_CONSUME_TIMEOUT_MIN, hold_ms
 
 #: Exit status of a consumer that died on a CRASH answer and recorded its own death.
@@ -44,21 +46,52 @@ CRASH_UNRECORDED_EXIT = 18
 
 def delivered_attempts(events_file: Path, group: str) -> dict[str, list]:
     """The reconsume_times of the deliveries per key already recorded in ``events_file``, in order,
-    as :func:`reference.plans.replay_cursor` takes them (to rebuild each key's plan cursor after a
-    restart; a torn last line is skipped)."""
-    history: dict[str, list] = {}
-    if not events_file.exists():
-        return history
-    with open(events_file, encoding="utf-8") as f:
-        for line in f:
+    as :func:`reference.plans.replay_cursor` takes them (a torn last line is skipped)."""
+    history = GroupHistory(group, events_file.parent, (events_file.name,))
+    history.refresh()
+    return {key: [item for _, item in sorted(items, key=lambda x: x[0])] for key, items in history.by_key.items()}
+
+
+class GroupHistory:
+    """The deliveries of a consumer group recorded so far by *every* instance of the group, read
+    from the run's consumer events files (each instance's own, written before it answers): a
+    message's plan positions are the group's, not one process's. The retry of a message another
+    instance answered LATER is delivered where ``%RETRY%group``'s queue is, and a queue that moved
+    (a death, a rebalance) brings its messages to another instance: each must go on in the plan
+    where the group stopped (reference.plans.replay_cursor), not start it over. ``names``: only
+    these files (default: every ``consumer-*.jsonl``); a torn last line waits for its end."""
+
+    def __init__(self, group: str, events_dir: Path, names: tuple[str, ...] | None = None):
+        self.group, self.events_dir, self.names = group, events_dir, names
+        self.offsets: dict[Path, int] = {}
+        self.by_key: dict[str, list[tuple[int, object]]] = {}  # key -> (ts_ms, replay item), as read
+
+    def refresh(self) -> None:
+        """Read what the files gained since the last look (complete lines only)."""
+        paths = ([self.events_dir / n for n in self.names] if self.names is not None
+                 else sorted(self.events_dir.glob(consumer_events("*"))))
+        for path in paths:
             try:
-                ev = json.loads(line)
-            except json.JSONDecodeError:
+                with open(path, "rb") as f:
+                    f.seek(self.offsets.get(path, 0))
+                    data = f.read()
+            except FileNotFoundError:
                 continue
-            if ev.get("type") == "deliver" and ev.get("group") == group:
-                rt = int(ev.get("reconsume_times", 0))
-                history.setdefault(ev["key"], []).append((rt, True) if by_ack_index(ev) else rt)
-    return history
+            end = data.rfind(b"\n") + 1
+            self.offsets[path] = self.offsets.get(path, 0) + end
+            for line in data[:end].splitlines():
+                try:
+                    ev = json.loads(line)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    continue
+                if isinstance(ev, dict) and ev.get("type") == "deliver" and ev.get("group") == self.group:
+                    rt = int(ev.get("reconsume_times", 0))
+                    item = (rt, True) if by_ack_index(ev) else rt
+                    self.by_key.setdefault(ev["key"], []).append((int(ev.get("ts_ms") or 0), item))
+
+    def delivered(self, key: str) -> list:
+        """``key``'s deliveries in the group, in time order, as replay_cursor takes them."""
+        return [item for _, item in sorted(self.by_key.get(key, ()), key=lambda x: x[0])]
 
 
 class PlanFollower:
@@ -70,9 +103,9 @@ class PlanFollower:
         self.name = name
         self.events_file = events_file
         # plan positions follow reference.plans.next_answer: a redelivery of an attempt already
-        # answered OK/LATER (after another message's CRASH) is acknowledged without taking an entry
-        self.history = delivered_attempts(events_file, group)
-        self.cursors: dict = {}
+        # answered OK/LATER (after another message's CRASH) is acknowledged without taking an entry;
+        # they are the group's, rebuilt from every instance's events before each answer
+        self.history = GroupHistory(group, events_file.parent)
         self.last_ms: dict[str, int] = {}  # per key, the ts_ms of its last recorded delivery (stamp)
         self._out = EventLog(events_file)  # starts on a fresh line after a torn one
         self._lock = threading.Lock()
@@ -119,10 +152,7 @@ class PlanFollower:
         """The message's plan and this group's cursor in it (rebuilt from the events file after a restart)."""
         prop = msg.getUserProperty(PLAN_PROPERTY)
         plan = tuple(p.strip() for p in str(prop).split(",")) if prop is not None and str(prop) else ()
-        cursor = self.cursors.get(key)
-        if cursor is None:
-            cursor = replay_cursor(plan, self.history.pop(key, ()), self.orderly_max)
-        return plan, cursor
+        return plan, replay_cursor(plan, self.history.delivered(key), self.orderly_max)
 
     def hold(self, event: dict, limit_ms: int) -> None:
         """A ``SLOW`` answer (reference.timeout): keep the listener's thread until the message's
@@ -150,10 +180,10 @@ class PlanFollower:
         the batch's ack index."""
         with self._lock:
             events = [self._event(msg, queue) for msg in msgs]
+            self.history.refresh()
             answer = answer_batch([(*self._cursor(e["key"], msg), e["reconsume_times"]) for e, msg in zip(events, msgs)],
                                   orderly_max=self.orderly_max)
-            for i, (event, outcome, cursor) in enumerate(zip(events, answer.outcomes, answer.cursors)):
-                self.cursors[event["key"]] = cursor
+            for i, (event, outcome) in enumerate(zip(events, answer.outcomes)):
                 event["ts_ms"] = self.stamp(event["key"])
                 event["outcome"] = outcome
                 self.release(event["key"], event["reconsume_times"])

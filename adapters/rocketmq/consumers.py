@@ -36,6 +36,7 @@ class ConsumerProcesses(Part):
         self.procs: dict[str, ConsumerProcess] = {}
         self.specs: dict[str, ConsumerSpec] = {}
         self.stopped: set[str] = set()
+        self.left: set[str] = set()  # stopped for good by the scenario (left its group): start() leaves them down
 
     def add(self, spec: ConsumerSpec, create_topic: Callable[..., None]) -> None:
         if spec.name in self.procs and self.procs[spec.name].alive():
@@ -44,6 +45,7 @@ class ConsumerProcesses(Part):
         # the retry topic exists before the first LATER, so the consumer's route has it from the start
         create_topic(RETRY_PREFIX + spec.group, queues=1)
         self.stopped.discard(spec.name)
+        self.left.discard(spec.name)
         self.procs[spec.name] = self._spawn(spec)
 
     def _spawn(self, spec: ConsumerSpec) -> ConsumerProcess:
@@ -72,12 +74,20 @@ class ConsumerProcesses(Part):
         return restarted
 
     def start(self) -> None:
-        self.stopped.clear()
+        self.stopped = set(self.left)
         self.poll()
 
     def stop(self) -> None:
         terminate_all(list(self.procs.values()))
         self.stopped.update(self.procs)
+
+    def stop_one(self, name: str) -> None:
+        """One consumer stopped gracefully, for good (it left its group): never restarted."""
+        if name not in self.procs:
+            raise AdapterError(f"no consumer {name!r} (running: {sorted(self.procs)})")
+        self.stopped.add(name)
+        self.left.add(name)
+        terminate_all([self.procs[name]])
 
     def kill(self) -> None:
         """Down until started again, as after a stop."""

@@ -181,6 +181,9 @@ class RocketMQSystem(PartsSystem):
     def stop_consumers(self) -> None:
         self.consumer.stop()
 
+    def stop_consumer(self, name: str) -> None:
+        self.consumer.stop_one(name)
+
     def consume_stats(self, group: str, topics: list[str]) -> dict:
         got = self.request("consume_stats", timeout_s=30, group=group, topics=list(topics))
         if got.get("errors"):

@@ -46,6 +46,7 @@ class SimConsumer:
         self.subscriptions = tuple(spec.topics) + (retry_topic(spec.group),)
         self.alive = False
         self.crashed = False  # died on a CRASH answer (recorded): poll_consumers restarts it (recorded)
+        self.left = False  # stopped for good by the scenario (left its group) until it joins again
         self.paused = False
         self.incarnation = 0
         self.max_reconsume_times = effective_max_reconsume_times(spec.max_reconsume_times)

@@ -124,7 +124,8 @@ class Consumers(Part):
 
     def start(self) -> None:
         for c in self.system.consumers.values():
-            c.start()
+            if not c.left:
+                c.start()
 
     def stop(self) -> None:
         for c in self.system.consumers.values():

@@ -163,7 +163,11 @@ class SimulatedSystem(PartsSystem):
     # --- Consuming --------------------------------------------------------------------------
     def start_consumer(self, spec: ConsumerSpec) -> None:
         if spec.name in self.consumers:
-            raise AdapterError(f"consumer name {spec.name!r} is already used in this run")
+            if self.consumers[spec.name].alive or self.consumers[spec.name].spec != spec:
+                raise AdapterError(f"consumer name {spec.name!r} is already used in this run")
+            self.consumers[spec.name].left = False
+            self.consumers[spec.name].start()  # it left its group and joins again
+            return
         for topic in spec.topics:
             if topic not in self.broker.store.queue_counts:
                 self.broker.store.create_topic(topic, 4)
@@ -186,6 +190,12 @@ class SimulatedSystem(PartsSystem):
     def stop_consumers(self) -> None:
         for c in self.consumers.values():
             c.stop()
+
+    def stop_consumer(self, name: str) -> None:
+        if name not in self.consumers:
+            raise AdapterError(f"no consumer {name!r} (running: {sorted(self.consumers)})")
+        self.consumers[name].left = True
+        self.consumers[name].stop()
 
     def rebalance(self, group: str) -> None:
         """RebalanceImpl.updateProcessQueueTableInRebalance: queues that leave a consumer are

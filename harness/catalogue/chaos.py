@@ -292,6 +292,24 @@ def orderly_consumer_crash() -> Scenario:
     return Scenario("orderly-consumer-crash", msgs, group, description=orderly_consumer_crash.__doc__)
 
 
+def orderly_rebalance() -> Scenario:
+    """An orderly group of two: its second member leaves (graceful stop: it unlocks its queues) while
+    queues it holds are suspended, and joins again while the first member's are: each time queues
+    move, the new owner locks them once the old one let go (RebalancePushImpl.
+    removeUnnecessaryMessageQueue: at once, or 20 s after when messages were still in its process
+    queue) and takes a suspended message again as its stored copy (count 0: the chain starts over),
+    every queue in order throughout. A second wave of messages after the join meets the settled
+    group. (Plans are LATERs then OK: each member keeps its own plan positions, and those answer the
+    same whichever member asks.)"""
+    first = tuple(Message(f"OR-{i:02d}", "OrderlyRebalance", at_ms=i * 50, plan=(LATER, LATER, LATER, OK) if i % 5 == 0 else ())
+                  for i in range(16))  # one failing message in each of the topic's 4 queues (sent round robin)
+    second = tuple(Message(f"OR-{i:02d}", "OrderlyRebalance", at_ms=6_000 + (i - 16) * 50,
+                           plan=(LATER, OK) if i % 3 == 1 else ()) for i in range(16, 28))
+    group = (ConsumerGroup("cg-orderlyrebalance", ("OrderlyRebalance",), instances=2, mode=ORDERLY, suspend_ms=2_000,
+                           leave_at_ms=2_500, join_at_ms=4_500),)
+    return Scenario("orderly-rebalance", first + second, group, description=orderly_rebalance.__doc__)
+
+
 def consume_timeout() -> Scenario:
     """A concurrent consumer (consumeTimeout 1 minute) holds messages past the timeout (SLOW), on a
     first attempt, on a retry and after a delay: the client's clean-up (ProcessQueue.cleanExpiredMsg,
@@ -423,6 +441,7 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     async_disk_full_while_due(),
     orderly_kill9_in_suspension(),
     orderly_consumer_crash(),  # waits out the dead client's queue locks (60 s): nightly
+    orderly_rebalance(),  # a queue in handover may wait out an unlock delay and a rebalance (40 s): nightly
     consume_timeout(),  # the clean-up runs every consumeTimeout, a minute at least: nightly
     consume_timeout_dlq(),
 ) + CLUSTER

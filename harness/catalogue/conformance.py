@@ -45,9 +45,12 @@ def level_order_burst() -> Scenario:
 
 
 def retry_then_ok() -> Scenario:
-    """LATER k times then OK: reconsume_times 0..k, each retry at level 3 + k - 1."""
+    """LATER k times then OK: reconsume_times 0..k, each retry at level 3 + k - 1. The group runs two
+    instances: a retry comes back through %RETRY%group's one queue to whichever instance holds it,
+    not always the one that answered the attempt before (each answers it where the group's plan
+    stopped)."""
     msgs = tuple(Message(f"R{k}-{i}", "Retry", at_ms=i * 150, plan=(LATER,) * k + (OK,)) for k in (1, 2, 4) for i in range(2))
-    return Scenario("retry-then-ok", msgs, _one_group("retry", "Retry"), description=retry_then_ok.__doc__)
+    return Scenario("retry-then-ok", msgs, _one_group("retry", "Retry", instances=2), description=retry_then_ok.__doc__)
 
 
 def retry_of_delayed() -> Scenario:

@@ -290,3 +290,22 @@ def test_a_topic_creation_that_timed_out_on_a_starved_broker_is_asked_again(monk
     system.client.request = refused
     with pytest.raises(ClientError, match="no permission"):  # not a timeout: at once
         system.create_topic("T")
+
+
+def test_plan_positions_are_the_groups_across_its_instances(tmp_path):
+    """A retry (or a moved queue) reaches another instance of the group: it goes on in the plan where
+    the group stopped (found on a real 4.9.7 broker: two instances, plans LATER then OK, the retries
+    answered LATER again by the instance that had not seen the first attempt)."""
+    from adapters.rocketmq.consumer_proc import PlanFollower
+
+    other = tmp_path / "consumer-g-1.jsonl"
+    other.write_text('{"type":"deliver","ts_ms":5,"key":"k","group":"g","reconsume_times":0,"outcome":"LATER"}\n'
+                     '{"type":"deliver","ts_ms":6,"key":"k","group":"g-other","reconsume_times":0,"outcome":"LATER"}\n'
+                     '{"type":"deliver","ts_ms":7,"key":"k","gr')
+    follower = PlanFollower("g", tmp_path / "consumer-g-0.jsonl")
+    follower.history.refresh()
+    assert follower.history.delivered("k") == [0]
+    with open(other, "a") as f:  # the torn line ends: read once complete
+        f.write('oup":"g","reconsume_times":1,"outcome":"LATER"}\n')
+    follower.history.refresh()
+    assert follower.history.delivered("k") == [0, 1]

@@ -125,3 +125,40 @@ def test_only_a_copy_in_its_own_topic_has_a_queue_order():
     d = {"broker": "b", "topic": "T", "queue_id": 2}
     assert queue_of(d) == ("b", "T", 2) and queue_of({**d, "queue_topic": "T"}) == ("b", "T", 2)
     assert queue_of({**d, "queue_topic": "%RETRY%g"}) is None
+
+
+def _member(action: str, at: int, name: str = "g-1") -> dict:
+    return {"type": "fault", "ts_ms": T0 + at, "action": action, "target": "consumer", "name": name, "group": "g",
+            "cause": "scenario"}
+
+
+def test_a_member_leaving_or_joining_is_no_outage_and_allows_the_moved_chain_to_start_over():
+    """A rebalance (an instance leaves gracefully, or joins) is no consumer outage: the group's other
+    members go on, so the windows are not widened; the suspended message whose queue moved comes
+    back as its stored copy at the new owner, a redelivery NO_DUPLICATE allows (the queue moved);
+    without the change it is not allowed."""
+    from reference.expected import rule_duplicate
+    from reference.windows import consumer_outages
+
+    assert consumer_outages([_member("stop", 1000), _member("start", 3000)]) == []
+    first = {"type": "deliver", "ts_ms": T0 + 720, "key": "k", "group": "g", "topic": "T", "queue_id": 0, "queue_offset": 0,
+             "msg_id": "m", "reconsume_times": 0, "born_ms": T0, "store_ms": T0 + 5, "outcome": LATER, "commit_log_offset": 7}
+    again = {**first, "ts_ms": T0 + 30_000}
+    run = {"run_id": "r", "profile": PROFILE}
+    for change in (_member("stop", 1000), _member("start", 2000)):
+        assert rule_duplicate(run, [change], first, again).allowed
+    assert not rule_duplicate(run, [], first, again).allowed
+
+
+def test_the_run_waits_for_a_moved_orderly_queue_to_be_handed_over():
+    """RebalancePushImpl: the old owner unlocks a queue it still had messages of 20 s after (4.9.x
+    unlockDelay), and the new one locks it at its next rebalance (20 s): the drain waits that long
+    after a member joined or left once messages flowed (not for the setup's starts)."""
+    from harness.drain import _orderly_locks_freed_ms
+    from reference.orderly import handed_over_ms
+
+    send = {"type": "send", "ts_ms": T0 + 100, "key": "k", "topic": "T", "status": "SEND_OK"}
+    run = {"profile": PROFILE}
+    assert handed_over_ms(T0) == T0 + 40_000
+    assert _orderly_locks_freed_ms(run, [_member("start", 0, "g-0"), send]) is None
+    assert _orderly_locks_freed_ms(run, [send, _member("stop", 2500), _member("start", 4500)]) == handed_over_ms(T0 + 4500)
