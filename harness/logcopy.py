@@ -92,15 +92,26 @@ def _copy_one(source: Path, target: Path, start: int, max_bytes: int) -> dict:
     return entry
 
 
-def timed_lines(copy: Path, written_ms: int | None, contains: tuple[str, ...]) -> tuple[int, list[str]] | None:
+def timed_lines(copy: Path, written_ms: int | None, contains: tuple[str, ...],
+                span: tuple[int, int] | None = None) -> tuple[int, list[str]] | None:
     """The lines of one log copy that hold any of ``contains``, with the zone its times are printed
     in (seconds east of UTC: :func:`reference.stalls.log_utc_offset_s`, its last timed line against
     ``written_ms``, when its source was last written, else the copy's own time), or None when it has
-    no timed line or cannot be read. RocketMQ's own patterns print GMT+8, the harness's the host's."""
+    no timed line or cannot be read. RocketMQ's own patterns print GMT+8, the harness's the host's.
+    ``span``: read only these bytes (from, to) of ``copy`` (a run's part of a shared source)."""
     try:
-        with open(copy, "r", encoding="utf-8", errors="replace") as f:
+        with open(copy, "rb") as f:
             found, last = [], None
-            for line in f:
+            left = None
+            if span is not None:
+                f.seek(span[0])
+                left = span[1] - span[0]
+            for raw in f:
+                if left is not None:
+                    if left <= 0:
+                        break
+                    left -= len(raw)
+                line = raw.decode("utf-8", errors="replace")
                 at = log_time_ms(line)
                 if at is not None:
                     last = at

@@ -11,6 +11,7 @@ message is final (``harness.drain``), heals all faults, reads the DLQ and takes 
 
 from __future__ import annotations
 
+from collections import Counter
 import heapq
 import itertools
 import os
@@ -176,11 +177,16 @@ class RunLogs:
         """The send-backs the official client logged as failed in the run's period, of the run's
         ``groups``, into ``events/client-log.jsonl`` (``fault`` ``send_back_failed``: the model allows
         what the client does then, ``reference.network.send_back_failures``)."""
-        found = []
+        found, seen = [], Counter()
         for name, copy, written in self.copies(run):
             if "client" not in name and not name.startswith("consumer"):
                 continue
-            read = timed_lines(copy, written, SEND_BACK_FAILURE_MARKS)
+            # a copy cut to its size cap may have lost such lines: read the run's part of the source
+            entry = run["logs"][name]
+            source = Path(entry["source"])
+            whole = entry.get("cut_bytes") and source.exists() and "from_byte" in entry and "to_byte" in entry
+            read = (timed_lines(source, written, SEND_BACK_FAILURE_MARKS, (entry["from_byte"], entry["to_byte"]))
+                    if whole else timed_lines(copy, written, SEND_BACK_FAILURE_MARKS))
             if read is None:
                 continue
             offset, lines = read
@@ -190,9 +196,13 @@ class RunLogs:
                     continue
                 ts = at - offset * 1000
                 if run["started_ms"] <= ts <= run["ended_ms"]:
+                    # a batch's send-backs failing in one millisecond log the same line: each is one
+                    # failure (numbered, so no two events repeat: reports.inputs.repeated_lines)
+                    seen[(name, line)] += 1
+                    again = f" (#{seen[(name, line)]} such line)" if seen[(name, line)] > 1 else ""
                     found.append({"type": "fault", "ts_ms": ts, "action": SEND_BACK_FAILED, "target": "consumer",
                                   "group": parsed[0], **({"key": parsed[1]} if parsed[1] else {}),
-                                  "cause": f"{name}: {line.strip()[:300]}"})
+                                  "cause": f"{name}: {line.strip()[:300]}{again}"})
         if found:
             with EventLog(self.events_dir / CLIENT_LOG_EVENTS) as out:
                 for e in sorted(found, key=lambda e: e["ts_ms"]):

@@ -203,7 +203,9 @@ class BatchAnswer:
 def answer_batch(batch, orderly_max: int | None = None) -> BatchAnswer:
     """ConsumeMessageConcurrentlyService.processConsumeResult as the harness's consumers (the real
     one and the simulator's) answer a call of the listener with ``batch``, a sequence of (plan,
-    cursor, reconsume_times): each message by its plan, in order, until one is not answered OK; a
+    cursor, reconsume_times[, key]): each message by its plan, in order, until one is not answered OK
+    (a key met twice in one call — two stored copies of it pulled together, a scheduler duplicate —
+    is answered the second time from the cursor its first answer left: a redelivery); a
     LATER (``LATER:n``: asking for level n) ends the answers there and the ack index is the message
     before it; every message after it is sent back without its plan being asked (recorded LATER:
     :func:`sent_back_unasked`); a CRASH ends the call. ``orderly_max``: an orderly consumer's
@@ -211,7 +213,9 @@ def answer_batch(batch, orderly_max: int | None = None) -> BatchAnswer:
     outcomes: list[str] = []
     cursors: list[PlanCursor] = []
     failed_at, level, held = None, 0, False
-    for i, (plan, cursor, reconsume_times) in enumerate(batch):
+    left: dict = {}  # key -> the cursor its last answer in this call left
+    for i, (plan, cursor, reconsume_times, *key) in enumerate(batch):
+        cursor = left.get(key[0], cursor) if key else cursor
         if failed_at is None:
             word, cursor, _ = (next_answer(plan, cursor, reconsume_times) if orderly_max is None
                                else orderly_next(plan, cursor, reconsume_times, orderly_max))
@@ -224,6 +228,8 @@ def answer_batch(batch, orderly_max: int | None = None) -> BatchAnswer:
             outcome, cursor = LATER, sent_back_unasked(cursor, reconsume_times)
         outcomes.append(outcome)
         cursors.append(cursor)
+        if key:
+            left[key[0]] = cursor
         if outcome == CRASH:
             return BatchAnswer(tuple(outcomes), tuple(cursors), level, i - 1, True)
     if held:  # the listener answers OK after the clean-up sent the message back

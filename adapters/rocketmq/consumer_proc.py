@@ -181,7 +181,7 @@ class PlanFollower:
         with self._lock:
             events = [self._event(msg, queue) for msg in msgs]
             self.history.refresh()
-            answer = answer_batch([(*self._cursor(e["key"], msg), e["reconsume_times"]) for e, msg in zip(events, msgs)],
+            answer = answer_batch([(*self._cursor(e["key"], msg), e["reconsume_times"], e["key"]) for e, msg in zip(events, msgs)],
                                   orderly_max=self.orderly_max)
             for i, (event, outcome) in enumerate(zip(events, answer.outcomes)):
                 event["ts_ms"] = self.stamp(event["key"])

@@ -157,7 +157,7 @@ class SimConsumer:
         now = system.clock.now_ms()
         batched = self.spec.batch_size > 1
         positions = system.plan_positions
-        answer = answer_batch([(msg.plan, positions.get((self.group, msg.key), NO_PROGRESS), rt) for msg, rt in batch])
+        answer = answer_batch([(msg.plan, positions.get((self.group, msg.key), NO_PROGRESS), rt, msg.key) for msg, rt in batch])
         events = []
         for i, ((msg, reconsume_times), outcome, cursor) in enumerate(zip(batch, answer.outcomes, answer.cursors)):
             positions[(self.group, msg.key)] = cursor

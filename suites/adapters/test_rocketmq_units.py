@@ -309,3 +309,22 @@ def test_plan_positions_are_the_groups_across_its_instances(tmp_path):
         f.write('oup":"g","reconsume_times":1,"outcome":"LATER"}\n')
     follower.history.refresh()
     assert follower.history.delivered("k") == [0, 1]
+
+
+def test_a_key_twice_in_one_call_gets_the_groups_cursor_both_times(tmp_path):
+    """Two stored copies of one retry pulled into one batch (a scheduler duplicate after a kill -9,
+    seen on 5.3.3): both are answered where the group stopped in the plan; the consumer once took
+    the key's history for the first copy and answered the second from the plan's start (LATER: an
+    attempt the plan does not lead to, blamed on the broker)."""
+    from adapters.rocketmq.consumer_proc import PlanFollower
+
+    class Msg:
+        def getUserProperty(self, name):
+            return "LATER,OK"
+
+    own = tmp_path / "consumer-g-0.jsonl"
+    own.write_text('{"type":"deliver","ts_ms":5,"key":"k","group":"g","reconsume_times":0,"outcome":"LATER"}\n')
+    follower = PlanFollower("g", own)
+    follower.history.refresh()
+    first, second = follower._cursor("k", Msg()), follower._cursor("k", Msg())
+    assert first == second and first[1].used == 1 and first[1].settled == {0}

@@ -185,3 +185,4 @@ def test_a_held_listener_answers_ok_after_the_clean_up_sent_it_back():
     assert (held.outcomes, held.held, held.ack_index, held.level) == ((LATER,), True, 0, 3)
     assert held.cursors[0].settled == {0} and held.cursors[0].used == 1
     assert not answer_batch([((LATER, OK), PlanCursor(), 0)]).held
+
