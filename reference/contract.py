@@ -200,6 +200,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("target", "str", True, FAULT_TARGETS),
         _f("name", "str", False),  # which consumer (target consumer)
         _f("group", "str", False),  # its group: a start changes the group's membership
+        _f("cause", "str", False),  # why (a consumer's: CONSUMER_STARTED_BY_SCENARIO, CONSUMER_DIED, ...; setup)
         _f("key", "str", False),  # send_back_failed: the message's key, where the client's log line named it
         _f("step", "int", False),  # the scenario's fault step (index in its faults) this action belongs to
         _f("anchor", "str", False),  # an anchored step: what it was timed from ("reput level 3 #2 at ...")

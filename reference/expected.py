@@ -26,14 +26,14 @@ group that consumed the topic).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from operator import itemgetter
 from typing import Callable, Iterable, Mapping
 
 from reference.contract import BROKER_TARGETS, RETRY_PREFIX, ContractError
 from reference.persistence import scheduler_duplicate_allowed
 from reference.stored_copy import same_stored_copy
-from reference.plans import CRASH, by_ack_index, parse_plan, plan_outcome, with_ack_laters
+from reference.plans import CRASH, by_ack_index, parse_plan, plan_outcome, resent_instead, with_ack_laters
 from reference.profile import Profile, profile_from_run
 from reference.retry import asked_retry_level, clamped_level, requested_retry_level, retry_level
 from reference.timer import rounded_deliver_ms
@@ -177,10 +177,14 @@ class _Observed:
     #: (key, group) -> the attempts delivered, for orderly groups only (reference.orderly: whether a
     #: refused send-back to the DLQ was followed by one more attempt)
     orderly_attempts: dict[tuple, set[int]]
+    #: (key, group) -> when an orderly group's deliveries of it were answered OK
+    orderly_oks: dict[tuple, list[int]]
+    #: (key, group) of the DLQ entries read
+    in_dlq: set[tuple]
 
 
 def _observed(events: Iterable[Mapping], orderly: frozenset = frozenset()) -> _Observed:
-    seen = _Observed({}, [], {}, {}, {}, {}, {})
+    seen = _Observed({}, [], {}, {}, {}, {}, {}, {}, set())
     anchors, last_laters = seen.anchors, seen.last_laters
     seen_topic_group: set[tuple[str, str]] = set()
     for e in events:
@@ -192,6 +196,8 @@ def _observed(events: Iterable[Mapping], orderly: frozenset = frozenset()) -> _O
                 seen.topic_groups.setdefault(tg[0], []).append(tg[1])
             if tg[1] in orderly:
                 seen.orderly_attempts.setdefault((e["key"], tg[1]), set()).add(e["reconsume_times"])
+                if e["outcome"] == "OK":
+                    seen.orderly_oks.setdefault((e["key"], tg[1]), []).append(e["ts_ms"])
             if e["outcome"] == "LATER":
                 ak = (e["key"], tg[1], e["reconsume_times"])
                 ts = e["ts_ms"]
@@ -211,6 +217,8 @@ def _observed(events: Iterable[Mapping], orderly: frozenset = frozenset()) -> _O
             seen.sends[key] = e
         elif t == "fault":
             seen.faults.append(e)
+        elif t == "dlq":
+            seen.in_dlq.add((e.get("key"), e.get("group")))
     return seen
 
 
@@ -282,8 +290,27 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                 if outcome is None:
                     plan = parse_plan(list(plan_key) or None, _send_where(key))
                     outcome = outcome_cache[cache_key] = plan_outcome(with_ack_laters(plan, sent_back or {}), max_rt)
+                outcome = _resent_outcome(w, seen, key, group, outcome, plan_key, sent_back, max_rt)
             rows.extend(_group_rows(w, seen, run_id, key, send, first, group, outcome))
     return rows
+
+
+def _resent_outcome(w: _Windows, seen: _Observed, key: str, group: str | None, outcome, plan_key: tuple,
+                    sent_back: dict | None, max_rt: int):
+    """A LATER that asked for the DLQ at once (``LATER:-1``) whose send-back may have failed
+    (reference.network.send_back_may_repeat: the client logged a failure of its group, or of its
+    key, then) and whose message is not in the DLQ: the client re-sent it as a retry at 3 +
+    reconsumeTimes (reference.retry.send_back_route; 5.0.0 refuses every retry's send-back,
+    AbstractSendMessageProcessor's topic fence), so the plan goes on (reference.plans.resent_instead).
+    Decided by what was read: an entry in the DLQ says the send-back was stored."""
+    m = outcome.last_attempt
+    if outcome.final_state != "DLQ" or m >= max_rt or (key, group) in seen.in_dlq:
+        return outcome
+    later = seen.last_laters.get((key, group, m), seen.anchors.get((key, group, m)))
+    if later is None or not w.back_failed(later, group, key):
+        return outcome
+    plan = with_ack_laters(parse_plan(list(plan_key) or None, _send_where(key)), sent_back or {})
+    return plan_outcome(resent_instead(plan, m), max_rt)
 
 
 def _units(profile: Profile, groups: list[str] | None) -> list[str] | None:
@@ -312,12 +339,22 @@ def _orderly_outcome(plan: tuple[str, ...], max_rt: int, seen: _Observed, key: s
     parsed = parse_plan(list(plan) or None, _send_where(key))
     outcome = plan_outcome(parsed, max_rt)
     got = seen.orderly_attempts.get((key, group), ())
+
+    def refused(later: int | None) -> bool:
+        return send_back_refused(later, outages) or (later is not None and back_failed(later, group, key))
+
     while outcome.final_state == "DLQ" and outcome.last_attempt + 1 in got:
-        later = seen.anchors.get((key, group, outcome.last_attempt))
-        if not (send_back_refused(later, outages) or (later is not None and back_failed(later, group, key))):
+        if not refused(seen.anchors.get((key, group, outcome.last_attempt))):
             break
         max_rt += 1
         outcome = plan_outcome(parsed, max_rt)
+    later = seen.anchors.get((key, group, outcome.last_attempt))
+    if outcome.final_state == "DLQ" and (key, group) not in seen.in_dlq and refused(later) \
+            and any(ts > later for ts in seen.orderly_oks.get((key, group), ())):
+        # the refused send-back's chain died with its consumer before the next attempt: the stored
+        # copy came back and was answered OK (the chain had ended for the harness's consumer,
+        # reference.plans.orderly_next): consumed, not in the DLQ
+        outcome = replace(outcome, final_state="CONSUMED")
     return outcome
 
 

@@ -301,3 +301,18 @@ def with_ack_laters(plan: tuple[str, ...], sent_back: dict[int, int]) -> tuple[s
             attempt += 1
         elif word != CRASH:
             return tuple(out)
+
+
+def resent_instead(plan: tuple[str, ...], attempt: int) -> tuple[str, ...]:
+    """The answers of a message whose send-back of ``attempt`` failed and the client re-sent it
+    (DefaultMQPushConsumerImpl.sendMessageBack's fallback: reference.retry.send_back_route): the
+    re-send asks for 3 + reconsumeTimes whatever the LATER asked, so a ``LATER:-1`` there is a
+    plain LATER (a retry, not the DLQ at once) and the plan goes on at the next attempt."""
+    out, seen = list(plan), 0
+    for i, word in enumerate(plan):
+        if is_later(word):
+            if seen == attempt:
+                out[i] = LATER
+                return tuple(out)
+            seen += 1
+    return plan

@@ -26,7 +26,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reference import faults as fault_kinds
 from reference import expected as model
 from reference.clock import BrokerClock
 from reference.contract import EVENT_FIELDS, ContractError
@@ -49,7 +48,7 @@ SEND_FIELDS = ("type", "ts_ms", "key", "topic", "delay_level", "deliver_at_ms", 
 DELIVER_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["deliver"] if f.name in JUDGE_COLUMNS))
 DLQ_FIELDS = ("type", "ts_ms", "key", "group", "reconsume_times", "store_ms")
 #: what the model reads of a fault: its generic fields, and every fault family's (reference.faults)
-FAULT_FIELDS = ("type", "ts_ms", "action", "target", "name", "group", "key", *(n for n, _, _ in fault_kinds.event_fields()))
+FAULT_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["fault"] if f.name in JUDGE_COLUMNS))
 SNAPSHOT_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["snapshot"]))
 STALL_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["stall"]))  # reference.stalls: judged per run
 
@@ -147,7 +146,7 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, t
     deliv = all_deliveries.filter(pc.invert(all_deliveries.column("echo"))) if echoed else all_deliveries
 
     sends = _dicts(sends_t, SEND_FIELDS)
-    rows, t = _expected(out, run, sends, deliv, unkeyed, markers, t)
+    rows, t = _expected(out, run, sends, deliv, unkeyed + _dicts(dlq_t, DLQ_FIELDS), markers, t)
     _count_reputs(out, unkeyed, rows, deliv)
     slow = _judge_plain(out, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline_bin_ms)
     t = out.timed("judging: columnar", t)
@@ -168,9 +167,10 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, t
 
 def _expected(out: Judgements, run: dict, sends: list[dict], deliv: pa.Table, unkeyed: list[dict],
               markers: list[tuple[str, str]] | None, t: float) -> tuple[list[tuple], float]:
-    """The model's rows of the bucket, handed what it reads: sends, faults, snapshots, LATER
-    deliveries (retry anchors) and one delivery per (topic, group) seen here or named by
-    ``markers`` (which groups consume a topic; kind ``tg`` says which the bucket saw)."""
+    """The model's rows of the bucket, handed what it reads: sends, faults, snapshots (and the
+    DLQ entries, in ``unkeyed`` here), LATER deliveries (retry anchors; an orderly group's every delivery) and one delivery
+    per (topic, group) seen here or named by ``markers`` (which groups consume a topic; kind ``tg``
+    says which the bucket saw)."""
     laters = pc.equal(deliv.column("outcome"), "LATER")
     orderly = [g for g, _ in profile_from_run(run).orderly_groups]
     if orderly:  # the model reads an orderly group's every attempt (reference.expected._orderly_outcome)

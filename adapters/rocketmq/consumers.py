@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -37,16 +38,28 @@ class ConsumerProcesses(Part):
         self.specs: dict[str, ConsumerSpec] = {}
         self.stopped: set[str] = set()
         self.left: set[str] = set()  # stopped for good by the scenario (left its group): start() leaves them down
+        #: being started (by add or a restart): the runs sharing a system poll it from their own
+        #: threads, and a consumer started twice would leave one process nobody stops
+        self.starting: set[str] = set()
+        self._lock = threading.Lock()
 
     def add(self, spec: ConsumerSpec, create_topic: Callable[..., None]) -> None:
-        if spec.name in self.procs and self.procs[spec.name].alive():
-            raise AdapterError(f"consumer {spec.name!r} is already running")
-        self.specs[spec.name] = spec
-        # the retry topic exists before the first LATER, so the consumer's route has it from the start
-        create_topic(RETRY_PREFIX + spec.group, queues=1)
-        self.stopped.discard(spec.name)
-        self.left.discard(spec.name)
-        self.procs[spec.name] = self._spawn(spec)
+        with self._lock:
+            if spec.name in self.starting or (spec.name in self.procs and self.procs[spec.name].alive()):
+                raise AdapterError(f"consumer {spec.name!r} is already running")
+            self.specs[spec.name] = spec
+            self.starting.add(spec.name)
+        try:
+            # the retry topic exists before the first LATER, so the consumer's route has it from the start
+            create_topic(RETRY_PREFIX + spec.group, queues=1)
+            proc = self._spawn(spec)
+            with self._lock:
+                self.procs[spec.name] = proc
+                self.stopped.discard(spec.name)
+                self.left.discard(spec.name)
+        finally:
+            with self._lock:
+                self.starting.discard(spec.name)
 
     def _spawn(self, spec: ConsumerSpec) -> ConsumerProcess:
         for attempt in range(1, self.CONSUMER_START_ATTEMPTS + 1):
@@ -63,14 +76,22 @@ class ConsumerProcesses(Part):
         harness. A death is recorded before its restart (by the consumer itself, or by its exit
         watch now), and the restart as the ``start`` of the replacement, in the consumer's events file."""
         restarted = []
-        for name, proc in list(self.procs.items()):
-            if not proc.alive() and name not in self.stopped:
+        with self._lock:
+            due = [(n, p) for n, p in self.procs.items() if not p.alive() and n not in self.stopped and n not in self.starting]
+            self.starting.update(n for n, _ in due)
+        try:
+            for name, proc in due:
                 died = proc.death()
                 proc.kill()  # reap, close pipes
                 if died:
                     proc.record_restart()
-                self.procs[name] = self._spawn(self.specs[name])
+                new = self._spawn(self.specs[name])
+                with self._lock:
+                    self.procs[name] = new
                 restarted.append(name)
+        finally:
+            with self._lock:
+                self.starting.difference_update(n for n, _ in due)
         return restarted
 
     def start(self) -> None:
@@ -78,22 +99,28 @@ class ConsumerProcesses(Part):
         self.poll()
 
     def stop(self) -> None:
-        terminate_all(list(self.procs.values()))
-        self.stopped.update(self.procs)
+        with self._lock:  # marked down first: a poll meanwhile restarts none of them
+            self.stopped.update(self.procs)
+            procs = list(self.procs.values())
+        terminate_all(procs)
 
     def stop_one(self, name: str) -> None:
         """One consumer stopped gracefully, for good (it left its group): never restarted."""
-        if name not in self.procs:
-            raise AdapterError(f"no consumer {name!r} (running: {sorted(self.procs)})")
-        self.stopped.add(name)
-        self.left.add(name)
-        terminate_all([self.procs[name]])
+        with self._lock:
+            if name not in self.procs:
+                raise AdapterError(f"no consumer {name!r} (running: {sorted(self.procs)})")
+            self.stopped.add(name)
+            self.left.add(name)
+            proc = self.procs[name]
+        terminate_all([proc])
 
     def kill(self) -> None:
         """Down until started again, as after a stop."""
-        for name, proc in self.procs.items():
+        with self._lock:
+            self.stopped.update(self.procs)
+            procs = list(self.procs.values())
+        for proc in procs:
             proc.kill()
-            self.stopped.add(name)
 
     def pause(self) -> None:
         for proc in self.procs.values():

@@ -292,6 +292,20 @@ def orderly_consumer_crash() -> Scenario:
     return Scenario("orderly-consumer-crash", msgs, group, description=orderly_consumer_crash.__doc__)
 
 
+def chosen_levels_restart() -> Scenario:
+    """Retries at the levels the consumer asked for (LATER:n) wait in SCHEDULE_TOPIC_XXXX while the
+    broker restarts gracefully; the group's broker-side retryMaxTimes (1) is below its client's
+    maxReconsumeTimes (3), which wins: -1 still goes to the DLQ at once, a fourth LATER to the DLQ
+    after three retries, and each retry comes at its asked level's time, later only by the outage."""
+    plans = {"CR-6": ("LATER:6", OK), "CR-2": ("LATER:2", LATER, OK), "CR-dlq": (LATER, "LATER:-1"),
+             "CR-max": ("LATER:4", LATER, LATER, LATER), "CR-0": ("LATER:0", OK)}
+    msgs = tuple(Message(key, "ChosenRestart", at_ms=i * 150, plan=plan) for i, (key, plan) in enumerate(plans.items())) + tuple(
+        Message(f"CR-plain{i}", "ChosenRestart", at_ms=800 + i * 100, delay_level=3) for i in range(4))
+    group = (ConsumerGroup("cg-chosenrestart", ("ChosenRestart",), max_reconsume_times=3, retry_max_times=1),)
+    return Scenario("chosen-levels-restart", msgs, group, (FaultStep(3_000, "restart", duration_ms=2_000),),
+                    description=chosen_levels_restart.__doc__)
+
+
 def orderly_rebalance() -> Scenario:
     """An orderly group of two: its second member leaves (graceful stop: it unlocks its queues) while
     queues it holds are suspended, and joins again while the first member's are: each time queues
@@ -441,6 +455,7 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     async_disk_full_while_due(),
     orderly_kill9_in_suspension(),
     orderly_consumer_crash(),  # waits out the dead client's queue locks (60 s): nightly
+    chosen_levels_restart(),
     orderly_rebalance(),  # a queue in handover may wait out an unlock delay and a rebalance (40 s): nightly
     consume_timeout(),  # the clean-up runs every consumeTimeout, a minute at least: nightly
     consume_timeout_dlq(),

@@ -124,10 +124,17 @@ def chaos_scenarios(draw, name: str = "generated", clusters: tuple[str, ...] = (
     orderly = mode == ORDERLY
     if mode != CONCURRENTLY:  # an orderly or broadcasting listener asks for no level
         msgs = tuple(replace(m, plan=tuple(LATER if is_later(w) else w for w in m.plan)) for m in msgs)
-    group = ConsumerGroup("cg-gen", (TOPIC,), instances=draw(st.integers(1, 2)), max_reconsume_times=mrt,
+    instances = draw(st.integers(1, 2))
+    # a rebalance: the group's second instance joins late, leaves, or leaves and joins again
+    moves = draw(st.sampled_from(("none", "none", "join", "leave", "leave-join"))) if instances == 2 and mode != BROADCASTING else "none"
+    first = draw(st.integers(0, 6_000)) if moves != "none" else None
+    second = first + draw(st.integers(500, 6_000)) if moves == "leave-join" else None
+    group = ConsumerGroup("cg-gen", (TOPIC,), instances=instances, max_reconsume_times=mrt,
                           batch_size=1 if mode != CONCURRENTLY else draw(st.sampled_from((1, 1, 4))),  # ack index
                           retry_max_times=draw(st.sampled_from((None, 1, 5))),  # the broker's, which the client's beats
-                          mode=mode, suspend_ms=draw(st.sampled_from((None, 200, 2_000))) if orderly else None)
+                          mode=mode, suspend_ms=draw(st.sampled_from((None, 200, 2_000))) if orderly else None,
+                          join_at_ms=first if moves == "join" else second,
+                          leave_at_ms=first if moves in ("leave", "leave-join") else None)
     return Scenario(
         name=name,
         messages=msgs,

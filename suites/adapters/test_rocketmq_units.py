@@ -328,3 +328,53 @@ def test_a_key_twice_in_one_call_gets_the_groups_cursor_both_times(tmp_path):
     follower.history.refresh()
     first, second = follower._cursor("k", Msg()), follower._cursor("k", Msg())
     assert first == second and first[1].used == 1 and first[1].settled == {0}
+
+
+def test_a_consumer_joining_again_is_started_once_while_other_runs_poll(tmp_path):
+    """Found in a version sweep: a group's instance that left and joined again while another run on
+    the shared system polled it was started twice (the poll saw the old, stopped process no longer
+    marked stopped during the slow start), and the copy nobody held ran on, into the next
+    version's broker, stealing its queues. The start is one: polls skip a consumer being started."""
+    import threading
+    import time
+
+    from adapters.base import ConsumerSpec
+    from adapters.rocketmq.consumers import ConsumerProcesses
+
+    class Proc:
+        def __init__(self, alive=True):
+            self.up = alive
+
+        def alive(self):
+            return self.up
+
+        def death(self):
+            return None
+
+        def kill(self):
+            self.up = False
+
+        def ask_to_stop(self):
+            self.up = False
+
+        def stopped_by(self, deadline):
+            self.up = False
+
+    spawned = []
+
+    def spawn(spec):
+        spawned.append(spec.name)
+        time.sleep(0.3)  # a JVM start
+        return Proc()
+
+    consumers = ConsumerProcesses(tmp_path, lambda: "127.0.0.1:1", tmp_path)
+    consumers._spawn = spawn
+    spec = ConsumerSpec("g-1", "g", ("T",))
+    consumers.add(spec, lambda *a, **k: None)
+    consumers.stop_one("g-1")  # it leaves
+    joining = threading.Thread(target=consumers.add, args=(spec, lambda *a, **k: None))
+    joining.start()
+    time.sleep(0.1)
+    assert consumers.poll() == []  # another run's poll while it starts again
+    joining.join()
+    assert spawned == ["g-1", "g-1"] and consumers.procs["g-1"].alive()

@@ -186,3 +186,21 @@ def test_a_held_listener_answers_ok_after_the_clean_up_sent_it_back():
     assert held.cursors[0].settled == {0} and held.cursors[0].used == 1
     assert not answer_batch([((LATER, OK), PlanCursor(), 0)]).held
 
+
+
+def test_a_dlq_request_whose_send_back_failed_is_a_retry_unless_the_dlq_holds_it():
+    """reference.retry.send_back_route: the client's re-send after a failed send-back asks for 3 +
+    reconsumeTimes, never the DLQ at once (seen on 5.0.0, which refuses every retry's send-back:
+    'look message by offset failed to check the topic name'). With the failure logged and no DLQ
+    entry read, the plan goes on; an entry read says the send-back was stored after all."""
+    from reference.plans import resent_instead
+
+    assert resent_instead((LATER, CRASH, "LATER:-1", OK), 1) == (LATER, CRASH, LATER, OK)
+    assert resent_instead((LATER,), 3) == (LATER,)
+    send = {"type": "send", "ts_ms": T0, "key": "k", "topic": "T", "status": "SEND_OK", "plan": [LATER, "LATER:-1"], "born_ms": T0}
+    laters = [_deliver("k", 100, 0, LATER), _deliver("k", 3200, 1, LATER, next_level=-1)]
+    failed = {"type": "fault", "ts_ms": T0 + 3205, "action": "send_back_failed", "target": "consumer", "group": "g"}
+    dlq = {"type": "dlq", "ts_ms": T0 + 9000, "key": "k", "group": "g", "msg_id": "k", "reconsume_times": 1, "store_ms": T0 + 3300}
+    assert [(a.attempt, a.final_state) for a in _run([send, *laters])][-1] == (1, "DLQ")
+    assert [(a.attempt, a.final_state) for a in _run([send, *laters, failed])][-1] == (2, "CONSUMED")
+    assert [(a.attempt, a.final_state) for a in _run([send, *laters, failed, dlq])][-1] == (1, "DLQ")

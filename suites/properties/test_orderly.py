@@ -162,3 +162,29 @@ def test_the_run_waits_for_a_moved_orderly_queue_to_be_handed_over():
     assert handed_over_ms(T0) == T0 + 40_000
     assert _orderly_locks_freed_ms(run, [_member("start", 0, "g-0"), send]) is None
     assert _orderly_locks_freed_ms(run, [send, _member("stop", 2500), _member("start", 4500)]) == handed_over_ms(T0 + 4500)
+
+
+def test_a_refused_dlq_send_back_whose_chain_died_ends_consumed_by_the_redelivery():
+    """Found by the generator: an orderly message's last allowed attempt answered LATER while the
+    broker was paused (checkReconsumeTimes: the DLQ send-back refused, the client would consume it
+    again), then the consumer died before that; the stored copy came back and the harness's
+    consumer, its chain ended, answered OK. Consumed, not owed to the DLQ; had the send-back been
+    stored, the entry read decides it."""
+    profile = {**PROFILE, "max_reconsume_times": 1}
+    paused = [{"type": "fault", "ts_ms": T0 + 500, "action": "pause", "target": "broker"},
+              {"type": "fault", "ts_ms": T0 + 3000, "action": "resume", "target": "broker"}]
+
+    def deliver(rt, at, outcome):
+        return {"type": "deliver", "ts_ms": T0 + at, "key": "k", "group": "g", "topic": "T", "queue_id": 0, "queue_offset": 0,
+                "commit_log_offset": 10, "msg_id": "m", "reconsume_times": rt, "born_ms": T0, "store_ms": T0 + 5,
+                "outcome": outcome}
+    send = {"type": "send", "ts_ms": T0 + 2, "key": "k", "topic": "T", "status": "SEND_OK", "born_ms": T0, "plan": [LATER, LATER]}
+    died = [deliver(0, 20, LATER), deliver(1, 720, LATER), {"type": "fault", "ts_ms": T0 + 800, "action": "kill",
+            "target": "consumer", "group": "g", "name": "g-0", "cause": "died"}, deliver(0, 4000, OK)]
+    final = max(build_expected({"run_id": "r", "profile": profile}, [send, *paused, *died]), key=lambda r: r.attempt)
+    assert (final.attempt, final.final_state) == (1, "CONSUMED")
+    dlq = {"type": "dlq", "ts_ms": T0 + 9000, "key": "k", "group": "g", "msg_id": "m", "reconsume_times": 1, "store_ms": T0 + 900}
+    stored = max(build_expected({"run_id": "r", "profile": profile}, [send, *paused, *died, dlq]), key=lambda r: r.attempt)
+    assert stored.final_state == "DLQ"
+    unpaused = max(build_expected({"run_id": "r", "profile": profile}, [send, *died]), key=lambda r: r.attempt)
+    assert unpaused.final_state == "DLQ"  # nothing refused it: the DLQ entry is owed
