@@ -79,11 +79,12 @@ REBALANCE_INTERVAL_MS = 20_000
 def handed_over_ms(change_ms: int) -> int:
     """When the queues an orderly group's membership change at ``change_ms`` moved (a member joined
     or left) are consumed again at the latest: the old owner unlocks them (:data:`UNLOCK_DELAY_MS`)
-    and the new one locks them at its next rebalance (:data:`REBALANCE_INTERVAL_MS`). A suspended
+    and the new one locks them at a rebalance (:data:`REBALANCE_INTERVAL_MS` apart: the one just
+    after the unlock is due may come before it, the next one does not). A suspended
     message whose queue moved is the stored copy again at its new owner (count 0: the chain starts
     over, a redelivery NO_DUPLICATE allows after the change). The run waits this long; timing
     windows are anchored at the LATER answered after it."""
-    return change_ms + UNLOCK_DELAY_MS + REBALANCE_INTERVAL_MS
+    return change_ms + UNLOCK_DELAY_MS + 2 * REBALANCE_INTERVAL_MS
 
 
 def locks_freed_ms(death_ms: int) -> int:

@@ -456,7 +456,7 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     orderly_kill9_in_suspension(),
     orderly_consumer_crash(),  # waits out the dead client's queue locks (60 s): nightly
     chosen_levels_restart(),
-    orderly_rebalance(),  # a queue in handover may wait out an unlock delay and a rebalance (40 s): nightly
+    orderly_rebalance(),  # a queue in handover may wait out an unlock delay and two rebalances (60 s): nightly
     consume_timeout(),  # the clean-up runs every consumeTimeout, a minute at least: nightly
     consume_timeout_dlq(),
 ) + CLUSTER

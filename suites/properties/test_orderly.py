@@ -159,7 +159,7 @@ def test_the_run_waits_for_a_moved_orderly_queue_to_be_handed_over():
 
     send = {"type": "send", "ts_ms": T0 + 100, "key": "k", "topic": "T", "status": "SEND_OK"}
     run = {"profile": PROFILE}
-    assert handed_over_ms(T0) == T0 + 40_000
+    assert handed_over_ms(T0) == T0 + 60_000
     assert _orderly_locks_freed_ms(run, [_member("start", 0, "g-0"), send]) is None
     assert _orderly_locks_freed_ms(run, [send, _member("stop", 2500), _member("start", 4500)]) == handed_over_ms(T0 + 4500)
 
