@@ -21,7 +21,7 @@ from reference.levels import parse_level_table
 from reference.plans import plan_outcome
 from reference.profile import FIRST_DELAY_MS, FIRST_FLUSH_DELAY_MS, TIMER_MAX_DELAY_SEC
 from reference.retry import asked_retry_level, clamped_level
-from reference.timeout import DEFAULT_CONSUME_TIMEOUT_MIN, sent_back_within
+from reference.timeout import effective_timeout_min, sent_back_within
 from reports.verdict import BROKEN, EXIT_CODES, PASSED, UNDECIDED, VIOLATED, status
 
 
@@ -37,8 +37,8 @@ def message_wait_ms(scenario, m, table=None) -> int:
     elif m.delay_level > 0:
         t += table.delay_ms(table.clamp(m.delay_level))
     out = plan_outcome(tuple(m.plan), mrt)
-    timeout = next((c.consume_timeout_min for c in scenario.consumers if m.topic in c.topics and c.consume_timeout_min),
-                   DEFAULT_CONSUME_TIMEOUT_MIN)
+    timeout = effective_timeout_min(next((c.consume_timeout_min for c in scenario.consumers
+                                          if m.topic in c.topics and c.consume_timeout_min is not None), None))
     for k in range(1, out.last_attempt + 1):
         t += table.delay_ms(clamped_level(asked_retry_level(k, out.asked[k - 1]), table.max_level))
         if k - 1 in out.timed_out:  # held past consumeTimeout: sent back by the clean-up within 2T

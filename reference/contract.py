@@ -98,8 +98,8 @@ PLAN_PROPERTY = "HG_PLAN"
 BODY_CRC_PROPERTY = "HG_BODY_CRC"
 
 
-#: ``cause`` of a ``fault`` event of target ``consumer`` (with its ``name`` and ``group``): started by
-#: the scenario (the group's membership changed, written by the runner); died on its own ``CRASH``
+#: ``cause`` of a ``fault`` event of target ``consumer`` (with its ``name`` and ``group``): started (or,
+#: a member leaving, stopped) by the scenario (the group's membership changed, written by the runner); died on its own ``CRASH``
 #: answer (the ``kill`` written by the dying consumer itself); its process exited for another reason
 #: (the ``kill`` written by the runtime's exit watch when it noticed, with ``exit_code``). The
 #: ``start`` of the replacement after a death carries that death's cause.

@@ -37,7 +37,7 @@ from reference.plans import CRASH, by_ack_index, parse_plan, plan_outcome, resen
 from reference.profile import Profile, profile_from_run
 from reference.retry import asked_retry_level, clamped_level, requested_retry_level, retry_level
 from reference.timer import rounded_deliver_ms
-from reference.timeout import DEFAULT_CONSUME_TIMEOUT_MIN, sent_back_within
+from reference.timeout import effective_timeout_min, sent_back_within
 from reference.faults import effect
 from reference.network import local_retry_lag_ms, send_back_lag_ms, send_back_may_repeat
 from reference.clock import BrokerClock
@@ -481,7 +481,7 @@ def _group_rows(w: _Windows, seen: _Observed, run_id: str, key: str, send: Mappi
             r_earliest, r_latest, r_widened, anchor, l_earliest, l_latest = _orderly_window(w, seen, key, group, k, suspend)
         else:
             r_requested, r_level, r_delay, fallback_delay = _retry_level(w, outcome, k)
-            timeout = (w.profile.consume_timeout_of(group) or DEFAULT_CONSUME_TIMEOUT_MIN) if k - 1 in outcome.timed_out else None
+            timeout = effective_timeout_min(w.profile.consume_timeout_of(group)) if k - 1 in outcome.timed_out else None
             r_earliest, r_latest, r_widened, anchor, l_earliest, l_latest = _retry_window(
                 w, seen, key, group, k, r_level, r_delay, fallback_delay, timeout)
         rows.append(_row({"run_id": run_id, "key": key, "attempt": k, "topic": topic, "queue_topic": retry_queue,

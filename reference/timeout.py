@@ -40,6 +40,11 @@ TIMEOUT_LEVEL = 3
 HOLD_MARGIN_MS = 30_000
 
 
+def effective_timeout_min(minutes: int | None) -> int:
+    """A group's consumeTimeout in minutes: its own, or DefaultMQPushConsumer's default."""
+    return DEFAULT_CONSUME_TIMEOUT_MIN if minutes is None else minutes
+
+
 def timeout_ms(minutes: int) -> int:
     return minutes * 60_000
 

@@ -35,7 +35,7 @@ from reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY, unit_gro
 from reference.orderly import DEFAULT_SUSPEND_MS
 from reference.plans import LATER, OK, answer_batch, by_ack_index, replay_cursor
 from reference.rundir import consumer_events
-from reference.timeout import DEFAULT_CONSUME_TIMEOUT_MIN, hold_ms
+from reference.timeout import DEFAULT_CONSUME_TIMEOUT_MIN, effective_timeout_min, hold_ms
 
 #: Exit status of a consumer that died on a CRASH answer and recorded its own death.
 CRASH_EXIT = 17
@@ -49,7 +49,7 @@ def delivered_attempts(events_file: Path, group: str) -> dict[str, list]:
     as :func:`reference.plans.replay_cursor` takes them (a torn last line is skipped)."""
     history = GroupHistory(group, events_file.parent, (events_file.name,))
     history.refresh()
-    return {key: [item for _, item in sorted(items, key=lambda x: x[0])] for key, items in history.by_key.items()}
+    return {key: history.delivered(key) for key in history.by_key}
 
 
 class GroupHistory:
@@ -316,7 +316,7 @@ def main() -> None:
     # a broadcasting instance is a judging unit of its own (reference.modes)
     unit = unit_group(args.group, args.instance) if broadcasting else args.group
     follower = PlanFollower(unit, Path(args.events), args.name, args.max_reconsume_times if args.mode == ORDERLY else None,
-                            args.consume_timeout or DEFAULT_CONSUME_TIMEOUT_MIN)
+                            effective_timeout_min(args.consume_timeout))
     start_jvm(args.lib, args.log_dir, heap=("-Xms32m", "-Xmx256m"), quick_start=True)
     if broadcasting:  # LocalFileOffsetStore reads its directory once, when its class loads
         from java.lang import System

@@ -95,7 +95,8 @@ class ConsumerProcesses(Part):
         return restarted
 
     def start(self) -> None:
-        self.stopped = set(self.left)
+        with self._lock:
+            self.stopped = set(self.left)
         self.poll()
 
     def stop(self) -> None:

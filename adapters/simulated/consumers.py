@@ -23,7 +23,7 @@ from adapters.simulated.defects import Defect
 from reference.plans import LATER, PlanCursor, answer_batch, later_not_stored
 from reference.profile import effective_max_reconsume_times
 from reference.retry import retry_topic
-from reference.timeout import DEFAULT_CONSUME_TIMEOUT_MIN, hold_ms, timeout_ms
+from reference.timeout import effective_timeout_min, hold_ms, timeout_ms
 from reference.rundir import consumer_events
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ class SimConsumer:
         """A held (``SLOW``) message: ConsumeMessageConcurrentlyService.cleanExpireMsg, every consumeTimeout
         from this incarnation's start, sends it back at level 3 once its consume started more than a
         timeout ago (reference.timeout); the offset waits for it meanwhile."""
-        minutes = self.spec.consume_timeout_min or DEFAULT_CONSUME_TIMEOUT_MIN
+        minutes = effective_timeout_min(self.spec.consume_timeout_min)
         timeout = timeout_ms(minutes)
         tick = self.started_ms + ((consume_start + timeout - self.started_ms) // timeout + 1) * timeout
         held = self.local_retries.setdefault((msg.queue_topic, msg.queue_id), set())
