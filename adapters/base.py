@@ -27,6 +27,7 @@ from reference.faults.clock import DRIFTING_CLOCK, OWN_CLOCK
 from reference.faults.disk import FILLABLE_STORE
 from reference.faults.network import OWN_NETWORK
 from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL
+from reference.timer import TimerRequest
 from reference.profile import DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS, DEFAULT_MAX_RECONSUME_TIMES
 
 
@@ -76,8 +77,13 @@ class SendRequest:
     key: str
     body: bytes = b""
     delay_level: int = 0  # 0 = not delayed
-    deliver_at_ms: int | None = None  # 5.x timer message
+    deliver_at_ms: int | None = None  # 5.x timer message (TIMER_DELIVER_MS)
     plan: tuple[str, ...] = ()  # consumer answers, one per delivery; empty = ("OK",)
+    delay_time_sec: int | None = None  # 5.x timer message by a delay (TIMER_DELAY_SEC)
+    delay_time_ms: int | None = None  # ... (TIMER_DELAY_MS)
+
+    def timer(self) -> TimerRequest:
+        return TimerRequest(self.deliver_at_ms, self.delay_time_sec, self.delay_time_ms)
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,7 @@ class SendResult:
     body_crc: int | None = None
     error: str | None = None
     broker: str | None = None  # the broker name it was stored on (a cluster: reference.cluster)
+    response_code: int | None = None  # a FAILED send: the code the broker (or the client's own check) answered
 
 
 @dataclass(frozen=True)
@@ -258,7 +265,18 @@ class Faultable(Protocol):
 
 
 @runtime_checkable
+class TimerCheckpointWatching(Protocol):
+    def timer_checkpoint(self) -> dict[str, int] | None:
+        """The broker's 5.x timer checkpoint as last flushed (``reference.timer.parse_timer_checkpoint``
+        of ``<store>/config/timercheck``), None before it was first written."""
+
+
+@runtime_checkable
 class OffsetFlushWatching(Protocol):
+    def persisted_offsets(self) -> list[dict]:
+        """What each master's ``delayOffset.json`` holds now (``snapshot`` fields, source
+        ``delayOffset.json``); empty before the first write."""
+
     def last_offset_flush_ms(self) -> int | None:
         """When the broker last persisted its schedule offsets (``delayOffset.json`` written:
         the periodic flush every ``flushDelayOffsetInterval``, or a graceful shutdown), on the

@@ -11,6 +11,11 @@ offsets — and asks which armed step's anchor has come:
   (clamped; 0 = any level > 0), one per stored copy, at its ``store_ms`` (the schedule service's
   re-put), counted in store order among the copies seen so far;
 - ``flush``: each distinct time the broker persisted its schedule offsets;
+- ``timer``: a first delivery of a 5.x timer message parked in the wheel (no delay level), one per
+  stored copy, at its ``store_ms`` (the timer store's put), in store order;
+- ``timer_flush``: each time the broker's timer checkpoint changed (``<store>/config/timercheck``,
+  written by TimerFlushService every ``timerFlushIntervalMs``: :class:`adapters.base.TimerCheckpointWatching`),
+  at the time the harness saw it change (``ANCHOR_POLL_MS`` late at most);
 - ``previous``: the previous step's firing itself (what follows a stop or a pause, when the
   broker does nothing to be timed from).
 
@@ -51,13 +56,18 @@ class AnchorWatch:
     readies: list[int] = field(default_factory=list)
     reputs: dict[tuple, tuple[int, int, str]] = field(default_factory=dict)  # copy -> (store_ms, level, key)
     flushes: set[int] = field(default_factory=set)
+    timer_keys: frozenset[str] = frozenset()  # the messages parked in the timer wheel
+    timers: dict[tuple, tuple[int, str]] = field(default_factory=dict)  # copy -> (store_ms, key)
+    timer_flushes: list[int] = field(default_factory=list)
+    timer_checkpoint: object = None  # the last checkpoint seen
     clock: BrokerClock | None = None  # reference.clock: store times read as true times
     clock_steps: list[dict] = field(default_factory=list)  # the clock's steps seen so far
 
     @classmethod
     def of(cls, scenario: Scenario) -> "AnchorWatch":
         table = parse_level_table(scenario.profile.message_delay_level)
-        return cls({m.key: table.clamp(m.delay_level) for m in scenario.messages if m.delay_level > 0})
+        return cls({m.key: table.clamp(m.delay_level) for m in scenario.messages if m.delay_level > 0},
+                   timer_keys=frozenset(m.key for m in scenario.messages if m.is_timer and m.delay_level <= 0))
 
     def observe(self, events) -> None:
         for e in events:
@@ -71,10 +81,20 @@ class AnchorWatch:
                 copy = stored_copy_key(e)
                 stored = self.clock.true_ms(e["store_ms"], e["ts_ms"]) if self.clock is not None else e["store_ms"]
                 self.reputs.setdefault(copy, (stored, self.levels[e["key"]], e["key"]))
+            elif t == "deliver" and e.get("reconsume_times") == 0 and e.get("key") in self.timer_keys:
+                stored = self.clock.true_ms(e["store_ms"], e["ts_ms"]) if self.clock is not None else e["store_ms"]
+                self.timers.setdefault(stored_copy_key(e), (stored, e["key"]))
 
     def observe_flush(self, flush_ms: int | None) -> None:
         if flush_ms is not None:
             self.flushes.add(flush_ms)
+
+    def observe_timer_checkpoint(self, checkpoint, seen_ms: int) -> None:
+        """The timer checkpoint as read at ``seen_ms``: a change from the last one read is a flush."""
+        if checkpoint is not None and checkpoint != self.timer_checkpoint:
+            if self.timer_checkpoint is not None:
+                self.timer_flushes.append(seen_ms)
+            self.timer_checkpoint = checkpoint
 
     def _seen(self, after: FaultAnchor, since_ms: int) -> list[tuple[int, str]]:
         """The anchor events after ``since_ms`` in time order, each with what it was."""
@@ -82,6 +102,10 @@ class AnchorWatch:
             return [(t, "") for t in sorted(self.readies) if t > since_ms]
         if after.event == "flush":
             return [(t, "") for t in sorted(self.flushes) if t > since_ms]
+        if after.event == "timer_flush":
+            return [(t, "") for t in self.timer_flushes if t > since_ms]
+        if after.event == "timer":
+            return [(ms, f" (key {key})") for ms, key in sorted(self.timers.values()) if ms > since_ms]
         if after.event == "previous":  # the previous step's firing itself (since_ms)
             return [(since_ms, "")]
         if after.event == "reput":
@@ -134,6 +158,10 @@ class StepPlan:
 
     def needs_flushes(self) -> bool:
         return any(self.steps[i].after.event == "flush" for i in self.armed())
+
+    def needs_timer_checkpoints(self) -> bool:
+        """A timer_flush anchor is armed, or may be next (a change is seen only against an earlier read)."""
+        return any(f.after is not None and f.after.event == "timer_flush" for f in self.steps) and bool(self.waiting())
 
     def absolute(self) -> list[TimedFault]:
         return expand(self.steps)
@@ -189,6 +217,10 @@ class StepPlan:
             return FIRST_DELAY_MS + max(self._table.delay_ms(lv) for lv in levels) + CONSUMER_RECOVERY_MS
         if after.event == "flush":
             return FIRST_FLUSH_DELAY_MS + after.count * self.scenario.profile.flush_delay_offset_interval_ms
+        if after.event == "timer_flush":
+            return (after.count + 1) * self.scenario.profile.timer_flush_interval_ms + CONSUMER_RECOVERY_MS
+        if after.event == "timer":
+            return FIRST_DELAY_MS + self.scenario.profile.timer_precision_ms + CONSUMER_RECOVERY_MS
         return 0
 
     def give_up_ms(self, i: int) -> int | None:

@@ -48,6 +48,8 @@ SUITES = {
     "persistence": ("harness.catalogue.persistence", "SHORT"),
     "persistence-full": ("harness.catalogue.persistence", "FULL"),
     "persistence-async": ("harness.catalogue.persistence", "FULL_ASYNC"),
+    "timer": ("harness.catalogue.timer", "SHORT"),
+    "timer-full": ("harness.catalogue.timer", "FULL"),
 }
 SUITE_NAMES = (*SUITES, "generated")
 #: the generated suite's seed and size when --seed/--count are not given

@@ -67,6 +67,7 @@ def pytest_configure(config):
         "conformance: a rule of the model run as a scenario against the system under test",
         "chaos: a scenario with faults",
         "persistence: a scenario of the persistence suite (the schedule offset's life at a stop)",
+        "timer: a scenario of the timer suite (the 5.x timer store's life at a stop)",
         "slow: takes minutes of broker time",
         "realbroker: needs a real RocketMQ broker",
         "container: needs a Docker engine",

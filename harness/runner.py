@@ -21,6 +21,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from adapters.base import (ConsumerSpec, ConsumeStatsReading, Consuming, DlqReading, LogFiles, OffsetFlushWatching, SendRequest,
+                           TimerCheckpointWatching,
                            System)
 from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
@@ -33,7 +34,7 @@ from harness.scenario import Scenario
 from reference.modes import BROADCASTING, ORDERLY
 from reference.orderly import effective_suspend_ms
 from reference.cluster import SINGLE, broker_targets
-from reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, SEND_BACK_FAILED, consumer_fault, retry_topic
+from reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, FLUSH_MOMENT, SEND_BACK_FAILED, consumer_fault, retry_topic
 from reference.clock import waiting_levels
 from reference.levels import parse_level_table
 from reference import faults as kinds
@@ -41,7 +42,7 @@ from reference.expected import build_expected
 from reference.network import SEND_BACK_FAILS_AFTER_MS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
 from reference.retry import DLQ_ROUTABLE_WITHIN_MS, dlq_bound
 from reference.stalls import log_time_ms
-from reference.rundir import CLIENT_LOG_EVENTS, EVENTS_DIR, HARNESS_EVENTS, LOGS_DIR, SCENARIO_JSON, STALL_EVENTS
+from reference.rundir import CLIENT_LOG_EVENTS, consumer_name, EVENTS_DIR, HARNESS_EVENTS, LOGS_DIR, SCENARIO_JSON, STALL_EVENTS
 from reference.contract import BROKER_TARGETS
 
 #: ``system.info.details`` key: [start, ready] of the system's setup (the broker's start before the
@@ -53,7 +54,7 @@ BROKER_SETUP = "broker_setup_ms"
 SECOND_BROKER = BROKER_TARGETS[1]
 #: how often the runner has dead consumers restarted, and looks at progress, while it waits
 POLL_MS = 250
-#: how often the DLQ is read again while entries the model owes are missing (ScenarioRun._read_dlq)
+#: how often the DLQ is read again while entries the model owes are missing (read_dlq_until_owed)
 DLQ_REREAD_MS = 2_000
 
 
@@ -115,6 +116,10 @@ def skip_reason(scenario: Scenario, system: System) -> str | None:
     if flush and not isinstance(system, OffsetFlushWatching):
         return (f"{info.adapter} {info.version} ({info.runtime} runtime) cannot tell when the broker persists its "
                 f"schedule offsets: fault step {flush[0]} is timed from a flush")
+    timer = [i for i, f in enumerate(scenario.faults) if f.after is not None and f.after.event == "timer_flush"]
+    if timer and not isinstance(system, TimerCheckpointWatching):
+        return (f"{info.adapter} {info.version} ({info.runtime} runtime) cannot read the broker's timer checkpoint: "
+                f"fault step {timer[0]} is timed from a timer_flush")
     return _fault_refused(scenario, system)
 
 
@@ -257,18 +262,19 @@ class Progress:
 
 
 def body_for(key: str, size: int, seed: int) -> bytes:
+    """``size`` bytes exactly (a body at a limit is at it): the key and random bytes."""
     rng = random.Random(f"{seed}:{key}")
     head = key.encode() + b"|"
-    return head + bytes(rng.getrandbits(8) for _ in range(max(0, size - len(head))))
+    return (head + rng.randbytes(max(0, size - len(head))))[:size]
 
 
 def send_message(system: System, m, seed: int, log: EventLog) -> None:
     """Send scenario message ``m`` and record its ``send`` event."""
     body = body_for(m.key, m.body_size, seed)
-    deliver_at = None
-    if m.deliver_after_ms is not None:
-        deliver_at = system.clock.now_ms() + m.deliver_after_ms
-    res = system.send(SendRequest(m.topic, m.key, body, m.delay_level, deliver_at, tuple(m.plan)))
+    timer = m.timer_request(system.clock.now_ms())
+    deliver_at = timer.deliver_at_ms
+    res = system.send(SendRequest(m.topic, m.key, body, m.delay_level, deliver_at, tuple(m.plan),
+                                  timer.delay_sec, timer.delay_ms))
     ev = {
         "type": "send",
         "ts_ms": res.ts_ms,
@@ -281,6 +287,12 @@ def send_message(system: System, m, seed: int, log: EventLog) -> None:
     }
     if deliver_at is not None:
         ev["deliver_at_ms"] = deliver_at
+    for name, value in (("delay_time_sec", timer.delay_sec), ("delay_time_ms", timer.delay_ms)):
+        if value is not None:
+            ev[name] = value
+    ev["body_size"] = len(body)
+    if res.response_code is not None:
+        ev["response_code"] = res.response_code
     if m.plan:
         ev["plan"] = list(m.plan)
     if res.msg_id:
@@ -324,8 +336,48 @@ def _group_max_reconsume_times(sc: Scenario) -> dict:
 def consumer_spec(sc: Scenario, c, i: int, events_dir: Path) -> ConsumerSpec:
     """Instance ``i`` of the scenario's consumer group ``c``."""
     mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
-    return ConsumerSpec(f"{c.group}-{i}", c.group, c.topics, mrt, events_dir, c.batch_size, c.retry_max_times,
+    return ConsumerSpec(consumer_name(c.group, i), c.group, c.topics, mrt, events_dir, c.batch_size, c.retry_max_times,
                         c.mode, effective_suspend_ms(c.suspend_ms), i, c.consume_timeout_min)
+
+
+def read_dlq_until_owed(sysm, clock, cancel: threading.Event, group: str, owed: tuple[set[str], int] | None) -> list[dict]:
+    """The DLQ entries of ``group``. Where the model owes entries it does not hold yet, read
+    again until the name server may know the DLQ topic (``reference.retry.DLQ_ROUTABLE_WITHIN_MS``
+    after the last send-back to it, which may itself have taken a failed send-back and the
+    re-send: ``reference.network.SEND_BACK_FAILS_AFTER_MS``): a starved broker registers the
+    topic late, and a DLQ without a route reads as empty. A correct broker's DLQ is read at once.
+    ``clock``: the system's own (a simulator's virtual time moves by it)."""
+    while True:
+        records = sysm.read_dlq(group)
+        if owed is None or owed[0] <= {r.get("key") for r in records}:
+            return records
+        now = clock.now_ms()
+        if now >= owed[1] + SEND_BACK_FAILS_AFTER_MS + DLQ_ROUTABLE_WITHIN_MS or cancel.is_set():
+            return records
+        clock.sleep_until(now + DLQ_REREAD_MS)
+
+
+class FlushRecorder:
+    """Each persist of the schedule offsets the harness sees (``delayOffset.json`` written anew): a
+    ``snapshot`` of what it holds, ``moment`` ``flush``, at the write's time — what OFFSET_PERSISTENCE
+    judges against the re-puts the broker completed before it (reference.persistence.flush_covers_reputs).
+    Polled at every wait of the run, so at most ``POLL_MS`` late (a second write within that time is
+    read with the first's time: its offsets are only larger)."""
+
+    def __init__(self, system: System, log: EventLog):
+        self.system = system if isinstance(system, OffsetFlushWatching) else None
+        self.log = log
+        self.last_ms: int | None = None
+
+    def poll(self) -> None:
+        if self.system is None:
+            return
+        flush_ms = self.system.last_offset_flush_ms()
+        if flush_ms is None or flush_ms == self.last_ms:
+            return
+        self.last_ms = flush_ms
+        for snap in self.system.persisted_offsets():
+            self.log.write({"type": "snapshot", "ts_ms": flush_ms, **snap, "moment": FLUSH_MOMENT})
 
 
 class ScenarioRun:
@@ -359,6 +411,7 @@ class ScenarioRun:
         self._owns_consumers = owns_consumers  # False on a shared system: stopped at teardown
         self._shared_system = shared_system  # other runs use the system meanwhile: its logs are copied from this run's start
         self._watched_ms = 0  # when consumers were last looked after (every POLL_MS)
+        self._flushes: FlushRecorder | None = None
         self._logs = RunLogs(system, self.run_dir)
 
     # --- the run, by phase: begin, set up, send, drain; then heal, read the DLQ, close ---------
@@ -371,6 +424,7 @@ class ScenarioRun:
         run = self._begin()
         logs_since = self._logs.sizes() if self._shared_system else {}
         log = EventLog(self.events_dir / HARNESS_EVENTS)
+        self._flushes = FlushRecorder(self.system, log)
         self._record_broker_setup(log)
         faults = FaultDriver(self.system, log)
         faults.waiting_levels = self._waiting_levels
@@ -481,7 +535,12 @@ class ScenarioRun:
             owed = self._dlq_owed(run) if not (out.interrupted or out.error) else {}
             now = clock.now_ms()
             for group in sorted({c.group for c in self.scenario.consumers}):
-                for rec in self._read_dlq(sysm, group, owed.get(group)):
+                try:
+                    records = read_dlq_until_owed(sysm, clock, self._cancel, group, owed.get(group))
+                except Exception as e:  # noqa: BLE001 - an unread DLQ is the harness's blind spot: broken, not a loss
+                    out.error = out.error or f"reading the DLQ of {group} failed: {type(e).__name__}: {e}"[:500]
+                    continue
+                for rec in records:
                     # an earlier run's, on a cluster that outlives runs (store times are the
                     # broker's clock: a clock stepped back by the run reads earlier, reference.clock)
                     if rec.get("store_ms", now) < run["started_ms"] - faults.clock_reach_ms:
@@ -520,22 +579,6 @@ class ScenarioRun:
         except Exception:  # noqa: BLE001 - the checker says what is wrong with the events; read once
             return {}
 
-    def _read_dlq(self, sysm, group: str, owed: tuple[set[str], int] | None) -> list[dict]:
-        """The DLQ entries of ``group``. Where the model owes entries it does not hold yet, read
-        again until the name server may know the DLQ topic (``reference.retry.DLQ_ROUTABLE_WITHIN_MS``
-        after the last send-back to it, which may itself have taken a failed send-back and the
-        re-send: ``reference.network.SEND_BACK_FAILS_AFTER_MS``): a starved broker registers the
-        topic late, and a DLQ without a route reads as empty. A correct broker's DLQ is read at once."""
-        clock = self.system.clock  # the system's own: a simulator's virtual time moves by it
-        while True:
-            records = sysm.read_dlq(group)
-            if owed is None or owed[0] <= {r.get("key") for r in records}:
-                return records
-            now = clock.now_ms()
-            if now >= owed[1] + SEND_BACK_FAILS_AFTER_MS + DLQ_ROUTABLE_WITHIN_MS or self._cancel.is_set():
-                return records
-            clock.sleep_until(now + DLQ_REREAD_MS)
-
     def _pull(self) -> None:
         """What the events files gained since the last look, into what the run has seen (and what
         the anchored steps count)."""
@@ -567,11 +610,14 @@ class ScenarioRun:
             for at_ms, action in c.membership():
                 heapq.heappush(timeline, (t0 + at_ms, 2, next(order), (c, action)))
         flushes = sysm if isinstance(sysm, OffsetFlushWatching) else None
+        timer_flushes = sysm if isinstance(sysm, TimerCheckpointWatching) else None
         while timeline or steps.waiting():
             if steps.armed():
                 self._pull()
                 if flushes is not None and steps.needs_flushes():
                     steps.watch.observe_flush(flushes.last_offset_flush_ms())
+                if timer_flushes is not None and steps.needs_timer_checkpoints():
+                    steps.watch.observe_timer_checkpoint(timer_flushes.timer_checkpoint(), clock.now_ms())
                 for f in steps.resolve():
                     heapq.heappush(timeline, (t0 + f.at_ms, 0, next(order), f))
                 steps.check_overdue(clock.now_ms())
@@ -607,6 +653,8 @@ class ScenarioRun:
             if now >= ts_ms:
                 return
             clock.sleep_until(min(ts_ms, now + POLL_MS))
+            if self._flushes is not None:
+                self._flushes.poll()
             if not armed or clock.now_ms() - self._watched_ms >= POLL_MS:
                 # restarts dead consumers; their deaths and restarts record themselves
                 self._watched_ms = clock.now_ms()

@@ -38,7 +38,10 @@ from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL, parse_level_table
 from reference import faults as kinds
 from reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
 from reference.profile import (DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS, DEFAULT_MAX_RECONSUME_TIMES,
-                               DEFAULT_SCHEDULE_ASYNC_DELIVER, DEFAULT_SLACK_MS, MAX_RECONSUME_TIMES, TIMER_MAX_DELAY_SEC)
+                               DEFAULT_SCHEDULE_ASYNC_DELIVER, DEFAULT_SLACK_MS, MAX_RECONSUME_TIMES,
+                               TIMER_FLUSH_INTERVAL_MS, TIMER_MAX_DELAY_SEC, TIMER_PRECISION_MS, TIMER_ROLL_WINDOW_SLOT)
+from reference.limits import CLIENT_MAX_MESSAGE_SIZE, GROUP_MAX_LENGTH, MAX_MESSAGE_SIZE, RETRY_GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH
+from reference.timer import JAVA_LONG, TimerRequest
 
 DEFAULT_LEVELS = DEFAULT_MESSAGE_DELAY_LEVEL  # MessageStoreConfig.messageDelayLevel (reference.levels)
 #: 18 levels like the default table (so retry levels 3..18 exist) with waits of seconds.
@@ -52,7 +55,7 @@ FAULT_ACTIONS_WITH_DURATION = kinds.with_duration()
 #: n-th re-put of a delay level seen by a consumer (its ``store_ms``), the n-th persist of the
 #: schedule offsets (``delayOffset.json`` written), or the previous fault step itself (a step that
 #: follows a stop or a pause, when the broker does nothing to be timed from)
-ANCHOR_EVENTS = ("ready", "reput", "flush", "previous")
+ANCHOR_EVENTS = ("ready", "reput", "flush", "previous", "timer", "timer_flush")
 #: capabilities a scenario may require of the system (``harness.runner.capabilities``)
 KNOWN_REQUIREMENTS = CAPABILITIES  # reference.contract owns the vocabulary
 
@@ -89,6 +92,11 @@ class Profile:
     slack_ms: int = DEFAULT_SLACK_MS
     cluster: str = SINGLE  # reference.cluster: the brokers the system runs (fault targets broker, broker-2)
     schedule_async_deliver: bool = DEFAULT_SCHEDULE_ASYNC_DELIVER  # enableScheduleAsyncDeliver (requires async_deliver)
+    timer_precision_ms: int = TIMER_PRECISION_MS  # timerPrecisionMs (5.x)
+    timer_max_delay_sec: int = TIMER_MAX_DELAY_SEC  # timerMaxDelaySec (5.x)
+    max_message_size: int = MAX_MESSAGE_SIZE  # maxMessageSize (reference.limits)
+    timer_flush_interval_ms: int = TIMER_FLUSH_INTERVAL_MS  # timerFlushIntervalMs (5.x)
+    timer_roll_window_slot: int = TIMER_ROLL_WINDOW_SLOT  # timerRollWindowSlot (5.x)
 
     def to_run_profile(self) -> dict:
         return asdict(self)
@@ -103,6 +111,22 @@ class Message:
     deliver_after_ms: int | None = None  # 5.x timer message: deliver at send time + this
     body_size: int = 64
     plan: tuple[str, ...] = ()
+    #: the other timer APIs (reference.timer): an absolute deliver time (TIMER_DELIVER_MS as given)
+    #: and delays the broker adds to its own clock (TIMER_DELAY_SEC, TIMER_DELAY_MS)
+    deliver_time_ms: int | None = None
+    delay_time_sec: int | None = None
+    delay_time_ms: int | None = None
+
+    @property
+    def is_timer(self) -> bool:
+        return any(v is not None for v in (self.deliver_after_ms, self.deliver_time_ms, self.delay_time_sec, self.delay_time_ms))
+
+    def timer_request(self, now_ms: int) -> TimerRequest:
+        """The timer properties of its send at ``now_ms`` (deliver_after_ms counts from it; the
+        absolute deliver_time_ms wins over it when both are given)."""
+        at = self.deliver_time_ms if self.deliver_time_ms is not None else (
+            None if self.deliver_after_ms is None else now_ms + self.deliver_after_ms)
+        return TimerRequest(at, self.delay_time_sec, self.delay_time_ms)
 
 
 @dataclass(frozen=True)
@@ -173,9 +197,15 @@ class Scenario:
     requires: tuple[str, ...] = ()  # e.g. ("timer",): capabilities the system must have
 
     def with_prefix(self, prefix: str) -> "Scenario":
-        """Rename topics and groups so scenarios can share one broker without meeting."""
-        msgs = tuple(replace(m, topic=prefix + m.topic, key=m.key) for m in self.messages)
-        cons = tuple(replace(c, group=prefix + c.group, topics=tuple(prefix + t for t in c.topics)) for c in self.consumers)
+        """Rename topics and groups so scenarios can share one broker without meeting. A name the
+        prefix would take beyond its limit (a scenario at the limits) keeps its length: the prefix
+        replaces its head."""
+        def topic(t: str) -> str:
+            return _prefixed(prefix, t, TOPIC_MAX_LENGTH)
+
+        msgs = tuple(replace(m, topic=topic(m.topic), key=m.key) for m in self.messages)
+        cons = tuple(replace(c, group=_prefixed(prefix, c.group, RETRY_GROUP_MAX_LENGTH),
+                             topics=tuple(topic(t) for t in c.topics)) for c in self.consumers)
         return replace(self, messages=msgs, consumers=cons)
 
     # --- persistence -------------------------------------------------------------------
@@ -197,13 +227,21 @@ class Scenario:
         return scenario_from_json(raw, str(path))
 
 
+def _prefixed(prefix: str, name: str, limit: int) -> str:
+    if len(prefix) + len(name) <= limit or len(name) <= len(prefix):
+        return prefix + name
+    return prefix + name[len(prefix):]
+
+
 # --- the schema -----------------------------------------------------------------------------
 #: Validators.checkTopic / checkGroup (client): these characters only
 _NAME_PATTERN = "^[%|a-zA-Z0-9_-]+$"
-#: Validators.TOPIC_MAX_LENGTH is 127; a shared broker prefixes up to 25 characters (batch)
-_TOPIC_MAX = 100
-#: MessageStoreConfig.maxMessageSize / DefaultMQProducer.maxMessageSize: 4 MiB
-_BODY_MAX = 4 * 1024 * 1024
+#: Validators.TOPIC_MAX_LENGTH (reference.limits); a shared broker's prefix replaces the head of a
+#: name at the limit (Scenario.with_prefix)
+_TOPIC_MAX = TOPIC_MAX_LENGTH
+#: DefaultMQProducer.maxMessageSize: the client refuses a larger body (reference.limits)
+_BODY_MAX = CLIENT_MAX_MESSAGE_SIZE
+_LONG = {"type": ["integer", "null"], "minimum": JAVA_LONG[0], "maximum": JAVA_LONG[1]}
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
@@ -274,7 +312,8 @@ def scenario_schema() -> dict:
         "$defs": {
             "topic": {"type": "string", "minLength": 1, "maxLength": _TOPIC_MAX, "pattern": _NAME_PATTERN,
                       "description": "A topic name (Validators.checkTopic: letters, digits, % | _ -); at most "
-                                     f"{_TOPIC_MAX} characters so the shared-broker prefix still fits in 127."},
+                                     f"{_TOPIC_MAX} characters (a shared broker's prefix replaces the head of a "
+                                     "name at the limit)."},
             "message": _message_schema(),
             "consumer": _consumer_schema(),
             "fault": _fault_schema(),
@@ -299,8 +338,15 @@ def _message_schema() -> dict:
                              "5.x timer message: deliver this long after the send (null: not a timer "
                              "message). In the past: delivered at once; beyond timerMaxDelaySec: refused. "
                              "A delay level above 0 wins. Needs requires: [\"timer\"]."),
-        "body_size": ({"type": "integer", "minimum": 1, "maximum": _BODY_MAX},
-                      "Body length in bytes (the client refuses an empty body and one above 4 MiB)."),
+        "deliver_time_ms": (_LONG, "5.x timer message: the absolute deliver time in epoch ms as the client "
+                                   "sends it (TIMER_DELIVER_MS, a Java long; wins over deliver_after_ms)."),
+        "delay_time_sec": (_LONG, "5.x timer message: a delay in seconds the broker adds to its clock "
+                                  "(TIMER_DELAY_SEC, a Java long; wins over the others)."),
+        "delay_time_ms": (_LONG, "5.x timer message: a delay in ms the broker adds to its clock "
+                                 "(TIMER_DELAY_MS, a Java long; wins over the absolute time)."),
+        "body_size": ({"type": "integer", "minimum": 0, "maximum": _BODY_MAX + 1},
+                      "Body length in bytes (the client refuses an empty body and one above its 4 MiB: "
+                      "a refused send, as the model expects)."),
         "plan": ({"type": "array", "items": {"anyOf": [{"enum": list(PLAN_WORDS)},
                                                        {"type": "string", "pattern": f"^{CHOSEN_LEVEL_WORD}$"}]}},
                  "What the consumer answers to each delivery, in order (OK, LATER = reconsume later, "
@@ -312,7 +358,7 @@ def _message_schema() -> dict:
 
 def _consumer_schema() -> dict:
     return _object(ConsumerGroup, "Consumer group", "A push-consumer group and the topics it subscribes to.", {
-        "group": ({"type": "string", "minLength": 1, "maxLength": 255, "pattern": _NAME_PATTERN},
+        "group": ({"type": "string", "minLength": 1, "maxLength": GROUP_MAX_LENGTH, "pattern": _NAME_PATTERN},
                   "The group name (Validators.checkGroup); unique within the scenario."),
         "topics": ({"type": "array", "minItems": 1, "uniqueItems": True, "items": _TOPIC},
                    "Topics it subscribes to; at least one must have messages sent to it."),
@@ -404,6 +450,17 @@ def _profile_schema() -> dict:
                                    "The schedule service's asynchronous delivery (enableScheduleAsyncDeliver, 4.9.3+): "
                                    "due messages are re-put without waiting and the offset follows the puts in order. "
                                    "Needs requires: [\"async_deliver\"]."),
+        "timer_precision_ms": ({"enum": [100, 200, 500, 1000]},
+                               "The broker's timerPrecisionMs (5.x; TimerMessageStore takes no other value)."),
+        "timer_max_delay_sec": ({"type": "integer", "minimum": 1, "maximum": TIMER_MAX_DELAY_SEC},
+                                "The broker's timerMaxDelaySec (5.x): a timer message further ahead is refused."),
+        "max_message_size": ({"type": "integer", "minimum": 1024, "maximum": MAX_MESSAGE_SIZE},
+                             "The broker's maxMessageSize in bytes: a larger body is refused (MESSAGE_ILLEGAL)."),
+        "timer_flush_interval_ms": ({"type": "integer", "minimum": 100, "maximum": 60_000},
+                                    "The broker's timerFlushIntervalMs (5.x): how often the timer checkpoint is written."),
+        "timer_roll_window_slot": ({"type": "integer", "minimum": 2, "maximum": TIMER_ROLL_WINDOW_SLOT},
+                                   "The broker's timerRollWindowSlot (5.x): a timer further ahead than this many "
+                                   "slots is rolled over until it is within them."),
     })
 
 
@@ -411,6 +468,9 @@ _VALIDATOR = Draft202012Validator(scenario_schema())
 
 
 # --- validation -----------------------------------------------------------------------------
+#: the timer fields of a message (the first: relative to the send)
+_TIMER_FIELDS = ("deliver_after_ms", "deliver_time_ms", "delay_time_sec", "delay_time_ms")
+
 def _cross_check(raw: dict, where: str) -> None:
     """What the schema cannot say; ``raw`` already follows the schema."""
     def fail(path: str, expected: str, found: Any) -> None:
@@ -437,8 +497,9 @@ def _cross_check(raw: dict, where: str) -> None:
     for i, m in enumerate(raw["messages"]):
         if m["topic"] not in subscribed:
             fail(f"messages[{i}].topic", f"a topic a consumer group subscribes to ({', '.join(sorted(subscribed))})", m["topic"])
-        if m.get("deliver_after_ms") is not None and m.get("delay_level", 0) <= 0 and "timer" not in requires:
-            fail("requires", f"a list with 'timer' (messages[{i}] is a timer message: deliver_after_ms)", requires)
+        timer = [f for f in _TIMER_FIELDS if m.get(f) is not None]
+        if timer and m.get("delay_level", 0) <= 0 and "timer" not in requires:
+            fail("requires", f"a list with 'timer' (messages[{i}] is a timer message: {timer[0]})", requires)
         try:  # LATER:n takes a Java int (ConsumeConcurrentlyContext.setDelayLevelWhenNextConsume)
             parse_plan(m.get("plan", []), where, f"messages[{i}].plan")
             bad = None
@@ -661,7 +722,8 @@ def _build(raw: dict) -> Scenario:
         messages=tuple(
             Message(key=m["key"], topic=m["topic"], at_ms=int(m.get("at_ms", 0)), delay_level=int(m.get("delay_level", 0)),
                     deliver_after_ms=None if m.get("deliver_after_ms") is None else int(m["deliver_after_ms"]),
-                    body_size=int(m.get("body_size", 64)), plan=tuple(m.get("plan", ())))
+                    body_size=int(m.get("body_size", 64)), plan=tuple(m.get("plan", ())),
+                    **{f: None if m.get(f) is None else int(m[f]) for f in _TIMER_FIELDS[1:]})
             for m in raw["messages"]
         ),
         consumers=tuple(

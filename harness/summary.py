@@ -11,6 +11,7 @@ that event comes, :func:`fault_times_ms`). The suite's wall time is reported aga
 from __future__ import annotations
 
 import html
+import time
 from pathlib import Path
 
 from reference import faults as kinds
@@ -19,7 +20,8 @@ from reference.faults.process import START, START_PAUSED
 from reference.contract import INVARIANTS
 from reference.levels import parse_level_table
 from reference.plans import plan_outcome
-from reference.profile import FIRST_DELAY_MS, FIRST_FLUSH_DELAY_MS, TIMER_MAX_DELAY_SEC
+from reference.profile import FIRST_DELAY_MS, FIRST_FLUSH_DELAY_MS
+from reference.timer import timer_ruling
 from reference.retry import asked_retry_level, clamped_level
 from reference.timeout import effective_timeout_min, sent_back_within
 from reports.verdict import BROKEN, EXIT_CODES, PASSED, UNDECIDED, VIOLATED, status
@@ -32,8 +34,11 @@ def message_wait_ms(scenario, m, table=None) -> int:
     mrt = next((c.max_reconsume_times for c in scenario.consumers if m.topic in c.topics and c.max_reconsume_times is not None),
                scenario.profile.max_reconsume_times)
     t = m.at_ms
-    if m.deliver_after_ms is not None and m.delay_level <= 0 and m.deliver_after_ms <= TIMER_MAX_DELAY_SEC * 1000:
-        t += m.deliver_after_ms  # beyond timerMaxDelaySec the broker refuses it at once
+    if m.is_timer and m.delay_level <= 0:  # refused or past: done at once (an absolute time: from now)
+        now = int(time.time() * 1000)
+        p = scenario.profile
+        ruling = timer_ruling(m.timer_request(now), 0, now, p.timer_precision_ms, p.timer_max_delay_sec)
+        t += max(0, ruling.deliver_ms + p.timer_precision_ms - now) if ruling.accepted and ruling.timer else 0
     elif m.delay_level > 0:
         t += table.delay_ms(table.clamp(m.delay_level))
     out = plan_outcome(tuple(m.plan), mrt)
@@ -81,6 +86,12 @@ def fault_times_ms(scenario, table=None) -> list[tuple[int, object]]:
         else:
             if a.event == "flush":
                 anchor = prev_ms + (a.count - 1) * interval + max(interval, _FIRST_FLUSH_MS - (prev_ms - ready_ms))
+            elif a.event == "timer_flush":
+                anchor = prev_ms + a.count * scenario.profile.timer_flush_interval_ms
+            elif a.event == "timer":
+                due = sorted(message_wait_ms(scenario, m, table) for m in scenario.messages if m.is_timer and m.delay_level <= 0)
+                later = [t for t in due if t >= prev_ms]
+                anchor = max(prev_ms + _FIRST_PASS_MS, later[a.count - 1] if len(later) >= a.count else prev_ms)
             elif a.event == "ready":
                 anchor = prev_ms + READY_ESTIMATE_MS * a.count
             elif a.event == "reput":

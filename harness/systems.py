@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.base import AdapterError, BrokerProfile, System
+from reference.profile import passed_through_config
 from reference.contract import OptionError
 from harness.families import Family, family_of, spec_help, unknown_system
 from harness.scenario import Profile
@@ -72,7 +73,8 @@ def check_options_used(specs: list[SystemSpec], option: str = "--system") -> Non
 
 def broker_profile(p: Profile, needs: frozenset[str] = frozenset()) -> BrokerProfile:
     return BrokerProfile(message_delay_level=p.message_delay_level, flush_delay_offset_interval_ms=p.flush_delay_offset_interval_ms,
-                         cluster=p.cluster, needs=frozenset(needs), schedule_async_deliver=p.schedule_async_deliver)
+                         cluster=p.cluster, needs=frozenset(needs), schedule_async_deliver=p.schedule_async_deliver,
+                         extra=passed_through_config(p.to_run_profile()))
 
 
 def open_system(spec: SystemSpec, profile: Profile, workdir: Path, seed: int = 0,

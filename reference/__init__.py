@@ -26,6 +26,11 @@ and ``rocketmq-all-5.3.3``. The catalogue:
 | ``plans.plan_outcome`` | the DLQ rule of asyncConsumerSendMsgBack applied to a plan |
 | ``plans.next_answer`` | ConsumeMessageConcurrentlyService + RemoteBrokerOffsetStore (redelivery after a consumer dies) |
 | ``timer.rounded_deliver_ms`` / ``timer_ruling`` | HookUtils.checkIfTimerMessage / transformTimerMessage (5.x), MessageStoreConfig.timerPrecisionMs / timerMaxDelaySec |
+| ``timer.broker_deliver_ms`` / ``send_ruling`` (TIMER_DELAY_SEC > TIMER_DELAY_MS > TIMER_DELIVER_MS, Java long wrap) | HookUtils.transformTimerMessage (5.x) |
+| ``timer.timer_duplicate_allowed`` | TimerMessageStore.prepareTimerCheckPoint / shutdown / recover, TimerFlushService (timerFlushIntervalMs) |
+| ``timer_axes`` | TimerMessageStore (wheel, roll-over at timerRollWindowSlot, checkpoint) at a stop |
+| ``limits.body_refusal`` | Validators.checkMessage (client), MessageExtEncoder.encode (4.9.5+, 5.x) |
+| ``persistence.flush_covers_reputs`` | ScheduleMessageService.persist vs. DeliverDelayedMessageTimerTask.executeOnTimeup's updateOffset |
 | ``expected.rule_duplicate`` (consumer side) | RemoteBrokerOffsetStore.persistAll every ClientConfig.persistConsumerOffsetInterval (5 s) |
 | ``expected.build_expected`` | all of the above, per message and attempt |
 """

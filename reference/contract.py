@@ -68,9 +68,13 @@ STALL_SOURCES: tuple[str, ...] = ("psi-cpu", "psi-io", "psi-memory", "run-queue"
 #: start of the broker answered (``ready``), right before a broker ``kill``/``stop`` (written
 #: before its ``fault`` event: the in-memory offsets at the stop), right after a ``kill``/``stop``
 #: returned (the broker down: what the stop left in ``delayOffset.json``), at the run's end, and
-#: after the run's consumers stopped (their graceful stop committed their offsets: ``consumeStats``)
+#: after the run's consumers stopped (their graceful stop committed their offsets: ``consumeStats``),
+#: and at each persist of the schedule offsets the harness saw (``flush``: ``delayOffset.json``
+#: written anew, at the write's time)
 CONSUMERS_STOPPED = "consumers_stopped"
-SNAPSHOT_MOMENTS: tuple[str, ...] = ("run_start", "after_ready", "before_stop", "after_stop", "run_end", CONSUMERS_STOPPED)
+FLUSH_MOMENT = "flush"
+SNAPSHOT_MOMENTS: tuple[str, ...] = ("run_start", "after_ready", "before_stop", "after_stop", "run_end", CONSUMERS_STOPPED,
+                                     FLUSH_MOMENT)
 #: ``source`` of a ``snapshot``: the persisted file, and the broker's in-memory offsets (admin
 #: ``brokerStatus``: ``scheduleMessageOffset_<level>`` = offset, schedule queue max offset)
 PERSISTED_SOURCE = "delayOffset.json"
@@ -167,6 +171,10 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("msg_id", "str", False),
         _f("born_ms", "int", False),
         _f("broker", "str", False),  # the broker name the send stored it on (reference.cluster)
+        _f("delay_time_sec", "int", False),  # 5.x timer by a delay the broker adds (reference.timer)
+        _f("delay_time_ms", "int", False),
+        _f("body_size", "int", False),  # bytes (reference.limits)
+        _f("response_code", "int", False),  # a FAILED send: what the broker (or the client's check) answered
     ),
     "deliver": (
         _f("key", "str"),
@@ -263,9 +271,14 @@ INT32_FIELDS = ("queue_id", "reconsume_times", "delay_level", "step", "loss_perc
                 "batch_index", "ack_index")
 
 
+#: ``*_ms`` fields that carry what a client sent as it sent it (a timer property: any Java long, the
+#: edges included; reference.timer), not a time the harness observed
+AS_SENT_FIELDS = ("deliver_at_ms", "delay_time_ms")
+
+
 def int_range(name: str) -> tuple[int, int]:
     """The values an ``int`` field ``name`` may hold (inclusive)."""
-    if name.endswith("_ms"):
+    if name.endswith("_ms") and name not in AS_SENT_FIELDS:
         return -MAX_MS, MAX_MS
     return (-2**31, 2**31 - 1) if name in INT32_FIELDS else INT64
 

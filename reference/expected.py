@@ -36,7 +36,8 @@ from reference.stored_copy import same_stored_copy
 from reference.plans import CRASH, by_ack_index, parse_plan, plan_outcome, resent_instead, with_ack_laters
 from reference.profile import Profile, profile_from_run
 from reference.retry import asked_retry_level, clamped_level, requested_retry_level, retry_level
-from reference.timer import rounded_deliver_ms
+from reference.limits import body_refusal, refusal_name
+from reference.timer import TimerRequest, send_ruling, timer_duplicate_allowed
 from reference.timeout import effective_timeout_min, sent_back_within
 from reference.faults import effect
 from reference.network import local_retry_lag_ms, send_back_lag_ms, send_back_may_repeat
@@ -73,6 +74,7 @@ class ExpectedAttempt:
     born_ms: int | None = None
     deliver_at_ms: int | None = None  # timer messages: the requested deliver time
     expected_rejection: str | None = None  # the broker must refuse this send (e.g. timer too far ahead)
+    send_refused: str | None = None  # the send was refused as illegal input (reference.limits: its answer code's name)
 
 
 #: What a ``send`` event's key must be: the error of a key sent twice names it (the checker finds its lines).
@@ -108,19 +110,19 @@ def _first_attempt(send: Mapping, profile: Profile, key) -> tuple[int, int, bool
     if not isinstance(requested, int):
         raise ContractError(_send_where(key), "delay_level", "an int", requested)
     deliver_at = send.get("deliver_at_ms")
+    timer = TimerRequest(deliver_at, send.get("delay_time_sec"), send.get("delay_time_ms"))
+    size = send.get("body_size")
+    rejection = body_refusal(size, profile.max_message_size) if size is not None else None
     table = profile.level_table
-    if requested > 0 or deliver_at is None:
+    if requested > 0 or not timer.is_timer:
         level = table.clamp(requested)
         delay = table.delays_ms[level - 1] if level else 0
-        return requested, level, level != requested and requested > 0, delay, born + delay, ts + delay, deliver_at, None
-    # a timer message (no level): due at the rounded deliver time, or at once when it is past
-    if deliver_at - born > profile.timer_max_delay_sec * 1000:
-        rejection = f"timer deliver_at_ms {deliver_at} is more than timerMaxDelaySec {profile.timer_max_delay_sec} s ahead: MESSAGE_ILLEGAL"
-    else:
-        rejection = None
-    due = rounded_deliver_ms(deliver_at, profile.timer_precision_ms) if deliver_at > born else born
-    delay = max(0, due - born)
-    return 0, 0, False, delay, born + delay, max(due, ts), deliver_at, rejection
+        return requested, level, level != requested and requested > 0, delay, born + delay, ts + delay, deliver_at, rejection
+    # a timer message (no level): due at the rounded deliver time, or at once when it is past; the
+    # broker's clock at its arrival lies between the send and its answer
+    ruling = send_ruling(timer, 0, born, ts, profile.timer_precision_ms, profile.timer_max_delay_sec)
+    delay = max(0, ruling.earliest_ms - born)
+    return 0, 0, False, delay, born + delay, max(ruling.latest_ms, ts), deliver_at, rejection or ruling.refused
 
 
 def _on_broker_clock(clock: BrokerClock, stored_lo: int, stored_hi: int, delay: int, timer_due: int | None,
@@ -471,7 +473,8 @@ def _group_rows(w: _Windows, seen: _Observed, run_id: str, key: str, send: Mappi
                   "requested_level": requested, "level": level, "clamped": clamped, "delay_ms": delay, "earliest_ms": earliest,
                   "latest_ms": latest, "widened_by": widened, "final": last == 0, "final_state": final_state, "group": group,
                   "anchor_ms": send["ts_ms"], "local_earliest_ms": None, "local_latest_ms": None, "born_ms": born,
-                  "deliver_at_ms": deliver_at, "expected_rejection": rejection})]
+                  "deliver_at_ms": deliver_at, "expected_rejection": rejection,
+                  "send_refused": refusal_name(send.get("response_code")) if status == "FAILED" else None})]
     suspend = w.profile.suspend_ms_of(group)
     retry_queue = None if suspend is not None else RETRY_PREFIX + (group if group is not None else "*")
     for k in range(1, last + 1):
@@ -489,7 +492,7 @@ def _group_rows(w: _Windows, seen: _Observed, run_id: str, key: str, send: Mappi
                           "clamped": r_level != r_requested, "delay_ms": r_delay, "earliest_ms": r_earliest,
                           "latest_ms": r_latest, "widened_by": r_widened, "final": last == k, "final_state": final_state,
                           "group": group, "anchor_ms": anchor, "local_earliest_ms": l_earliest, "local_latest_ms": l_latest,
-                          "born_ms": born, "deliver_at_ms": deliver_at, "expected_rejection": None}))
+                          "born_ms": born, "deliver_at_ms": deliver_at, "expected_rejection": None, "send_refused": None}))
     return rows
 
 
@@ -522,7 +525,20 @@ def sent_back_copies(previous_attempt: Iterable[Mapping], faults: Iterable[Mappi
     return len(laters) + sum(1 for d in laters if repeats(d["ts_ms"], d.get("group"), d.get("key")))
 
 
-def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, second: Mapping) -> DuplicateRuling:
+_I_LEVEL, _I_DELAY, _I_EARLIEST = (EXPECTED_COLUMNS.index(c) for c in ("level", "delay_ms", "earliest_ms"))
+
+
+def timer_slot_ms(row: tuple | None, attempt: int) -> int | None:
+    """The slot a 5.x timer message was parked until (HookUtils.transformTimerMessage), from its
+    expected row (a :data:`EXPECTED_COLUMNS` tuple): attempt 0 of a message with no delay level and
+    a delay; None for anything else (a retry, a delay-level message, a timer already due)."""
+    if row is None or attempt != 0 or row[_I_LEVEL] != 0 or not row[_I_DELAY]:
+        return None
+    return row[_I_EARLIEST]
+
+
+def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, second: Mapping,
+                   timer_slot_ms: int | None = None) -> DuplicateRuling:
     """Rule on a second delivery ``second`` of the same (key, attempt) as ``first`` (both
     ``deliver`` events, in either order), given the run's ``fault`` events: NO_DUPLICATE of
     DESIGN.md. The same stored copy is ordered by delivery time, two copies by store time.
@@ -534,7 +550,9 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
     ``faults``, or as ``{"type": "fault", "action": "crash", "target": "consumer", "group": g,
     "ts_ms": t}``: a crash is a consumer fault the plan injected), or after a consumer kill or restart
     (``start``) or a broker kill in between. Scheduler duplicate (new stored copy):
-    ScheduleMessageService.persist (4.9.x) — see :func:`reference.persistence.scheduler_duplicate_allowed`."""
+    ScheduleMessageService.persist (4.9.x) — see :func:`reference.persistence.scheduler_duplicate_allowed`;
+    a timer message parked until ``timer_slot_ms`` (attempt 0 of a 5.x timer message): the timer
+    checkpoint instead (:func:`reference.timer.timer_duplicate_allowed`)."""
     profile = profile_from_run(run)
     cluster = (run.get("profile") or {}).get("cluster")
     faults = list(faults)
@@ -549,6 +567,11 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
         return DuplicateRuling(True, "consumer", f"the first delivery (at {first['ts_ms']}) was a local re-consume "
                                "answered CRASH: that retry lived only in the crashed consumer, whose redelivered "
                                "previous attempt sent it back again as a new stored copy")
+    if timer_slot_ms is not None:
+        allowed, reason = timer_duplicate_allowed([f for f in faults if f.get("type", "fault") == "fault"], timer_slot_ms,
+                                                  first["store_ms"], second["store_ms"], profile.timer_flush_interval_ms,
+                                                  profile.timer_precision_ms, profile.slack_ms, first.get("born_ms"))
+        return DuplicateRuling(allowed, "scheduler", reason)
     allowed, reason = scheduler_duplicate_allowed([f for f in faults if f.get("type", "fault") == "fault"],
                                                   first["store_ms"], second["store_ms"],
                                                   profile.flush_delay_offset_interval_ms,

@@ -204,3 +204,33 @@ def resumed_after_start(persisted_before_start: int, max_offset: int | None, mem
                 f"({reputs_between} re-put(s) of the level observed since the start): rewound, the re-puts in "
                 "between will be made again")
     return None
+
+
+#: how long before an observed persist of the schedule offsets a re-put must have been stored for the
+#: persist to cover it: ScheduleMessageService.persist reads offsetTable and writes the file at once,
+#: and DeliverDelayedMessageTimerTask moves the offset right after the put returns; the margin is the
+#: write itself on a loaded host (the flush's time is the file's mtime, the re-put's its store time)
+FLUSH_COVERS_MARGIN_MS = 1_000
+
+
+def flush_applies(cluster: str | None, async_deliver: bool, clock_moved: bool) -> bool:
+    """Where :func:`flush_covers_reputs` can be judged: one broker (a cluster's re-puts may be either
+    broker's), synchronous delivery (HandlePutResultTask moves the offset only over an unbroken
+    prefix of completed puts: a failed head holds it back legitimately), and store times on the
+    true clock (no clock step)."""
+    return (cluster in (None, "single")) and not async_deliver and not clock_moved
+
+
+def flush_covers_reputs(persisted: int, reput_before: int) -> str | None:
+    """ScheduleMessageService.persist (periodic, and at a graceful stop): ``delayOffset.json`` gets
+    offsetTable, which DeliverDelayedMessageTimerTask.executeOnTimeup sets past each entry right
+    after its re-put (4.9.4+; 4.9.3 sets it to the task run's start offset + 1, apache/rocketmq #3966).
+    So a persist at t holds at least the number of the level's entries re-put before t (less
+    :data:`FLUSH_COVERS_MARGIN_MS`) — counted from the run's own deliveries, each schedule-queue entry
+    once: a lower bound (entries from before the run, or never delivered, only add). What a kill -9
+    then repeats is judged against this, not trusted from it."""
+    if persisted >= reput_before:
+        return None
+    return (f"delayOffset.json persisted {persisted}, but {reput_before} entries of the level had been re-put "
+            f"at least {FLUSH_COVERS_MARGIN_MS} ms before that persist: the offset it wrote does not cover them, "
+            "so a kill -9 after it repeats re-puts the broker had completed")

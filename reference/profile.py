@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from reference.contract import ContractError
+from reference.limits import MAX_MESSAGE_SIZE
 from reference.levels import DEFAULT_LEVEL_TABLE, LevelTable, parse_level_table
 from reference.modes import unit_group
 from reference.orderly import SUSPEND_RANGE_MS
@@ -35,6 +36,12 @@ LOCAL_RETRY_DELAY_MS = 5000
 TIMER_PRECISION_MS = 1000
 #: MessageStoreConfig.timerMaxDelaySec (5.x): 3 days.
 TIMER_MAX_DELAY_SEC = 3 * 24 * 3600
+#: MessageStoreConfig.timerFlushIntervalMs (5.x): how often TimerFlushService writes the timer
+#: checkpoint (``<store>/config/timercheck``).
+TIMER_FLUSH_INTERVAL_MS = 1000
+#: MessageStoreConfig.timerRollWindowSlot (5.x): a timer further ahead than this many slots is
+#: parked at the window's end and rolled over (re-put to the timer topic) until it is within it.
+TIMER_ROLL_WINDOW_SLOT = 3600 * 24 * 2
 #: MessageStoreConfig.enableScheduleAsyncDeliver (4.9.3+, 5.x): the schedule service's asynchronous
 #: delivery mode (reference.persistence: what it changes at a stop), off by default.
 DEFAULT_SCHEDULE_ASYNC_DELIVER = False
@@ -56,6 +63,9 @@ class Profile:
     local_retry_delay_ms: int = LOCAL_RETRY_DELAY_MS
     timer_precision_ms: int = TIMER_PRECISION_MS
     timer_max_delay_sec: int = TIMER_MAX_DELAY_SEC
+    max_message_size: int = MAX_MESSAGE_SIZE  # MessageStoreConfig.maxMessageSize (reference.limits)
+    timer_flush_interval_ms: int = TIMER_FLUSH_INTERVAL_MS
+    timer_roll_window_slot: int = TIMER_ROLL_WINDOW_SLOT
     #: consumer groups whose consumers set their own maxReconsumeTimes (effective values)
     max_reconsume_times_by_group: tuple[tuple[str, int], ...] = ()
     schedule_async_deliver: bool = DEFAULT_SCHEDULE_ASYNC_DELIVER
@@ -172,6 +182,11 @@ def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
                                 "a positive int (milliseconds)"),
         timer_max_delay_sec=_int(profile, "timer_max_delay_sec", TIMER_MAX_DELAY_SEC, 0, where,
                                  "an int >= 0 (seconds)"),
+        max_message_size=_int(profile, "max_message_size", MAX_MESSAGE_SIZE, 1, where, "a positive int (bytes)"),
+        timer_flush_interval_ms=_int(profile, "timer_flush_interval_ms", TIMER_FLUSH_INTERVAL_MS, 1, where,
+                                     "a positive int (milliseconds)"),
+        timer_roll_window_slot=_int(profile, "timer_roll_window_slot", TIMER_ROLL_WINDOW_SLOT, 2, where,
+                                    "an int >= 2 (slots)"),
         schedule_async_deliver=_bool(profile, "schedule_async_deliver", DEFAULT_SCHEDULE_ASYNC_DELIVER, where),
     )
 
@@ -203,6 +218,9 @@ def profile_to_json(profile: Profile) -> dict:
         "local_retry_delay_ms": profile.local_retry_delay_ms,
         "timer_precision_ms": profile.timer_precision_ms,
         "timer_max_delay_sec": profile.timer_max_delay_sec,
+        "max_message_size": profile.max_message_size,
+        "timer_flush_interval_ms": profile.timer_flush_interval_ms,
+        "timer_roll_window_slot": profile.timer_roll_window_slot,
         "max_reconsume_times_by_group": dict(profile.max_reconsume_times_by_group),
         "schedule_async_deliver": profile.schedule_async_deliver,
         "orderly_groups": dict(profile.orderly_groups),
@@ -214,7 +232,26 @@ def profile_to_json(profile: Profile) -> dict:
 #: run.json profile field -> the broker's config key (BrokerConfig / MessageStoreConfig setter name)
 BROKER_CONFIG_KEYS = {"message_delay_level": "messageDelayLevel",
                       "flush_delay_offset_interval_ms": "flushDelayOffsetInterval",
-                      "schedule_async_deliver": "enableScheduleAsyncDeliver"}
+                      "schedule_async_deliver": "enableScheduleAsyncDeliver",
+                      "timer_precision_ms": "timerPrecisionMs",
+                      "timer_max_delay_sec": "timerMaxDelaySec",
+                      "max_message_size": "maxMessageSize",
+                      "timer_flush_interval_ms": "timerFlushIntervalMs",
+                      "timer_roll_window_slot": "timerRollWindowSlot"}
+#: the fields of :data:`BROKER_CONFIG_KEYS` the harness passes to the broker as they are (the others
+#: have a field of their own in ``adapters.base.BrokerProfile``)
+PASSED_THROUGH = ("timer_precision_ms", "timer_max_delay_sec", "max_message_size", "timer_flush_interval_ms",
+                  "timer_roll_window_slot")
+
+
+def passed_through_config(values: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The broker.conf pairs of the :data:`PASSED_THROUGH` fields in ``values`` (a scenario's profile)."""
+    return tuple((BROKER_CONFIG_KEYS[f], str(int(values[f]))) for f in PASSED_THROUGH if f in values)
+
+
+def passed_through_values(config: Mapping[str, str]) -> dict[str, int]:
+    """The :data:`PASSED_THROUGH` fields a broker.conf sets (the inverse of :func:`passed_through_config`)."""
+    return {f: int(config[BROKER_CONFIG_KEYS[f]]) for f in PASSED_THROUGH if BROKER_CONFIG_KEYS[f] in config}
 
 
 def profile_mismatches(run_profile: Mapping[str, Any], broker_config: Mapping[str, str]) -> list[str]:

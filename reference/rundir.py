@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from pathlib import PurePath
 from typing import Any, Callable, Hashable, Iterable, Mapping, TypeVar
 
@@ -57,6 +58,18 @@ REPORT_HTML = "report.html"
 VIOLATIONS_DIR = "violations"
 #: Where a reader finds a run's events, relative to the run directory (v1 allows all of these).
 EVENT_GLOBS = ("events*.jsonl", "events/*.jsonl", "events*.parquet", "events/*.parquet", "events*.parquet/*.parquet")
+
+
+#: the longest group name a consumer's name carries whole: a file name holds 255 bytes, a group 255
+#: characters (reference.limits); a longer one is cut and told apart by its CRC-32
+_NAME_GROUP_MAX = 100
+
+
+def consumer_name(group: str, instance: int) -> str:
+    """The name of instance ``instance`` of consumer group ``group`` (its events and log files)."""
+    if len(group) > _NAME_GROUP_MAX:
+        group = f"{group[:_NAME_GROUP_MAX - 9]}~{zlib.crc32(group.encode()):08x}"
+    return f"{group}-{instance}"
 
 
 def consumer_events(name: str) -> str:

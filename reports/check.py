@@ -213,7 +213,7 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, o
         run = by_id[rid].run
         faults = [e for e in unkeyed.get(rid, []) if e["type"] == "fault"]
         got = per_run[rid]
-        checks = offsets.plan(unkeyed.get(rid, []))  # OFFSET_PERSISTENCE: once per run, from its unkeyed events
+        checks = offsets.plan(unkeyed.get(rid, []), run.get("profile"))  # OFFSET_PERSISTENCE: once per run, from its unkeyed events
         n, found = offsets.judge(checks, {w: {int(lv): c for lv, c in per_level.items()} for w, per_level in got["reputs"].items()})
         got["checked"][offsets.INVARIANT] += n
         got["violations"].extend(dict(v, run_id=rid) for v in found)

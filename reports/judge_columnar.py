@@ -42,8 +42,8 @@ from reports.judge_events import crash_faults, judge_keys
 from reports.rows import EXPECTED_COL, JSON_FIELDS, JUDGE_COLUMNS, TOPIC_GROUP_KEY, Judgements, error_row, output_layout, rows_table, timing_row
 
 _COL = EXPECTED_COL
-SEND_FIELDS = ("type", "ts_ms", "key", "topic", "delay_level", "deliver_at_ms", "body_crc", "plan", "status", "born_ms",
-               "broker")  # broker: reference.cluster
+#: what the model reads of a send: every contract field but ``msg_id``
+SEND_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["send"] if f.name != "msg_id"))
 #: what the model and the units read of a delivery: every contract field but ``msg_id`` (reports.rows)
 DELIVER_FIELDS = ("type", "ts_ms", *(f.name for f in EVENT_FIELDS["deliver"] if f.name in JUDGE_COLUMNS))
 DLQ_FIELDS = ("type", "ts_ms", "key", "group", "reconsume_times", "store_ms")
@@ -147,7 +147,7 @@ def judge_table(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, t
 
     sends = _dicts(sends_t, SEND_FIELDS)
     rows, t = _expected(out, run, sends, deliv, unkeyed + _dicts(dlq_t, DLQ_FIELDS), markers, t)
-    _count_reputs(out, unkeyed, rows, deliv)
+    _count_reputs(out, run, unkeyed, rows, deliv)
     slow = _judge_plain(out, run, rows, sends_t, deliv, dlq_t, ended_ms, timeline_bin_ms)
     t = out.timed("judging: columnar", t)
     if slow:
@@ -197,10 +197,10 @@ def _on_true_clock(table: pa.Table, clock: BrokerClock) -> pa.Table:
     return table.set_column(i, "store_ms", pa.array(true, type=table.schema.field("store_ms").type))
 
 
-def _count_reputs(out: Judgements, unkeyed: list[dict], rows: list[tuple], deliv: pa.Table) -> None:
+def _count_reputs(out: Judgements, run: dict, unkeyed: list[dict], rows: list[tuple], deliv: pa.Table) -> None:
     """OFFSET_PERSISTENCE's re-puts (kind ``rp``): the bucket's stored copies of each delay level in
     each window a start rule needs (:func:`reports.offsets.plan`); the driver sums the buckets."""
-    windows = sorted({c.window for c in offsets.plan(unkeyed) if c.window is not None})
+    windows = sorted({c.window for c in offsets.plan(unkeyed, run.get("profile")) if c.window is not None})
     if not windows:
         return
     store = deliv.column("store_ms")

@@ -197,6 +197,7 @@ def _message(mg: tuple, rows, dlqs: list[dict], consumed: bool, got: set[int], e
     m = Message(key, group, list(rows), dlqs, consumed, got, ended_ms)
     if rows:
         m.status, m.final_state, m.rejection = x(rows[0], "send_status"), x(rows[0], "final_state"), x(rows[0], "expected_rejection")
+        m.refused = x(rows[0], "send_refused")
     if m.plain or m.rejection is not None:
         return m
     i_attempt, i_final = _COL["attempt"], _COL["final"]

@@ -32,14 +32,21 @@ from typing import Iterable, Mapping
 from reference.cluster import snapshot_target
 from reference.contract import BROKER_TARGETS, MEMORY_SOURCE, PERSISTED_SOURCE
 from reference.stored_copy import stored_copy_key
-from reference.persistence import persisted_after_graceful_stop, resumed_after_start
+from reference.persistence import (FLUSH_COVERS_MARGIN_MS, flush_applies, flush_covers_reputs, persisted_after_graceful_stop,
+                                   resumed_after_start)
+from reference.contract import FLUSH_MOMENT
+from reference.clock import CLOCK_ACTIONS
+
+#: the start of a flush check's window: every re-put before the persist counts (schedule-queue
+#: entries, each once; :func:`count_reputs`)
+FLUSH_WINDOW_FROM = -(2**62)
 
 INVARIANT = "OFFSET_PERSISTENCE"
 
 
 @dataclass(frozen=True)
 class OffsetCheck:
-    rule: str  # "stop" (persisted by a graceful stop) or "start" (resumed after a start)
+    rule: str  # "stop" (persisted by a graceful stop), "start" (resumed after a start), "flush" (a persist covers the re-puts before it)
     fault_ms: int  # the stop, or the start
     first: Mapping  # the earlier snapshot: in memory before the stop / persisted before the start
     second: Mapping  # the later one: persisted after the stop / in memory after the ready
@@ -48,7 +55,10 @@ class OffsetCheck:
 
     @property
     def window(self) -> tuple[int, int] | None:
-        """Rule ``start``: the re-puts counted between the start and the in-memory reading."""
+        """Rule ``start``: the re-puts counted between the start and the in-memory reading; rule
+        ``flush``: the entries re-put before the persist (less the margin)."""
+        if self.rule == "flush":
+            return FLUSH_WINDOW_FROM, self.second["ts_ms"] - FLUSH_COVERS_MARGIN_MS
         return (self.fault_ms, self.second["ts_ms"]) if self.rule == "start" else None
 
 
@@ -56,11 +66,18 @@ def _is(snap: Mapping, source: str) -> bool:
     return snap.get("source") == source and isinstance(snap.get("offsets"), Mapping)
 
 
-def plan(unkeyed: Iterable[Mapping]) -> list[OffsetCheck]:
+def plan(unkeyed: Iterable[Mapping], profile: Mapping | None = None) -> list[OffsetCheck]:
     """The pairs of readings the run allows to compare (see the module docstring), per broker
-    process (``reference.cluster``: a snapshot's ``target``, a fault's ``target``)."""
+    process (``reference.cluster``: a snapshot's ``target``, a fault's ``target``); with the run's
+    ``profile``, each persist the harness saw (``moment`` ``flush``) against the re-puts before it,
+    where :func:`reference.persistence.flush_applies`."""
     events = list(unkeyed)
-    return [c for t in BROKER_TARGETS for c in _plan(events, t)]
+    checks = [c for t in BROKER_TARGETS for c in _plan(events, t)]
+    if profile is not None and flush_applies(profile.get("cluster"), bool(profile.get("schedule_async_deliver")),
+                                             any(e.get("type") == "fault" and e.get("action") in CLOCK_ACTIONS for e in events)):
+        checks += [OffsetCheck("flush", e["ts_ms"], e, e) for e in sorted(events, key=lambda e: e["ts_ms"])
+                   if e.get("type") == "snapshot" and e.get("moment") == FLUSH_MOMENT and _is(e, PERSISTED_SOURCE)]
+    return checks
 
 
 def _plan(events: list[Mapping], target: str) -> list[OffsetCheck]:
@@ -106,18 +123,24 @@ def count_reputs(windows: list[tuple[int, int]], deliveries: Iterable[Mapping], 
     ``level_of(delivery)`` says the level its attempt waited at (0: none)."""
     out: dict[tuple[int, int], dict[int, int]] = {w: defaultdict(int) for w in windows}
     seen: set = set()
-    for d in sorted(deliveries, key=lambda d: d.get("reconsume_times", 0)):
+    entries: set = set()
+    for d in sorted(deliveries, key=lambda d: (d["store_ms"], d.get("reconsume_times", 0))):
         store = d["store_ms"]
         hits = [w for w in windows if w[0] <= store <= w[1]]
-        if not hits:
-            continue
         copy = stored_copy_key(d)
-        if copy in seen:
+        if not hits or copy in seen:
             continue
         seen.add(copy)
         level = level_of(d)
-        if level:
-            for w in hits:
+        if not level:
+            continue
+        # a flush window counts schedule-queue entries, each once (a re-put repeated after a kill is
+        # the same entry): attempt 0 is the message's, a retry the group's send-back
+        entry = (d["key"],) if not d.get("reconsume_times") else (d["key"], d.get("group"), d["reconsume_times"])
+        first = entry not in entries
+        entries.add(entry)
+        for w in hits:
+            if first or w[0] != FLUSH_WINDOW_FROM:
                 out[w][level] += 1
     return {w: dict(c) for w, c in out.items()}
 
@@ -130,7 +153,11 @@ def judge(checks: list[OffsetCheck], reputs: Mapping[tuple[int, int], Mapping[in
         second = {int(k): v for k, v in c.second["offsets"].items() if v is not None}
         for level in sorted(set(first) & set(second)):
             checked += 1
-            if c.rule == "stop":
+            if c.rule == "flush":
+                n = dict(reputs.get(c.window, {})).get(level, 0)
+                why = flush_covers_reputs(second[level], n)
+                where = f"{c.target} persisted its offsets at {c.fault_ms}"
+            elif c.rule == "stop":
                 why = persisted_after_graceful_stop(first[level], second[level])
                 where = (f"in memory {first[level]} at {c.first['ts_ms']} ({c.first.get('moment') or 'before the stop'}), "
                          f"persisted {second[level]} at {c.second['ts_ms']} ({c.second.get('moment') or 'after the stop'}), "
@@ -147,6 +174,6 @@ def judge(checks: list[OffsetCheck], reputs: Mapping[tuple[int, int], Mapping[in
             if why:
                 violations.append({"invariant": INVARIANT, "key": None, "level": level,
                                    "anchor_ms": c.first["ts_ms"], "observed_ms": c.second["ts_ms"],
-                                   "cause": "graceful stop" if c.rule == "stop" else "restart",
+                                   "cause": {"stop": "graceful stop", "start": "restart", "flush": "persist"}[c.rule],
                                    "detail": f"delay level {level}: {why}; {where}"})
     return checked, violations

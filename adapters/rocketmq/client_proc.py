@@ -13,7 +13,8 @@ Commands:
 - ``create_topic {topic, queues}`` -> ``{"brokers": [addr...]}`` on every broker of the cluster
 - ``send {message, timeout_ms}`` -> one result; ``send_batch {messages, threads, timeout_ms}`` ->
   ``{"results": [...]}`` in request order, sent concurrently by ``threads`` Java threads. A message is ``{topic, key, body (latin-1 text), delay_level,
-  deliver_at_ms, plan}``; a result is ``{status, ts_ms, born_ms, msg_id, body_crc, broker, error}`` with
+  timer {property: value}, plan}``; a result is ``{status, ts_ms, born_ms, msg_id, body_crc, broker, error,
+  response_code}`` with
   status ``SEND_OK``, ``FAILED`` (certainly not stored) or ``UNKNOWN`` (timed out / not sure).
   The send loop itself is Java (``java/HgBatchSender.java``, compiled on first use by
   ``helpers``): a batch is one JPype call, so Python's GIL does not cap the send rate.
@@ -32,12 +33,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import zlib
 import sys
 import threading
 from pathlib import Path
 
 from adapters.rocketmq.helpers import helper_classes
 from adapters.rocketmq.jvm import Channel, describe, now_ms, start_jvm
+from reference.limits import CLIENT_MAX_MESSAGE_SIZE
 
 
 class Client:
@@ -53,7 +56,10 @@ class Client:
         self.producer.setRetryTimesWhenSendFailed(0)
         self.producer.setRetryTimesWhenSendAsyncFailed(0)
         self.producer.setPollNameServerInterval(5000)
-        self.producer.setMaxMessageSize(4 * 1024 * 1024)
+        self.producer.setMaxMessageSize(CLIENT_MAX_MESSAGE_SIZE)
+        # bodies go as they are: a compressed body at the broker's maxMessageSize would not be at it
+        # (reference.limits: the broker checks the body it receives)
+        self.producer.setCompressMsgBodyOverHowmuch(2**31 - 1)
         self.producer.start()
         self.admin = DefaultMQAdminExt()
         self.admin.setNamesrvAddr(namesrv)
@@ -177,14 +183,14 @@ class Client:
     def send_batch(self, messages: list[dict], threads: int = 8, timeout_ms: int = 3000) -> dict:
         """One call into Java for the whole batch (``java/HgBatchSender.java``): the per-message
         work stays out of Python, which would otherwise cap the rate through the GIL."""
-        from jpype import JArray, JInt, JLong, JString
+        from jpype import JArray, JInt, JString
 
         bodies = [m.get("body", "").encode("latin-1") for m in messages]
         lines = self._sender(max(1, threads)).sendBatch(
             JArray(JString)([m["topic"] for m in messages]), JArray(JString)([m["key"] for m in messages]),
             b"".join(bodies), JArray(JInt)([len(b) for b in bodies]),
             JArray(JInt)([int(m.get("delay_level") or 0) for m in messages]),
-            JArray(JLong)([-1 if m.get("deliver_at_ms") is None else int(m["deliver_at_ms"]) for m in messages]),
+            JArray(JString)(["\n".join(f"{k}={v}" for k, v in (m.get("timer") or {}).items()) for m in messages]),
             JArray(JString)([",".join(m.get("plan") or ()) for m in messages]), int(timeout_ms))
         return {"results": [_parse_result(str(line)) for line in lines]}
 
@@ -213,7 +219,8 @@ class Client:
                 self.admin.createAndUpdateTopicConfig(addr, TopicConfig(topic, q["read"] or 1, q["write"] or 1, 6))
         messages = []
         with self._dlq_lock:
-            puller = DefaultMQPullConsumer("hg_dlq_reader_" + group.replace("%", "_"))
+            # a name of its own, short whatever the group's length (5.5.0's client takes 120 characters)
+            puller = DefaultMQPullConsumer(f"hg_dlq_reader_{zlib.crc32(group.encode()):08x}")
             puller.setNamesrvAddr(self.producer.getNamesrvAddr())
             puller.setInstanceName("hg-dlq-" + str(now_ms()))
             puller.start()
@@ -251,9 +258,10 @@ class Client:
 
 
 def _parse_result(line: str) -> dict:
-    status, ts_ms, born_ms, msg_id, crc, broker, error = line.split("\t", 6)
+    status, ts_ms, born_ms, msg_id, crc, broker, code, error = line.split("\t", 7)
     return {"status": status, "ts_ms": int(ts_ms), "born_ms": int(born_ms), "msg_id": msg_id or None,
-            "body_crc": int(crc), "broker": broker or None, "error": error or None}
+            "body_crc": int(crc), "broker": broker or None, "error": error or None,
+            "response_code": int(code) if code else None}
 
 
 def serve(client: Client, chan: Channel) -> None:

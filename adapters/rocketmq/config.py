@@ -179,10 +179,8 @@ def broker_config(dist: Distribution, profile: BrokerProfile, ports: SystemPorts
     }
     if "timer" in dist.capabilities:  # the 5.x timer wheel
         conf.update({
-            "timerWheelEnable": "true",
-            "timerPrecisionMs": "1000",
+            "timerWheelEnable": "true",  # timerPrecisionMs, timerMaxDelaySec: the profile's (BrokerProfile.extra)
             "mappedFileSizeTimerLog": str(16 * 1024 * 1024),
-            "timerMaxDelaySec": str(3 * 24 * 3600),
             "enableControllerMode": "false",
         })
     if controller is not None:

@@ -22,7 +22,7 @@ from adapters.rocketmq.runtime import Runtime
 from adapters.rocketmq.servers import Broker, NameServer
 from adapters.rocketmq.system import RocketMQSystem
 from adapters.rocketmq.topology import BrokerNode
-from adapters.rocketmq.whitebox import last_offset_flush_ms, memory_snapshots, persisted_snapshots
+from adapters.rocketmq.whitebox import last_offset_flush_ms, memory_snapshots, persisted_snapshots, timer_checkpoint
 from reference.cluster import CONTROLLER
 from reference.faults.io import FREEZABLE_STORE
 from reference.contract import BROKER_TARGETS
@@ -194,3 +194,9 @@ class LocalRocketMQSystem(RocketMQSystem):
 
     def last_offset_flush_ms(self) -> int | None:
         return last_offset_flush_ms(self.layout)
+
+    def persisted_offsets(self) -> list[dict]:
+        return persisted_snapshots([n for n in self.nodes.values() if not n.slave], self.cluster)
+
+    def timer_checkpoint(self) -> dict[str, int] | None:
+        return timer_checkpoint(self.layout)

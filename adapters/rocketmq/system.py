@@ -206,10 +206,10 @@ class RocketMQSystem(PartsSystem):
 
 def _message(req: SendRequest) -> dict:
     return {"topic": req.topic, "key": req.key, "body": req.body.decode("latin-1"), "delay_level": req.delay_level,
-            "deliver_at_ms": req.deliver_at_ms, "plan": list(req.plan)}
+            "timer": dict(req.timer().properties()), "plan": list(req.plan)}
 
 
 def _result(res: dict) -> SendResult:
     return SendResult(status=res["status"], ts_ms=res["ts_ms"], born_ms=res["born_ms"], msg_id=res.get("msg_id"),
                       broker=res.get("broker"),
-                      body_crc=res.get("body_crc"), error=res.get("error"))
+                      body_crc=res.get("body_crc"), error=res.get("error"), response_code=res.get("response_code"))

@@ -14,6 +14,7 @@ from adapters.rocketmq import config as cfg
 from adapters.rocketmq.topology import BrokerNode
 from reference.cluster import SINGLE
 from reference.contract import BROKER_TARGETS, MEMORY_SOURCE, PERSISTED_SOURCE
+from reference.timer import parse_timer_checkpoint
 
 
 def schedule_offsets(table: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:
@@ -71,6 +72,17 @@ def memory_snapshots(status: dict | None, targets: dict[str, str], cluster: str)
         out.append({"source": MEMORY_SOURCE, "broker": addr, "offsets": offsets, "max_offsets": max_offsets,
                     **target_field(cluster, targets.get(addr) or BROKER_TARGETS[0])})
     return out
+
+
+def timer_checkpoint(layout: cfg.StoreLayout) -> dict[str, int] | None:
+    """``<store>/config/timercheck`` (5.x TimerCheckpoint, BrokerPathConfigHelper.getTimerCheckPath):
+    the broker maps it and writes the fields only in ``flush()``, so the file holds the last
+    checkpoint flushed. None where there is none (4.9.x, or not written yet)."""
+    try:
+        data = (layout.store_dir / "config" / "timercheck").read_bytes()[:64]
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    return parse_timer_checkpoint(data)
 
 
 def last_offset_flush_ms(layout: cfg.StoreLayout) -> int | None:

@@ -9,7 +9,6 @@ while it starts (``slow_start``) completes its start that much later: nothing ha
 
 from __future__ import annotations
 
-import heapq
 import random
 from dataclasses import replace
 from typing import Callable
@@ -22,7 +21,7 @@ from adapters.simulated.store import MessageStore, StoredMessage
 from reference.clock import BrokerClock, Step
 from reference.contract import MEMORY_SOURCE, PERSISTED_SOURCE, SCHEDULE_TOPIC
 from reference.profile import Profile
-from reference.timer import TIMER_TOPIC
+from adapters.simulated.timer_store import TimerCheckpoint, TimerWheel
 
 UP, DOWN, STARTING, PAUSED = "up", "down", "starting", "paused"  # STARTING may be paused: start_paused_at
 #: Virtual time from ``start`` to ``ready``.
@@ -35,7 +34,7 @@ BROKER_ADDR = "simulated:10911"
 SHUTDOWN_TAIL_MS = 300
 
 
-class SimBroker(ConsumerRetry):
+class SimBroker(ConsumerRetry, TimerWheel):
     def __init__(self, clock: VirtualClock, profile: Profile, defects: frozenset[Defect], rng: random.Random,
                  put_failure_rate: float = 0.0, timers: bool = True, startup_ms: int = STARTUP_MS):
         self.clock = clock
@@ -70,6 +69,7 @@ class SimBroker(ConsumerRetry):
         self.timer_heap: list[tuple[int, int, StoredMessage]] = []  # (deliver_ms, commit offset, entry)
         self.level_wake: dict[int, int] = {}  # level -> when its task runs next
         self.timer_wake: int | None = None  # when the timer wheel runs next
+        self.timer_ckpt = TimerCheckpoint()  # what a restart reads the wheel again from (reference.timer)
         self.consumer_offsets: dict[tuple[str, str, int], int] = {}  # (group, topic, qid) -> offset
         self.consumer_offsets_persisted: dict[tuple[str, str, int], int] = {}
         self.on_message: Callable[[StoredMessage], None] = lambda m: None  # consumers' notification
@@ -127,6 +127,9 @@ class SimBroker(ConsumerRetry):
         self.at(now + self.profile.first_flush_delay_ms, self._flush_schedule)
         self.at(now + CONSUMER_OFFSET_FLUSH_MS, self._flush_consumer_offsets)
         self.timer_wake = None
+        self.timer_ckpt.recover(self.timer_heap, from_start=Defect.TIMER_CHECKPOINT_IGNORED in self.defects)
+        if self.timers:
+            self._flush_timer_checkpoint()
         if self.timer_heap:
             self._wake_timers(max(now + self.profile.first_delay_ms, self._true_ms(self.timer_heap[0][0])))
         self.on_ready()
@@ -146,10 +149,14 @@ class SimBroker(ConsumerRetry):
         self.stopping = False
         now = self.clock.now_ms()
         if graceful and self.state in (UP, PAUSED):
+            if self.timers:  # TimerMessageStore.shutdown: prepareTimerCheckPoint first
+                self.timer_ckpt.write(self.wall_ms(), self.profile.timer_precision_ms)
             self.schedule.shutdown(graceful=True, now_ms=now, persisted_already=persisted_already)
             self.consumer_offsets_persisted = dict(self.consumer_offsets)
         else:
             self.schedule.shutdown(graceful=False, now_ms=now)
+            if Defect.TIMER_LOST_ON_KILL in self.defects:
+                self.timer_heap.clear()
         self.state = DOWN
         self.start_paused_at = None
         self.incarnation += 1
@@ -203,6 +210,11 @@ class SimBroker(ConsumerRetry):
         self.schedule.persist(self.clock.now_ms())
         self.at(self.clock.now_ms() + self.profile.flush_delay_offset_interval_ms, self._flush_schedule)
 
+    def _flush_timer_checkpoint(self) -> None:
+        """TimerFlushService: at start, then every timerFlushIntervalMs."""
+        self.timer_ckpt.write(self.wall_ms(), self.profile.timer_precision_ms)
+        self.at(self.clock.now_ms() + self.profile.timer_flush_interval_ms, self._flush_timer_checkpoint)
+
     def _flush_consumer_offsets(self) -> None:
         self.consumer_offsets_persisted = dict(self.consumer_offsets)
         self.at(self.clock.now_ms() + CONSUMER_OFFSET_FLUSH_MS, self._flush_consumer_offsets)
@@ -252,31 +264,6 @@ class SimBroker(ConsumerRetry):
         stored = self.store.append(replace(proto, delay_level=0), topic, queue_id, now)
         self.on_message(stored)
         return stored
-
-    def put_timer(self, proto: StoredMessage, topic: str, queue_id: int, deliver_ms: int) -> StoredMessage:
-        """HookUtils.transformTimerMessage (5.x): park in the timer topic until ``deliver_ms``."""
-        entry = replace(proto, real_topic=topic, real_queue_id=queue_id, deliver_ms=deliver_ms)
-        stored = self.store.append(entry, TIMER_TOPIC, 0, self.wall_ms())
-        heapq.heappush(self.timer_heap, (deliver_ms, stored.commit_log_offset, stored))
-        self._wake_timers(self._true_ms(deliver_ms))
-        return stored
-
-    def _wake_timers(self, ts_ms: int) -> None:
-        if self.timer_wake is not None and self.timer_wake <= ts_ms:
-            return
-        self.timer_wake = ts_ms
-        self.at(ts_ms, lambda: self._run_timers(ts_ms))
-
-    def _run_timers(self, scheduled_ms: int) -> None:
-        if self.timer_wake != scheduled_ms:
-            return  # superseded by an earlier wake-up
-        self.timer_wake = None
-        now = self.wall_ms()
-        while self.timer_heap and self.timer_heap[0][0] <= now:
-            _, _, entry = heapq.heappop(self.timer_heap)
-            self.put(replace(entry, delay_level=0), entry.real_topic, entry.real_queue_id)
-        if self.timer_heap:  # the wheel keeps turning
-            self._wake_timers(max(self.clock.now_ms(), self._true_ms(self.timer_heap[0][0])))
 
     def _wake_level(self, level: int, ts_ms: int) -> None:
         current = self.level_wake.get(level)

@@ -142,6 +142,13 @@ class Defect(enum.Enum):
         "instead of scheduleAtFixedRate): a message held past the timeout later is never sent back, its "
         "retry never comes and the listener's late answer consumes it", "a plan answering SLOW "
         "(nightly: consume-timeout, consume-timeout-dlq)")
+    TIMER_CHECKPOINT_IGNORED = DefectInfo(
+        "NO_DUPLICATE", "the 5.x timer store recovers from the start of its wheel, not from its checkpoint "
+        "(TimerMessageStore.recover ignoring timercheck's read time): every timer message ever put is put "
+        "again after a restart", "timer messages put long before a broker stop (the timer suite)")
+    TIMER_LOST_ON_KILL = DefectInfo(
+        "NO_LOSS", "the 5.x timer store keeps its wheel only in memory: a kill -9 loses every timer message "
+        "not yet due", "timer messages pending across a kill (the timer suite)")
 
     @property
     def invariant(self) -> str:

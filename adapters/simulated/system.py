@@ -21,10 +21,11 @@ from adapters.simulated.parts import Broker as SimBrokerPart, Consumers, NameSer
 from adapters.simulated.slave import Slave
 from adapters.simulated.store import StoredMessage
 from reference.cluster import MASTER_SLAVE, SINGLE
-from reference.contract import ASYNC_DELIVER, FAULT_TARGETS, SIMULATED_ADAPTER, retry_topic
+from reference.contract import ASYNC_DELIVER, FAULT_TARGETS, PERSISTED_SOURCE, SIMULATED_ADAPTER, retry_topic
 from reference.levels import parse_level_table
 from reference.plans import PlanCursor, parse_plan
-from reference.profile import Profile
+from reference.profile import Profile, passed_through_values
+from reference.limits import MESSAGE_ILLEGAL, body_refusal
 from reference.timer import timer_ruling
 
 #: DefaultMQProducer.sendMsgTimeout: a send to a paused broker returns UNKNOWN after this.
@@ -50,10 +51,11 @@ class SimulatedSystem(PartsSystem):
             raise ValueError(f"BrokerProfile.flush_delay_offset_interval_ms: expected a positive int, "
                              f"found {profile.flush_delay_offset_interval_ms!r}")
         self.profile = Profile(level_table=table, flush_delay_offset_interval_ms=profile.flush_delay_offset_interval_ms,
-                               schedule_async_deliver=profile.schedule_async_deliver)
+                               schedule_async_deliver=profile.schedule_async_deliver,
+                               **passed_through_values(dict(profile.extra)))
         self._config = {"messageDelayLevel": profile.message_delay_level,
                         "flushDelayOffsetInterval": str(profile.flush_delay_offset_interval_ms),
-                        "enableScheduleAsyncDeliver": str(profile.schedule_async_deliver).lower()}
+                        "enableScheduleAsyncDeliver": str(profile.schedule_async_deliver).lower(), **dict(profile.extra)}
         self.defects = defects
         if put_failure_rate is None:
             put_failure_rate = 0.2 if Defect.LOST_REPUT_ON_WRITE_FAILURE in defects else 0.0
@@ -133,12 +135,14 @@ class SimulatedSystem(PartsSystem):
         proto = StoredMessage(0, "", 0, 0, req.topic, req.key, req.body, crc, msg_id, born, 0, 0, plan,
                               delay_level=req.delay_level)
         ruling = None
-        if req.deliver_at_ms is not None and self.timers:
-            ruling = timer_ruling(req.deliver_at_ms, req.delay_level, born, self.profile.timer_precision_ms,
+        refused = body_refusal(len(req.body), self.profile.max_message_size)
+        if refused is None and req.timer().is_timer and self.timers:
+            ruling = timer_ruling(req.timer(), req.delay_level, born, self.profile.timer_precision_ms,
                                   self.profile.timer_max_delay_sec)
-            if not ruling.accepted:
-                clock.advance(self.rng.randint(*SEND_LATENCY_MS))
-                return SendResult("FAILED", clock.now_ms(), born, msg_id, crc, "MESSAGE_ILLEGAL: " + ruling.reason)
+            refused = None if ruling.accepted else "MESSAGE_ILLEGAL: " + ruling.reason
+        if refused is not None:
+            clock.advance(self.rng.randint(*SEND_LATENCY_MS))
+            return SendResult("FAILED", clock.now_ms(), born, msg_id, crc, refused, response_code=MESSAGE_ILLEGAL)
 
         def store() -> None:
             if ruling is not None and ruling.timer:
@@ -248,3 +252,11 @@ class SimulatedSystem(PartsSystem):
     def last_offset_flush_ms(self) -> int | None:
         """The schedule service's last persist of its offsets (periodic or at a graceful stop)."""
         return self.broker.schedule.persisted_ms
+
+    def persisted_offsets(self) -> list[dict]:
+        return [s for s in self.broker.snapshot() if s["source"] == PERSISTED_SOURCE]
+
+    # --- TimerCheckpointWatching -------------------------------------------------------------
+    def timer_checkpoint(self) -> dict[str, int] | None:
+        fields = self.broker.timer_ckpt.fields
+        return None if fields is None else dict(fields)

@@ -1,6 +1,8 @@
 """The scenario catalogues, shipped with the package so ``--suite`` and the pytest plugin work
 outside a checkout: ``conformance`` (every rule of the model), ``chaos`` (faults: ``SHORT`` and
-``NIGHTLY``), ``persistence`` (the schedule offset's life at a stop: ``SHORT`` and ``FULL``) and
+``NIGHTLY``), ``persistence`` (the schedule offset's life at a stop: ``SHORT`` and ``FULL``), ``timer`` (the
+5.x timer store's life at a stop: ``SHORT`` and ``FULL``), ``limits`` (every input at its edges,
+part of conformance) and
 ``generate`` (hypothesis strategies and the seeded ``sample`` of the nightly job).
 The test modules that run them stay in ``suites/``."""
 
@@ -19,6 +21,7 @@ def suite_of(scenario_name: str) -> str | None:
     from harness.catalogue.chaos import NIGHTLY
     from harness.catalogue.conformance import CONFORMANCE
     from harness.catalogue.persistence import FULL, FULL_ASYNC
+    from harness.catalogue.timer import FULL as TIMER
 
     if any(s.name == scenario_name for s in CONFORMANCE):
         return "conformance"
@@ -26,4 +29,6 @@ def suite_of(scenario_name: str) -> str | None:
         return "chaos"
     if any(s.name == scenario_name for s in FULL + FULL_ASYNC):
         return "persistence"
+    if any(s.name == scenario_name for s in TIMER):
+        return "timer"
     return "generated" if _GENERATED.match(scenario_name) else None

@@ -7,6 +7,7 @@ so a batch runs them concurrently on one broker per table.
 
 from __future__ import annotations
 
+from harness.catalogue.limits import LIMITS
 from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultStep, Message, Profile, Scenario
 from reference.levels import parse_level_table
 from reference.profile import LOCAL_RETRY_DELAY_MS
@@ -191,6 +192,6 @@ CONFORMANCE: tuple[Scenario, ...] = tuple(
         orderly_dlq,
         broadcast_every_instance,
     )
-)
+) + LIMITS
 
 assert all(s.profile.message_delay_level == COMPRESSED_LEVELS or s.name == "custom-table" for s in CONFORMANCE)

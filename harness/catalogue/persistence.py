@@ -64,7 +64,8 @@ def _stop_anchor(c: Coordinates) -> tuple[int, FaultAnchor]:
     return FLUSH_INTERVAL_MS // 2, FaultAnchor("flush", count=4)  # several intervals after the bursts
 
 
-def _stop_and_start(c: Coordinates, at_ms: int, after: FaultAnchor) -> list[FaultStep]:
+def stop_and_start(c, at_ms: int, after: FaultAnchor) -> list[FaultStep]:
+    """The fault steps of ``c.stop`` at ``at_ms`` after ``after``, then ``c.start`` (the timer suite's too)."""
     prev = FaultAnchor("previous")
     if c.stop is Stop.PAUSE_KILL:
         steps = [FaultStep(at_ms, "pause", after=after), FaultStep(PAUSED_BEFORE_KILL_MS, "kill", after=prev)]
@@ -78,11 +79,11 @@ def _stop_and_start(c: Coordinates, at_ms: int, after: FaultAnchor) -> list[Faul
 
 
 def faults(c: Coordinates) -> tuple[FaultStep, ...]:
-    steps = _stop_and_start(c, *_stop_anchor(c))
+    steps = stop_and_start(c, *_stop_anchor(c))
     if c.follow is Follow.TWO_RESTARTS:  # again, before the new incarnation's first flush
-        steps += _stop_and_start(c, SECOND_STOP_AFTER_READY_MS, FaultAnchor("ready"))
+        steps += stop_and_start(c, SECOND_STOP_AFTER_READY_MS, FaultAnchor("ready"))
     elif c.follow is Follow.DURING_BACKLOG:  # again, while the outage's backlog is being re-put
-        steps += _stop_and_start(c, 0, FaultAnchor("reput", level=TRICKLE_LEVEL))
+        steps += stop_and_start(c, 0, FaultAnchor("reput", level=TRICKLE_LEVEL))
     return tuple(steps)
 
 

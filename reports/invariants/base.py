@@ -101,6 +101,7 @@ class Message:
     status: str | None = None  # the send's
     final_state: str | None = None  # the plan's: CONSUMED or DLQ
     rejection: str | None = None  # the broker must refuse the send
+    refused: str | None = None  # the send was refused as illegal input (its answer code's name)
     missing: tuple | None = None  # the first planned attempt not delivered
     final_attempt: int | None = None
     pending: bool = False

@@ -1,6 +1,8 @@
 """INTEGRITY: what is delivered was sent and not refused: a key that was sent, by a send that did
 not FAIL, to the topic the model expects, with the body that was sent (``body_crc`` where both
-say); and a send the broker must refuse (``expected_rejection`` of the model) did not return SEND_OK."""
+say); a send the broker must refuse (``expected_rejection`` of the model) did not return SEND_OK;
+and a send the model says a correct broker takes was not refused as illegal input (``send_refused``:
+the broker, or the client's own check, answered MESSAGE_ILLEGAL)."""
 
 from __future__ import annotations
 
@@ -32,11 +34,17 @@ class Integrity(Invariant):
                 out.violation(self.name, a.key, group=a.group, attempt=a.attempt, observed_ms=d["ts_ms"], detail=detail)
 
     def message(self, out: Judgements, m: Message) -> None:
-        if m.plain or m.rejection is None or m.status != "SEND_OK":
+        if m.plain:
             return
-        out.checked[self.name] += 1
-        out.violation(self.name, m.key, group=m.group or None, attempt=0,
-                      detail=f"the send returned SEND_OK, but the broker must refuse it: {m.rejection}")
+        if m.refused is not None and m.rejection is None:
+            out.checked[self.name] += 1
+            out.violation(self.name, m.key, group=m.group or None, attempt=0,
+                          detail=f"the send was refused ({m.refused}), but a correct broker takes it")
+        elif m.rejection is not None and m.status in ("SEND_OK", "FAILED"):
+            out.checked[self.name] += 1
+            if m.status == "SEND_OK":
+                out.violation(self.name, m.key, group=m.group or None, attempt=0,
+                              detail=f"the send returned SEND_OK, but the broker must refuse it: {m.rejection}")
 
     def plain(self, c: Columns) -> Plain:
         first = c.first

@@ -23,8 +23,9 @@ class NoDuplicate(Invariant):
         sent_back = model.sent_back_copies(a.prev[0], a.faults) if a.attempt >= 1 and a.prev is not None else 0
         sent_back_extra = later_copies[:max(0, sent_back - 1)]
         out.plot["duplicates"]["consumer allowed"] += len(sent_back_extra)
+        timer_slot = model.timer_slot_ms(a.row, a.attempt)
         for one, other in [(c[0], d) for c in copies for d in c[1:]] + later_copies[len(sent_back_extra):]:
-            ruling = model.rule_duplicate(a.run, a.faults, one, other)
+            ruling = model.rule_duplicate(a.run, a.faults, one, other, timer_slot)
             out.plot["duplicates"][f"{ruling.cause} {'allowed' if ruling.allowed else 'not allowed'}"] += 1
             if ruling.allowed:
                 continue

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import AdapterError, BrokerProfile
+from adapters.base import AdapterError
 from adapters.rocketmq import config as cfg
 from adapters.rocketmq.consumer_proc import delivered_attempts
 from adapters.rocketmq.external import ExternalRuntime
@@ -45,7 +45,10 @@ def test_read_delay_offsets_absent_or_empty_is_none(tmp_path):
 def test_broker_config_has_the_profile_paths_and_version_keys(tmp_path):
     layout = cfg.StoreLayout.under(tmp_path)
     ports = cfg.SystemPorts(19876, 19881)
-    profile = BrokerProfile("1s 2s", 500, (("maxMessageSize", "1024"),))
+    from harness.scenario import Profile
+    from harness.systems import broker_profile
+
+    profile = broker_profile(Profile(message_delay_level="1s 2s", flush_delay_offset_interval_ms=500, max_message_size=1024))
     four = cfg.broker_config(Distribution("rocketmq:4.9.7", "4.9.7", tmp_path), profile, ports, layout)
     five = cfg.broker_config(Distribution("rocketmq:5.5.0", "5.5.0", tmp_path), profile, ports, layout)
     assert four["messageDelayLevel"] == "1s 2s" and four["flushDelayOffsetInterval"] == "500"

@@ -7,7 +7,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from reference.persistence import next_flush_ms, scheduler_duplicate_allowed
-from reference.timer import rounded_deliver_ms, timer_ruling
+from reference.limits import body_refusal
+from reference.timer import TimerRequest, java_long, rounded_deliver_ms, send_ruling, timer_ruling
 from reference.windows import Outage, broker_outages, corrected_deliver_ms, window
 
 T0 = 1_763_800_000_000
@@ -73,11 +74,50 @@ def test_timer_rounding_is_never_late_and_at_most_one_precision_early(deliver_at
 
 
 def test_timer_rules_level_wins_past_is_immediate_too_far_is_illegal():
-    assert not timer_ruling(T0 + 5000, 2, T0, 1000, 259_200).timer
-    assert not timer_ruling(T0 - 1, 0, T0, 1000, 259_200).timer
-    assert not timer_ruling(T0 + 259_200_001, 0, T0, 1000, 259_200).accepted
-    ok = timer_ruling(T0 + 259_200_000, 0, T0, 1000, 259_200)
+    assert not timer_ruling(TimerRequest(T0 + 5000), 2, T0, 1000, 259_200).timer
+    assert not timer_ruling(TimerRequest(T0 - 1), 0, T0, 1000, 259_200).timer
+    assert not timer_ruling(TimerRequest(T0 + 259_200_001), 0, T0, 1000, 259_200).accepted
+    ok = timer_ruling(TimerRequest(T0 + 259_200_000), 0, T0, 1000, 259_200)
     assert ok.accepted and ok.timer and ok.deliver_ms == T0 + 259_199_000
+
+
+def test_timer_apis_count_from_the_brokers_clock_and_wrap_as_java_longs():
+    """HookUtils.transformTimerMessage: TIMER_DELAY_SEC wins, then TIMER_DELAY_MS; a delay at
+    timerMaxDelaySec exactly is taken, one unit more refused; a product or sum beyond a Java long
+    wraps into the past and is delivered at once."""
+    long_max = 2**63 - 1
+    assert timer_ruling(TimerRequest(delay_sec=8), 0, T0, 1000, 8).accepted
+    assert not timer_ruling(TimerRequest(delay_sec=9), 0, T0, 1000, 8).accepted
+    assert timer_ruling(TimerRequest(delay_ms=8000), 0, T0, 1000, 8).accepted
+    assert not timer_ruling(TimerRequest(delay_ms=8001), 0, T0, 1000, 8).accepted
+    for wraps in (TimerRequest(delay_sec=long_max), TimerRequest(delay_sec=long_max // 1000), TimerRequest(delay_ms=long_max)):
+        r = timer_ruling(wraps, 0, T0, 1000, 8)
+        assert r.accepted and not r.timer and r.deliver_ms == T0, wraps
+    wins = timer_ruling(TimerRequest(long_max, delay_sec=2, delay_ms=long_max), 0, T0, 1000, 8)
+    assert wins.accepted and wins.timer and wins.deliver_ms == T0 + 1000
+    assert java_long(long_max + 1) == -(2**63)
+
+
+@given(st.integers(0, 5000), st.integers(-20_000, 20_000))
+def test_a_send_is_refused_only_when_refused_wherever_the_brokers_clock_stood(rtt, ahead):
+    """The broker's clock at a send's arrival lies between born and ts: the model refuses only
+    what every reading refuses, and its due window holds the due time of every reading."""
+    born, ts = T0, T0 + rtt
+    req = TimerRequest(born + ahead)
+    ruling = send_ruling(req, 0, born, ts, 1000, 8)
+    for now in (born, (born + ts) // 2, ts):
+        r = timer_ruling(req, 0, now, 1000, 8)
+        if ruling.refused is not None:
+            assert not r.accepted
+        elif r.accepted:
+            assert ruling.earliest_ms <= r.deliver_ms <= ruling.latest_ms
+
+
+def test_bodies_at_the_limits():
+    """Validators.checkMessage and MessageExtEncoder.encode: empty and above the client's limit
+    refused by the client; above the broker's maxMessageSize refused; at it, stored."""
+    assert body_refusal(0, 1024) and body_refusal(1025, 1024) and body_refusal(2**22 + 1, 2**23)
+    assert body_refusal(1, 1024) is None and body_refusal(1024, 1024) is None
 
 
 @given(ms, ms, st.integers(1, 100_000))

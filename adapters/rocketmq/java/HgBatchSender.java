@@ -7,6 +7,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.zip.CRC32;
 
+import org.apache.rocketmq.client.exception.MQBrokerException;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.message.Message;
@@ -16,7 +18,8 @@ import org.apache.rocketmq.common.message.MessageAccessor;
  * Hourglass's send loop, in Java so a batch costs one call from Python (JPype) instead of a
  * handful per message. Each message is sent once (the producer's own retries are off) and its
  * outcome is one tab-separated line: status, ts_ms (when send returned), born_ms, msg_id,
- * body_crc, error. status: SEND_OK; FAILED (certainly not stored); UNKNOWN (timed out or the
+ * body_crc, broker, response code (a FAILED send: the code the broker answered, or the client's own
+ * check; empty when there was none), error. status: SEND_OK; FAILED (certainly not stored); UNKNOWN (timed out or the
  * request may have reached the broker).
  */
 public final class HgBatchSender {
@@ -46,9 +49,10 @@ public final class HgBatchSender {
     }
 
     /** bodies is every body concatenated; bodyLengths splits it. level 0 = not delayed;
-     * deliverAtMs below 0 = no timer; an empty plan = no HG_PLAN property. */
+     * timers[i] is the message's timer properties, NAME=value lines (empty: no timer; the values
+     * as given, edges of a Java long included); an empty plan = no HG_PLAN property. */
     public String[] sendBatch(String[] topics, String[] keys, byte[] bodies, int[] bodyLengths, int[] levels,
-                              long[] deliverAtMs, String[] plans, long timeoutMs) throws Exception {
+                              String[] timers, String[] plans, long timeoutMs) throws Exception {
         int n = topics.length;
         Message[] msgs = new Message[n];
         long[] crcs = new long[n];
@@ -64,8 +68,11 @@ public final class HgBatchSender {
             if (levels[i] != 0) {
                 m.setDelayTimeLevel(levels[i]);
             }
-            if (deliverAtMs[i] >= 0) {
-                MessageAccessor.putProperty(m, "TIMER_DELIVER_MS", Long.toString(deliverAtMs[i]));
+            if (timers[i] != null && !timers[i].isEmpty()) {
+                for (String prop : timers[i].split("\n")) {
+                    int eq = prop.indexOf('=');
+                    MessageAccessor.putProperty(m, prop.substring(0, eq), prop.substring(eq + 1));
+                }
             }
             if (plans[i] != null && !plans[i].isEmpty()) {
                 m.putUserProperty("HG_PLAN", plans[i]);
@@ -97,11 +104,12 @@ public final class HgBatchSender {
             String status = r.getSendStatus().name();
             boolean ok = "SEND_OK".equals(status);
             String broker = r.getMessageQueue() == null ? "" : r.getMessageQueue().getBrokerName();
-            return line(ok ? "SEND_OK" : "UNKNOWN", System.currentTimeMillis(), born, r.getMsgId(), crc, broker,
+            return line(ok ? "SEND_OK" : "UNKNOWN", System.currentTimeMillis(), born, r.getMsgId(), crc, broker, "",
                 ok ? "" : "broker answered " + status);
         } catch (Throwable e) {
             long now = System.currentTimeMillis();
-            return line(unknown(e) ? "UNKNOWN" : "FAILED", now, born, "", crc, "", e.getClass().getName() + ": " + e.getMessage());
+            return line(unknown(e) ? "UNKNOWN" : "FAILED", now, born, "", crc, "", responseCode(e),
+                e.getClass().getName() + ": " + e.getMessage());
         }
     }
 
@@ -116,9 +124,24 @@ public final class HgBatchSender {
         return false;
     }
 
-    private static String line(String status, long ts, long born, String msgId, long crc, String broker, String error) {
+    /** The response code a refusal carried: the broker's answer, or the client's own check
+     * (Validators.checkMessage throws MQClientException with ResponseCode.MESSAGE_ILLEGAL). */
+    private static String responseCode(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof MQBrokerException) {
+                return Integer.toString(((MQBrokerException) c).getResponseCode());
+            }
+            if (c instanceof MQClientException && ((MQClientException) c).getResponseCode() > 0) {
+                return Integer.toString(((MQClientException) c).getResponseCode());
+            }
+        }
+        return "";
+    }
+
+    private static String line(String status, long ts, long born, String msgId, long crc, String broker, String code,
+                               String error) {
         String err = error == null ? "" : error.replace('\t', ' ').replace('\n', ' ');
         return status + "\t" + ts + "\t" + born + "\t" + (msgId == null ? "" : msgId) + "\t" + crc + "\t"
-            + (broker == null ? "" : broker) + "\t" + err;
+            + (broker == null ? "" : broker) + "\t" + code + "\t" + err;
     }
 }

@@ -163,6 +163,24 @@ def timer_too_far() -> RunBuilder:
     return RunBuilder("timer-too-far").send("far", 0, deliver_at_ms=T0 + 4 * 86_400_000).send("x", 10).deliver("x", 20)
 
 
+def refused_accepted() -> RunBuilder:
+    """A 64-byte body the broker refused as MESSAGE_ILLEGAL (13): a correct broker takes it."""
+    return RunBuilder("refused-accepted").send("ok-body", 0, status="FAILED", body_size=64, response_code=13).send("x", 10).deliver("x", 20)
+
+
+def refused_expected() -> RunBuilder:
+    """An empty body the client refused (MESSAGE_ILLEGAL), as the model expects; and a send that
+    failed for another reason (no answer code): neither is a violation."""
+    return (RunBuilder("refused-expected").send("empty", 0, status="FAILED", body_size=0, response_code=13)
+            .send("down", 5, status="FAILED", body_size=64).send("x", 10).deliver("x", 20))
+
+
+def timer_delay_sec() -> RunBuilder:
+    """TIMER_DELAY_SEC 3 counts from the broker's clock at arrival (between born and the answer):
+    due at 3 s rounded down, never before born + 2 s."""
+    return RunBuilder("timer-delay-sec").send("ts", 0, delay_time_sec=3).deliver("ts", 2600)
+
+
 def _orderly(run_id: str, b_at: int) -> RunBuilder:
     """An orderly group (suspend 1000 ms) whose queue holds A then B: A answers LATER at 20 and is
     consumed again (its stored copy) at 1030; B, behind it, is first delivered at ``b_at``."""
@@ -185,4 +203,4 @@ ALL = [clean_mix, lost, pending_at_end, unknown_sends, early, early_clamped, lat
        level_order_broken, level_order_kept, level_order_unknown_stored_late, retry_gap, retry_after_ok, dlq_kept, dlq_wrong_message, dlq_twice,
        consumer_duplicate, consumer_redelivery_after_crash, scheduler_duplicate, reversed_arrival_allowed,
        reversed_arrival_persisted, integrity_topic, integrity_body,
-       integrity_unknown_key, timer_kept, timer_too_far, queue_order_kept, queue_order_broken]
+       integrity_unknown_key, timer_kept, timer_too_far, refused_accepted, refused_expected, timer_delay_sec, queue_order_kept, queue_order_broken]

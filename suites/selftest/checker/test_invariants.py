@@ -206,4 +206,17 @@ def test_timer_messages(verdicts):
     assert only_failure(v) == "INTEGRITY"
     e = example(v, "INTEGRITY")
     assert e["key"] == "far" and "must refuse" in e["explanation"]
+    v = verdicts["timer-delay-sec"]
+    assert v["passed"] is True and v["invariants"]["NOT_EARLY"]["checked"] == 1
+
+
+def test_a_send_refused_as_illegal_is_judged_against_the_model(verdicts):
+    """reference.limits: a send the broker (or the client's own check) refused as MESSAGE_ILLEGAL
+    is a violation when a correct broker takes it, and checked when the model refuses it too."""
+    v = verdicts["refused-accepted"]
+    assert only_failure(v) == "INTEGRITY"
+    e = example(v, "INTEGRITY")
+    assert e["key"] == "ok-body" and "refused (MESSAGE_ILLEGAL), but a correct broker takes it" in e["explanation"]
+    v = verdicts["refused-expected"]
+    assert v["passed"] is True and v["invariants"]["INTEGRITY"]["checked"] >= 2
     assert v["invariants"]["NO_LOSS"]["checked"] == 1  # the refused send is not expected anywhere

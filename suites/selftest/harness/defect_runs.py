@@ -19,6 +19,10 @@ PERSISTENCE_DEFECTS = [
 ]
 
 
+#: the defects of the 5.x timer store across a stop (caught by the timer suite)
+TIMER_DEFECTS = [Defect.TIMER_CHECKPOINT_IGNORED, Defect.TIMER_LOST_ON_KILL]
+
+
 def verdicts_by_defect(scenarios, defects, out: Path, clean_too=()) -> dict:
     """``clean_too``: more scenarios for the clean simulator only (after ``scenarios``)."""
     from reports.check import check_runs
@@ -44,3 +48,12 @@ def run_on_simulator(tmp_path: Path, scenario, defects=()):
         return ScenarioRun(scenario, system, tmp_path / run_id, run_id).execute()
     finally:
         system.teardown()
+
+
+def assert_caught_twice(defect, verdicts: list[dict], suite: str) -> None:
+    """At least two of ``suite``'s scenarios failed the invariant that names ``defect``."""
+    from harness.verdicts import describe
+
+    caught = [v["run_id"] for v in verdicts if v["invariants"][defect.invariant]["passed"] is False]
+    assert len(caught) >= 2, (f"{len(caught)} {suite} scenario(s) failed {defect.invariant} with {defect.slug} "
+                              f"injected ({caught}):\n" + "\n".join(describe(v) for v in verdicts))

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import threading
 import time
-from types import SimpleNamespace
 
 import pytest
 
-from harness.runner import ScenarioRun
+from harness.runner import read_dlq_until_owed
 from reference.network import SEND_BACK_FAILS_AFTER_MS
 from reference.retry import DLQ_ROUTABLE_WITHIN_MS
 
@@ -45,8 +44,7 @@ def _read(monkeypatch, routable_ms, owed):
     clock = _Clock()
     monkeypatch.setattr(time, "sleep", lambda s: pytest.fail("waited on the wall clock, not the system's"))
     broker = _Broker(clock, routable_ms)
-    me = SimpleNamespace(system=SimpleNamespace(clock=clock), _cancel=threading.Event())
-    records = ScenarioRun._read_dlq(me, broker, "g", owed if owed is None else (owed, clock.ms - 1_000))
+    records = read_dlq_until_owed(broker, clock, threading.Event(), "g", owed if owed is None else (owed, clock.ms - 1_000))
     return records, broker.reads, clock.ms - 1_000_000
 
 
@@ -64,3 +62,24 @@ def test_a_dlq_that_never_holds_what_is_owed_is_given_up_on_when_a_correct_broke
 def test_a_dlq_owed_nothing_or_holding_what_is_owed_is_read_once(monkeypatch):
     assert _read(monkeypatch, None, None)[1:] == (1, 0)
     assert _read(monkeypatch, 0, {"k1"})[1:] == (1, 0)
+
+
+def test_a_dlq_the_harness_could_not_read_makes_the_run_broken_not_a_loss(tmp_path, monkeypatch):
+    """Found on 5.5.0 (its client refused the harness's DLQ reader, named after a 120-character
+    group): the run was judged, and the entries it could not read were NO_LOSS and DLQ_ROUTING
+    violations. An unread DLQ is the harness's blind spot: the run is broken, with why."""
+    import json
+
+    from adapters.simulated.system import SimulatedSystem
+    from harness.scenario import ConsumerGroup, Message, Scenario
+    from suites.selftest.harness.defect_runs import run_on_simulator
+
+    def refuse(self, group):
+        raise RuntimeError(f"the specified group[{group}] is longer than group max length")
+
+    monkeypatch.setattr(SimulatedSystem, "read_dlq", refuse)
+    sc = Scenario("dlq-unread", (Message("d", "T", plan=("LATER", "LATER")),),
+                  (ConsumerGroup("cg-unread", ("T",), max_reconsume_times=1),))
+    result = run_on_simulator(tmp_path, sc)
+    run = json.loads((result.run_dir / "run.json").read_text())
+    assert "reading the DLQ of cg-unread failed" in run["error"] and "group max length" in run["error"]

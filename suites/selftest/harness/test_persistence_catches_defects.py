@@ -11,8 +11,8 @@ import pytest
 
 from harness.scenario import validate_scenario
 from harness.summary import scenario_wait_ms
-from harness.verdicts import assert_conforms, describe
-from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, verdicts_by_defect
+from harness.verdicts import assert_conforms
+from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, assert_caught_twice, verdicts_by_defect
 from reference.persistence_axes import AXES
 from harness.catalogue.pairwise import all_pairs, pairs_of
 from suites.persistence.scenarios import FULL, FULL_ASYNC, FULL_COORDINATES, SHORT
@@ -52,7 +52,16 @@ def test_clean_simulator_conforms_on_every_persistence_scenario(verdicts_by_syst
 
 @pytest.mark.parametrize("defect", PERSISTENCE_DEFECTS, ids=lambda d: d.slug)
 def test_persistence_suite_catches_the_defect_twice(defect, verdicts_by_system):
-    verdicts = verdicts_by_system[defect]
-    caught = [v["run_id"] for v in verdicts if v["invariants"][defect.invariant]["passed"] is False]
-    assert len(caught) >= 2, (f"{len(caught)} persistence scenario(s) failed {defect.invariant} with {defect.slug} "
-                              f"injected ({caught}):\n" + "\n".join(describe(v) for v in verdicts))
+    assert_caught_twice(defect, verdicts_by_system[defect], "persistence")
+
+
+def test_every_observed_flush_is_judged_so_a_stale_persist_fails_whatever_the_stop(verdicts_by_system):
+    """Issue 21 item 6: a broker that persists an offset not covering the re-puts it completed
+    (4.9.3's REPUT_OFFSET_FROM_TASK_START) fails OFFSET_PERSISTENCE at the flush itself
+    (reference.persistence.flush_covers_reputs), in scenarios of every stop kind — the verdict no
+    longer depends on where a kill fell relative to the flushes."""
+    from adapters.simulated.defects import Defect
+
+    verdicts = verdicts_by_system[Defect.REPUT_OFFSET_FROM_TASK_START]
+    caught = {v["run_id"].split("-")[3] for v in verdicts if v["invariants"]["OFFSET_PERSISTENCE"]["passed"] is False}
+    assert caught >= {"graceful", "kill9", "pausekill"}, caught

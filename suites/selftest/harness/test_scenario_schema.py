@@ -120,6 +120,13 @@ BAD = [
     ("second-broker-without-cluster", _raw(faults=[{"at_ms": 10, "action": "kill", "target": "broker-2"}]),
      "faults[0].target", "broker-2"),
     ("timer-without-requires", _raw(messages=[{"key": "a", "topic": "T", "deliver_after_ms": 1500}]), "requires", []),
+    ("delay-sec-without-requires", _raw(messages=[{"key": "a", "topic": "T", "delay_time_sec": 2}]), "requires", []),
+    ("delay-sec-beyond-a-long", _raw(messages=[{"key": "a", "topic": "T", "delay_time_sec": 2**63}], requires=["timer"]),
+     "messages[0].delay_time_sec", 2**63),
+    ("negative-body", _raw(messages=_msgs({"key": "d", "topic": "T", "body_size": -1})), "messages[3].body_size", -1),
+    ("topic-beyond-its-limit", _raw(messages=[{"key": "a", "topic": "T" * 128}], consumers=[{"group": "g", "topics": ["T" * 128]}]),
+     "messages[0].topic", "T" * 128),
+    ("precision-the-timer-snaps", _raw(profile={"timer_precision_ms": 300}), "profile.timer_precision_ms", 300),
     # times: within MAX_SCENARIO_MS of the start, each field and what they add up to (2^40 hung a batch)
     ("message-in-years", _raw(messages=_msgs({"key": "d", "topic": "T", "at_ms": 2**40})), "messages[3].at_ms", 2**40),
     ("fault-in-years", _raw(faults=[{"at_ms": 2**40, "action": "kill_restart"}]), "faults[0].at_ms", 2**40),
@@ -172,7 +179,7 @@ def test_unknown_field_lists_the_allowed_ones():
     with pytest.raises(ScenarioError) as e:
         scenario_from_json(_raw(messages=_msgs({"key": "d", "topic": "T", "delay": 2})), "my.json")
     assert str(e.value) == ("my.json: field 'messages[3].delay': expected no such field (allowed: key, topic, "
-                            "at_ms, delay_level, deliver_after_ms, body_size, plan), found 2")
+                            "at_ms, delay_level, deliver_after_ms, deliver_time_ms, delay_time_sec, delay_time_ms, body_size, plan), found 2")
 
 
 def test_levels_out_of_the_table_are_legal_conformance_input():
@@ -265,3 +272,24 @@ def test_a_schedule_a_broker_can_follow_is_kept():
     ok = [{"at_ms": 10, "action": "stop"}, {"at_ms": 2000, "action": "start", "after": {"event": "previous"}},
           {"at_ms": 500, "action": "restart", "after": {"event": "ready"}}, {"at_ms": 3000, "action": "kill_restart"}]
     assert len(scenario_from_json(_raw(faults=ok)).faults) == 4
+
+
+def test_a_shared_brokers_prefix_keeps_a_name_at_its_limit():
+    """A scenario at the limits shares a broker too: the prefix replaces the head of a topic at 127
+    characters and of a group at the longest whose retry topic is valid (reference.limits), so the
+    names stay at the limit and unique; a short name just gets the prefix."""
+    from harness.catalogue.limits import name_lengths
+    from reference.limits import RETRY_GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH
+    from reference.rundir import consumer_name
+
+    sc = name_lengths()
+    shared = sc.with_prefix("limits-name-lengths_")
+    assert {len(m.topic) for m in shared.messages} == {TOPIC_MAX_LENGTH}
+    assert shared.messages[0].topic.startswith("limits-name-lengths_")
+    assert len(shared.consumers[0].group) == RETRY_GROUP_MAX_LENGTH and shared.consumers[0].group.startswith("limits-name")
+    assert shared.consumers[0].topics == (shared.messages[0].topic,)
+    short = scenario_from_json(_raw()).with_prefix("p_")
+    assert all(m.topic.startswith("p_") for m in short.messages)
+    # a consumer's name (its events file) stays short enough for a file name, and tells groups apart
+    a, b = consumer_name("g" * 255, 0), consumer_name("g" * 254 + "h", 0)
+    assert len(a) < 120 and a != b and consumer_name("cg", 3) == "cg-3"

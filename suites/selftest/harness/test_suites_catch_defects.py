@@ -17,7 +17,7 @@ from harness.verdicts import assert_conforms, describe
 from adapters.simulated.system import SIMULATED_CLUSTERS
 from harness.catalogue.chaos import NIGHTLY
 from harness.catalogue.conformance import CONFORMANCE
-from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, verdicts_by_defect
+from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, TIMER_DEFECTS, verdicts_by_defect
 
 DEFECTS = list(Defect)
 
@@ -45,4 +45,7 @@ def test_suites_catch_the_defect(defect, verdicts_by_system):
     if not caught and defect in PERSISTENCE_DEFECTS:
         pytest.skip(f"{defect.slug}: not reached by conformance or chaos; caught by the persistence suite "
                     "(test_persistence_catches_defects)")
+    if not caught and defect in TIMER_DEFECTS:
+        pytest.skip(f"{defect.slug}: not reached by conformance or chaos; caught by the timer suite "
+                    "(test_timer_catches_defects)")
     assert caught, f"no suite scenario failed {defect.invariant} with {defect.slug} injected:\n" + "\n".join(describe(v) for v in verdicts)

@@ -53,6 +53,13 @@ def exposing(defect: Defect) -> tuple[list[Send], list[Fault], dict]:
         # re-puts before a graceful restart (rewound: repeated), messages waiting across it (lost)
         late = [Send(2600 + i * 10, f"w{i}", delay_level=5) for i in range(5)]
         return steady + late, [Fault(3000, "stop"), Fault(4000, "start")], {}
+    if defect is Defect.TIMER_CHECKPOINT_IGNORED:
+        # timers put 1-4 s in, a kill long after the checkpoint covered them
+        sends = [Send(i * 100, f"tc{i}", deliver_after_ms=1000 + i * 150) for i in range(20)]
+        return sends, [Fault(12_000, "kill"), Fault(13_000, "start")], {}
+    if defect is Defect.TIMER_LOST_ON_KILL:
+        sends = [Send(i * 50, f"tl{i}", deliver_after_ms=8000) for i in range(10)]
+        return sends, [Fault(2000, "kill"), Fault(3000, "start")], {}
     if defect is Defect.DUPLICATE_AFTER_GRACEFUL_RESTART:
         # re-puts between the first periodic flush (10 s after start) and a graceful stop
         sends = [Send(9000 + i * 50, f"g{i}", delay_level=1) for i in range(20)]
