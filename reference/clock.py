@@ -224,15 +224,26 @@ class BrokerClock:
         if no moment fits (a reading inside a change's settling), the reading less the offset in
         force at ``before_ms``, capped at ``before_ms``. Within a drift the clock increases, so
         each segment reads a time at one moment (:meth:`Step.true_of`)."""
-        best = None
+        fits = self.true_candidates(broker_ms, before_ms)
+        return max(fits) if fits else min(before_ms, broker_ms - self.offset_at(before_ms, True))
+
+    def true_candidates(self, broker_ms: int, before_ms: int) -> list[int]:
+        """Every true moment no later than ``before_ms`` at which the broker's clock read
+        ``broker_ms`` (a step back makes a reading come twice: :meth:`true_ms` takes the later, so
+        nothing is judged early; an ON_TIME judgement of such a reading takes the earlier, so nothing
+        is judged late on a guess)."""
+        out = []
         for late in (False, True):
             for lo, hi, change in self._segments(late):
                 t = change.true_of(broker_ms) if change else broker_ms
                 if lo <= t <= hi and t <= before_ms:  # a reading at a change's moment: either side
-                    best = t if best is None else max(best, t)
-        if best is None:
-            best = min(before_ms, broker_ms - self.offset_at(before_ms, True))
-        return best
+                    out.append(t)
+        return out
+
+    def earliest_true_ms(self, true_ms: int, before_ms: int) -> int:
+        """The earliest moment the broker's reading at ``true_ms`` (as :meth:`true_ms` chose it) may
+        have been taken at (itself when the reading is not ambiguous)."""
+        return min([true_ms] + self.true_candidates(self.broker_ms(true_ms, True), before_ms))
 
 
 def on_true_clock(events: list[Mapping]) -> list[Mapping]:

@@ -75,6 +75,7 @@ class ExpectedAttempt:
     deliver_at_ms: int | None = None  # timer messages: the requested deliver time
     expected_rejection: str | None = None  # the broker must refuse this send (e.g. timer too far ahead)
     send_refused: str | None = None  # the send was refused as illegal input (reference.limits: its answer code's name)
+    timer_slot_ms: int | None = None  # attempt 0 of a 5.x timer message parked in the wheel: its slot (reference.timer)
 
 
 #: What a ``send`` event's key must be: the error of a key sent twice names it (the checker finds its lines).
@@ -98,10 +99,11 @@ def _send_where(key) -> str:
     return f"events: send of key {key!r}"
 
 
-def _first_attempt(send: Mapping, profile: Profile, key) -> tuple[int, int, bool, int, int, int, int | None, str | None]:
+def _first_attempt(send: Mapping, profile: Profile, key) -> tuple[int, int, bool, int, int, int, int | None, str | None, int | None]:
     """CommitLog.asyncPutMessage + ScheduleMessageService.computeDeliverTimestamp (4.9.x),
     HookUtils.transformTimerMessage (5.x): requested level, level, clamped, delay, earliest, due
-    anchor for ON_TIME, deliver_at, rejection of the first attempt."""
+    anchor for ON_TIME, deliver_at, rejection of the first attempt, and the slot a timer message is
+    parked until (None: not parked in the wheel)."""
     born = send.get("born_ms")
     ts = send["ts_ms"]
     if born is None:
@@ -117,12 +119,13 @@ def _first_attempt(send: Mapping, profile: Profile, key) -> tuple[int, int, bool
     if requested > 0 or not timer.is_timer:
         level = table.clamp(requested)
         delay = table.delays_ms[level - 1] if level else 0
-        return requested, level, level != requested and requested > 0, delay, born + delay, ts + delay, deliver_at, rejection
+        return requested, level, level != requested and requested > 0, delay, born + delay, ts + delay, deliver_at, rejection, None
     # a timer message (no level): due at the rounded deliver time, or at once when it is past; the
     # broker's clock at its arrival lies between the send and its answer
     ruling = send_ruling(timer, 0, born, ts, profile.timer_precision_ms, profile.timer_max_delay_sec)
     delay = max(0, ruling.earliest_ms - born)
-    return 0, 0, False, delay, born + delay, max(ruling.latest_ms, ts), deliver_at, rejection or ruling.refused
+    slot = ruling.earliest_ms if ruling.timer else None  # parked, maybe in a slot already due (deliverMs > now, rounded down)
+    return 0, 0, False, delay, born + delay, max(ruling.latest_ms, ts), deliver_at, rejection or ruling.refused, slot
 
 
 def _on_broker_clock(clock: BrokerClock, stored_lo: int, stored_hi: int, delay: int, timer_due: int | None,
@@ -375,7 +378,7 @@ def _first_window(w: _Windows, key: str, send: Mapping) -> tuple:
     by, deliver_at, rejection (the same in every group)."""
     profile = w.profile
     born = send.get("born_ms")
-    requested, level, clamped, delay, earliest, due_on_time, deliver_at, rejection = _first_attempt(send, profile, key)
+    requested, level, clamped, delay, earliest, due_on_time, deliver_at, rejection, slot = _first_attempt(send, profile, key)
     anchor0 = send["ts_ms"]
     stored_from = born if born is not None else anchor0
     widened = None
@@ -388,7 +391,7 @@ def _first_window(w: _Windows, key: str, send: Mapping) -> tuple:
     if send["status"] == "UNKNOWN" and latest is not None and w.unknown_outages:
         latest, widened = _unknown_send_latest(stored_from, anchor0, delay, latest, widened, w.unknown_outages,
                                                profile.slack_ms, profile.first_delay_ms)
-    return requested, level, clamped, delay, earliest, latest, widened, deliver_at, rejection
+    return requested, level, clamped, delay, earliest, latest, widened, deliver_at, rejection, slot
 
 
 def _orderly_window(w: _Windows, seen: _Observed, key: str, group: str | None, k: int, suspend: int) -> tuple:
@@ -467,14 +470,15 @@ def _retry_window(w: _Windows, seen: _Observed, key: str, group: str | None, k: 
 def _group_rows(w: _Windows, seen: _Observed, run_id: str, key: str, send: Mapping, first: tuple, group: str | None,
                 outcome) -> list[tuple]:
     """The expected rows of one message in one consumer group: attempt 0, then each retry its plan leads to."""
-    requested, level, clamped, delay, earliest, latest, widened, deliver_at, rejection = first
+    requested, level, clamped, delay, earliest, latest, widened, deliver_at, rejection, slot = first
     last, final_state, topic, status, born = outcome.last_attempt, outcome.final_state, send["topic"], send["status"], send.get("born_ms")
     rows = [_row({"run_id": run_id, "key": key, "attempt": 0, "topic": topic, "queue_topic": None, "send_status": status,
                   "requested_level": requested, "level": level, "clamped": clamped, "delay_ms": delay, "earliest_ms": earliest,
                   "latest_ms": latest, "widened_by": widened, "final": last == 0, "final_state": final_state, "group": group,
                   "anchor_ms": send["ts_ms"], "local_earliest_ms": None, "local_latest_ms": None, "born_ms": born,
                   "deliver_at_ms": deliver_at, "expected_rejection": rejection,
-                  "send_refused": refusal_name(send.get("response_code")) if status == "FAILED" else None})]
+                  "send_refused": refusal_name(send.get("response_code")) if status == "FAILED" else None,
+                  "timer_slot_ms": slot})]
     suspend = w.profile.suspend_ms_of(group)
     retry_queue = None if suspend is not None else RETRY_PREFIX + (group if group is not None else "*")
     for k in range(1, last + 1):
@@ -492,7 +496,8 @@ def _group_rows(w: _Windows, seen: _Observed, run_id: str, key: str, send: Mappi
                           "clamped": r_level != r_requested, "delay_ms": r_delay, "earliest_ms": r_earliest,
                           "latest_ms": r_latest, "widened_by": r_widened, "final": last == k, "final_state": final_state,
                           "group": group, "anchor_ms": anchor, "local_earliest_ms": l_earliest, "local_latest_ms": l_latest,
-                          "born_ms": born, "deliver_at_ms": deliver_at, "expected_rejection": None, "send_refused": None}))
+                          "born_ms": born, "deliver_at_ms": deliver_at, "expected_rejection": None, "send_refused": None,
+                          "timer_slot_ms": None}))
     return rows
 
 
@@ -525,16 +530,14 @@ def sent_back_copies(previous_attempt: Iterable[Mapping], faults: Iterable[Mappi
     return len(laters) + sum(1 for d in laters if repeats(d["ts_ms"], d.get("group"), d.get("key")))
 
 
-_I_LEVEL, _I_DELAY, _I_EARLIEST = (EXPECTED_COLUMNS.index(c) for c in ("level", "delay_ms", "earliest_ms"))
+_I_SLOT = EXPECTED_COLUMNS.index("timer_slot_ms")
 
 
 def timer_slot_ms(row: tuple | None, attempt: int) -> int | None:
     """The slot a 5.x timer message was parked until (HookUtils.transformTimerMessage), from its
-    expected row (a :data:`EXPECTED_COLUMNS` tuple): attempt 0 of a message with no delay level and
-    a delay; None for anything else (a retry, a delay-level message, a timer already due)."""
-    if row is None or attempt != 0 or row[_I_LEVEL] != 0 or not row[_I_DELAY]:
-        return None
-    return row[_I_EARLIEST]
+    expected row (a :data:`EXPECTED_COLUMNS` tuple); None for anything else (a retry, a delay-level
+    message, a deliver time not in the future: stored in its topic at once)."""
+    return row[_I_SLOT] if row is not None and attempt == 0 else None
 
 
 def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, second: Mapping,

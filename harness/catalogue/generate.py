@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from harness.scenario import ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
 from reference.cluster import SINGLE
-from reference.contract import ASYNC_DELIVER
+from reference.contract import ASYNC_DELIVER, TIMER
 from reference.levels import parse_level_table
+from reference.limits import body_refusal
 from reference.modes import BROADCASTING, CONCURRENTLY, ORDERLY
 from reference.orderly import dlq_wait_ms
 from reference.plans import LATER, is_later, later_word
@@ -35,21 +36,45 @@ plans = st.one_of(
 )
 
 
+#: the generated profile's timerMaxDelaySec and maxMessageSize: their edges are seconds and kilobytes away
+GENERATED_MAX_DELAY_SEC = 12
+GENERATED_MAX_SIZE = 8 * 1024
+#: delay levels, at the table's and a Java int's edges too (reference.limits)
+_LEVELS = (0, 1, 2, 3, 4, 5, 6, 7, 9, -1, 2**31 - 1)
+#: a timer message through each client API (reference.timer), near now, in the past, at and beyond
+#: timerMaxDelaySec, at a Java long's edge
+_TIMERS = st.one_of(
+    st.integers(-2_000, 9_000).map(lambda v: {"deliver_after_ms": v}),
+    st.sampled_from((0, 1, 3, GENERATED_MAX_DELAY_SEC, GENERATED_MAX_DELAY_SEC + 1, 2**63 - 1)).map(lambda v: {"delay_time_sec": v}),
+    st.sampled_from((500, 2_500, GENERATED_MAX_DELAY_SEC * 1000, GENERATED_MAX_DELAY_SEC * 1000 + 1, -(2**63))).map(
+        lambda v: {"delay_time_ms": v}),
+)
+#: bodies, at the edges of the client's and the generated broker's limits now and then
+_BODIES = st.one_of(st.integers(1, 512), st.sampled_from((0, 1, GENERATED_MAX_SIZE, GENERATED_MAX_SIZE + 1)))
+
+
 @st.composite
-def messages(draw, max_messages: int = 25, span_ms: int = 6_000):
+def messages(draw, max_messages: int = 25, span_ms: int = 6_000, timers: bool = False):
+    """A workload; with ``timers``, some of it 5.x timer messages, among them now and then a
+    backlog falling due in one slot."""
     n = draw(st.integers(1, max_messages))
     out = []
     for i in range(n):
+        timer = draw(st.one_of(st.none(), st.none(), _TIMERS)) if timers else None
         out.append(
             Message(
                 key=f"g{i:03d}",
                 topic=TOPIC,
                 at_ms=draw(st.integers(0, span_ms)),
-                delay_level=draw(st.sampled_from((0, 1, 2, 3, 4, 5, 6, 9))),
-                body_size=draw(st.integers(1, 512)),
+                delay_level=0 if timer else draw(st.sampled_from(_LEVELS)),
+                body_size=draw(_BODIES),
                 plan=draw(plans),
+                **(timer or {}),
             )
         )
+    if timers and draw(st.booleans()):  # a backlog in one slot: sent together, due together
+        at, after = draw(st.integers(0, span_ms)), draw(st.integers(2_000, 8_000))
+        out += [Message(f"s{i:03d}", TOPIC, at_ms=at, deliver_after_ms=after) for i in range(draw(st.integers(5, 30)))]
     return tuple(sorted(out, key=lambda m: m.at_ms))
 
 
@@ -64,13 +89,15 @@ _MACHINE_FAULTS = (("disk_full", "broker"), ("partition", "broker"), ("loss", "b
 
 
 @st.composite
-def fault_schedules(draw, span_ms: int = 12_000, max_faults: int = 3, levels: tuple[int, ...] = (), cluster: str = SINGLE):
+def fault_schedules(draw, span_ms: int = 12_000, max_faults: int = 3, levels: tuple[int, ...] = (), cluster: str = SINGLE,
+                    timers: bool = False):
     """Fault steps timed from the start of the run, or — as a persistence bug needs — from what the
     broker did: the first step from the n-th re-put of a level the workload sends (``levels``: the
     clamped delay levels of the messages, one entry per message), later steps from the broker's
     ``ready`` after a restart, from an offset flush, or from the previous step. A single broker's
     store may fill up, its network be cut or lose packets, its clock step; in a ``cluster``
-    (reference.cluster) the second broker is killed, taken down or frozen instead."""
+    (reference.cluster) the second broker is killed, taken down or frozen instead. With ``timers``,
+    a later step may be timed from the timer checkpoint's flush (``timer_flush``)."""
     steps = []
     t = draw(st.integers(500, 3_000))
     for i in range(draw(st.integers(0, max_faults))):
@@ -96,7 +123,8 @@ def fault_schedules(draw, span_ms: int = 12_000, max_faults: int = 3, levels: tu
             if prev.action in _RESTARTS_BROKER and prev.target == "broker":
                 after, at_ms = FaultAnchor("ready"), draw(st.integers(0, 2_000))
             elif draw(st.booleans()):
-                after, at_ms = FaultAnchor("flush"), draw(st.integers(0, 1_000))
+                event = draw(st.sampled_from(("flush", "timer_flush"))) if timers else "flush"
+                after, at_ms = FaultAnchor(event), draw(st.integers(0, 1_000))
             else:
                 after, at_ms = FaultAnchor("previous"), prev.duration_ms + gap
         loss = draw(st.integers(10, 60)) if action == "loss" else 0
@@ -117,7 +145,8 @@ def chaos_scenarios(draw, name: str = "generated", clusters: tuple[str, ...] = (
     """A generated scenario on one of ``clusters`` (the simulator runs a single broker; real
     brokers any topology: :func:`sample`)."""
     mrt = draw(st.sampled_from((2, 3)))
-    msgs = draw(messages())
+    timers = draw(st.sampled_from((False, False, True)))  # 5.x timer messages (a 4.9.x system skips the scenario)
+    msgs = draw(messages(timers=timers))
     cluster = draw(st.sampled_from(clusters))
     async_deliver = draw(st.booleans())  # the schedule service's asynchronous delivery
     mode = draw(st.sampled_from((CONCURRENTLY, CONCURRENTLY, ORDERLY, BROADCASTING)))  # reference.modes
@@ -139,11 +168,15 @@ def chaos_scenarios(draw, name: str = "generated", clusters: tuple[str, ...] = (
         name=name,
         messages=msgs,
         consumers=(group,),
-        faults=draw(fault_schedules(levels=tuple(_clamped(m.delay_level) for m in msgs if m.delay_level > 0), cluster=cluster)),
+        # a re-put anchors only on what the broker stores (a refused body is never re-put)
+        faults=draw(fault_schedules(levels=tuple(_clamped(m.delay_level) for m in msgs if m.delay_level > 0
+                                                 and body_refusal(m.body_size, GENERATED_MAX_SIZE) is None),
+                                    cluster=cluster, timers=timers)),
         profile=Profile(message_delay_level=GENERATED_LEVELS, max_reconsume_times=mrt,
                         flush_delay_offset_interval_ms=draw(st.sampled_from((1_000, 10_000))), cluster=cluster,
-                        schedule_async_deliver=async_deliver),
-        requires=(ASYNC_DELIVER,) if async_deliver else (),
+                        schedule_async_deliver=async_deliver, timer_max_delay_sec=GENERATED_MAX_DELAY_SEC,
+                        max_message_size=GENERATED_MAX_SIZE),
+        requires=((ASYNC_DELIVER,) if async_deliver else ()) + ((TIMER,) if timers else ()),
         description="generated by harness.catalogue.generate",
         # 4.9.x stores an orderly DLQ copy only after level 3 + count (reference.orderly)
         drain_margin_ms=dlq_wait_ms(mrt, parse_level_table(GENERATED_LEVELS)) + 3_000 if orderly else 3_000,

@@ -164,3 +164,15 @@ def test_scenario_refuses_a_drift_beyond_its_bounds(rate, duration):
     too_fast = dict(raw, faults=[dict(raw["faults"][0], rate_permille=MAX_CLOCK_RATE_PERMILLE + 1)])
     with pytest.raises(ScenarioError, match=r"faults\[0\]\.rate_permille"):
         scenario_from_json(too_fast)
+
+
+def test_a_reading_a_step_back_repeats_is_judged_late_by_its_earliest_moment():
+    """Found by the generated clock chaos: the broker's clock 3003 ms ahead from 2000 to 4000, a
+    plain message stored at 2000 reads 5003, which the clock reads again at 5003 after the step
+    back. true_ms takes the later (nothing judged early), earliest_true_ms the earlier (ON_TIME does
+    not call the copy late on a guess)."""
+    clock = BrokerClock.from_faults([{"action": "clock", "target": "broker", "ts_ms": 2000, "offset_ms": 3003},
+                                     {"action": "clock", "target": "broker", "ts_ms": 4000, "offset_ms": 0}])
+    assert clock.true_ms(5003, 5524) == 5003
+    assert clock.earliest_true_ms(5003, 5524) == 2000
+    assert clock.earliest_true_ms(1500, 1600) == 1500  # not ambiguous: itself
