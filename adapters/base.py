@@ -50,6 +50,7 @@ class BrokerProfile:
     extra: tuple[tuple[str, str], ...] = ()  # further broker.conf key=value pairs
     cluster: str = "single"  # reference.cluster: the brokers the system runs
     schedule_async_deliver: bool = False  # MessageStoreConfig.enableScheduleAsyncDeliver (reference.profile)
+    disk_warning_percent: int | None = None  # rocketmq.broker.diskSpaceWarningLevelRatio (reference.disk)
     #: what the system must be set up for before its broker starts, for the fault steps its
     #: scenarios take (``reference.faults``: each step kind's ``setup``, e.g. ``fillable_store``)
     needs: frozenset[str] = frozenset()

@@ -132,7 +132,7 @@ class FaultDriver:
         if prim.verb is None:
             raise ValueError(f"unknown primitive fault {action!r}")
         self._event(action, target, extra)
-        self.system.perform(action, target, *(extra[a] for a in prim.args))
+        self.system.perform(action, target, *(extra.get(a, 0) for a in prim.args))
         if prim.heals:
             self.open.add((action, target))
         self.open -= {(a, t) for a, t in self.open if t == target and kinds.primitive(a).heals == action}

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from harness.scenario import FaultAnchor, Scenario
 from harness.summary import message_wait_ms
 from reference.levels import parse_level_table
-from reference.profile import BROKER_CONFIG_KEYS
+from reference.profile import BROKER_CONFIG_KEYS, PASSED_THROUGH
 
 #: default budget of one message on a table the harness did not choose: a conformance run on a
 #: cluster with the default 18-level table takes about this long (its scenarios share the cluster)
@@ -87,6 +87,12 @@ def fit_to_broker(scenario: Scenario, broker_config: dict, max_wait_ms: int = MA
     if flush.isdigit() and int(flush) != prof.flush_delay_offset_interval_ms:
         new_prof = replace(new_prof, flush_delay_offset_interval_ms=int(flush))
         changes.append(f"{flush_key}: the broker's {flush} ms instead of the scenario's {prof.flush_delay_offset_interval_ms} ms")
+    for field in PASSED_THROUGH:  # the limits the model judges by are the broker's (reference.limits, reference.timer)
+        key, asked = BROKER_CONFIG_KEYS[field], getattr(prof, field)
+        value = str(broker_config.get(key, "")).strip()
+        if value.isdigit() and int(value) != asked:
+            new_prof = replace(new_prof, **{field: int(value)})
+            changes.append(f"{key}: the broker's {value} instead of the scenario's {asked}")
     if not changes:
         return Fitted(scenario)
 

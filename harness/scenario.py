@@ -36,6 +36,8 @@ from reference.orderly import SUSPEND_RANGE_MS
 from reference.contract import ASYNC_DELIVER, CAPABILITIES, CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
 from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL, parse_level_table
 from reference import faults as kinds
+from reference.disk import DISK_WARNING_PERCENT_RANGE
+from reference.faults.disk import FILL_TO
 from reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
 from reference.profile import (DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS, DEFAULT_MAX_RECONSUME_TIMES,
                                DEFAULT_SCHEDULE_ASYNC_DELIVER, DEFAULT_SLACK_MS, MAX_RECONSUME_TIMES,
@@ -97,6 +99,7 @@ class Profile:
     max_message_size: int = MAX_MESSAGE_SIZE  # maxMessageSize (reference.limits)
     timer_flush_interval_ms: int = TIMER_FLUSH_INTERVAL_MS  # timerFlushIntervalMs (5.x)
     timer_roll_window_slot: int = TIMER_ROLL_WINDOW_SLOT  # timerRollWindowSlot (5.x)
+    disk_warning_percent: int | None = None  # diskSpaceWarningLevelRatio (reference.disk; None: the harness's)
 
     def to_run_profile(self) -> dict:
         return asdict(self)
@@ -458,6 +461,11 @@ def _profile_schema() -> dict:
                              "The broker's maxMessageSize in bytes: a larger body is refused (MESSAGE_ILLEGAL)."),
         "timer_flush_interval_ms": ({"type": "integer", "minimum": 100, "maximum": 60_000},
                                     "The broker's timerFlushIntervalMs (5.x): how often the timer checkpoint is written."),
+        "disk_warning_percent": ({"type": ["integer", "null"], "minimum": DISK_WARNING_PERCENT_RANGE[0],
+                                  "maximum": DISK_WARNING_PERCENT_RANGE[1]},
+                                 "The broker's diskSpaceWarningLevelRatio in percent (rocketmq.broker.diskSpaceWarning"
+                                 "LevelRatio): above it the store refuses writes. null: the harness's (98; 5.x caps it at "
+                                 "90). Needed by a disk_fill step, which fills the store above it."),
         "timer_roll_window_slot": ({"type": "integer", "minimum": 2, "maximum": TIMER_ROLL_WINDOW_SLOT},
                                    "The broker's timerRollWindowSlot (5.x): a timer further ahead than this many "
                                    "slots is rolled over until it is within them."),
@@ -517,6 +525,12 @@ def _cross_check(raw: dict, where: str) -> None:
     max_level = len(table.split(" "))
     for i in range(len(raw.get("faults", []))):
         _check_fault(raw["faults"], i, raw.get("profile", {}).get("cluster", SINGLE), max_level, fail)
+    warning = raw.get("profile", {}).get("disk_warning_percent")
+    for i, f in enumerate(raw.get("faults", [])):  # reference.disk: a fill to a ratio must be above the broker's
+        if f["action"] == FILL_TO and (warning is None or f.get("fill_percent", 0) <= warning):
+            fail(f"faults[{i}].fill_percent", "a ratio above profile.disk_warning_percent (the broker's "
+                 "diskSpaceWarningLevelRatio, which disk_fill needs set)" + (f", {warning}" if warning else ""),
+                 f.get("fill_percent", 0))
 
 
 def _check_mode(raw: dict, i: int, fail) -> None:
@@ -743,8 +757,8 @@ def _build(raw: dict) -> Scenario:
                                after=None if f.get("after") is None else FaultAnchor(**f["after"]),
                                **{p.name: int(f.get(p.name, 0)) for p in kinds.params()})
                      for f in raw.get("faults", [])),
-        profile=Profile(**{k: (int(v) if k not in ("message_delay_level", "cluster", "schedule_async_deliver") else v)
-                           for k, v in prof.items()}),
+        profile=Profile(**{k: (int(v) if k not in ("message_delay_level", "cluster", "schedule_async_deliver")
+                               and v is not None else v) for k, v in prof.items()}),
         seed=int(raw.get("seed", 0)),
         description=raw.get("description", ""),
         drain_margin_ms=int(raw.get("drain_margin_ms", 3000)),

@@ -240,10 +240,13 @@ class BrokerClock:
                     out.append(t)
         return out
 
-    def earliest_true_ms(self, true_ms: int, before_ms: int) -> int:
+    def earliest_true_ms(self, true_ms: int, before_ms: int, not_before_ms: int | None = None) -> int:
         """The earliest moment the broker's reading at ``true_ms`` (as :meth:`true_ms` chose it) may
-        have been taken at (itself when the reading is not ambiguous)."""
-        return min([true_ms] + self.true_candidates(self.broker_ms(true_ms, True), before_ms))
+        have been taken at, not before ``not_before_ms`` (when the copy could first have been stored:
+        its send, its due time); itself when the reading is not ambiguous."""
+        fits = [t for t in self.true_candidates(self.broker_ms(true_ms, True), before_ms)
+                if not_before_ms is None or t >= not_before_ms]
+        return min([true_ms] + fits)
 
 
 def on_true_clock(events: list[Mapping]) -> list[Mapping]:

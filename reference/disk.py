@@ -33,6 +33,12 @@ from reference.faults.disk import DISK_ACTIONS, FILL, FREE  # noqa: F401 (the fa
 from reference.contract import BROKER_TARGETS
 from reference.windows import Outage, periods
 
+#: diskSpaceWarningLevelRatio a scenario may set, in percent: DefaultMessageStore.CleanCommitLogService
+#: (5.x getDiskSpaceWarningLevelRatio) clamps it to [0.35, 0.90]; 4.9.x takes it as given — within
+#: this range both lines run what the scenario asked (the ``rocketmq.broker.diskSpaceWarningLevelRatio``
+#: system property, which both read)
+DISK_WARNING_PERCENT_RANGE = (35, 90)
+
 #: the longest the broker takes to notice that its disk filled or emptied (the 4.9.x disk check
 #: period; 5.x checks every ``cleanResourceInterval``, which the harness sets to 1 s)
 DISK_CHECK_MS = 10_000

@@ -83,17 +83,26 @@ def is_mounted(path: Path) -> bool:
 def fill(path: Path, keep_free_mb: int = FREE_AFTER_FILL_MB) -> int:
     """Fill the filesystem of ``path`` until ``keep_free_mb`` are left; returns the bytes added."""
     st = os.statvfs(path)
-    free = st.f_bavail * st.f_frsize
-    size = free - keep_free_mb * 1024 * 1024
+    return _add_filler(path, st.f_bavail * st.f_frsize - keep_free_mb * 1024 * 1024, "")
+
+
+def _add_filler(path: Path, size: int, what: str) -> int:
     if size <= 0:
         return 0
-    filler = Path(path) / FILLER
-    with open(filler, "ab") as f:
+    with open(Path(path) / FILLER, "ab") as f:
         try:
             os.posix_fallocate(f.fileno(), f.tell(), size)
         except OSError as e:
-            raise AdapterError(f"filling {path} ({size} bytes): {e}") from None
+            raise AdapterError(f"filling {path}{what} ({size} bytes): {e}") from None
     return size
+
+
+def fill_to(path: Path, percent: int) -> int:
+    """Fill the filesystem of ``path`` until ``percent`` of it is used (UtilAll's ratio: (total -
+    free) / total), leaving the rest free; returns the bytes added (0: already as full)."""
+    st = os.statvfs(path)
+    total, free_now = st.f_blocks * st.f_frsize, st.f_bfree * st.f_frsize
+    return _add_filler(path, int(total * percent / 100) - (total - free_now), f" to {percent}%")
 
 
 def free(path: Path) -> None:

@@ -31,6 +31,14 @@ class Launch:
     prefix: tuple[str, ...] = ()
     wait_for_interface: str | None = None
     env: tuple[tuple[str, str], ...] = ()
+    jvm_props: tuple[str, ...] = ()  # -D options after the distribution's (the later one wins)
+
+
+def disk_warning_props(profile) -> tuple[str, ...]:
+    """The broker's diskSpaceWarningLevelRatio a scenario asked for (``BrokerProfile.disk_warning_percent``,
+    reference.disk), as the system property both lines read (after the distribution's default 0.98)."""
+    pct = getattr(profile, "disk_warning_percent", None)
+    return () if pct is None else (f"-Drocketmq.broker.diskSpaceWarningLevelRatio={pct / 100:.2f}",)
 
 
 def launch_spec(launch: Launch) -> LaunchSpec:
@@ -47,7 +55,7 @@ def launch_spec(launch: Launch) -> LaunchSpec:
     return LaunchSpec(
         command_prefix=launch.prefix, wait_for_interface=launch.wait_for_interface,
         component=launch.component, main_class=MAIN_CLASS[launch.kind], classpath=launch.dist.classpath(),
-        jvm_opts=launch.dist.jvm_opts(launch.kind) + props, args=("-c", str(launch.conf)),
+        jvm_opts=launch.dist.jvm_opts(launch.kind) + props + launch.jvm_props, args=("-c", str(launch.conf)),
         env=(("ROCKETMQ_HOME", str(launch.home)),) + launch.env, log_file=launch.log_file,
         mounts=(launch.root, launch.dist.lib_dir), ports=launch.ports, labels=labels)
 

@@ -67,8 +67,11 @@ class FillableStore:
     def cannot(self, action: str) -> str | None:
         return None if self.mounted else self.why
 
-    def fill_disk(self) -> None:
-        disk.fill(self.store_dir)
+    def fill_disk(self, fill_percent: int = 0) -> None:
+        if fill_percent:
+            disk.fill_to(self.store_dir, fill_percent)
+        else:
+            disk.fill(self.store_dir)
 
     def free_disk(self) -> None:
         if self.mounted:
@@ -89,8 +92,8 @@ class CommandStore:
     def cannot(self, action: str) -> str | None:
         return self.runtime.cannot(action, self.target)
 
-    def fill_disk(self) -> None:
-        self.runtime.run(FILL, self.target)
+    def fill_disk(self, fill_percent: int = 0) -> None:
+        self.runtime.run(FILL, self.target)  # the user's command fills it its own way
 
     def free_disk(self) -> None:
         self.runtime.run(FREE, self.target)

@@ -16,7 +16,7 @@ from adapters.base import AdapterError, NotReady
 from adapters.parts import DRIFT, PROCESS_ACTIONS, Part
 from adapters.rocketmq import brokerclock, config as cfg, netns
 from adapters.rocketmq.clientlink import ClientError
-from adapters.rocketmq.launch import Launch, launch_spec, note_processes
+from adapters.rocketmq.launch import Launch, disk_warning_props, launch_spec, note_processes
 from adapters.rocketmq.logs import server_log_tail
 from adapters.rocketmq.machine import ClockControl, OwnNetwork
 from adapters.rocketmq.provision import Distribution
@@ -214,4 +214,5 @@ class Broker(Server):
                       namesrv=f"{own.namesrv_host_for_broker}:{own.namesrv}" if self.first else own.namesrv_addr,
                       store=topo.layout.store_dir, prefix=netns.command_prefix(net) if net and on_host else (),
                       wait_for_interface=net.ns_if if net and not on_host else None,
-                      env=self.clock.environment() if self.clock is not None else ())
+                      env=self.clock.environment() if self.clock is not None else (),
+                      jvm_props=disk_warning_props(topo.profile))

@@ -23,8 +23,9 @@ class Machine:
     def cannot(self, action: str) -> str | None:
         return None
 
-    def fill_disk(self) -> None:
-        """reference.disk: the store is marked full at once (a real broker within DISK_CHECK_MS)."""
+    def fill_disk(self, fill_percent: int = 0) -> None:
+        """reference.disk: the store is marked full at once (a real broker within DISK_CHECK_MS); a
+        fill to a ratio is one above the warning ratio (harness.scenario checks it)."""
         self.system.broker.schedule.store_full = True
 
     def free_disk(self) -> None:

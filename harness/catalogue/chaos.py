@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from harness.scenario import ConsumerGroup, FaultStep, Message, Profile, Scenario
-from reference.contract import ASYNC_DELIVER
+from reference.contract import ASYNC_DELIVER, TIMER
 from reference.cluster import CONTROLLER, MASTER_SLAVE, TWO_MASTERS
 from reference.clock import CLOCK_DRIFT
 from reference.modes import BROADCASTING, ORDERLY
@@ -115,6 +115,35 @@ def async_disk_full_while_due() -> Scenario:
     return Scenario("async-disk-full-while-due", msgs, _group("asyncdiskfull", "AsyncDiskFull"), base.faults,
                     profile=replace(base.profile, schedule_async_deliver=True), requires=(ASYNC_DELIVER,),
                     description=async_disk_full_while_due.__doc__)
+
+
+#: the broker's diskSpaceWarningLevelRatio of the fill-by-ratio scenarios, and the ratio they fill to:
+#: above the warning level, with room left on the disk (reference.disk)
+DISK_WARNING_PERCENT, DISK_FILL_PERCENT = 85, 92
+
+
+def disk_ratio_while_due() -> Scenario:
+    """disk-full-while-due, the store filled to 92 % of its partition, above the broker's
+    diskSpaceWarningLevelRatio (85 % here), not to the last byte: the broker refuses writes as the
+    ratio says, though the disk has room (DefaultMessageStore.CleanCommitLogService); due messages are
+    re-put late, never dropped."""
+    base = disk_full_while_due()
+    msgs = tuple(replace(m, key="R" + m.key, topic="DiskRatio") for m in base.messages)
+    faults = tuple(replace(f, action="disk_fill", fill_percent=DISK_FILL_PERCENT) for f in base.faults)
+    return Scenario("disk-ratio-while-due", msgs, _group("diskratio", "DiskRatio"), faults,
+                    profile=replace(base.profile, disk_warning_percent=DISK_WARNING_PERCENT),
+                    description=disk_ratio_while_due.__doc__)
+
+
+def disk_ratio_timers_while_due() -> Scenario:
+    """5.x timer messages falling due while the store is filled above its warning ratio: the timer
+    store's puts are refused and retried (TimerMessageStore.doPut); once space returns they come,
+    late, never dropped."""
+    base = disk_ratio_while_due()
+    msgs = tuple(Message(f"RT{i:03d}", "DiskRatioTimer", at_ms=m.at_ms, deliver_after_ms=6_000 + (i % 4) * 1_000)
+                 for i, m in enumerate(base.messages[:40]))
+    return Scenario("disk-ratio-timers-while-due", msgs, _group("diskratiotimer", "DiskRatioTimer"), base.faults,
+                    profile=base.profile, requires=(TIMER,), description=disk_ratio_timers_while_due.__doc__)
 
 
 #: when io-stall-while-due freezes the broker's store, and for how long (reference.faults.io)
@@ -453,6 +482,8 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     clock_slow_while_due(),
     batch_crash_then_kill9(),
     async_disk_full_while_due(),
+    disk_ratio_while_due(),
+    disk_ratio_timers_while_due(),
     orderly_kill9_in_suspension(),
     orderly_consumer_crash(),  # waits out the dead client's queue locks (60 s): nightly
     chosen_levels_restart(),

@@ -11,11 +11,12 @@ from reference.clock import BrokerClock
 
 def _ambiguous_in_time(a: Attempt, hi: int) -> bool:
     """reference.clock.BrokerClock.earliest_true_ms: a store reading a step of the broker's clock
-    back made ambiguous is judged by its earliest reading, never late on a guess."""
+    back made ambiguous is judged by its earliest moment at which the copy could have been stored
+    (not before its window opened), never late on a guess."""
     clock = BrokerClock.from_faults(a.faults) if not a.local else None
     if clock is None or not a.deliveries:
         return False
-    return clock.earliest_true_ms(a.observed, a.deliveries[0]["ts_ms"]) <= hi
+    return clock.earliest_true_ms(a.observed, a.deliveries[0]["ts_ms"], a.earliest) <= hi
 
 
 class OnTime(Invariant):

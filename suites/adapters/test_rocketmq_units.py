@@ -56,6 +56,11 @@ def test_broker_config_has_the_profile_paths_and_version_keys(tmp_path):
     assert four["namesrvAddr"] == "127.0.0.1:19876" and four["brokerIP1"] == "127.0.0.1"
     assert four["maxMessageSize"] == "1024" and "timerWheelEnable" not in four
     assert five["timerWheelEnable"] == "true" and five["timerPrecisionMs"] == "1000"
+    from adapters.rocketmq.launch import disk_warning_props
+
+    assert disk_warning_props(profile) == ()  # the distribution's default (0.98) stands
+    ratio = broker_profile(Profile(disk_warning_percent=85))
+    assert disk_warning_props(ratio) == ("-Drocketmq.broker.diskSpaceWarningLevelRatio=0.85",)
     written = cfg.write_properties(tmp_path / "broker.conf", four).read_text()
     assert "messageDelayLevel=1s 2s\n" in written
     in_ns = cfg.SystemPorts(19876, 19881, broker_host="10.213.7.2", namesrv_host_for_broker="10.213.7.1")

@@ -30,7 +30,7 @@ def test_a_level_keeps_its_role(level, n_from, n_to):
     elif level == n_from:
         assert got == n_to  # the longest
     else:
-        assert 1 <= got <= n_to and (got == level or got < n_to)  # the same number, or a middle one
+        assert 1 <= got <= n_to and (got == level or got < n_to or n_to == 1)  # the same number, a middle one, or the only one
 
 
 def test_the_same_profile_changes_nothing():
@@ -89,3 +89,16 @@ def test_every_fitted_catalogue_scenario_is_valid_and_within_budget(scenario):
     table = parse_level_table(DEFAULT_LEVELS)
     assert all(m.delay_level <= table.max_level or scenario.name == "custom-table" for m in f.scenario.messages)
     assert scenario_wait_ms(f.scenario) <= 600_000 + f.scenario.drain_margin_ms
+
+
+def test_the_limits_are_the_brokers_own_on_a_cluster_the_harness_did_not_configure():
+    """A limits scenario on a staging cluster that runs the default maxMessageSize and
+    timerMaxDelaySec: the model judges by the broker's (a body over the scenario's 64 KiB is taken
+    there), and the change is said."""
+    from harness.catalogue.limits import body_sizes
+
+    s = body_sizes()
+    f = fit_to_broker(s, {"messageDelayLevel": s.profile.message_delay_level, "flushDelayOffsetInterval": "10000",
+                          "maxMessageSize": "4194304", "timerMaxDelaySec": "259200"})
+    assert f.scenario.profile.max_message_size == 4194304 and f.scenario.profile.timer_max_delay_sec == 259200
+    assert any("maxMessageSize: the broker's 4194304 instead of the scenario's 65536" in c for c in f.changes)

@@ -127,6 +127,11 @@ BAD = [
     ("topic-beyond-its-limit", _raw(messages=[{"key": "a", "topic": "T" * 128}], consumers=[{"group": "g", "topics": ["T" * 128]}]),
      "messages[0].topic", "T" * 128),
     ("precision-the-timer-snaps", _raw(profile={"timer_precision_ms": 300}), "profile.timer_precision_ms", 300),
+    ("fill-without-warning-ratio", _raw(faults=[{"at_ms": 10, "action": "disk_fill", "fill_percent": 92, "duration_ms": 500}]),
+     "faults[0].fill_percent", 92),
+    ("fill-below-warning-ratio", _raw(faults=[{"at_ms": 10, "action": "disk_fill", "fill_percent": 80, "duration_ms": 500}],
+                                      profile={"disk_warning_percent": 85}), "faults[0].fill_percent", 80),
+    ("warning-ratio-5x-would-clamp", _raw(profile={"disk_warning_percent": 95}), "profile.disk_warning_percent", 95),
     # times: within MAX_SCENARIO_MS of the start, each field and what they add up to (2^40 hung a batch)
     ("message-in-years", _raw(messages=_msgs({"key": "d", "topic": "T", "at_ms": 2**40})), "messages[3].at_ms", 2**40),
     ("fault-in-years", _raw(faults=[{"at_ms": 2**40, "action": "kill_restart"}]), "faults[0].at_ms", 2**40),
