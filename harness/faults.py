@@ -20,7 +20,7 @@ from adapters.rundir import EventLog
 from reference import faults as kinds
 from reference.clock import CLOCK, CLOCK_DRIFT, MAX_CLOCK_STEP_MS, Step
 from reference.cluster import is_broker
-from reference.faults.process import KILL, PAUSE, RESUME, START, START_PAUSED, STOP
+from reference.faults.process import KILL, PAUSE, RESUME, START, START_PAUSED, STOP, STOPPED
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,8 @@ class FaultDriver:
             self.snapshot("before_stop")  # the in-memory offsets the stop should persist
         self._event(action, target, extra)  # recorded before: the outage starts when we act
         (self.system.kill if action == KILL else self.system.stop)(target)
+        if action == STOP:
+            self._event(STOPPED, target, extra)  # the shutdown's end: reference.reach
         self.down.add(target)
         self.paused.discard(target)
         self.starting.discard(target)

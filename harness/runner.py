@@ -39,6 +39,7 @@ from reference.clock import waiting_levels
 from reference.levels import parse_level_table
 from reference import faults as kinds
 from reference.expected import build_expected
+from reference.reach import unreached
 from reference.network import SEND_BACK_FAILS_AFTER_MS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
 from reference.retry import DLQ_ROUTABLE_WITHIN_MS, dlq_bound
 from reference.stalls import log_time_ms
@@ -112,15 +113,19 @@ def skip_reason(scenario: Scenario, system: System) -> str | None:
     if info.details.get("cluster", SINGLE) != cluster:
         why = info.details.get("cluster_unsupported") or "it runs a single broker"
         return f"{info.adapter} {info.version} ({info.runtime} runtime) cannot run a {cluster} cluster: {why}"
-    flush = [i for i, f in enumerate(scenario.faults) if f.after is not None and f.after.event == "flush"]
-    if flush and not isinstance(system, OffsetFlushWatching):
-        return (f"{info.adapter} {info.version} ({info.runtime} runtime) cannot tell when the broker persists its "
-                f"schedule offsets: fault step {flush[0]} is timed from a flush")
-    timer = [i for i, f in enumerate(scenario.faults) if f.after is not None and f.after.event == "timer_flush"]
-    if timer and not isinstance(system, TimerCheckpointWatching):
-        return (f"{info.adapter} {info.version} ({info.runtime} runtime) cannot read the broker's timer checkpoint: "
-                f"fault step {timer[0]} is timed from a timer_flush")
+    for event, (watching, cannot) in _WATCHED_ANCHORS.items():
+        steps = [i for i, f in enumerate(scenario.faults) if f.after is not None and f.after.event == event]
+        if steps and not isinstance(system, watching):
+            return (f"{info.adapter} {info.version} ({info.runtime} runtime) cannot {cannot}: fault step {steps[0]} "
+                    f"is timed from a {event}")
     return _fault_refused(scenario, system)
+
+
+#: the anchors only a system that watches the broker's files can see: what it must be, what it cannot do else
+_WATCHED_ANCHORS = {
+    "flush": (OffsetFlushWatching, "tell when the broker persists its schedule offsets"),
+    "timer_flush": (TimerCheckpointWatching, "read the broker's timer checkpoint"),
+}
 
 
 def _fault_refused(scenario: Scenario, system: System) -> str | None:
@@ -380,6 +385,13 @@ class FlushRecorder:
             self.log.write({"type": "snapshot", "ts_ms": flush_ms, **snap, "moment": FLUSH_MOMENT})
 
 
+def _unreached(scenario: Scenario, seen: list[dict]) -> str | None:
+    """Why the run did not reach a state its scenario exists for (reference.reach), or None."""
+    if not scenario.reach:
+        return None
+    return unreached(scenario.reach, seen, parse_level_table(scenario.profile.message_delay_level))
+
+
 class ScenarioRun:
     def __init__(
         self,
@@ -527,6 +539,8 @@ class ScenarioRun:
         else:
             self.progress.phase = "draining"
             out.state, out.observed = self._drain(run), True
+            self._seen.extend(self._tail.new_events())
+            out.error = _unreached(self.scenario, self._seen)
 
     def _heal_and_read_dlq(self, run: dict, faults: FaultDriver, log: EventLog, out: "_Outcome") -> None:
         sysm, clock = self.system, self.system.clock

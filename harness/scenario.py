@@ -39,6 +39,7 @@ from reference import faults as kinds
 from reference.disk import DISK_WARNING_PERCENT_RANGE
 from reference.faults.disk import FILL_TO
 from reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
+from reference.reach import NAMES as REACH_NAMES, REACHES
 from reference.profile import (DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS, DEFAULT_MAX_RECONSUME_TIMES,
                                DEFAULT_SCHEDULE_ASYNC_DELIVER, DEFAULT_SLACK_MS, MAX_RECONSUME_TIMES,
                                TIMER_FLUSH_INTERVAL_MS, TIMER_MAX_DELAY_SEC, TIMER_PRECISION_MS, TIMER_ROLL_WINDOW_SLOT)
@@ -198,6 +199,7 @@ class Scenario:
     description: str = ""
     drain_margin_ms: int = 3_000  # waited after the model says all is final (late duplicates)
     requires: tuple[str, ...] = ()  # e.g. ("timer",): capabilities the system must have
+    reach: tuple[str, ...] = ()  # the states it exists to reach (reference.reach): not reached, broken
 
     def with_prefix(self, prefix: str) -> "Scenario":
         """Rename topics and groups so scenarios can share one broker without meeting. A name the
@@ -311,6 +313,10 @@ def scenario_schema() -> dict:
                                    "Capabilities the system must have, else the scenario is skipped: "
                                    "timer = 5.x timer messages, async_deliver = the schedule service's "
                                    "asynchronous delivery (4.9.3+)."),
+                      "reach": ({"type": "array", "uniqueItems": True, "items": {"enum": list(REACH_NAMES)}},
+                                "The states the scenario exists to put the broker in, each proved from the run's "
+                                "events; a run that did not reach one is broken (never a pass): "
+                                + "; ".join(r.description for r in REACHES) + "."),
                   }),
         "$defs": {
             "topic": {"type": "string", "minLength": 1, "maxLength": _TOPIC_MAX, "pattern": _NAME_PATTERN,
@@ -763,6 +769,7 @@ def _build(raw: dict) -> Scenario:
         description=raw.get("description", ""),
         drain_margin_ms=int(raw.get("drain_margin_ms", 3000)),
         requires=tuple(raw.get("requires", ())),
+        reach=tuple(raw.get("reach", ())),
     )
 
 

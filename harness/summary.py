@@ -27,15 +27,17 @@ from reference.timeout import effective_timeout_min, sent_back_within
 from reports.verdict import BROKEN, EXIT_CODES, PASSED, UNDECIDED, VIOLATED, status
 
 
-def message_wait_ms(scenario, m, table=None) -> int:
+def message_wait_ms(scenario, m, table=None, now_ms: int | None = None) -> int:
     """When the model says message ``m`` of ``scenario`` is done (ms after the first send): its
-    send, its delay and the delay of every retry its plan asks for."""
+    send, its delay and the delay of every retry its plan asks for. An absolute timer time is
+    measured from ``now_ms`` (the first send's time; default: the wall clock now, an estimate made
+    before the run)."""
     table = table or parse_level_table(scenario.profile.message_delay_level)
     mrt = next((c.max_reconsume_times for c in scenario.consumers if m.topic in c.topics and c.max_reconsume_times is not None),
                scenario.profile.max_reconsume_times)
     t = m.at_ms
     if m.is_timer and m.delay_level <= 0:  # refused or past: done at once (an absolute time: from now)
-        now = int(time.time() * 1000)
+        now = int(time.time() * 1000) if now_ms is None else now_ms
         p = scenario.profile
         ruling = timer_ruling(m.timer_request(now), 0, now, p.timer_precision_ms, p.timer_max_delay_sec)
         t += max(0, ruling.deliver_ms + p.timer_precision_ms - now) if ruling.accepted and ruling.timer else 0

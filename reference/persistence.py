@@ -38,7 +38,8 @@ def corrected_delay_offset(persisted: int, cq_min_offset: int, cq_max_offset: in
     return persisted
 
 
-def _broker_faults(faults: Iterable[Mapping], target: str = BROKER_TARGETS[0]) -> list[tuple[int, str]]:
+def broker_faults(faults: Iterable[Mapping], target: str = BROKER_TARGETS[0]) -> list[tuple[int, str]]:
+    """(ts_ms, action) of the ``fault`` events ``faults`` on ``target``, in time order."""
     return sorted(((f["ts_ms"], f["action"]) for f in faults if f.get("target") == target),
                   key=lambda e: e[0])
 
@@ -114,7 +115,7 @@ def scheduler_duplicate_allowed(faults: Iterable[Mapping], first_store_ms: int, 
                               f"{f['target']} at {f['ts_ms']}: the replica elected after it resumed from delay offsets "
                               f"it had synced before that re-put; second copy re-put at {second_store_ms}")
     targets = [t for t in BROKER_TARGETS if any(f.get("target") == t for f in faults)] or list(BROKER_TARGETS[:1])
-    rulings = [_scheduler_duplicate_allowed(_broker_faults(faults, t), t, first_store_ms, second_store_ms, interval_ms,
+    rulings = [_scheduler_duplicate_allowed(broker_faults(faults, t), t, first_store_ms, second_store_ms, interval_ms,
                                             first_flush_delay_ms, jitter_ms) for t in targets]
     allowed = [r for r in rulings if r[0]]
     return allowed[0] if allowed else (False, "; ".join(r[1] for r in rulings))

@@ -17,11 +17,15 @@ from reference.persistence import corrected_delay_offset
 
 
 class Reput(enum.Enum):
-    """How the due messages were re-put before the stop."""
+    """How the due messages were re-put before the stop: the rate at which they fall due."""
 
-    ONE_AT_A_TIME = "trickle"  # each re-put by its own task run as it falls due
-    BACKLOG = "backlog"  # many due at once (the scheduler was held back): one task run re-puts them all
-    LEVELS = "levels"  # backlogs on several levels at once
+    ONE_AT_A_TIME = "trickle"  # a steady trickle on one level, each re-put by its own task run as it falls due
+    BACKLOG = "backlog"  # a burst due at once (the scheduler was held back): one task run re-puts them all
+    LEVELS = "levels"  # bursts on several levels at once
+    #: a low rate on several levels: each level's task re-puts one message, then waits for the next
+    #: (DeliverDelayedMessageTimerTask: a head not yet due reschedules the task after its countdown),
+    #: so a stop finds every level's task waiting rather than running
+    LOW_RATE = "lowrate"
 
 
 class StopTiming(enum.Enum):
@@ -30,6 +34,10 @@ class StopTiming(enum.Enum):
     AFTER_FLUSH = "afterflush"  # right after a flush: the persisted offset is (almost) the in-memory one
     BEFORE_FLUSH = "beforeflush"  # just before the next: a whole interval of re-puts is not persisted
     LATER = "later"  # several intervals after the re-puts of interest: those are long persisted
+    #: just before a message falls due: it falls due while the broker stops (a graceful stop's
+    #: shutdown sequence: ScheduleMessageService.shutdown stops the deliver executors, then
+    #: persists; proved by reference.reach's due_during_stop)
+    WHILE_DUE = "whiledue"
 
 
 class Stop(enum.Enum):
@@ -45,7 +53,13 @@ class Start(enum.Enum):
     ``--across-store`` mode, not an axis here)."""
 
     FAST = "fast"
-    SLOW = "slow"  # paused before ready (a store that takes long to load): slow_start
+    #: frozen from its exec until well after the first persist's delay (slow_start): nothing of it
+    #: runs meanwhile, its timers included — a late start, not a slow one
+    SLOW = "slow"
+    #: short of CPU from its exec (throttled_start, reference.faults.cpu): every thread runs, slowly,
+    #: so the periodic tasks fire while the store still loads (5.0.0-5.1.1 persist the empty table:
+    #: #6881); proved by reference.reach's slow_load
+    THROTTLED = "throttled"
 
 
 class Follow(enum.Enum):
@@ -178,10 +192,11 @@ def unpersisted_at_stop(c: Coordinates) -> str:
     """ScheduleMessageService.persist timing: which of the re-puts of ``c`` the last flush before
     the stop does not cover (the scheduler duplicates a kill -9 allows)."""
     what = {Reput.ONE_AT_A_TIME: "the trickle's last re-puts", Reput.BACKLOG: "a backlog re-put in one task run",
-            Reput.LEVELS: "backlogs of several levels"}[c.reput]
+            Reput.LEVELS: "backlogs of several levels", Reput.LOW_RATE: "the last re-put of each level"}[c.reput]
     return {StopTiming.AFTER_FLUSH: f"at most ~100 ms of re-puts ({what} persisted)",
             StopTiming.BEFORE_FLUSH: f"{what}, re-put within the last interval",
-            StopTiming.LATER: f"only the trickle since the last flush ({what} persisted intervals ago)"}[c.timing]
+            StopTiming.LATER: f"only the trickle since the last flush ({what} persisted intervals ago)",
+            StopTiming.WHILE_DUE: f"{what} since the last flush, and one falling due as the broker stops"}[c.timing]
 
 
 def expected(c: Coordinates) -> Expectation:

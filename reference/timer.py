@@ -157,13 +157,13 @@ def timer_duplicate_allowed(faults, slot_ms: int, first_store_ms: int, second_st
     precisions older than that checkpoint (the slot being read, and the one before it still in the
     put services' hands), or it was sent after that checkpoint (its timer-topic entry is enqueued
     again beside its timer-log record: both copies may come after the restart). Returns (allowed, reason)."""
-    from reference.persistence import _broker_faults  # the broker's (ts, action) in time order
+    from reference.persistence import broker_faults
     from reference.contract import BROKER_TARGETS
 
     faults = list(faults)
     seen = []
     for target in BROKER_TARGETS:
-        broker = _broker_faults(faults, target)
+        broker = broker_faults(faults, target)
         for ts, how in broker:
             if how not in ("stop", "kill") or not min(first_store_ms, born_ms or first_store_ms) - jitter_ms <= ts <= second_store_ms:
                 continue

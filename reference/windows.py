@@ -158,6 +158,14 @@ def window(anchor_ms: int, earliest_ms: int, latest_base_ms: int, outages: list[
     return DeliveryWindow(earliest_ms, latest, "; ".join(widened) if widened else None)
 
 
+def period_outages(faults, start: str, end: str, targets, began: str, ended: str, never: str) -> list[Outage]:
+    """A fault family's window effect of one kind: an :class:`Outage` per :func:`periods` of each
+    target, noted "<target> <began> <ts>, <ended> <ts>" (or ", <never>" when it did not end)."""
+    faults = list(faults)
+    return [Outage(start, since, until, f"{target} {began} {since}, " + (never if until is None else f"{ended} {until}"))
+            for target in targets for since, until, _ in periods(faults, start, end, target)]
+
+
 class OutageIndex:
     """The outages of a run, indexed so that :meth:`widen` (the same result as :func:`window`)
     costs one bisection for the attempts that no outage touches: the expected table's hot path."""

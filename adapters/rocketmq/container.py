@@ -46,6 +46,8 @@ LABEL_HOST = "hourglass.harness-host"
 #: how long a pause retries runc's "unable to freeze" (a busy host's, not the broker's) before the
 #: run is broken with it
 PAUSE_RETRY_S = 20.0
+#: the CFS period of a container's CPU quota (cpu_throttle), as the kernel's default
+CPU_PERIOD_US = 100_000
 
 # The entrypoint of every container: append a marker and then the JVM's output to the log file
 # ($0); run the image's own Java ($JAVA_HOME/bin/java where the image sets it, else `java`).
@@ -312,6 +314,15 @@ class ContainerRuntime(StartsItsComponents):
         container = self._container(component)
         if (container.attrs.get("State") or {}).get("Paused"):
             self._docker(component, "unpause", container.unpause)
+
+    def cannot_throttle(self, component: str) -> str | None:
+        return None
+
+    def throttle_cpu(self, component: str, permille: int | None) -> None:
+        """The container's CFS quota (``docker update``; it holds across its next starts too)."""
+        quota = -1 if permille is None else permille * CPU_PERIOD_US // 1000
+        container = self._container(component)
+        self._docker(component, "limit the CPU of", lambda: container.update(cpu_period=CPU_PERIOD_US, cpu_quota=quota))
 
     def running(self, component: str) -> bool:
         return component in self._containers and bool(self._state(component).get("Running"))

@@ -129,6 +129,12 @@ class ExternalRuntime:
     def resume(self, component: str) -> None:
         self.run("resume", component)
 
+    def cannot_throttle(self, component: str) -> str | None:
+        return f"the external runtime has no command to limit the CPU of {component}"
+
+    def throttle_cpu(self, component: str, permille: int | None) -> None:
+        raise AdapterError(self.cannot_throttle(component))
+
     def running(self, component: str) -> bool:
         return True  # the harness cannot tell; readiness round trips can
 

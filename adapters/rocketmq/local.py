@@ -18,7 +18,7 @@ from adapters.rocketmq.logs import client_log_files, server_log_files
 from adapters.rocketmq.iostall import FreezableStore
 from adapters.rocketmq.machine import ClockControl, FillableStore, OwnNetwork
 from adapters.rocketmq.provision import Distribution
-from adapters.rocketmq.runtime import Runtime
+from adapters.rocketmq.runtime import CpuQuota, Runtime
 from adapters.rocketmq.servers import Broker, NameServer
 from adapters.rocketmq.system import RocketMQSystem
 from adapters.rocketmq.topology import BrokerNode
@@ -44,7 +44,8 @@ class LocalRocketMQSystem(RocketMQSystem):
     def _broker(self, node: BrokerNode) -> Broker:
         if node.target != BROKER_TARGETS[0]:  # a second broker: its process only (reference.cluster)
             return Broker(self, node)
-        return Broker(self, node, faculties(disk=self.store, io=self.freezer, network=self.net, clock=self.broker_clock), self.net, self.broker_clock)
+        return Broker(self, node, faculties(disk=self.store, io=self.freezer, cpu=CpuQuota(self.runtime, node.target),
+                                            network=self.net, clock=self.broker_clock), self.net, self.broker_clock)
 
     @property
     def ports(self):

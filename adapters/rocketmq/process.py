@@ -182,6 +182,7 @@ class ProcessRuntime(StartsItsComponents):
         self.java = java
         self._specs: dict[str, LaunchSpec] = {}
         self._procs: dict[str, subprocess.Popen] = {}
+        self._cpu: dict = {}  # the components under a CPU quota (cpu_throttle)
         self._closed = False
         #: a start racing the close (a fault step's restart while Ctrl-C tears the system down)
         #: either spawns before the close, which then kills it, or is refused: nothing outlives it
@@ -202,11 +203,13 @@ class ProcessRuntime(StartsItsComponents):
         with open(spec.log_file, "ab") as log, self._spawning:
             if self._closed:
                 raise AdapterError(f"process runtime: closed (not starting {spec.component})")
-            log.write(f"\n==== hourglass: starting {spec.component}: {' '.join(java_command(spec, self.java))}\n".encode())
+            group = self._cpu.get(spec.component)
+            command = [*(group.exec_prefix() if group else ()), *java_command(spec, self.java)]
+            log.write(f"\n==== hourglass: starting {spec.component}: {' '.join(command)}\n".encode())
             log.flush()
             try:
                 self._procs[spec.component] = subprocess.Popen(
-                    java_command(spec, self.java), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     env=env, start_new_session=True, close_fds=True)
             except OSError as e:  # a command that is not there or not executable
                 raise AdapterError(f"process runtime: could not start {spec.component}: {java_command(spec, self.java)[0]}: "
@@ -305,6 +308,26 @@ class ProcessRuntime(StartsItsComponents):
     def pid(self, component: str) -> int | None:
         return self._procs[component].pid if component in self._procs else None
 
+    def cannot_throttle(self, component: str) -> str | None:
+        from adapters.rocketmq import cgroup  # it imports this module's owner tags
+
+        return cgroup.unavailable()
+
+    def throttle_cpu(self, component: str, permille: int | None) -> None:
+        """The component's group gets the quota; a running component is moved into it, and each
+        start from now on execs inside it (adapters.rocketmq.cgroup)."""
+        from adapters.rocketmq import cgroup
+
+        group = self._cpu.get(component)
+        if group is None:
+            if permille is None:
+                return
+            group = self._cpu[component] = cgroup.CpuGroup(component)
+            cgroup.remove_leftovers()
+        group.set(permille)
+        if permille is not None and component in self._procs:
+            group.add(group_members(self._procs[component].pid))
+
     def log_tail(self, component: str, lines: int = 60) -> str:
         spec = self._specs.get(component)
         if spec is None:
@@ -325,4 +348,6 @@ class ProcessRuntime(StartsItsComponents):
                 # the whole group, not only its leader (a launcher's server outlives it): a SIGKILL
                 # lands a moment later, and "closed" means nothing of it runs any more
                 self._wait_gone(component, 10.0)
+        for group in self._cpu.values():
+            group.remove()
         _LIVE.discard(self)

@@ -90,6 +90,13 @@ class Runtime(Protocol):
     def use_distribution(self, distribution) -> None:
         """Launch the next components from ``distribution`` (an across-store chain's next version)."""
 
+    def throttle_cpu(self, component: str, permille: int | None) -> None:
+        """Put the component under a CPU quota of ``permille`` thousandths of one CPU from now on,
+        its next starts included (None: lift it) — ``reference.faults.cpu``."""
+
+    def cannot_throttle(self, component: str) -> str | None:
+        """Why this runtime cannot limit the component's CPU, or None."""
+
     def cannot(self, action: str, component: str) -> str | None:
         """Why this runtime cannot perform ``action`` (a process fault: start, stop, kill, pause,
         resume; or a fault the user gave a command for) on ``component``; None when it can."""
@@ -113,3 +120,28 @@ class StartsItsComponents:
 
     def run(self, action: str, component: str) -> None:
         raise AdapterError(f"the {self.name} runtime runs no fault commands (asked for {action}:{component})")
+
+
+class CpuQuota:
+    """The ``cpu`` fault family's faculty of one component (``reference.faults.cpu``): its
+    runtime's CPU quota."""
+
+    def __init__(self, runtime: Runtime, component: str):
+        self.runtime, self.component = runtime, component
+        self.permille: int | None = None
+
+    @property
+    def slowdown(self) -> float:
+        """How many times longer the component's work takes under the quota now (1: none)."""
+        return 1000 / self.permille if self.permille else 1.0
+
+    def cannot(self, action: str) -> str | None:
+        return self.runtime.cannot_throttle(self.component)
+
+    def throttle_cpu(self, permille: int) -> None:
+        self.runtime.throttle_cpu(self.component, int(permille))
+        self.permille = int(permille)
+
+    def unthrottle_cpu(self) -> None:
+        self.runtime.throttle_cpu(self.component, None)
+        self.permille = None

@@ -22,6 +22,7 @@ from adapters.rocketmq.machine import ClockControl, OwnNetwork
 from adapters.rocketmq.provision import Distribution
 from adapters.rocketmq.topology import BrokerNode
 from reference.clock import CLOCK_DRIFT
+from reference.faults.cpu import THROTTLE
 from reference.cluster import CONTROLLER
 from reference.contract import BROKER_TARGETS
 
@@ -89,6 +90,7 @@ class Server(Part):
         raise NotImplementedError
 
     def wait_ready(self, timeout_s: float = 120.0) -> None:
+        timeout_s *= getattr(self.faculties.get(THROTTLE), "slowdown", 1.0)  # a start under a CPU quota
         deadline = time.monotonic() + timeout_s
         last = "no attempt yet"
         while True:

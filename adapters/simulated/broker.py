@@ -32,6 +32,8 @@ CONSUMER_OFFSET_FLUSH_MS = 5000
 BROKER_ADDR = "simulated:10911"
 #: PERSIST_BEFORE_DELIVERY_STOPS: how long the delivery tasks go on after the shutdown persist.
 SHUTDOWN_TAIL_MS = 300
+#: from a graceful stop's signal to the process's exit (4.9.x's DefaultMessageStore.shutdown alone sleeps 1 s)
+SHUTDOWN_MS = 1_000
 
 
 class SimBroker(ConsumerRetry, TimerWheel):
@@ -53,6 +55,7 @@ class SimBroker(ConsumerRetry, TimerWheel):
         self.started_ms: int | None = None  # when the current incarnation was started
         self.stopping = False  # PERSIST_BEFORE_DELIVERY_STOPS: persisted, tasks still running
         self._start_ready_ms = 0  # when the start in progress completes if nothing pauses it
+        self.cpu_permille = 0  # under a CPU quota (cpu_throttle): thousandths of one CPU; 0: none
         self.start_paused_at: int | None = None  # paused while starting (slow_start): since when
         self.deferred: list[Callable[[], None]] = []
         self.pending_while_paused: list[Callable[[], None]] = []  # sends held in the socket buffer
@@ -110,8 +113,9 @@ class SimBroker(ConsumerRetry, TimerWheel):
             return
         self.incarnation += 1
         self.state = STARTING
-        self.started_ms = self.clock.now_ms()
-        self.ready_at_ms = self._start_ready_ms = self.clock.now_ms() + self.startup_ms
+        self.started_ms = self.clock.now_ms()  # a throttled start's work takes 1000/permille times as long
+        took = self.startup_ms * 1000 // self.cpu_permille if self.cpu_permille else self.startup_ms
+        self.ready_at_ms = self._start_ready_ms = self.clock.now_ms() + took
         self.at(self.ready_at_ms, self._ready)
 
     def _ready(self) -> None:
@@ -179,6 +183,7 @@ class SimBroker(ConsumerRetry, TimerWheel):
             now = self.clock.now_ms()
             self.ready_at_ms = self._start_ready_ms + (now - self.start_paused_at)
             self._start_ready_ms = self.ready_at_ms
+            self.started_ms += now - self.start_paused_at  # frozen from its exec: nothing of it ran yet
             self.start_paused_at = None
             self.at(self.ready_at_ms, self._ready)
             return

@@ -70,8 +70,8 @@ class Defect(enum.Enum):
     EMPTY_OFFSETS_PERSISTED_BEFORE_LOAD = DefectInfo(
         "NO_DUPLICATE", "a persist timer created before load() writes an empty offset table over "
         "delayOffset.json when the start takes 10 s or more (5.0.0-5.1.1, #6881): every message ever "
-        "re-put is re-put again", "a slow start (slow_start of >= 10 s) after re-puts "
-        "(persistence: every *-slow-* scenario)")
+        "re-put is re-put again", "a start slowed by a CPU quota (throttled_start) after re-puts; a start "
+        "frozen from its exec (slow_start) runs no timer meanwhile (persistence: every *-throttled-* scenario)")
 
     REPUT_PAUSED_WHILE_PARTITIONED = DefectInfo(
         "ON_TIME", "the schedule service stops while the broker is cut off from its name server (as a "

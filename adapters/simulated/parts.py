@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from adapters.base import NotReady
 from adapters.parts import Part, faculties
-from adapters.simulated.broker import STARTING, UP
+from adapters.simulated.broker import DOWN, SHUTDOWN_MS, STARTING, UP
 
 if TYPE_CHECKING:
     from adapters.simulated.system import SimulatedSystem
@@ -61,6 +61,14 @@ class Machine:
     def resume_io(self) -> None:
         self.system.broker.schedule.store_full = False
 
+    def throttle_cpu(self, cpu_permille: int) -> None:
+        """reference.faults.cpu: a start from now on takes 1000/cpu_permille times as long, its
+        timers running all along (a running broker's own work is not slowed: it is never late)."""
+        self.system.broker.cpu_permille = int(cpu_permille)
+
+    def unthrottle_cpu(self) -> None:
+        self.system.broker.cpu_permille = 0
+
     def set(self, offset_ms: int) -> None:
         """The broker's wall clock steps at once (a real broker's process within its settle time)."""
         self.system.broker.set_clock_offset(offset_ms)
@@ -73,15 +81,20 @@ class Machine:
 class Broker(Part):
     def __init__(self, system: "SimulatedSystem"):
         machine = Machine(system)
-        super().__init__("broker", faculties(disk=machine, io=machine, network=machine, clock=machine))
+        super().__init__("broker", faculties(disk=machine, io=machine, cpu=machine, network=machine, clock=machine))
         self.system = system
 
     def start(self) -> None:
         self.system.broker.start()
 
     def stop(self) -> None:
+        """A graceful stop returns when the process would have exited: SHUTDOWN_MS after the
+        signal (its shutdown hooks' time; nothing it does after its schedule service stopped)."""
+        running = self.system.broker.state != DOWN
         self.system.broker.stop(graceful=True)
         self.system.after_master_down()
+        if running:
+            self.system.clock.sleep_until(self.system.clock.now_ms() + SHUTDOWN_MS)
 
     def kill(self) -> None:
         self.system.broker.stop(graceful=False)

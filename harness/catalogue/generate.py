@@ -72,6 +72,11 @@ def messages(draw, max_messages: int = 25, span_ms: int = 6_000, timers: bool = 
                 **(timer or {}),
             )
         )
+    if draw(st.integers(0, 3)) == 0:  # low rates on several levels: each level's task waits for its next head
+        every = draw(st.integers(400, 1_500))
+        for n, level in enumerate(draw(st.lists(st.sampled_from((1, 2, 3, 4)), min_size=2, max_size=3, unique=True))):
+            out += [Message(f"r{level}-{i:02d}", TOPIC, at_ms=t + n * every // 3, delay_level=level)
+                    for i, t in enumerate(range(0, span_ms, every))]
     if timers and draw(st.booleans()):  # a backlog in one slot: sent together, due together
         at, after = draw(st.integers(0, span_ms)), draw(st.integers(2_000, 8_000))
         out += [Message(f"s{i:03d}", TOPIC, at_ms=at, deliver_after_ms=after) for i in range(draw(st.integers(5, 30)))]
@@ -79,7 +84,9 @@ def messages(draw, max_messages: int = 25, span_ms: int = 6_000, timers: bool = 
 
 
 #: steps after which the broker answers again through a start (a ``ready`` to time the next from)
-_RESTARTS_BROKER = ("kill_restart", "restart", "outage")
+_RESTARTS_BROKER = ("kill_restart", "restart", "outage", "throttled_start")
+#: a start short of CPU (reference.faults.cpu): the quotas drawn, thousandths of one CPU
+_THROTTLES = (100, 250, 500)
 
 
 #: the process faults a cluster's second broker takes (reference.cluster)
@@ -103,7 +110,7 @@ def fault_schedules(draw, span_ms: int = 12_000, max_faults: int = 3, levels: tu
     for i in range(draw(st.integers(0, max_faults))):
         action, target = draw(st.sampled_from((
             ("kill_restart", "broker"), ("restart", "broker"), ("outage", "broker"), ("pause", "broker"),
-            ("outage", "namesrv"), ("outage", "consumer"),
+            ("outage", "namesrv"), ("outage", "consumer"), ("throttled_start", "broker"),
         ) + ((("clock", "broker"),) + _MACHINE_FAULTS if cluster == SINGLE else _SECOND_BROKER_FAULTS)))
         duration = 0 if action == "kill_restart" else draw(st.integers(500, 8_000))
         # reference.clock: a step of the broker's clock ahead or back, undone after the duration; the
@@ -128,8 +135,12 @@ def fault_schedules(draw, span_ms: int = 12_000, max_faults: int = 3, levels: tu
             else:
                 after, at_ms = FaultAnchor("previous"), prev.duration_ms + gap
         loss = draw(st.integers(10, 60)) if action == "loss" else 0
+        if action == "throttled_start":  # a stop (graceful or kill -9), then the start short of CPU
+            steps.append(FaultStep(at_ms=at_ms, action=draw(st.sampled_from(("stop", "kill"))), target=target, after=after))
+            after, at_ms, duration = FaultAnchor("previous"), draw(st.integers(200, 2_000)), 1
         steps.append(FaultStep(at_ms=at_ms, action=action, target=target, duration_ms=duration, after=after,
-                               offset_ms=offset, loss_percent=loss))
+                               offset_ms=offset, loss_percent=loss,
+                               cpu_permille=draw(st.sampled_from(_THROTTLES)) if action == "throttled_start" else 0))
         t += duration + gap
         if t > span_ms or action == "clock":
             break

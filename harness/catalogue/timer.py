@@ -20,7 +20,7 @@ from __future__ import annotations
 from harness.catalogue.pairwise import pairwise
 from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
 from reference.contract import TIMER
-from harness.catalogue.persistence import stop_and_start
+from harness.catalogue.persistence import start_reach, stop_and_start
 from reference.timer_axes import AXES, Coordinates, Due, Stop, StopTiming, expected
 
 #: timerFlushIntervalMs of the suite's brokers: long enough to stop before or after a flush on purpose
@@ -72,7 +72,7 @@ def scenario(c: Coordinates) -> Scenario:
     topic = "Timer" + "".join(v.value[:3].capitalize() for v in c.values())
     return Scenario(
         name=c.name, messages=_messages(c, topic), consumers=(ConsumerGroup(f"cg-{topic}", (topic,)),),
-        faults=faults(c), profile=PROFILE, requires=(TIMER,),
+        faults=faults(c), profile=PROFILE, requires=(TIMER,), reach=start_reach(c),
         description=f"timers falling due {c.due.value}, stop {c.timing.value}, {c.stop.value}, {c.start.value} start: "
                     f"nothing lost; {e.late_allowed}; {e.repeated} may be put again")
 

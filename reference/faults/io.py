@@ -44,12 +44,9 @@ def _bounded(step, raw) -> str | None:
 
 def stall_outages(faults, targets=("broker",)) -> list:
     """The ``store`` window effect: each target's store from a stall to its thaw (None: never thawed)."""
-    from reference.windows import Outage, periods
+    from reference.windows import period_outages
 
-    faults = list(faults)
-    return [Outage(STALL, since, thawed, f"{target} store writes stalled at {since}, "
-                   + ("never thawed" if thawed is None else f"thawed at {thawed}"))
-            for target in targets for since, thawed, _ in periods(faults, STALL, THAW, target)]
+    return period_outages(faults, STALL, THAW, targets, "store writes stalled at", "thawed at", "never thawed")
 
 
 FAMILY = Family(

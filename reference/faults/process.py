@@ -7,6 +7,8 @@ from __future__ import annotations
 from reference.faults import OPTIONAL, REQUIRED, Family, Primitive, StepKind
 
 KILL, STOP, START, PAUSE, RESUME, READY = "kill", "stop", "start", "pause", "resume", "ready"
+#: the end of a graceful stop: the process exited (its shutdown hooks ran from ``stop`` to here)
+STOPPED = "stopped"
 #: the first half of a ``slow_start``: start the target and pause it at once, before it is ready
 #: (the ``resume`` that ends it waits until the target is ready); recorded as a start and a pause
 START_PAUSED = "start_paused"
@@ -45,6 +47,6 @@ FAMILY = Family(
         Primitive(START_PAUSED, heals=RESUME, recorded=False),
         Primitive(PAUSE, heals=RESUME), Primitive(RESUME),
     ),
-    event_only=(READY,),
+    event_only=(READY, STOPPED),
     effects={"store": "reference.windows:cluster_outages", "consumer": "reference.windows:consumer_outages"},
 )

@@ -15,7 +15,8 @@ import json
 import pytest
 
 from harness.batch import BatchOptions, run_batch
-from harness.catalogue.persistence import FULL
+from harness.catalogue.persistence import scenario
+from reference.persistence_axes import Coordinates, Follow, Reput, Start, Stop, StopTiming
 from harness.systems import SystemSpec
 from harness.verdicts import describe
 from reference.rundir import EVENTS_DIR, HARNESS_EVENTS
@@ -32,7 +33,8 @@ SCENARIO = "persist-backlog-beforeflush-graceful-fast-tworestarts"
 def test_an_upgrade_and_a_rollback_on_one_store_keep_the_offsets(chain, runtime_name, tmp_path):
     from reports.check import check_runs
 
-    sc = next(s for s in FULL if s.name == SCENARIO)
+    sc = scenario(Coordinates(Reput.BACKLOG, StopTiming.BEFORE_FLUSH, Stop.GRACEFUL, Start.FAST, Follow.TWO_RESTARTS))
+    assert sc.name == SCENARIO
     results, errors = run_batch([sc], BatchOptions(SystemSpec(chain, runtime_name), tmp_path, progress=False))
     assert not errors, errors
     (res,) = results

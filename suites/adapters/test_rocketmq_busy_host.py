@@ -31,7 +31,7 @@ TIMING = ("ON_TIME", "NOT_EARLY")
 #: long enough for a broker's setup and the longest run here, under load; stress-ng ends by itself
 LOAD_S = 600
 SYSTEMS = ("rocketmq:4.9.7", "rocketmq:latest")
-SCENARIOS = ("persist-backlog-beforeflush-graceful-fast-tworestarts", "retry-then-ok")
+SCENARIOS = ("persist-levels-later-graceful-fast-tworestarts", "retry-then-ok")
 #: how long the broker is stopped unannounced: late beyond its slack for what falls due early in it
 STOP_S = 12
 

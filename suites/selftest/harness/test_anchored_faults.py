@@ -78,9 +78,9 @@ def test_a_second_restart_timed_from_the_ready_comes_before_the_next_flush(tmp_p
              FaultStep(500, "restart", "broker", 800, after=FaultAnchor("ready")))
     res = _run(tmp_path, Scenario("ready-chain", msgs, (ConsumerGroup("g", ("T",)),), steps))
     faults = [e for e in _broker_faults(_harness_events(res.run_dir)) if "step" in e]
-    assert [(f["step"], f["action"]) for f in faults] == [
-        (0, "stop"), (0, "start"), (0, "ready"), (1, "stop"), (1, "start"), (1, "ready")], faults
-    first_ready, second_stop = faults[2], faults[3]
+    assert [(f["step"], f["action"]) for f in faults] == [  # a graceful stop ends when the process exited
+        (0, "stop"), (0, "stopped"), (0, "start"), (0, "ready"), (1, "stop"), (1, "stopped"), (1, "start"), (1, "ready")], faults
+    first_ready, second_stop = faults[3], faults[4]
     assert second_stop["ts_ms"] == first_ready["ts_ms"] + 500
     assert second_stop["anchor"] == f"ready #1 at {first_ready['ts_ms']}"
     assert second_stop["anchor_event_ms"] == first_ready["ts_ms"]

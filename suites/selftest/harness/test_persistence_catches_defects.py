@@ -34,7 +34,8 @@ def test_full_is_a_pairwise_cover_and_short_has_every_axis_value():
 def test_every_scenario_validates_and_the_sets_fit_their_time_budgets():
     for s in FULL + FULL_ASYNC:
         validate_scenario(s)
-    assert sum(scenario_wait_ms(s) for s in SHORT) < 5 * 60_000
+    # CI's share (issue 21 added the due rate's and the start's values: 313 s estimated)
+    assert sum(scenario_wait_ms(s) for s in SHORT) < 6 * 60_000
     assert sum(scenario_wait_ms(s) for s in FULL) < 15 * 60_000
 
 
