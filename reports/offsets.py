@@ -34,7 +34,7 @@ from reference.contract import BROKER_TARGETS, MEMORY_SOURCE, PERSISTED_SOURCE
 from reference.stored_copy import stored_copy_key
 from reference.persistence import (FLUSH_COVERS_MARGIN_MS, flush_applies, flush_covers_reputs, persisted_after_graceful_stop,
                                    resumed_after_start)
-from reference.contract import FLUSH_MOMENT
+from reference.contract import FLUSH_MOMENT, SEND_BACK_FAILED
 from reference.clock import CLOCK_ACTIONS
 
 #: the start of a flush check's window: every re-put before the persist counts (schedule-queue
@@ -73,8 +73,10 @@ def plan(unkeyed: Iterable[Mapping], profile: Mapping | None = None) -> list[Off
     where :func:`reference.persistence.flush_applies`."""
     events = list(unkeyed)
     checks = [c for t in BROKER_TARGETS for c in _plan(events, t)]
+    faults = [e for e in events if e.get("type") == "fault"]
     if profile is not None and flush_applies(profile.get("cluster"), bool(profile.get("schedule_async_deliver")),
-                                             any(e.get("type") == "fault" and e.get("action") in CLOCK_ACTIONS for e in events)):
+                                             any(e.get("action") in CLOCK_ACTIONS for e in faults),
+                                             any(e.get("action") == SEND_BACK_FAILED for e in faults)):
         checks += [OffsetCheck("flush", e["ts_ms"], e, e) for e in sorted(events, key=lambda e: e["ts_ms"])
                    if e.get("type") == "snapshot" and e.get("moment") == FLUSH_MOMENT and _is(e, PERSISTED_SOURCE)]
     return checks

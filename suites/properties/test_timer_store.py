@@ -61,3 +61,16 @@ def test_a_persist_must_cover_the_entries_re_put_before_it_each_entry_once():
     counts = count_reputs([w], deliveries, lambda x: 3)
     assert counts[w] == {3: 3}  # a, b, and b's retry: a's second copy is the same entry, c is after the cut-off
     assert flush_covers_reputs(3, 3) is None and flush_covers_reputs(2, 3)
+
+
+def test_a_persist_is_judged_only_where_the_count_of_entries_holds():
+    """One broker, synchronous delivery, no clock step, and no send-back the client logged failed
+    (its re-send stores the retry through the producer path: found on 5.0.0, which refuses every
+    retry's send-back)."""
+    from reports.offsets import plan
+
+    flush = {"type": "snapshot", "ts_ms": 5_000, "source": "delayOffset.json", "offsets": {"3": 1}, "moment": "flush"}
+    failed = {"type": "fault", "ts_ms": 4_000, "action": "send_back_failed", "target": "consumer", "group": "g"}
+    assert [c.rule for c in plan([flush], {"cluster": "single"})] == ["flush"]
+    assert plan([flush, failed], {"cluster": "single"}) == []
+    assert plan([flush], {"cluster": "single", "schedule_async_deliver": True}) == []
