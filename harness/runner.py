@@ -101,6 +101,13 @@ def capabilities(system: System) -> set[str]:
     return families.capabilities(info) or set()
 
 
+#: the anchors only a system that watches the broker's files can see: what it must be, what it cannot do else
+_WATCHED_ANCHORS = {
+    "flush": (OffsetFlushWatching, "tell when the broker persists its schedule offsets"),
+    "timer_flush": (TimerCheckpointWatching, "read the broker's timer checkpoint"),
+}
+
+
 def skip_reason(scenario: Scenario, system: System) -> str | None:
     """Why ``scenario`` cannot run on ``system`` (decided before the run), or None: a capability
     it ``requires``, or a fault step timed from the broker's offset flushes on a system that
@@ -120,12 +127,6 @@ def skip_reason(scenario: Scenario, system: System) -> str | None:
                     f"is timed from a {event}")
     return _fault_refused(scenario, system)
 
-
-#: the anchors only a system that watches the broker's files can see: what it must be, what it cannot do else
-_WATCHED_ANCHORS = {
-    "flush": (OffsetFlushWatching, "tell when the broker persists its schedule offsets"),
-    "timer_flush": (TimerCheckpointWatching, "read the broker's timer checkpoint"),
-}
 
 
 def _fault_refused(scenario: Scenario, system: System) -> str | None:

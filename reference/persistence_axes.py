@@ -57,8 +57,9 @@ class Start(enum.Enum):
     #: runs meanwhile, its timers included — a late start, not a slow one
     SLOW = "slow"
     #: short of CPU from its exec (throttled_start, reference.faults.cpu): every thread runs, slowly,
-    #: so the periodic tasks fire while the store still loads (5.0.0-5.1.1 persist the empty table:
-    #: #6881); proved by reference.reach's slow_load
+    #: so the periodic tasks fire while the store still loads (where a persist then comes before the
+    #: offsets are loaded, 5.0.0-5.1.1 write the empty table: #6881); reference.reach's slow_load
+    #: checks the start outlasted the first persist's delay
     THROTTLED = "throttled"
 
 

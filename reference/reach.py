@@ -28,21 +28,26 @@ def _broker_faults(events: Iterable[Mapping]) -> list[tuple[int, str]]:
     return broker_faults(e for e in events if e.get("type") == "fault" and e.get("cause") != "setup")
 
 
+def _next(faults: list[tuple[int, str]], i: int, action: str) -> int | None:
+    """When the first ``action`` after ``faults[i]`` came, or None."""
+    return next((t for t, a in faults[i + 1:] if a == action), None)
+
+
 def slow_load(events: list[Mapping], table: LevelTable) -> str | None:
     """Every start of the broker under a CPU quota (``reference.faults.cpu``) took at least the
     first periodic persist's delay (``FIRST_FLUSH_DELAY_MS``, ScheduleMessageService: 10 s) to its
     ready. A shorter start cannot have let the persist come during the load (5.0.0–5.1.1 time it
     from the constructor, before ``DefaultMessageStore.load``; later releases from ``start``), so
     the run is broken: necessary, not sufficient — where the broker's load lies inside the start
-    is its own; the suite's quota is measured to put 5.1.1's first persist inside it."""
+    is its own (measured on 5.1.1: a quota stretches the whole start, and even a 150 s start kept
+    its first persist after the load; a large store to load is what would put it inside)."""
     throttled, starts = False, []
     faults = _broker_faults(events)
     for i, (ts, action) in enumerate(faults):
         if action in (THROTTLE, UNTHROTTLE):
             throttled = action == THROTTLE
         elif action == START and throttled:
-            ready = next((t for t, a in faults[i + 1:] if a == READY), None)
-            starts.append((ts, ready))
+            starts.append((ts, _next(faults, i, READY)))
     if not starts:
         return "not reached: no start of the broker under a CPU quota"
     for ts, ready in starts:
@@ -58,14 +63,12 @@ def due_during_stop(events: list[Mapping], table: LevelTable) -> str | None:
     executors, then persists) lies the whole of some message's due range (sent between
     ``born_ms`` and the acknowledgement, plus its level's delay)."""
     faults = _broker_faults(events)
-    windows = [(ts, next((t for t, a in faults[i + 1:] if a == STOPPED), None)) for i, (ts, a) in enumerate(faults)
-               if a == STOP]
-    windows = [(a, b) for a, b in windows if b is not None]
+    windows = [(ts, end) for i, (ts, a) in enumerate(faults) if a == STOP and (end := _next(faults, i, STOPPED)) is not None]
     if not windows:
         return "not reached: no graceful stop of the broker ran to its end"
-    dues = [(int(e.get("born_ms", e["ts_ms"])) + table.delay_ms(table.clamp(e["delay_level"])),
-             int(e["ts_ms"]) + table.delay_ms(table.clamp(e["delay_level"])))
-            for e in events if e.get("type") == "send" and e.get("status") == "SEND_OK" and (e.get("delay_level") or 0) > 0]
+    dues = [(int(e.get("born_ms", e["ts_ms"])) + delay, int(e["ts_ms"]) + delay)
+            for e in events if e.get("type") == "send" and e.get("status") == "SEND_OK" and (e.get("delay_level") or 0) > 0
+            for delay in (table.delay_ms(table.clamp(e["delay_level"])),)]
     if any(lo >= a and hi <= b for a, b in windows for lo, hi in dues):
         return None
     spans = ", ".join(f"{b - a} ms from {a}" for a, b in windows)

@@ -39,11 +39,16 @@ def _v2_root() -> Path | None:
     return ROOT if "cpu" in controllers else None
 
 
+def _root() -> Path | None:
+    """The cpu controller's hierarchy: v1's own, or the v2 root."""
+    return _v1_root() or _v2_root()
+
+
 def unavailable() -> str | None:
     """Why this machine cannot put a process under a CPU quota, or None."""
     if os.geteuid() != 0:
         return "a CPU quota (a cgroup's cpu controller) needs root"
-    root = _v1_root() or _v2_root()
+    root = _root()
     if root is None:
         return f"no cpu cgroup controller under {ROOT} (cgroup v1 cpu/ or v2 with cpu in cgroup.controllers)"
     if not os.access(root, os.W_OK):
@@ -118,7 +123,7 @@ def _remove(path: Path, root: Path) -> None:
 
 def remove_leftovers() -> list[str]:
     """Remove the groups of harnesses that are gone; returns their names."""
-    root = _v1_root() or _v2_root()
+    root = _root()
     if root is None or unavailable():
         return []
     removed = []

@@ -149,9 +149,10 @@ FULL: tuple[Scenario, ...] = tuple(scenario(c) for c in FULL_COORDINATES)
 
 
 def _short(coords: tuple[Coordinates, ...], size: int = 6) -> tuple[Coordinates, ...]:
-    """The first ``size`` of the pairwise cover (greedy, so they cover the most pairs, and every
-    value of every axis: checked by the suite's self-test), with one throttled start at most (each
-    one takes minutes of CI)."""
+    """``size`` points of the pairwise cover, each the one adding the most axis values not yet
+    chosen (ties: the earlier in the cover, which covers more pairs), so every value of every axis
+    is in (checked by the suite's self-test); one throttled start at most (each takes 40-85 s of a
+    broker's start); in the cover's order."""
     out: list[Coordinates] = []
     while len(out) < size:
         seen = {v for o in out for v in o.values()}

@@ -11,8 +11,8 @@ depend on (``reference.persistence_axes.Start.THROTTLED``):
   start (or at its ready, whichever comes later). The first periodic persist of the schedule
   offsets is timed from the broker's construction, before the store is loaded, in 5.0.0–5.1.1
   (``ScheduleMessageService``'s constructor) and from its start elsewhere; a start whose load
-  outlasts it is the state the step exists for, proved by the run's own events
-  (:mod:`reference.reach`: ``slow_load``).
+  outlasts it is the state the step exists for (:mod:`reference.reach`'s ``slow_load`` checks the
+  start outlasted that delay: necessary, not sufficient).
 - ``cpu_throttle`` puts a running broker under the quota for ``duration_ms`` (0: to the end).
 
 For the windows a throttled broker is a store outage (``store`` channel) while the quota is in
