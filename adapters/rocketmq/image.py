@@ -14,6 +14,9 @@ An existing image can be used by name instead (e.g. the official ``apache/rocket
 under ``$ROCKETMQ_HOME/lib``, JDK 8): :func:`named_image` finds its lib dir and Java version, and
 the container runtime maps the launch classpath and JVM options onto it.
 
+A third image, not for brokers: :func:`ensure_stock_image` makes a stock Debian 12 (minbase with
+python3, sudo and ca-certificates, nothing else) on which a test proves README's set-up commands.
+
 Builds hold a file lock (``<cache>/images/build.lock``), so concurrent harnesses build once.
 ``python -m adapters.rocketmq.image rocketmq:4.9.7 rocketmq:latest`` builds ahead of a run.
 """
@@ -45,6 +48,12 @@ BASE_IMAGE_NAME = f"hourglass/jre17:{BASE_RECIPE}"
 BASE_JAVA_MAJOR = 17
 DEBIAN_SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+#: a stock Debian 12 server as far as README's set-up commands care: python3 (PEP 668: its pip is
+#: closed, and without python3-venv it makes no virtualenv), sudo, ca-certificates; no JDK, Maven,
+#: python3-venv, pip or tox
+STOCK_RECIPE = "bookworm-minbase-python3-sudo-r1"  # bump when ensure_stock_image's recipe changes
+STOCK_IMAGE_NAME = f"hourglass/stock-debian12:{STOCK_RECIPE}"
+STOCK_PACKAGES = ("python3", "sudo", "ca-certificates")
 LABEL_LIB_DIR = "org.hourglass.lib-dir"
 LABEL_JAVA_MAJOR = "org.hourglass.java-major"
 
@@ -169,29 +178,46 @@ def ensure_base_image(client, progress: Progress = say) -> tuple[str, int | None
         return BASE_IMAGE_NAME, BASE_JAVA_MAJOR
     with build_lock(progress):
         if not _image_exists(client, BASE_IMAGE_NAME):  # another process may have built it
-            _debootstrap_base(client, progress)
+            _debootstrap(client, BASE_IMAGE_NAME, ("openjdk-17-jre-headless",), progress,
+                         "or set HOURGLASS_BASE_IMAGE to a JRE 17 image a registry serves (e.g. eclipse-temurin:17-jre)")
     return BASE_IMAGE_NAME, BASE_JAVA_MAJOR
 
 
-def _debootstrap_base(client, progress: Progress) -> None:
+def ensure_stock_image(client, progress: Progress = say) -> str:
+    """The name of a stock Debian 12 image (:data:`STOCK_IMAGE_NAME`), made once with
+    ``debootstrap --variant=minbase --include=python3,sudo,ca-certificates bookworm``: what a fresh
+    Debian 12 server has that matters to ``.ci/bootstrap`` (suites/adapters/test_stock_bootstrap.py).
+    Its apt sources are debootstrap's: the mirror apt uses here, ``bookworm main``."""
+    if _image_exists(client, STOCK_IMAGE_NAME):
+        return STOCK_IMAGE_NAME
+    with build_lock(progress):
+        if not _image_exists(client, STOCK_IMAGE_NAME):
+            _debootstrap(client, STOCK_IMAGE_NAME, STOCK_PACKAGES, progress, "which .ci/bootstrap installs",
+                         trim=("var/cache/apt/archives", "var/lib/apt/lists"))
+    return STOCK_IMAGE_NAME
+
+
+#: what a broker image does without: apt's downloads and lists, documentation
+TRIM = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale",
+        "usr/share/info")
+
+
+def _debootstrap(client, name: str, include: tuple[str, ...], progress: Progress, otherwise: str,
+                 trim: tuple[str, ...] = TRIM) -> None:
+    """``debootstrap --variant=minbase --include=...`` of Debian 12 from :func:`debian_mirror`,
+    ``docker import``-ed as ``name``; ``otherwise`` says what to do where debootstrap cannot run."""
     if shutil.which("debootstrap") is None:
-        raise AdapterError(
-            "building the base image needs debootstrap (apt-get install debootstrap), "
-            "or set HOURGLASS_BASE_IMAGE to a JRE 17 image a registry serves (e.g. eclipse-temurin:17-jre)"
-        )
+        raise AdapterError(f"building the image {name} needs debootstrap (apt-get install debootstrap), {otherwise}")
     if os.geteuid() != 0:
-        raise AdapterError(
-            "debootstrap needs root to build the base image; run once as root, "
-            "or set HOURGLASS_BASE_IMAGE to a JRE 17 image (e.g. eclipse-temurin:17-jre)"
-        )
+        raise AdapterError(f"debootstrap needs root to build the image {name}; run once as root, {otherwise}")
     mirror = debian_mirror()
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="rootfs-", dir=cache_dir()))
     rootfs, log = work / "rootfs", work / "debootstrap.log"
-    cmd = ["debootstrap", "--variant=minbase", "--include=openjdk-17-jre-headless",
+    cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(include)}",
            DEBIAN_SUITE, str(rootfs), mirror]
     try:
-        progress(f"building base image {BASE_IMAGE_NAME}: {' '.join(cmd)} (about a minute; log {log})")
+        progress(f"building image {name}: {' '.join(cmd)} (about a minute; log {log})")
         with open(log, "w") as out:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             packages = 0
@@ -208,22 +234,21 @@ def _debootstrap_base(client, progress: Progress) -> None:
             tail = "".join(log.read_text().splitlines(keepends=True)[-20:])
             raise AdapterError(f"debootstrap from {mirror} exited {status}; last lines of {log}:\n{tail}")
         progress(f"  debootstrap: {packages} packages in {time.monotonic() - started:.0f} s; trimming")
-        for junk in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc",
-                     "usr/share/man", "usr/share/locale", "usr/share/info"):
+        for junk in trim:
             shutil.rmtree(rootfs / junk, ignore_errors=True)
-        progress(f"  importing {rootfs} as {BASE_IMAGE_NAME}")
+        progress(f"  importing {rootfs} as {name}")
         tar = subprocess.Popen(["tar", "--numeric-owner", "-C", str(rootfs), "-c", "."],
                                stdout=subprocess.PIPE)
-        repo, tag = BASE_IMAGE_NAME.split(":")
+        repo, tag = name.split(":")
         try:
             client.api.import_image_from_stream(tar.stdout, repository=repo, tag=tag,
                                                 changes=["ENV LANG=C.UTF-8"])
         finally:
             tar.stdout.close()
             tar_status = tar.wait()
-        if tar_status != 0 or not _image_exists(client, BASE_IMAGE_NAME):
+        if tar_status != 0 or not _image_exists(client, name):
             raise AdapterError(f"docker import of {rootfs} failed (tar exited {tar_status})")
-        progress(f"base image {BASE_IMAGE_NAME} ready in {time.monotonic() - started:.0f} s")
+        progress(f"image {name} ready in {time.monotonic() - started:.0f} s")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
