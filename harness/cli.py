@@ -9,6 +9,7 @@ and the main job.
     python -m harness matrix --systems rocketmq:4.9.7,rocketmq:5.5.0 --across-store   # persistence, upgrade + back
     python -m harness replay runs/x/<run-id> [--system rocketmq:5.5.0]
     python -m harness list [--suite chaos]
+    python -m harness history runs/ [--out site/]          # pass/fail per scenario x invariant across nights
     python -m harness run --suite chaos --scenario-name 'kill9-*' --system simulated
 
 Exit codes (``reports.verdict``, the same as the checker's): 0 no violation, 1 a violation (wins
@@ -33,7 +34,7 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 from reference.contract import ContractError  # noqa: E402 - after the testcontainers switch
 from reference.contract import OptionError  # noqa: E402
-from reports.command import Parser, UsageError, positive, run_command, writable_dir  # noqa: E402
+from reports.command import Parser, add_version, UsageError, positive, run_command, writable_dir  # noqa: E402
 from reports.spark import conf_item  # noqa: E402
 from reports.verdict import EXIT_CODES, EXIT_USAGE, BROKEN, exit_code  # noqa: E402
 from harness import families  # noqa: E402
@@ -115,9 +116,24 @@ def cmd_list(args) -> int:
         print(f"{suite}: {len(scenarios)} scenarios" + (f" (seed {args.seed})" if suite == "generated" else ""))
         for s in scenarios:
             faults = "faults: " + ("yes" if s.faults else "no")
-            needs = "requires: " + (", ".join(s.requires) or "-")
-            print(f"  {s.name:<28} wait {scenario_wait_ms(s) / 1000:6.1f} s  {faults:<11} {needs}")
+            print(f"  {s.name:<28} wait {scenario_wait_ms(s) / 1000:6.1f} s  {faults:<11} requires: {requirements(s)}")
     return 0
+
+
+def requirements(scenario) -> str:
+    """What ``scenario`` needs of the system, as ``harness list`` says it: its capabilities, a
+    cluster other than a single broker, and each fault family its steps use (the families a
+    runtime or host may refuse: network needs root and namespaces, clock libfaketime, ...; a
+    system that refuses one skips the scenario, :func:`harness.runner.skip_reason`)."""
+    from reference import faults as kinds
+    from reference.cluster import SINGLE
+
+    needs = list(scenario.requires)
+    if scenario.profile.cluster != SINGLE:
+        needs.append(f"a {scenario.profile.cluster} cluster")
+    used = {kinds.family_of(a).name for a, _ in kinds.primitives_needed(scenario.faults)}
+    needs += [f"{f.name} faults" for f in kinds.families() if f.name in used]
+    return ", ".join(needs) or "-"
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -188,16 +204,13 @@ def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
     batch = run_and_check(scenarios, BatchOptions(spec, out, args.max_systems, max_wait_ms=int(args.max_wait * 1000)),
                           args.baseline, args.master, dict(args.conf))
     wall_s, check_s = batch.wall_s, batch.check_s
-    verdicts = []
-    for sc in scenarios:
-        v = batch.verdicts[sc.name]
-        if v.get("skipped"):
-            print(f"skipped {sc.name}: {v['skipped']}")
-            continue
-        verdicts.append(v)
-        print(describe(v))
+    verdicts = [batch.verdicts[sc.name] for sc in scenarios]
+    for v in verdicts:
+        print(f"skipped {v['scenario']}: {v['skipped']}" if v.get("skipped") else describe(v))
     write_summary(out, system, verdicts, wall_s, scenarios, check_s)
-    print(f"\n{system}: {len(verdicts)} runs in {batch_seconds(wall_s, check_s)}; report: {out / 'index.html'}")
+    skipped = sum(1 for v in verdicts if v.get("skipped"))
+    print(f"\n{system}: {len(verdicts) - skipped} runs" + (f", {skipped} skipped" if skipped else "")
+          + f" in {batch_seconds(wall_s, check_s)}; report: {out / 'index.html'}")
     return judged(system, verdicts)
 
 
@@ -297,15 +310,11 @@ def cmd_matrix(args) -> int:
     by_system = {}
     for system in systems:
         by_system[system] = run_system(system, scenarios, args, out / system_dirname(system))
-    from reports.matrix import write_matrix
+    from reports.matrix import summary_text, write_matrix
 
     checked = [v["run_dir"] for vs in by_system.values() for v in vs if v.get("run_dir")]
-    m = write_matrix(checked, str(out))
-    print(f"\nmatrix of {', '.join(m['versions'])}: {out / 'matrix.html'}")
-    for d in m["differences"]:
-        print(f"  differs: {d['scenario']} {d['invariant']}: " + ", ".join(f"{v}={(c or {}).get('passed')}" for v, c in d["by_version"].items()))
-    for d in m["host_stalled"]:
-        print(f"  undecided, the host stalled (not a difference): {d['scenario']} {d['invariant']}")
+    m = write_matrix(checked, str(out))  # old -> new: the order of --systems
+    print("\n" + summary_text(m, out / "matrix.html"))
     return exit_code([v for vs in by_system.values() for v in vs])
 
 
@@ -397,6 +406,7 @@ def main_exit_code(pytest_code: int, verdicts: list[dict], system: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog="python -m harness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_version(ap)
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     p = sub.add_parser("main", help="the conformance suite + a short chaos run against a real broker, with the report")
     _system(p)
@@ -434,7 +444,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", default=None, help="default: the system of the original run")
     _common(p)
     p.set_defaults(fn=cmd_replay)
+    p = sub.add_parser("history", help="the outcome of each scenario and invariant across the batches (nights) of "
+                       "directories of runs: history.html, history.json")
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="a directory of runs (searched at any depth)")
+    p.add_argument("--out", default=None, help="where to write history.html and history.json (default: the first DIR)")
+    p.add_argument("--debug", action="store_true", help="print the traceback of an error")
+    p.set_defaults(fn=cmd_history)
     return ap
+
+
+def cmd_history(args) -> int:
+    """The history page (:mod:`reports.history`): 0 when it is written; nothing checked found, or
+    --out not writable: a ContractError naming the directories (exit 3)."""
+    from harness.outdir import LOCK_FILE
+    from reports.history import build_history, summary_text, write_pages
+
+    out = Path(args.out or args.dirs[0]).absolute()
+    h = build_history(args.dirs, out, LOCK_FILE)
+    write_pages(h, writable_dir(out, "Hourglass"))
+    print(summary_text(h))
+    return 0
 
 
 def _system(p: argparse.ArgumentParser) -> None:

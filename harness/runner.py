@@ -26,6 +26,7 @@ from adapters.base import (ConsumerSpec, ConsumeStatsReading, Consuming, DlqRead
 from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
 from adapters.rundir import EventLog, EventTail, write_run_json
+from reports.version import RUN_KEY, hourglass_version
 from harness.faults import FaultDriver, TimedFault
 from harness import families, hostwatch
 from harness.logcopy import copy_logs, log_sizes, timed_lines
@@ -483,6 +484,7 @@ class ScenarioRun:
             "ended_ms": 0,
             "seed": sc.seed,
             "description": sc.description,
+            RUN_KEY: hourglass_version(),
         }
         suite = suite_of(sc.name)
         if suite:

@@ -180,19 +180,28 @@ def batch_verdicts(scenarios, results, errors: dict[str, str], baseline, master:
 
 
 def write_summary(sys_dir: Path, system: str, verdicts: list[dict], wall_s: float, scenarios, check_s: float | None = None) -> None:
-    """``wall_s``: the batch's runs; ``check_s``: their check (None: not measured)."""
-    from harness.summary import write_index, write_markdown
+    """``summary.json``, ``index.html`` and ``summary.md`` of one system's batch: ``verdicts`` are
+    every scenario's, the skipped ones included (each summary counts and lists them); ``wall_s``:
+    the batch's runs; ``check_s``: their check (None: not measured)."""
+    from harness.summary import split_skipped, write_index, write_markdown
+    from reports.version import RUN_KEY, hourglass_version
 
     longest_wait_s = max((expected_wait_s(s) for s in scenarios), default=0)
     sys_dir.mkdir(parents=True, exist_ok=True)
+    judged, skipped = split_skipped(verdicts)
     (sys_dir / "summary.json").write_text(json.dumps({
-        "system": system, "wall_s": round(wall_s, 1), "check_s": None if check_s is None else round(check_s, 1),
+        "system": system, RUN_KEY: hourglass_version(), "wall_s": round(wall_s, 1),
+        "check_s": None if check_s is None else round(check_s, 1),
         "longest_scenario_wait_s": round(longest_wait_s, 1),
         "ratio": round(wall_s / longest_wait_s, 2) if longest_wait_s else None,
-        "verdicts": verdicts,
+        "verdicts": judged,
+        "skipped": [{"scenario": v.get("scenario"), "reason": v["skipped"]} for v in skipped],
     }, indent=1, default=str))
     write_index(sys_dir, system, verdicts, wall_s, longest_wait_s)
     write_markdown(sys_dir, system, verdicts, wall_s, check_s)
+    from harness.outdir import link_latest
+
+    link_latest(sys_dir)  # the batch is complete: runs/latest -> its output tree
 
 
 def expected_wait_s(scenario) -> float:

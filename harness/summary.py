@@ -24,6 +24,7 @@ from reference.profile import FIRST_DELAY_MS, FIRST_FLUSH_DELAY_MS
 from reference.timer import timer_ruling
 from reference.retry import asked_retry_level, clamped_level
 from reference.timeout import effective_timeout_min, sent_back_within
+from reports.timetext import start_words, with_offsets
 from reports.verdict import BROKEN, EXIT_CODES, PASSED, UNDECIDED, VIOLATED, status
 
 
@@ -121,7 +122,26 @@ def _cell(inv: dict) -> str:
     return f'<td class="{cls}">{html.escape(text)}</td>'
 
 
+def split_skipped(verdicts: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(the verdicts of the runs that ran, the scenarios the system could not run): a skipped
+    scenario is no verdict on the broker, and no pass either — every summary counts and lists it
+    with its reason (:func:`harness.runner.skip_reason`), so a night that skipped a fault family
+    does not read as all green."""
+    return [v for v in verdicts if not v.get("skipped")], [v for v in verdicts if v.get("skipped")]
+
+
+def _skipped_html(skipped: list[dict]) -> str:
+    if not skipped:
+        return ""
+    items = "".join(f"<li><b>{html.escape(v.get('scenario') or v.get('run_id', '?'))}</b>: {html.escape(str(v['skipped']))}</li>"
+                    for v in skipped)
+    return f'<h2 id="skipped">{len(skipped)} skipped (not run: no verdict on the broker)</h2><ul class="skipped">{items}</ul>'
+
+
 def write_index(out_dir: Path, system: str, verdicts: list[dict], wall_s: float, longest_wait_s: float) -> Path:
+    from reports.version import hourglass_version
+
+    verdicts, skipped = split_skipped(verdicts)
     rows = []
     for v in verdicts:
         rep = v.get("report")
@@ -136,9 +156,9 @@ def write_index(out_dir: Path, system: str, verdicts: list[dict], wall_s: float,
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;font-size:13px}}
 .pass{{background:#dfd}}.fail{{background:#fbb}}.na{{color:#999}}.err{{color:#a00;font-size:11px;max-width:40em}}</style></head><body>
 <h1>Hourglass — {html.escape(system)}</h1>
-<p>{len(verdicts)} runs; suite wall time {wall_s:.0f} s; longest scenario's own wait {longest_wait_s:.0f} s (ratio {ratio}).</p>
+<p>{len(verdicts)} runs{f", {len(skipped)} skipped" if skipped else ""}; suite wall time {wall_s:.0f} s; longest scenario's own wait {longest_wait_s:.0f} s (ratio {ratio}). Hourglass {html.escape(hourglass_version())}.</p>
 <table><tr><th>run</th><th>verdict</th><th>messages</th>{''.join(f'<th>{n}</th>' for n in INVARIANTS)}</tr>
-{''.join(rows)}</table></body></html>"""
+{''.join(rows)}</table>{_skipped_html(skipped)}</body></html>"""
     path = out_dir / "index.html"
     path.write_text(page)
     return path
@@ -146,6 +166,7 @@ def write_index(out_dir: Path, system: str, verdicts: list[dict], wall_s: float,
 
 SUMMARY_MD = "summary.md"
 _MARK = {PASSED: "✅", VIOLATED: "❌", UNDECIDED: "⏳", BROKEN: "⚠️"}
+_SKIPPED_MARK = "⏭️"
 
 
 def _md(text) -> str:
@@ -160,7 +181,7 @@ def failures(verdict: dict) -> list[tuple[str, str]]:
         inv = verdict.get("invariants", {}).get(name) or {}
         if inv.get("passed") is False:
             examples = inv.get("examples") or []
-            first = examples[0].get("explanation", "") if examples else ""
+            first = with_offsets(examples[0].get("explanation", ""), verdict.get("started_ms")) if examples else ""
             gating = int(inv.get("violations") or 0) - int(inv.get("accepted") or 0)
             count = f"{inv.get('violations')}/{inv.get('checked')}" + (f", {inv['accepted']} accepted" if inv.get("accepted") else "")
             out.append((f"{name} ({count})" + ("" if gating > 0 else " accepted by the baseline"), first))
@@ -178,17 +199,20 @@ def batch_seconds(wall_s: float, check_s: float | None) -> str:
 def markdown_summary(system: str, verdicts: list[dict], wall_s: float, check_s: float | None = None) -> str:
     """``summary.md``: a header with the count per status (``reports.verdict.status``), then one
     row per run: its status, failed invariants and the first explanation of each failure (a broken
-    or interrupted run: why)."""
+    or interrupted run: why); the skipped scenarios counted in the header and listed with their reason."""
+    verdicts, skipped = split_skipped(verdicts)
     counts = {st: 0 for st in EXIT_CODES}
     for v in verdicts:
         counts[status(v)] += 1
     head = ", ".join(f"{_MARK[st]} {n} {st}" for st, n in counts.items() if n or st == PASSED)
+    if skipped:
+        head += f", {_SKIPPED_MARK} {len(skipped)} skipped"
     lines = [f"### Hourglass — `{_md(system)}`", "", f"{len(verdicts)} runs in {batch_seconds(wall_s, check_s)}: {head}", "",
              "| run | status | failed invariants | first explanation |", "|---|---|---|---|"]
     for v in verdicts:
         st = status(v)
         failed = failures(v)
-        why = [e for _, e in failed]
+        why = [e for _, e in failed] + ([start_words(v["started_ms"])] if failed and v.get("started_ms") else [])
         reason = v.get("broken") or v.get("interrupted")
         if reason:
             why.append(f"{'broken' if v.get('broken') else 'interrupted'}: {reason}")
@@ -196,6 +220,8 @@ def markdown_summary(system: str, verdicts: list[dict], wall_s: float, check_s: 
             why.append(v["undecided"]["examples"][0].get("reason", ""))
         lines.append(f"| {_md(v.get('scenario') or v.get('run_id', '?'))} | {_MARK[st]} {st} | "
                      f"{_md('; '.join(n for n, _ in failed)) or '—'} | {'<br>'.join(_md(w) for w in why if w) or '—'} |")
+    for v in skipped:
+        lines.append(f"| {_md(v.get('scenario') or v.get('run_id', '?'))} | {_SKIPPED_MARK} skipped | — | {_md(v['skipped'])} |")
     return "\n".join(lines) + "\n"
 
 

@@ -30,6 +30,30 @@ INVARIANTS: tuple[str, ...] = (
     "INTEGRITY",
 )
 
+#: Each invariant's one-line definition, the one owner of it: the HTML report shows it beside the
+#: name, and ``docs/invariants.md`` (the catalogue, one section per invariant) holds each sentence
+#: as written here (``suites/selftest/test_docs.py`` checks both).
+INVARIANT_SUMMARY: dict[str, str] = {
+    "NO_LOSS": "A message whose send returned SEND_OK reaches the end its plan says by the run's end: "
+               "an OK delivery, or an entry in the group's DLQ.",
+    "NOT_EARLY": "No attempt is stored (re-put for the consumer) before its window opens.",
+    "ON_TIME": "Every attempt is stored by the time its window closes: its due time plus the slack, "
+               "widened by the outages that overlap the wait.",
+    "LEVEL_ORDER": "Within one delay level of one broker, a message born after another message's send "
+                   "returned is not stored before it.",
+    "QUEUE_ORDER": "In an orderly group, a message is first delivered only after every message ahead of "
+                   "it in its queue was ended.",
+    "RETRY_SCHEDULE": "Retry k of a message comes only after attempt k-1 was delivered and answered LATER, "
+                      "and only where the consumer's plan leads to it.",
+    "DLQ_ROUTING": "A message whose plan ends in the DLQ has exactly one DLQ entry and no attempt after its "
+                   "last; no other message has one.",
+    "NO_DUPLICATE": "An attempt is delivered once, unless a recorded fault or answer explains the repeat.",
+    "OFFSET_PERSISTENCE": "The schedule offsets the broker persists cover the re-puts it had made, and a "
+                          "start resumes from no less than what was persisted.",
+    "INTEGRITY": "What is delivered was sent, was not refused, and has its topic and body; the broker "
+                 "refuses exactly the sends a correct broker refuses.",
+}
+
 #: run.json ``system.adapter``: which adapter ran the system, one per package of ``adapters/``
 #: (``adapters/rocketmq``: real brokers and cmd: systems; ``adapters/simulated``: the model as a
 #: broker); each names itself with its constant, and baselines match on it
@@ -237,6 +261,8 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
 }
 
 #: Fields of run.json (top level, then profile).
+#: run.json's record of the Hourglass that made the run (absent in runs made before it was recorded)
+VERSION_FIELD = "hourglass_version"
 RUN_FIELDS: tuple[Field, ...] = (
     _f("run_id", "str"),
     _f("scenario", "str"),
@@ -244,6 +270,7 @@ RUN_FIELDS: tuple[Field, ...] = (
     _f("profile", "dict"),
     _f("started_ms", "int"),
     _f("ended_ms", "int"),
+    _f(VERSION_FIELD, "str", required=False),  # reports.version: which Hourglass made the run
 )
 PROFILE_FIELDS: tuple[Field, ...] = (
     _f("message_delay_level", "str"),

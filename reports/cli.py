@@ -4,8 +4,10 @@ and ``python -m reports matrix VERDICT_DIR ... --out OUT``.
 Exit codes (``reports.verdict``, the same as ``python -m harness``): 0 no violation, 1 a violation
 (wins over everything), 2 undecided (e.g. an interrupted run, a window still open at the end), 3 a
 run or an input is broken (unreadable run, contract error, bad baseline, unwritable --out,
-unreachable Spark master), 64 a usage error. Inputs are checked before Spark starts; a failure is
-one line (``--debug`` adds the traceback)."""
+unreachable Spark master), 64 a usage error. ``matrix`` exits by its comparison of the versions
+(``reports.matrix.matrix_status``): 1 a regression the baseline does not accept, else 2 an undecided
+row, else 0; 3 an input error (runs of fewer than two versions, a verdict without run.json).
+Inputs are checked before Spark starts; a failure is one line (``--debug`` adds the traceback)."""
 
 from __future__ import annotations
 
@@ -14,13 +16,14 @@ import re
 from pathlib import Path
 
 from reference.contract import ContractError
-from reports.command import Parser, run_command, writable_dir
+from reports.command import Parser, add_version, run_command, writable_dir
 from reports.spark import conf_item
 from reports.verdict import BROKEN, VIOLATED, exit_code, status
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m reports", description="Hourglass checker")
+    add_version(parser)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     check = sub.add_parser("check", help="check run directories (or trees of them) against the reference model")
     check.add_argument("runs", nargs="+", metavar="RUN_DIR", help="a run directory or a tree of them (any path Spark reads)")
@@ -32,8 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--baseline", help="JSON or TOML file of accepted violations")
     check.add_argument("--debug", action="store_true", help="print the traceback of an error")
     check.set_defaults(fn=_check)
-    matrix = sub.add_parser("matrix", help="compare verdicts of the same scenarios on several versions")
-    matrix.add_argument("verdicts", nargs="+", help="verdict.json files or directories holding them")
+    matrix = sub.add_parser("matrix", help="compare verdicts of the same scenarios on several versions, old -> new: "
+                            "regressions, fixes, unchanged, undecided, one-sided")
+    matrix.add_argument("verdicts", nargs="+", help="verdict.json files or directories holding them (checked runs, "
+                        "run.json beside), the older versions first")
     matrix.add_argument("--out", required=True, help="directory for matrix.json and matrix.html")
     matrix.add_argument("--debug", action="store_true", help="print the traceback of an error")
     matrix.set_defaults(fn=_matrix)
@@ -79,10 +84,15 @@ def _check(args) -> int:
 
 
 def _matrix(args) -> int:
-    from reports.matrix import write_matrix
+    """Compare the versions, old -> new in the order given; print the classification; exit by
+    :func:`reports.matrix.matrix_status` (a regression 1, else an undecided row 2, else 0; fewer
+    than two versions or an unreadable input 3)."""
+    from reports.matrix import summary_text, write_matrix
 
-    write_matrix(args.verdicts, args.out)
-    return 0
+    writable_dir(Path(args.out), "the matrix")
+    m = write_matrix(args.verdicts, args.out, min_versions=2)
+    print(summary_text(m, Path(args.out) / "matrix.html"))
+    return m["exit_code"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,6 +28,13 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def add_version(parser: argparse.ArgumentParser) -> None:
+    """``--version``: :func:`reports.version.hourglass_version`, what every run.json records."""
+    from reports.version import hourglass_version
+
+    parser.add_argument("--version", action="version", version=f"hourglass {hourglass_version()}")
+
+
 class Interrupted(BaseException):
     """SIGTERM (a CI timeout, ``kill``): unwinds like Ctrl-C, so every run records that it was
     interrupted, every system is torn down and the checker's JVM is killed."""

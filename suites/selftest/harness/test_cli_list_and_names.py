@@ -22,6 +22,15 @@ def test_list_shows_each_suite_scenario_wait_faults_and_requirements(capsys):
     assert f"wait {scenario_wait_ms(each) / 1000:6.1f} s" in lines["each-level"]
     assert "faults: yes" in lines["kill9-during-delivery"] and "faults: no" in lines["each-level"]
     assert "requires: timer" in lines["timer-messages"] and "requires: -" in lines["each-level"]
+    assert "requires: process faults" in lines["kill9-during-delivery"]  # a family a runtime or host may refuse
+
+
+def test_list_names_the_cluster_and_fault_families_a_scenario_needs(capsys):
+    """``requires: -`` for a partition scenario sent nightly users looking for why it was skipped."""
+    assert main(["list", "--suite", "nightly"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("  ")}
+    assert lines["slave-down"].endswith("requires: a master-slave cluster, process faults")
+    assert any(line.endswith("network faults") for line in lines.values())
 
 
 def test_list_without_a_suite_lists_them_all(capsys):

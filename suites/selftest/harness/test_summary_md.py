@@ -3,6 +3,8 @@ per run with its status, failed invariants and the first explanation of each fai
 
 from __future__ import annotations
 
+import json
+
 from reference.contract import INVARIANTS
 from harness.cli import main
 from harness.summary import batch_seconds, markdown_summary
@@ -46,3 +48,23 @@ def test_the_cli_writes_summary_md_beside_index_html(tmp_path):
     assert (out / "index.html").is_file()
     assert "❌ 1 violated" in md and "| each-level | ❌ violated |" in md
     assert "checking" in md.splitlines()[2]  # the header's seconds include the check
+
+
+def test_a_skipped_scenario_is_counted_and_listed_with_its_reason_never_as_a_pass(tmp_path):
+    """A nightly on a host without root skipped the partition scenarios and its summaries still
+    read "19 passed" of 21: each summary now counts the skipped ones and says why."""
+    out = tmp_path / "out"
+    assert main(["run", "--suite", "conformance", "--suite", "nightly", "--scenario-name", "each-level",
+                 "--scenario-name", "two-masters-one-down", "--system", "simulated", "--out", str(out)]) == 0
+    md = (out / "summary.md").read_text()
+    assert "1 runs in" in md and "✅ 1 passed, ⏭️ 1 skipped" in md.splitlines()[2]
+    row = next(line for line in md.splitlines() if line.startswith("| two-masters-one-down |"))
+    assert "⏭️ skipped" in row and "cannot run a two-masters cluster" in row
+    page = (out / "index.html").read_text()
+    assert "1 runs, 1 skipped;" in page and '<h2 id="skipped">1 skipped' in page and "two-masters-one-down</b>: " in page
+    summary = json.loads((out / "summary.json").read_text())
+    assert [v["scenario"] for v in summary["verdicts"]] == ["each-level"]
+    assert summary["skipped"][0]["scenario"] == "two-masters-one-down" and "two-masters" in summary["skipped"][0]["reason"]
+    assert summary["hourglass_version"].startswith("0.")
+    run = json.loads(next(out.glob("*/run.json")).read_text())
+    assert run["hourglass_version"] == summary["hourglass_version"]
