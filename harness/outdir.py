@@ -7,6 +7,9 @@ overwrote the other's summary. Now a run id carries the time to the millisecond 
 harness that made it, and the harness holds an exclusive lock on ``--out`` while it runs: a second
 one on the same tree fails at once (exit 3, retry when the first is done), naming the directory and
 the holder's pid.
+
+When a batch has written its summary, ``latest`` beside the tree points to it (``runs/latest`` ->
+``runs/main-<stamp>``): :func:`link_latest`.
 """
 
 from __future__ import annotations
@@ -51,3 +54,36 @@ def lock_out(out: Path) -> None:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     _held[key] = fd
+
+
+#: The link beside the output trees to the one whose batch completed last (``runs/latest``).
+LATEST = "latest"
+
+
+def link_latest(out: Path) -> Path | None:
+    """After a batch wrote its summary into ``out``: ``latest`` in the parent of the output tree
+    that holds ``out`` (the tree this process holds, :func:`lock_out`: ``runs/main-<stamp>`` for
+    ``runs/main-<stamp>/simulated``) pointing to that tree, relative (the runs stay movable).
+    Atomic: a link under a temporary name renamed over the old one, so a reader finds the old
+    target or the new, never none. Nothing (None) when ``out`` lies in no tree this process holds,
+    the parent cannot be written, or ``latest`` there is no symlink (a user's own file stays).
+    Returns the link."""
+    real = Path(os.path.realpath(out))
+    held = [Path(k) for k in _held if real == Path(k) or Path(k) in real.parents]
+    if not held:
+        return None
+    tree = max(held, key=lambda k: len(k.parts))  # the innermost: the tree of this batch
+    parent, link = tree.parent, tree.parent / LATEST
+    if parent == tree or not os.access(parent, os.W_OK | os.X_OK) or (os.path.lexists(link) and not link.is_symlink()):
+        return None
+    tmp = parent / f".{LATEST}.{os.getpid()}.tmp"
+    try:
+        if os.path.lexists(tmp):
+            tmp.unlink()
+        os.symlink(tree.name, tmp, target_is_directory=True)
+        os.replace(tmp, link)
+    except OSError:
+        if os.path.lexists(tmp):
+            tmp.unlink()
+        return None
+    return link
