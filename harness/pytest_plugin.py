@@ -198,17 +198,36 @@ def hg_verdict(request, scenario, hg_system):
     hs: Session = request.config._hourglass
     if (hg_system, scenario.name) not in hs.verdicts:
         _register(hs, hg_system, scenario)
-    return hs.verdict(hg_system, scenario)
+    verdict = hs.verdict(hg_system, scenario)
+    if verdict.get("broken"):  # the harness could not carry the run out: an error (setup), not a failed test
+        from harness.verdicts import describe
+
+        pytest.fail(f"the run is broken, no verdict on the broker: {verdict['broken'][:300]}\n{describe(verdict)}", pytrace=False)
+    return verdict
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A scenario's failed verdict reads as its few lines (the failed invariants, their first
+    examples with t+ times, the report's path), not as pages of the harness's source."""
+    from harness.verdicts import VerdictFailure
+
+    outcome = yield
+    report = outcome.get_result()
+    if call.excinfo is not None and report.failed and isinstance(call.excinfo.value, VerdictFailure):
+        report.longrepr = str(call.excinfo.value)
 
 
 def junit_case(item, system: str, scenario_name: str) -> tuple[str, str]:
     """(classname, name) of a scenario test in ``--junitxml``: ``suite`` and ``scenario[system]``
-    (read together: ``suite.scenario[system]``), the same every run so CI keeps the history. The
-    suite is the catalogue's, else the test module's name without ``test_``."""
+    (read together: ``suite.scenario[system]``; the system as :func:`reports.junit.system_label`
+    says it, no dot in the classname), the same every run so CI keeps the history. The suite is
+    the catalogue's, else the test module's name without ``test_``."""
     from harness.catalogue import suite_of
+    from reports.junit import system_label
 
     suite = suite_of(scenario_name) or item.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
-    return suite, f"{scenario_name}[{system}]"
+    return suite, f"{scenario_name}[{system_label(system)}]"
 
 
 class JunitNames:

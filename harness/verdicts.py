@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from reference.contract import INVARIANTS
+from reports.timetext import start_words, with_offsets
 from reports.verdict import PASSED, status
 
 
@@ -17,10 +18,10 @@ class VerdictFailure(AssertionError):
     pass
 
 
-def _examples(inv: dict, limit: int = 3) -> str:
+def _examples(inv: dict, t0_ms: int | None, limit: int = 3) -> str:
     lines = []
     for ex in inv.get("examples", [])[:limit]:
-        lines.append("      - " + (ex.get("explanation") or ex.get("message") or json.dumps(ex, sort_keys=True)))
+        lines.append("      - " + with_offsets(ex.get("explanation") or ex.get("message") or json.dumps(ex, sort_keys=True), t0_ms))
     return "\n".join(lines)
 
 
@@ -31,6 +32,9 @@ def describe(verdict: dict) -> str:
         out.append(f"  run directory: {verdict['run_dir']}")
     if verdict.get("report"):
         out.append(f"  report: {verdict['report']}")
+    t0 = verdict.get("started_ms")
+    if t0 and any(inv.get("passed") is False for inv in verdict.get("invariants", {}).values()):
+        out.append(f"  {start_words(t0)}")
     if verdict.get("broken"):
         out.append(f"  broken: {verdict['broken'][:2000]}")
     if verdict.get("interrupted"):
@@ -42,7 +46,7 @@ def describe(verdict: dict) -> str:
         if inv.get("passed") is False:
             acc = f" ({inv.get('accepted')} accepted by baseline)" if inv.get("accepted") else ""
             out.append(f"  {name}: {inv.get('violations')} of {inv.get('checked')} violated{acc}")
-            out.append(_examples(inv))
+            out.append(_examples(inv, t0))
     return "\n".join(x for x in out if x)
 
 

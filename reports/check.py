@@ -31,7 +31,7 @@ from reports.logs import run_logs
 from reports.rows import VIOLATION_COLUMNS
 from reports.run_files import WHOLE_RUN_MAX_EVENTS
 from reports.stalls import host_summary
-from reports.outputs import write_run_outputs
+from reports.outputs import scenario_data, write_run_outputs
 from reports.spark import get_spark, stop_spark
 from reports.verdict import broken_verdict, build_verdict
 
@@ -227,11 +227,13 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, o
         verdict = build_verdict(rid, got["stats"], got["checked"], vdf.to_dict("records"), got["pending"], faults, torn.get(rid, []),
                                 interrupted.get(rid))
         verdict["host"] = host_summary(run, unkeyed.get(rid, []))
+        verdict["started_ms"] = run["started_ms"]  # t+0 of the printed text (reports.timetext)
         target = _target_dir(out_dir, by_id[rid].run_dir, rid)
         if target is not None:
             data = plots.merge(got["plots"], run, plots.lost_due_ms(got["violations"]))
             data["stalls"] = plots.stall_bands([e for e in unkeyed.get(rid, []) if e["type"] == "stall"])
-            jobs.append((target, verdict, vdf, data, run, faults, run_logs(verdict, run, by_id[rid].run_dir, target)))
+            jobs.append((target, verdict, vdf, data, run, faults, run_logs(verdict, run, by_id[rid].run_dir, target),
+                         scenario_data(by_id[rid].run_dir)))
         else:
             _log(f"{by_id[rid].run_dir}: not a local directory, outputs not written (give --out)")
         verdicts.append(verdict)

@@ -4,6 +4,7 @@ the version matrix."""
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pandas as pd
@@ -11,6 +12,7 @@ import pytest
 
 from reference.contract import INVARIANTS
 from reports.cli import main
+from reports.html import DOCS_URL
 from suites.selftest.checker import cases
 from suites.selftest.checker.runs import RunBuilder
 
@@ -86,16 +88,18 @@ def test_outputs_for_ci(checked):
     _, out = checked
     early = out / "early"
     suite = ET.parse(early / "junit.xml").getroot()
-    cases_by_name = {c.get("name"): c for c in suite.iter("testcase")}
-    assert len(cases_by_name) == len(INVARIANTS)  # every invariant, OFFSET_PERSISTENCE skipped (no snapshots)
+    cases_by_name = {c.get("name").split("[")[0]: c for c in suite.iter("testcase")}
+    assert list(cases_by_name) == ["RUN", *INVARIANTS]  # the run, then every invariant (OFFSET_PERSISTENCE skipped: no snapshots)
     failure = cases_by_name["NOT_EARLY"].find("failure")
     assert failure is not None and "hasty attempt 0" in failure.get("message")
     assert cases_by_name["DLQ_ROUTING"].find("skipped") is not None
+    assert cases_by_name["RUN"].find("error") is None and cases_by_name["RUN"].find("failure") is None
     v = pd.read_parquet(early / "violations")
     assert list(v["invariant"]) == ["NOT_EARLY"] and list(v["key"]) == ["hasty"]
     page = (early / "report.html").read_text()
     assert page.count("<svg") >= 2 and "hasty" in page  # lateness and timeline plots, inline
-    assert 'src="http' not in page and "href='http" not in page and 'href="http' not in page  # opens from disk
+    assert 'src="http' not in page and "src='http" not in page  # opens from disk: no external asset
+    assert {h for h in re.findall(r"""href=['"](http[^'"#]*)""", page)} == {DOCS_URL}  # only the invariants' definitions
 
 
 def test_a_baseline_accepts_known_violations(spark, tmp_path):

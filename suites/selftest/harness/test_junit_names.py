@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from reference.contract import INVARIANTS
-from reports.junit import junit_xml, case_name
+from reports.junit import junit_xml, case_name, system_label
 
 ROOT = Path(__file__).resolve().parents[3]
 STAMPED = "each-level-5.3.3-20260101T120000"
@@ -27,9 +27,37 @@ def test_run_junit_names_are_suite_scenario_system_without_the_run_id():
            "system": {"adapter": "rocketmq", "version": "5.3.3", "spec": "rocketmq:latest"}}
     suite = ET.fromstring(junit_xml(_verdict(), run).split("\n", 1)[1])
     assert suite.get("name") == "conformance.each-level[rocketmq:latest]"
-    assert {c.get("classname") for c in suite.iter("testcase")} == {"conformance.each-level[rocketmq:latest]"}
+    assert {c.get("classname") for c in suite.iter("testcase")} == {"conformance.each-level"}  # no dot of a version
+    assert [c.get("name") for c in suite.iter("testcase")] == [f"{n}[rocketmq:latest]" for n in ("RUN", *INVARIANTS)]
     assert "20260101" not in junit_xml(_verdict(), run)
     assert suite.get("time") == "12.500"
+    assert next(suite.iter("testcase")).get("time") == "12.500" and all(c.get("time") for c in suite.iter("testcase"))
+
+
+def test_a_forks_version_is_not_in_any_name_and_a_classname_has_no_version_dot():
+    """A dist: path put the fork's version into every test name: its history reset at each release."""
+    assert system_label("dist:/opt/builds/myfork-5.3.3-SNAPSHOT") == system_label("dist:/opt/builds/myfork-5.4.0") == "dist:myfork"
+    assert system_label("cmd:/etc/hourglass/broker.toml") == "cmd:broker"
+    assert system_label("rocketmq:4.9.7") == "rocketmq:4.9.7"  # a release: the version is what a matrix compares
+    run = {"scenario": "each-level", "suite": "conformance", "system": {"adapter": "dist", "version": "5.3.3-SNAPSHOT",
+                                                                        "spec": "dist:/opt/builds/myfork-5.3.3-SNAPSHOT"}}
+    text = junit_xml(_verdict(), run)
+    assert "5.3.3" not in text and 'classname="conformance.each-level"' in text
+
+
+def test_a_broken_run_is_an_error_not_a_failure_and_times_read_as_offsets():
+    run = {"run_id": STAMPED, "scenario": "each-level", "suite": "conformance", "started_ms": 1_795_713_099_000,
+           "ended_ms": 1_795_713_109_000, "system": {"spec": "rocketmq:5.5.0"}}
+    broken = dict(_verdict(), passed=None, broken="AdapterError: broker never ready")
+    suite = ET.fromstring(junit_xml(broken, run).split("\n", 1)[1])
+    assert suite.get("errors") == "1" and suite.get("failures") == "0"
+    assert next(suite.iter("testcase")).find("error").get("message") == "AdapterError: broker never ready"
+    bad = _verdict()
+    bad["invariants"]["NO_LOSS"] = {"passed": False, "checked": 3, "violations": 1, "examples": [
+        {"explanation": "K1 attempt 0: expected window [1795713099344, 1795713102351]; run ended at 1795713153815"}]}
+    failure = ET.fromstring(junit_xml(bad, run).split("\n", 1)[1]).find(".//failure")
+    assert "expected window [t+0.344 s, t+3.351 s]; run ended at t+54.815 s" in failure.get("message")
+    assert "1795713" not in failure.get("message") and "t+0 = 2026-11-26T17:11:39.000Z (the run's start)" in failure.text
 
 
 def test_a_run_without_suite_or_spec_is_named_from_what_it_has():
@@ -66,3 +94,39 @@ def test_suite_junit_has_stable_names_and_each_runs_own_time(tmp_path):
         run = json.loads(run_json.read_text())
         own_s = (run["ended_ms"] - run["started_ms"]) / 1000
         assert abs(cases[f"conformance.{run['scenario']}[simulated]"] - own_s) < 0.5, (run["scenario"], cases, own_s)
+
+
+BREAK_ONE = '''
+import harness.session
+from reports.verdict import mark_broken
+
+_verdict = harness.session.Session.verdict
+
+
+def _broken_custom_table(self, system, scenario):
+    v = _verdict(self, system, scenario)
+    return mark_broken(v, "AdapterError: broker never ready") if scenario.name == "level-zero" else v
+
+
+harness.session.Session.verdict = _broken_custom_table
+'''
+
+
+def test_suite_junit_a_broken_run_is_an_error_and_a_violation_is_a_few_lines(tmp_path):
+    """A broken run is the harness's failure, not the broker's: ``<error>``; a violated run's
+    failure text is its few lines (the invariant, its example, the report), not pages of source."""
+    (tmp_path / "test_tiny.py").write_text(TINY)
+    (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text() + BREAK_ONE)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PYTEST_ADDOPTS", None)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--hg-system", "simulated[early-delivery]",
+                        f"--hg-out={tmp_path / 'runs'}", f"--junitxml={tmp_path / 'junit.xml'}", "test_tiny.py"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    cases = {c.get("name"): c for c in ET.parse(tmp_path / "junit.xml").iter("testcase")}
+    broken = cases["level-zero[simulated[early-delivery]]"]
+    assert broken.find("error") is not None and broken.find("failure") is None
+    assert "broker never ready" in broken.find("error").get("message")
+    failure = cases["custom-table[simulated[early-delivery]]"].find("failure")
+    assert failure is not None and "NOT_EARLY" in failure.text and "report: " in failure.text
+    assert len(failure.text.splitlines()) <= 15 and "def test_rule" not in failure.text and "verdicts.py" not in failure.text
