@@ -1,5 +1,6 @@
 """A small SVG chart: axes with round ticks, steps (plain or hatched), lines that break at NaN,
-points of any size (circle, triangle, cross, dash), vertical segments, bands, reference lines,
+points of any size (circle, triangles, cross, dash), vertical segments, bands (vertical and
+horizontal, open on either side), reference lines, integer ticks for counts,
 horizontal bars and a legend below the axes — what the report's plots draw, written as text in a
 few milliseconds (matplotlib took ~0.1 s a figure: most of the checker's output time on a history
 of many runs).
@@ -44,13 +45,16 @@ def marker_radius(area_pt2: float) -> float:
     return math.sqrt(area_pt2) / 2 * PX_PER_PT
 
 
-def nice_ticks(lo: float, hi: float, most: int = 8) -> list[float]:
-    """Round tick values covering [lo, hi]: steps of 1, 2 or 5 times a power of ten."""
+def nice_ticks(lo: float, hi: float, most: int = 8, integer: bool = False) -> list[float]:
+    """Round tick values covering [lo, hi]: steps of 1, 2 or 5 times a power of ten; ``integer``:
+    whole numbers only (a count's axis: no tick at 0.2 attempts)."""
     if hi <= lo:
         hi = lo + 1
     raw = (hi - lo) / most
     power = 10 ** math.floor(math.log10(raw))
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    if integer:
+        step = max(1, round(step))
     first = math.ceil(lo / step - 1e-9) * step
     return [round(first + i * step, 10) for i in range(int((hi - first) / step + 1e-9) + 1)]
 
@@ -65,12 +69,15 @@ def _finite(values) -> list[float]:
 
 def marker(shape: str, x: float, y: float, r: float, fill: str, edge: str | None = None, edge_width: float = 0,
            opacity: float | None = None) -> str:
-    """One marker centred on (x, y) px: ``o`` circle, ``^`` triangle, ``X`` cross, ``_`` dash (2r
+    """One marker centred on (x, y) px: ``o`` circle, ``^`` triangle (``v`` pointing down), ``X`` cross, ``_`` dash (2r
     long, ``edge_width`` thick), ``.`` dot."""
     op = f" opacity='{opacity}'" if opacity is not None else ""
     stroke = f" stroke='{edge}' stroke-width='{edge_width:g}'" if edge else ""
     if shape == "^":
         return (f"<polygon points='{x:.1f},{y - r:.1f} {x - r * 0.87:.1f},{y + r / 2:.1f} {x + r * 0.87:.1f},{y + r / 2:.1f}' "
+                f"fill='{fill}'{stroke}{op}/>")
+    if shape == "v":
+        return (f"<polygon points='{x:.1f},{y + r:.1f} {x - r * 0.87:.1f},{y - r / 2:.1f} {x + r * 0.87:.1f},{y - r / 2:.1f}' "
                 f"fill='{fill}'{stroke}{op}/>")
     if shape == "X":
         return (f"<path d='M{x - r:.1f},{y - r:.1f}L{x + r:.1f},{y + r:.1f}M{x - r:.1f},{y + r:.1f}L{x + r:.1f},{y - r:.1f}' "
@@ -91,6 +98,7 @@ class Chart:
         self.xlim: list[float | None] = [None, None]
         self.ylim: list[float | None] = [None, None]
         self.xticks: list[float] | None = None  # None: round values
+        self.xinteger = self.yinteger = False  # a count's axis: whole-number ticks only
         self._marks: list = []  # (above the bands, order, callable (sx, sy) -> svg text), drawn clipped to the axes
         self._legend: list[tuple[str, object]] = []  # (label, callable (x, y) -> the handle's svg text)
         self._xs: list[float] = []
@@ -112,19 +120,35 @@ class Chart:
             self._legend.append((label, handle))
 
     # -- marks -------------------------------------------------------------------------------------
-    def band(self, x0: float, x1: float | None, colour: str, label: str | None = None, cls: str = "band") -> None:
-        """A shaded band over the axes' height from ``x0`` to ``x1`` (None: to the axes' right edge)."""
+    def band(self, x0: float | None, x1: float | None, colour: str, label: str | None = None, cls: str = "band",
+             opacity: float = 0.2) -> None:
+        """A shaded band over the axes' height from ``x0`` to ``x1`` (None: from the axes' left
+        edge, to their right edge)."""
         c = _rgb(colour)
 
         def draw(sx, sy):
-            a = sx(x0)
-            b = sx(x1) if x1 is not None else self.right
+            a = max(sx(x0) if x0 is not None else self.left, self.left)
+            b = min(sx(x1) if x1 is not None else self.right, self.right)
             a, b = sorted((a, b))
             return (f"<rect class='{cls}' x='{a:.1f}' y='{self.top}' width='{max(b - a, 0.5):.1f}' "
-                    f"height='{self.bottom - self.top}' fill='{c}' fill-opacity='0.2'/>")
+                    f"height='{self.bottom - self.top}' fill='{c}' fill-opacity='{opacity:g}'/>")
 
-        self._add(draw, label, lambda x, y: f"<rect x='{x}' y='{y - 5}' width='20' height='9' fill='{c}' fill-opacity='0.2'/>",
-                  [x0] + ([x1] if x1 is not None else []), below=True)
+        self._add(draw, label, _band_handle(c, opacity), [x for x in (x0, x1) if x is not None], below=True)
+
+    def hband(self, y0: float | None, y1: float | None, colour: str, label: str | None = None, cls: str = "hband",
+              opacity: float = 0.12) -> None:
+        """A shaded band over the axes' width from ``y0`` to ``y1`` (None: from the axes' bottom,
+        to their top)."""
+        c = _rgb(colour)
+
+        def draw(sx, sy):
+            a = min(sy(y0) if y0 is not None else self.bottom, self.bottom)
+            b = max(sy(y1) if y1 is not None else self.top, self.top)
+            a, b = sorted((a, b))
+            return (f"<rect class='{cls}' x='{self.left}' y='{a:.1f}' width='{self.right - self.left}' "
+                    f"height='{max(b - a, 0.5):.1f}' fill='{c}' fill-opacity='{opacity:g}'/>")
+
+        self._add(draw, label, _band_handle(c, opacity), (), [y for y in (y0, y1) if y is not None], below=True)
 
     def vline(self, x: float, colour: str = "black", dash: str | None = None, width: float = 1, label: str | None = None,
               cls: str = "vline") -> None:
@@ -142,15 +166,15 @@ class Chart:
 
     def stairs(self, counts, edges, colour: str, label: str | None = None, width: float = 2, hatch: bool = False,
                cls: str = "stairs") -> None:
-        """A histogram's outline: ``counts[i]`` over [``edges[i]``, ``edges[i + 1]``); ``hatch``:
-        filled down to 0 with diagonal lines of the colour."""
+        """A histogram's outline: ``counts[i]`` over [``edges[i]``, ``edges[i + 1]``), standing on 0
+        at both ends (a single bin is a box on the axis, not a bar floating at its height);
+        ``hatch``: filled down to 0 with diagonal lines of the colour."""
         c, counts, edges = _rgb(colour), list(counts), list(edges)
         fill = f"url(#hatch-{self._id})" if hatch else "none"
 
         def draw(sx, sy):
             pts = [f"{sx(edges[i]):.1f},{sy(n):.1f} {sx(edges[i + 1]):.1f},{sy(n):.1f}" for i, n in enumerate(counts)]
-            if hatch:
-                pts = [f"{sx(edges[0]):.1f},{sy(0):.1f}"] + pts + [f"{sx(edges[-1]):.1f},{sy(0):.1f}"]
+            pts = [f"{sx(edges[0]):.1f},{sy(0):.1f}"] + pts + [f"{sx(edges[-1]):.1f},{sy(0):.1f}"]
             tag = "polygon" if hatch else "polyline"
             return f"<{tag} class='{cls}' points='{' '.join(pts)}' fill='{fill}' stroke='{c}' stroke-width='{width:g}'/>"
 
@@ -158,7 +182,7 @@ class Chart:
                   else _line_handle(c, width, ""))
         if hatch:
             self._hatch = c
-        self._add(draw, label, handle, edges, counts + ([0] if hatch else []))
+        self._add(draw, label, handle, edges, counts + [0])
 
     def line(self, xs, ys, colour: str, label: str | None = None, width: float = 1.3, dots: bool = True, cls: str = "line") -> None:
         """A line through (xs, ys), broken where y is NaN; ``dots``: a dot on each point above 0."""
@@ -264,7 +288,7 @@ class Chart:
         out.append(f"<g clip-path='url(#{clip})'>{''.join(draw(sx, sy) for _, _, draw in sorted(self._marks, key=lambda m: m[:2]))}</g>")
         out.append(f"<rect class='axes' x='{self.left}' y='{self.top}' width='{self.right - self.left}' "
                    f"height='{self.bottom - self.top}' fill='none' stroke='#000'/>")
-        xticks = self.xticks if self.xticks is not None else nice_ticks(x0, x1)
+        xticks = self.xticks if self.xticks is not None else nice_ticks(x0, x1, integer=self.xinteger)
         for t in xticks:
             if x0 <= t <= x1:
                 out.append(f"<line x1='{sx(t):.1f}' x2='{sx(t):.1f}' y1='{self.bottom}' y2='{self.bottom + 4}' stroke='#000'/>"
@@ -273,7 +297,7 @@ class Chart:
             for i, name in enumerate(self._ylabels):
                 out.append(f"<text class='ytick' x='{self.left - 6}' y='{sy(i) + 4:.1f}' text-anchor='end'>{escape(name)}</text>")
         else:
-            for t in nice_ticks(y0, y1, 6):
+            for t in nice_ticks(y0, y1, 6, integer=self.yinteger):
                 if y0 <= t <= y1:
                     out.append(f"<line x1='{self.left - 4}' x2='{self.left}' y1='{sy(t):.1f}' y2='{sy(t):.1f}' stroke='#000'/>"
                                f"<text class='ytick' x='{self.left - 6}' y='{sy(t) + 4:.1f}' text-anchor='end'>{_fmt(t)}</text>")
@@ -301,6 +325,10 @@ class Chart:
             y += math.ceil(len(group) / ncol) * _ROW
         out.append("</g>")
         return "".join(out)
+
+
+def _band_handle(c: str, opacity: float):
+    return lambda x, y: f"<rect x='{x}' y='{y - 5}' width='20' height='9' fill='{c}' fill-opacity='{opacity:g}'/>"
 
 
 def _line_handle(c: str, width: float, dash: str):

@@ -90,7 +90,7 @@ def test_an_attempt_whose_window_a_broker_kill_widened_is_drawn_apart_with_its_l
     assert [c.tag for c in plain] == [SVG + "circle"]
     # short entries first, in columns; the long ones after, in the order drawn
     assert _legend(over_time) == ["broker kill", "arrival (size: attempts)", "window widened by outage (kill)",
-                                  "due + slack (3000 ms)"]
+                                  "due + slack (3000 ms)", "early zone (< due)", "ON_TIME window (due … due + 3000 ms slack)"]
     per_level = plots.lateness_svg(data, 3000, faults)
     (hatched,) = _marks(per_level, "widened")  # the widened attempts' histogram, filled with the hatch pattern
     pattern = re.fullmatch(r"url\(#(.+)\)", hatched.get("fill")).group(1)
@@ -157,7 +157,8 @@ def test_eighteen_levels_legend_sits_below_the_axes():
     svg = plots.lateness_svg(data, 3000, [{"ts_ms": 1, "action": "kill", "target": "broker"}])
     labels = _legend(svg)
     assert labels[:18] == [f"level {lv}" for lv in range(1, 19)]
-    assert labels[18:] == ["window widened by outage (kill)", "due + slack (3000 ms)"]
+    assert labels[18:] == ["window widened by outage (kill)", "due + slack (3000 ms)", "early zone (< due)",
+                           "ON_TIME window (due … due + 3000 ms slack)"]
     levels = [s for s in _marks(svg, "stairs") if "widened" not in s.get("class")]
     assert len(levels) == len({s.get("stroke") for s in levels}) == 18  # eighteen levels, eighteen colours
     (axes,) = _marks(svg, "axes")
@@ -166,4 +167,4 @@ def test_eighteen_levels_legend_sits_below_the_axes():
     ys = [float(t.get("y")) for t in _marks(svg, "legend")[0].iter(SVG + "text")]
     assert min(ys) - 8 > float(xlabel.get("y")) > float(axes.get("y")) + float(axes.get("height")), "a legend overlaps the axes"
     assert max(ys) + 3 <= height, "a legend leaves the figure"
-    assert len(set(ys)) == 4  # 8 short entries a row (three rows), the long ones on a row of their own
+    assert len(set(ys)) == 5  # 8 short entries a row (three rows), the four long ones two a row
