@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import html
 import json
-import re
-from datetime import datetime, timezone
+import os
 
-from reference.contract import INVARIANTS
+from reference import faults as fault_kinds
+from reference.contract import INVARIANT_SUMMARY, INVARIANTS
 from reports import plots
 from reports.logs import RunLogs
+from reports.timetext import iso_ms, offset_text, with_offsets
 from reports.verdict import explain
 
 VIOLATIONS_LISTED = 200
+#: Where each invariant's name links to: the project's invariant catalogue, one anchor per invariant
+#: (its name lowercased). A report is opened from a run directory anywhere, so this is no path
+#: relative to the repository; ``HOURGLASS_DOCS_URL`` replaces it (a fork's copy, a local checkout's
+#: ``file:///.../docs/invariants.md``).
+DOCS_URL = "https://github.com/hourglass-harness/hourglass/blob/main/docs/invariants.md"
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
@@ -31,30 +37,14 @@ def _e(x) -> str:
     return html.escape("" if x is None else str(x))
 
 
-#: an epoch-millisecond time in an explanation (13 digits: 2001..2286)
-_EPOCH_MS = re.compile(r"(?<![\d.])1\d{12}(?![\d.])")
-#: how far from the run's start a number may be and still be read as one of its times
-_RUN_SPAN_MS = 30 * 24 * 3600 * 1000
-
-
-def iso_ms(ts_ms: int) -> str:
-    return datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def offset(ts_ms: int, started_ms: int) -> str:
-    """``t+12.345 s``: a time as an offset from the run's start, the ISO time (and the raw epoch
-    ms) on hover."""
-    d = (ts_ms - started_ms) / 1000
-    return f"<span class='t' title='{iso_ms(ts_ms)} ({ts_ms})'>t{'+' if d >= 0 else '−'}{abs(d):.3f} s</span>"
+    """``t+12.345 s`` (:func:`reports.timetext.offset_text`), the ISO time (and the raw epoch ms) on hover."""
+    return f"<span class='t' title='{iso_ms(ts_ms)} ({ts_ms})'>{offset_text(ts_ms, started_ms)}</span>"
 
 
 def _timed(text, started_ms: int | None) -> str:
     """``text`` escaped, with every epoch-ms time of the run shown as an offset from its start."""
-    out = _e(text)
-    if not started_ms:
-        return out
-    return _EPOCH_MS.sub(lambda m: offset(int(m.group()), started_ms) if abs(int(m.group()) - started_ms) <= _RUN_SPAN_MS
-                         else m.group(), out)
+    return with_offsets(_e(text), started_ms, offset)
 
 
 def _state(passed, accepted_only=False) -> tuple[str, str]:
@@ -66,9 +56,10 @@ def _state(passed, accepted_only=False) -> tuple[str, str]:
 
 
 def report_html(verdict: dict, violations, plot_data: dict | None, run: dict | None, faults: list[dict],
-                logs: RunLogs | None = None) -> str:
+                logs: RunLogs | None = None, scenario: dict | None = None) -> str:
     """``logs``: the run's copied logs (:func:`reports.logs.run_logs`); None: the run has none (no
-    section)."""
+    section). ``scenario``: the run's ``scenario.json`` as data, when the caller read it (its fault
+    steps as scheduled); without it the steps are shown as the run's ``fault`` events carried them out."""
     run = run or {}
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Hourglass — {_e(verdict['run_id'])}</title>",
              f"<style>{_CSS}</style></head><body>"]
@@ -91,6 +82,7 @@ def report_html(verdict: dict, violations, plot_data: dict | None, run: dict | N
         parts.append(f"<p class='fail'>The run could not be checked: <code>{_e(verdict['broken'])}</code></p>")
     for t in verdict.get("torn_lines", []):
         parts.append(f"<p class='acc'>Torn last line skipped: <code>{_e(t['file'])}:{t['line']}</code></p>")
+    parts.append(_scenario(run, scenario, faults, started_ms))
     parts.append(_invariant_table(verdict, started_ms))
     if verdict.get("undecided"):
         u = verdict["undecided"]
@@ -107,6 +99,63 @@ def report_html(verdict: dict, violations, plot_data: dict | None, run: dict | N
     return "".join(parts)
 
 
+def invariant_url(name: str) -> str:
+    """Where invariant ``name`` is defined: :data:`DOCS_URL` (or ``HOURGLASS_DOCS_URL``) at its anchor."""
+    base = os.environ.get("HOURGLASS_DOCS_URL") or DOCS_URL
+    return f"{base.split('#', 1)[0]}#{name.lower()}"
+
+
+def _invariant_link(name: str) -> str:
+    """The invariant's name linked to its definition, its one-line definition on hover."""
+    return (f"<a href='{_e(invariant_url(name))}' title='{_e(INVARIANT_SUMMARY.get(name))}'>"
+            f"<b>{_e(name)}</b></a>")
+
+
+def _invariant_name(name: str) -> str:
+    """The name linked to its definition, and the definition's one line under it."""
+    summary = INVARIANT_SUMMARY.get(name)
+    return _invariant_link(name) + (f"<br><small class='def'>{_e(summary)}</small>" if summary else "")
+
+
+def step_text(step: dict) -> str:
+    """One fault step of a scenario as a line of text: ``outage broker at 5000 ms for 8000 ms``, its
+    parameters (:func:`reference.faults.params`) and what it is timed from (``after``)."""
+    at = f"at {step.get('at_ms', 0)} ms"
+    after = step.get("after")
+    if after:
+        level = f" of level {after['level']}" if after.get("level") else ""
+        at = f"{step.get('at_ms', 0)} ms after {after.get('event')} #{after.get('count', 1)}{level}"
+    text = f"{step.get('action')} {step.get('target') or 'broker'} {at}"
+    if step.get("duration_ms"):
+        text += f" for {step['duration_ms']} ms"
+    return text + "".join(f", {p.name} {step[p.name]}" for p in fault_kinds.params() if step.get(p.name))
+
+
+def _scenario(run: dict, scenario: dict | None, faults: list[dict], started_ms: int | None) -> str:
+    """What the scenario is for (run.json's ``description``) and its fault steps: as scheduled (the
+    scenario's ``faults``, when given) and as carried out (the ``fault`` events naming each ``step``)."""
+    out = ["<h2>Scenario</h2>"]
+    description = run.get("description") or (scenario or {}).get("description")
+    out.append(f"<p>{_e(description)}</p>" if description else "<p class='none'>No description recorded.</p>")
+    planned = list((scenario or {}).get("faults") or ())
+    done: dict[int, list[dict]] = {}
+    for f in sorted(faults, key=lambda f: f["ts_ms"]):
+        if isinstance(f.get("step"), int):
+            done.setdefault(f["step"], []).append(f)
+    if not planned and not done:
+        out.append("<p>Fault steps: none.</p>")
+        return "".join(out)
+    out.append("<p>Fault steps" + (" as scheduled, then" if planned else "") + " as carried out (the run's "
+               "<code>fault</code> events of each step):</p><ol start='0'>")
+    for i in range(max(len(planned), max(done, default=-1) + 1)):
+        scheduled = _e(step_text(planned[i])) + "; carried out: " if i < len(planned) else ""
+        carried = ", ".join(f"{_e(f.get('target'))} {_e(f.get('action'))} at "
+                            f"{offset(f['ts_ms'], started_ms) if started_ms else _e(f['ts_ms'])}" for f in done.get(i, ()))
+        out.append(f"<li>{scheduled}{carried or 'nothing recorded'}</li>")
+    out.append("</ol>")
+    return "".join(out)
+
+
 def _invariant_table(verdict: dict, started_ms: int | None = None) -> str:
     rows = ["<h2>Invariants</h2><table><tr><th>invariant</th><th>verdict</th><th>checked</th><th>violations</th><th>first example</th></tr>"]
     for inv in INVARIANTS:
@@ -116,7 +165,7 @@ def _invariant_table(verdict: dict, started_ms: int | None = None) -> str:
         if e.get("undecided"):
             word += f" ({e['undecided']} undecided)"
         first = e["examples"][0]["explanation"] if e["examples"] else ""
-        rows.append(f"<tr class='{cls}'><td><b>{inv}</b></td><td>{word}</td><td>{e['checked']}</td>"
+        rows.append(f"<tr class='{cls}'><td>{_invariant_name(inv)}</td><td>{word}</td><td>{e['checked']}</td>"
                     f"<td>{e['violations']}{' (' + str(e['accepted']) + ' accepted)' if e.get('accepted') else ''}</td><td>{_timed(first, started_ms)}</td></tr>")
     rows.append("</table>")
     return "".join(rows)
@@ -131,7 +180,7 @@ def _violation_list(violations, faults, started_ms: int | None = None) -> str:
         ex = explain(row, faults)
         cls = "acc" if ex.get("accepted") else "fail"
         note = f" <i>(accepted: {_e(ex['accepted'])})</i>" if ex.get("accepted") else ""
-        out.append(f"<tr class='{cls}'><td>{_e(row['invariant'])}</td><td><code>{_e(ex['key'])}</code></td>"
+        out.append(f"<tr class='{cls}'><td>{_invariant_link(row['invariant'])}</td><td><code>{_e(ex['key'])}</code></td>"
                    f"<td>{_e(ex['attempt'])}</td><td>{_timed(ex['explanation'], started_ms)}{note}</td></tr>")
     out.append("</table>")
     return "".join(out)
