@@ -14,12 +14,21 @@ At the end of each run the runner copies every file the system names
   beginning); the first line of a cut copy starts with :data:`CUT_MARK` and says how much was left
   out.
 
-What was copied is recorded in run.json's ``logs`` (name -> source, byte range, bytes cut).
+- logback's own status lines (``|-INFO in ch.qos.logback…``, ``|-WARN in …``: the pages of
+  configuration chatter a 5.x client JVM prints at its start) are left out of the copy, whose first
+  line says how many (:data:`TRIM_MARK`); the whole part is kept beside it gzipped
+  (``<name>.full.gz``), so nothing is lost. ``|-ERROR`` statuses stay in the copy.
+
+What was copied is recorded in run.json's ``logs`` (name -> source, byte range, bytes cut, status
+lines left out and the whole copy's name, and the zone the log prints its times in:
+``utc_offset_s``, its last timed line against when its source was last written).
 """
 
 from __future__ import annotations
 
+import gzip
 import os
+import re
 from pathlib import Path
 from typing import Mapping
 
@@ -32,6 +41,15 @@ LOG_COPY_MAX_BYTES = 5 * 1024 * 1024
 CUT_MARK = "[hourglass] cut:"
 #: How the first line of a copy of a file that shrank during the run begins.
 SHRANK_MARK = "[hourglass] shrank:"
+#: How the first line of a copy that left logback's status lines out begins.
+TRIM_MARK = "[hourglass] trimmed:"
+#: What the whole copy of a trimmed one is named, beside it.
+FULL_SUFFIX = ".full.gz"
+#: A logback status line (its own configuration chatter, printed by a status listener, nested ones
+#: indented): INFO and WARN; an ERROR status (a log that could not be opened) stays in the copy.
+STATUS_LINE = re.compile(rb"^\s*(?:\d\d:\d\d:\d\d,\d{3} )?\|-(?:INFO|WARN) in ")
+#: How much of the end of a copy is searched for its last timed line (the log's zone).
+_ZONE_READ_BYTES = 64 * 1024
 
 
 def log_sizes(files: Mapping[str, Path]) -> dict[str, int]:
@@ -51,31 +69,23 @@ def copy_logs(files: Mapping[str, Path], run_dir: Path, since: Mapping[str, int]
     its beginning) to its end now, the last ``max_bytes`` of that. Returns run.json's ``logs``
     record; a file that could not be read has an ``error`` there and no copy."""
     since = since or {}
-    return {name: _copy_one(Path(path), Path(log_copy(run_dir, name)), since.get(name, 0), max_bytes)
+    return {name: _copy_one(Path(path), Path(log_copy(run_dir, name)), since.get(name, 0), max_bytes, name)
             for name, path in sorted(files.items())}
 
 
-def _copy_one(source: Path, target: Path, start: int, max_bytes: int) -> dict:
+def _copy_one(source: Path, target: Path, start: int, max_bytes: int, name: str) -> dict:
     entry: dict = {"source": str(source)}
     heads = []
     try:
         with open(source, "rb") as f:
-            end = os.fstat(f.fileno()).st_size  # what was written by now; later lines are not this run's
+            stat = os.fstat(f.fileno())
+            end = stat.st_size  # what was written by now; later lines are not this run's
             if end < start:
                 heads.append(f"{SHRANK_MARK} {source} is shorter than at the run's start ({end} < {start} bytes: "
                              f"rotated or truncated); copied from its beginning")
                 entry["shrank"] = True
                 start = 0
-            keep_from = max(start, end - max_bytes)
-            if keep_from > start:  # cut: begin at a line's beginning
-                f.seek(keep_from - 1)
-                data = f.read(end - keep_from + 1)
-                newline = data.find(b"\n")
-                data = data[newline + 1:] if newline >= 0 else data[1:]
-                keep_from = end - len(data)
-            else:
-                f.seek(keep_from)
-                data = f.read(end - keep_from)
+            keep_from, data = _read_end(f, start, end, max_bytes)
     except OSError as e:
         entry["error"] = f"{type(e).__name__}: {e}"
         return entry
@@ -84,12 +94,55 @@ def _copy_one(source: Path, target: Path, start: int, max_bytes: int) -> dict:
         entry["cut_bytes"] = keep_from - start
         heads.insert(0, f"{CUT_MARK} the first {keep_from - start} bytes of this run's part of {source} (bytes {start}-{end}) "
                      f"are left out; its last {len(data)} bytes follow")
+    offset = _zone(data, int(stat.st_mtime * 1000))
+    if offset is not None:
+        entry["utc_offset_s"] = offset
     target.parent.mkdir(parents=True, exist_ok=True)
+    head = b"".join(line.encode("utf-8", "replace") + b"\n" for line in heads)
+    kept, dropped = drop_status_lines(data)
+    if dropped:
+        full = target.with_name(target.name + FULL_SUFFIX)
+        with gzip.open(full, "wb") as out:
+            out.write(head + data)
+        entry.update(status_lines=dropped, full=name + FULL_SUFFIX)
+        head = (f"{TRIM_MARK} {dropped} logback status lines (its own configuration chatter: '|-INFO in ...', "
+                f"'|-WARN in ...') left out; the whole copy is {full.name} beside this file\n").encode() + head
     with open(target, "wb") as out:
-        for line in heads:
-            out.write(line.encode("utf-8", "replace") + b"\n")
-        out.write(data)
+        out.write(head + kept)
     return entry
+
+
+def _read_end(f, start: int, end: int, max_bytes: int) -> tuple[int, bytes]:
+    """(where the kept part begins, its bytes): ``start``-``end`` of ``f``, its last ``max_bytes``
+    from a line's beginning."""
+    keep_from = max(start, end - max_bytes)
+    if keep_from > start:  # cut: begin at a line's beginning
+        f.seek(keep_from - 1)
+        data = f.read(end - keep_from + 1)
+        newline = data.find(b"\n")
+        data = data[newline + 1:] if newline >= 0 else data[1:]
+        return end - len(data), data
+    f.seek(keep_from)
+    return keep_from, f.read(end - keep_from)
+
+
+def drop_status_lines(data: bytes) -> tuple[bytes, int]:
+    """``data`` without logback's INFO and WARN status lines (:data:`STATUS_LINE`), and how many."""
+    if b"|-" not in data:
+        return data, 0
+    lines = data.splitlines(keepends=True)
+    kept = [line for line in lines if not STATUS_LINE.match(line)]
+    return b"".join(kept), len(lines) - len(kept)
+
+
+def _zone(data: bytes, written_ms: int) -> int | None:
+    """The zone ``data`` (the end of a log) prints its times in, seconds east of UTC: its last timed
+    line against when its source was last written (:func:`reference.stalls.log_utc_offset_s`)."""
+    for raw in reversed(data[-_ZONE_READ_BYTES:].splitlines()):
+        at = log_time_ms(raw.decode("utf-8", "replace"))
+        if at is not None:
+            return log_utc_offset_s(at, written_ms)
+    return None
 
 
 def timed_lines(copy: Path, written_ms: int | None, contains: tuple[str, ...],

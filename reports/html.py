@@ -11,7 +11,7 @@ import os
 from reference import faults as fault_kinds
 from reference.contract import INVARIANT_SUMMARY, INVARIANTS
 from reports import plots
-from reports.logs import RunLogs
+from reports.logs import AROUND_MS, RunLogs, log_clock, zone_words
 from reports.timetext import iso_ms, offset_text, with_offsets
 from reports.verdict import explain
 
@@ -186,6 +186,10 @@ def _violation_list(violations, faults, started_ms: int | None = None) -> str:
     return "".join(out)
 
 
+#: A log's lines in the report: wrapped (a broker's lines run long), smaller.
+_LOG_PRE = "<pre style='white-space:pre-wrap;overflow-wrap:anywhere;font-size:.8em'>"
+
+
 def _logs(logs: RunLogs) -> str:
     out = ["<h2>Logs</h2>"]
     if logs.not_collected:
@@ -194,13 +198,45 @@ def _logs(logs: RunLogs) -> str:
         out.append("<p>Copied into the run directory's <code>logs/</code> at the run's end.</p><ul>")
         for link in logs.links:
             name = f"<a href='{_e(link.href)}'><code>{_e(link.name)}</code></a>" if link.href else f"<code>{_e(link.name)}</code>"
-            out.append(f"<li>{name} ({_e(link.note)})</li>")
+            full = f"; the whole copy: <a href='{_e(link.full_href)}'>{_e(link.name.rsplit('/', 1)[-1])}.full.gz</a>" if link.full_href else ""
+            out.append(f"<li>{name} ({_e(link.note)}{full})</li>")
         out.append("</ul>")
+    if logs.others:
+        out.append(f"<p class='none'>Not listed: {len(logs.others)} files of the other scenarios' consumers that shared this "
+                   f"run's broker (<code>{_e(logs.others[0])}</code>, …); they are in <code>logs/</code> too, and each "
+                   f"scenario's report lists its own.</p>")
+    out.append(_around(logs))
     if logs.tail is not None:
         name, text = logs.tail
-        out.append(f"<details><summary>the last {len(text.splitlines())} lines of <code>{_e(name)}</code></summary>"
-                   f"<pre>{_e(text)}</pre></details>")
+        zone = zone_words(name, logs.zone_s)
+        out.append(f"<details><summary>the last {len(text.splitlines())} lines of <code>{_e(name)}</code>"
+                   f"{f' ({_e(zone)})' if zone else ''}</summary>{_LOG_PRE}{_e(text)}</pre></details>")
     return "".join(out)
+
+
+def _around(logs: RunLogs) -> str:
+    """The broker log's lines around the first violations' times, folded: one block per span, its
+    run-relative times and the times as the log prints them."""
+    if not logs.around or logs.tail is None or logs.zone_s is None:
+        return ""
+    name, zone = logs.tail[0], logs.zone_s
+    out = [f"<details><summary><code>{_e(name)}</code> around the first violations' times "
+           f"(±{AROUND_MS // 1000} s of each one's expected and observed times; {_e(zone_words(name, zone))})</summary>"]
+    if logs.own:
+        out.append("<p>The broker was shared with other scenarios: lines naming this run's groups, topics or keys are in bold.</p>")
+    for span in logs.around:
+        when = (f"{offset(span.from_ms, logs.started_ms)} – {offset(span.to_ms, logs.started_ms)}" if logs.started_ms
+                else f"{_e(iso_ms(span.from_ms))} – {_e(iso_ms(span.to_ms))}")
+        out.append(f"<p><b>{when}</b> ({_e(log_clock(span.from_ms, zone))}–{_e(log_clock(span.to_ms, zone))} in the log, "
+                   f"{span.count} line{'' if span.count == 1 else 's'}): {_e('; '.join(span.why))}</p>"
+                   f"{_LOG_PRE}{_marked(span.lines, logs.own) if span.lines else '(no line of the log in this span)'}</pre>")
+    out.append("</details>")
+    return "".join(out)
+
+
+def _marked(text: str, own: tuple[str, ...]) -> str:
+    """``text`` escaped, its lines naming any of ``own`` in bold."""
+    return "\n".join(f"<b>{_e(line)}</b>" if any(w in line for w in own) else _e(line) for line in text.split("\n"))
 
 
 def _plots(data: dict | None, faults: list[dict], run: dict) -> str:

@@ -44,6 +44,13 @@ class Channel:
 QUICK_START = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
+#: 5.x ships logback shaded under RocketMQ's package (this jar): its status listener that prints
+#: nothing keeps pages of logback's own status lines out of a client's or consumer's log (the
+#: broker's JVM gets the same, adapters.rocketmq.provision). 4.9.x's plain logback never sees it.
+SHADED_LOGBACK_JAR = "rocketmq-logback-classic"
+SHADED_NOP_STATUS_LISTENER = "org.apache.rocketmq.logging.ch.qos.logback.core.status.NopStatusListener"
+
+
 def start_jvm(lib_dir: str, log_dir: str, heap: tuple[str, ...] = ("-Xms64m", "-Xmx384m"),
               extra_classpath: tuple[str, ...] = (), quick_start: bool = False) -> None:
     import jpype
@@ -57,6 +64,8 @@ def start_jvm(lib_dir: str, log_dir: str, heap: tuple[str, ...] = ("-Xms64m", "-
             # binary request headers, as RocketMQ's own benchmark producer uses (the broker speaks both)
             "-Drocketmq.serialize.type=ROCKETMQ",
             "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/java.lang=ALL-UNNAMED"]
+    if any(Path(lib_dir).glob(f"{SHADED_LOGBACK_JAR}*.jar")):  # 5.x: its shaded logback prints its configuration
+        opts.append(f"-Dlogback.statusListenerClass={SHADED_NOP_STATUS_LISTENER}")
     jpype.startJVM(*opts, classpath=[*extra_classpath, str(Path(lib_dir) / "*")], convertStrings=True)
     import jpype.imports  # noqa: F401 - makes Java packages importable (from org.apache... import X)
 

@@ -227,3 +227,45 @@ def test_a_cut_log_copy_loses_no_send_back_failure_and_a_repeated_line_is_no_rep
     events = [json.loads(line) for line in (run_dir / EVENTS_DIR / CLIENT_LOG_EVENTS).read_text().splitlines()]
     assert [e["ts_ms"] - started for e in events] == [5_123, 5_123]
     assert events[0] != events[1] and "(#2 such line)" in events[1]["cause"]
+
+
+def test_a_copy_leaves_logbacks_status_lines_out_says_how_many_and_keeps_the_whole_beside_it(tmp_path):
+    """A 5.x client JVM prints logback's configuration chatter (pages of ``|-INFO in ch.qos.logback…``)
+    at its start: the copy leaves those out and says so in its first line; the whole part is beside
+    it gzipped, so nothing is lost; an ``|-ERROR`` status (a log that could not be opened) stays."""
+    import gzip
+
+    from harness.logcopy import FULL_SUFFIX, TRIM_MARK
+
+    status = [f"17:33:11,{i:03d} |-INFO in org.apache.rocketmq.logging.ch.qos.logback.classic.LoggerContext[default] - "
+              f"status {i}\n" for i in range(30)]
+    warn = "17:33:13,399 |-WARN in ch.qos.logback.classic.joran.action.LevelAction - <level> element is deprecated.\n"
+    error = "17:33:13,400 |-ERROR in ch.qos.logback.core.FileAppender[FILE] - openFile(x) call failed.\n"
+    real = ["2026-11-27 01:33:20,000 INFO main - consumer started\n", "  |-INFO in nested status\n"]
+    source = tmp_path / "consumer-g-0.log"
+    source.write_text("".join(status[:20]) + warn + error + real[0] + "".join(status[20:]) + real[1])
+    entry = copy_logs({"consumer-g-0.log": source}, tmp_path / "run")["consumer-g-0.log"]
+    head, *kept = (tmp_path / "run" / LOGS_DIR / "consumer-g-0.log").read_text().splitlines(keepends=True)
+    assert head.startswith(TRIM_MARK) and "32 logback status lines" in head and "consumer-g-0.log" + FULL_SUFFIX in head
+    assert kept == [error, real[0]]
+    assert entry["status_lines"] == 32 and entry["full"] == "consumer-g-0.log" + FULL_SUFFIX
+    with gzip.open(tmp_path / "run" / LOGS_DIR / entry["full"], "rt") as f:
+        assert f.read() == source.read_text()
+    logs = run_logs(_verdict(True), {"run_id": "r", "logs": {"consumer-g-0.log": entry}}, str(tmp_path / "run"), tmp_path / "run")
+    (link,) = logs.links
+    assert "32 logback status lines left out" in link.note and link.full_href == "logs/consumer-g-0.log" + FULL_SUFFIX
+    plain = copy_logs({"broker.log": tmp_path / "run" / LOGS_DIR / "consumer-g-0.log"}, tmp_path / "again")["broker.log"]
+    assert "status_lines" not in plain and not (tmp_path / "again" / LOGS_DIR / ("broker.log" + FULL_SUFFIX)).exists()
+
+
+def test_a_copy_records_the_zone_its_log_prints_times_in(tmp_path):
+    """RocketMQ's own patterns print GMT+8 whatever the host's zone: the copy records the zone from
+    its last timed line against when the source was last written, and the report labels it."""
+    source = tmp_path / "broker.log"
+    written = (int(time.time()) - 600) * 1000
+    source.write_text(_log_line(written - 2_000, 8 * 3600, "INFO a", False) + _log_line(written, 8 * 3600, "INFO b", False))
+    os.utime(source, (written / 1000, written / 1000))
+    entry = copy_logs({"broker.log": source}, tmp_path / "run")["broker.log"]
+    assert entry["utc_offset_s"] == 8 * 3600
+    logs = run_logs(_verdict(True), {"run_id": "r", "logs": {"broker.log": entry}}, str(tmp_path / "run"), tmp_path / "run")
+    assert "times in the broker's local zone, UTC+08:00" in logs.links[0].note
