@@ -17,9 +17,11 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Callable, TextIO
 
+from adapters import phase as adapter_phase
 from adapters.base import AdapterError, ConfigReading, System
+from harness import eta
 from harness.runner import BROKER_SETUP, Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, skip_reason
 from reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
 from harness.fit import MAX_WAIT_MS, fit_to_broker
@@ -49,6 +51,8 @@ class BatchOptions:
     progress_virtual: bool = False
     #: on a cluster that runs another table: a message not done within this is left out (harness.fit)
     max_wait_ms: int = MAX_WAIT_MS
+    #: a check of the runs follows (``harness.session.run_and_check``): the ETA counts it
+    checked: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,7 @@ def plan_jobs(scenarios: list[Scenario], virtual: bool) -> list[Job]:
 
 
 class Batch:
-    def __init__(self, scenarios: list[Scenario], opts: BatchOptions):
+    def __init__(self, scenarios: list[Scenario], opts: BatchOptions, clock: Callable[[], float] = time.monotonic):
         names = [s.name for s in scenarios]
         if len(set(names)) != len(names):
             raise ValueError(f"scenario names must be unique in a batch: {sorted(n for n in set(names) if names.count(n) > 1)}")
@@ -83,20 +87,27 @@ class Batch:
         self.opts = opts
         self.stamp = run_stamp()  # one harness's runs never share an id with another's
         self.token = uuid.uuid4().hex[:8]  # names on a cluster that outlives runs
-        self.progress = {s.name: Progress(s.name) for s in scenarios}
+        self.clock = clock  # seconds; the ETA's, the progress line's (a test's fake clock)
+        self.progress = {s.name: Progress(s.name, clock=clock) for s in scenarios}
+        self.jobs = plan_jobs(scenarios, opts.system.virtual)
+        self.job_started: dict[int, float] = {}  # job index -> when it began (clock)
+        self.jobs_ended: set[int] = set()  # its system torn down
+        self.steps_s: dict[int, float] = {}  # job index -> the time its adapter's slow steps took (adapters.phase)
+        self.costs = eta.VIRTUAL if opts.system.virtual else eta.COSTS
+        self.pace = 1.0  # how much slower than the estimates this machine starts brokers (harness.eta)
         self._systems: list[System] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.results: dict[str, RunResult] = {}
         self.errors: dict[str, str] = {}
         self.fitted: dict[str, dict] = {}  # scenario -> what harness.fit changed to run it on this broker
-        self.started = time.monotonic()
-        self.started_at: dict[str, float] = {}  # scenario -> when its job began (monotonic)
+        self.started = clock()
+        self.started_at: dict[str, float] = {}  # scenario -> when its job began (clock)
         self.expected_s = {s.name: scenario_wait_ms(s) / 1000 for s in scenarios}
 
     def run(self) -> list[RunResult]:
         self.opts.out_dir.mkdir(parents=True, exist_ok=True)
-        jobs = plan_jobs(self.scenarios, self.opts.system.virtual)
+        jobs = self.jobs
         shower = None
         if self.opts.progress and (self.opts.progress_virtual or not self.opts.system.virtual):
             shower = threading.Thread(target=self._show_progress, daemon=True, name="hg-progress")
@@ -135,11 +146,40 @@ class Batch:
         first = job.scenarios[0]
         workdir = self.opts.out_dir / "_systems" / f"job{index:02d}-{slug(first.name) if not job.shared else 'shared'}"
         workdir.mkdir(parents=True, exist_ok=True)
+        self.job_started[index] = now = self.clock()
         for s in job.scenarios:
             self.progress[s.name].phase = "starting broker"
-            self.started_at[s.name] = time.monotonic()
+            self.started_at[s.name] = now
         if self._stop.is_set():
+            self.jobs_ended.add(index)
             return
+        try:
+            with adapter_phase.reporting(self._phase_sink(index, job)):
+                self._open_and_run(job, workdir)
+        finally:
+            self.jobs_ended.add(index)
+
+    def _phase_sink(self, index: int, job: Job) -> adapter_phase.Sink:
+        """An adapter's slow step (an image's first build, a download) as the phase of the job's
+        scenarios that have not begun their runs, until it ends (its time is no broker's start:
+        ``_broker_starts``)."""
+        def sink(text: str) -> Callable[[], None]:
+            began = self.clock()
+            before = {s.name: self.progress[s.name].phase for s in job.scenarios}
+            for name in before:
+                if "setup" not in self.progress[name].began:  # its run has not begun
+                    self.progress[name].phase = text
+
+            def undo() -> None:
+                self.steps_s[index] = self.steps_s.get(index, 0.0) + self.clock() - began
+                for name, was in before.items():
+                    if self.progress[name].phase == text:
+                        self.progress[name].phase = was
+            return undo
+        return sink
+
+    def _open_and_run(self, job: Job, workdir: Path) -> None:
+        first = job.scenarios[0]
         try:
             needs = kinds.setup_needed(f for s in job.scenarios for f in s.faults)
             system = open_system(self.opts.system, first.profile, workdir, seed=first.seed, needs=needs)
@@ -265,42 +305,141 @@ class Batch:
             pass
 
     def eta_s(self) -> float:
-        """Seconds until the batch should be done, from the scenarios' own waits (the model's
-        expected table, ``harness.summary.scenario_wait_ms``): what the running ones still have
-        to wait, plus the queued ones spread over the systems that run at once."""
-        now = time.monotonic()
-        running = queued = 0.0
-        workers = 1 if self.opts.system.virtual else max(1, self.opts.max_systems)
-        for name, p in self.progress.items():
-            if p.phase in ("done", "error", "interrupted"):
+        """Seconds until the batch's verdicts (:mod:`harness.eta`): every job's scenarios from
+        what they are doing and their own waits, the jobs on the batch's slots in order, then the
+        check (``opts.checked``) with what is left of the Spark start."""
+        now = self.clock()
+        self.pace = eta.pace_of(self._broker_starts(now), self.costs)
+        costs = eta.paced(self.costs, self.pace)
+        running, queued = [], []
+        for i, job in enumerate(self.jobs):
+            if i in self.jobs_ended:
                 continue
-            if name in self.started_at:
-                running = max(running, self.expected_s[name] - (now - self.started_at[name]))
-            else:
-                queued += self.expected_s[name]
-        return max(0.0, running) + queued / workers
+            started = self.job_started.get(i)
+            lefts = [eta.scenario_left_s(p.phase, p.began, self.expected_s[s.name], started, now, costs)
+                     for s in job.scenarios for p in (self.progress[s.name],)]
+            left = eta.job_left_s(lefts, job.shared, started is not None, costs)
+            (queued if started is None else running).append(max(left, eta.MIN_LEFT_S))
+        slots = 1 if self.opts.system.virtual else max(1, self.opts.max_systems)
+        runs_s = eta.runs_left_s(running, queued, slots)
+        if not self.opts.checked:
+            return runs_s
+        checking = eta.paced(self.costs, eta.check_pace(self.pace))
+        spark = eta.spark_left_s(spark_state(), self.started, now, checking)
+        return runs_s + eta.check_left_s(runs_s, len(self.scenarios), spark, checking)
+
+    def _broker_starts(self, now: float) -> list[float]:
+        """How long each job's broker took to start (to its first run's setup, less its adapter's
+        slow steps: an image's first build is no sign of a busy machine), or has taken so far while
+        it starts for longer than the estimate: how busy the machine is."""
+        out = []
+        for i, started in self.job_started.items():
+            scenarios = self.jobs[i].scenarios
+            setups = [b for s in scenarios if (b := self.progress[s.name].began.get("setup")) is not None]
+            so_far = (min(setups) if setups else now) - started - self.steps_s.get(i, 0.0)
+            if setups:
+                out.append(so_far)
+            elif (i not in self.jobs_ended and so_far > self.costs.broker_s
+                  and all(self.progress[s.name].phase == "starting broker" for s in scenarios)):
+                out.append(so_far)
+        return out
 
     def progress_line(self) -> str:
         now_ms = int(time.time() * 1000)
-        done = sum(1 for p in self.progress.values() if p.phase in ("done", "error", "interrupted"))
-        waiting = []
+        done = sum(1 for p in self.progress.values() if p.phase in eta.DONE)
+        waiting, by_phase = [], {}
         for p in self.progress.values():
-            if p.phase in ("done", "error", "interrupted", "queued"):
+            if p.phase in eta.DONE or p.phase == "queued":
                 continue
-            part = f"{p.scenario}: {p.phase}"
-            if p.phase == "draining":
-                part += f" {p.final}/{p.messages} final"
-                if p.deadline_ms:
-                    part += f", window closes in {max(0, (p.deadline_ms - now_ms) // 1000)}s"
+            if p.phase != "draining":  # the scenarios of a shared broker share its phase: said once
+                by_phase.setdefault(p.phase, []).append(p.scenario)
+                continue
+            part = f"{p.scenario}: {p.phase} {p.final}/{p.messages} final"
+            if p.deadline_ms:
+                part += f", window closes in {max(0, (p.deadline_ms - now_ms) // 1000)}s"
             waiting.append(part)
-        elapsed = int(time.monotonic() - self.started)
-        eta = int(self.eta_s() + 0.5)
-        head = (f"[hourglass {elapsed // 60:02d}:{elapsed % 60:02d}] {done}/{len(self.progress)} scenarios done"
-                + (f", ETA {eta // 60:02d}:{eta % 60:02d}" if done < len(self.progress) else ""))
-        return head + ("" if not waiting else " | " + " | ".join(waiting[:4]) + (" | …" if len(waiting) > 4 else ""))
+        waiting[:0] = [", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "") + f": {phase}"
+                       for phase, names in by_phase.items()]
+        finishing = len(self.jobs_ended) < len(self.jobs)
+        if not waiting and done == len(self.progress) and (finishing or self.opts.checked):
+            waiting.append("finishing: tearing down the systems" if finishing else f"finishing: checking {done} runs")
+        if self.opts.checked and spark_state() == "starting":
+            waiting.append("checker: starting Spark")
+        return _line(self.clock() - self.started, done, len(self.progress), self.eta_s(),
+                     finishing or self.opts.checked, waiting)
+
+
+def _line(elapsed_s: float, done: int, total: int, eta_s: float, more: bool, parts: list[str]) -> str:
+    """``[hourglass mm:ss] d/n scenarios done, ETA mm:ss | part | …``; while work remains (``more``)
+    the ETA never reads 00:00."""
+    elapsed = int(elapsed_s)
+    left = max(1, int(eta_s + 0.5)) if more else int(eta_s + 0.5)
+    head = (f"[hourglass {elapsed // 60:02d}:{elapsed % 60:02d}] {done}/{total} scenarios done"
+            + (f", ETA {left // 60:02d}:{left % 60:02d}" if done < total or more else ""))
+    return head + ("" if not parts else " | " + " | ".join(parts[:4]) + (" | …" if len(parts) > 4 else ""))
+
+
+def spark_state() -> str:
+    """The checker's Spark session: ``warm``, ``starting`` or ``cold`` (``reports.spark``; cold
+    when nothing imported it)."""
+    spark = sys.modules.get("reports.spark")
+    return spark.spark_state() if spark is not None and hasattr(spark, "spark_state") else "cold"
+
+
+class CheckProgress:
+    """Progress lines while a batch's runs are checked (``harness.session.run_and_check``), on
+    from the batch's: "finishing: checking N runs", with the Spark start while it is under way."""
+
+    def __init__(self, opts: BatchOptions, runs: int, total: int, batch_started: float, spark_since: float):
+        self.opts, self.runs, self.total = opts, runs, total
+        self.batch_started, self.spark_since = batch_started, spark_since
+        costs = eta.VIRTUAL if opts.system.virtual else eta.COSTS
+        self.costs = eta.paced(costs, eta.check_pace(_paces.get(opts.out_dir, 1.0)))
+        self.started = time.monotonic()
+        self.warm_at: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._show, daemon=True, name="hg-check-progress")
+
+    def __enter__(self) -> "CheckProgress":
+        if self.runs and self.opts.progress and (self.opts.progress_virtual or not self.opts.system.virtual):
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def line(self) -> str:
+        now = time.monotonic()
+        state = spark_state()
+        spark = eta.spark_left_s(state, self.spark_since, now, self.costs)
+        check = eta.check_left_s(spark, self.runs, 0.0, self.costs)  # the check proper
+        if state != "warm":
+            left = spark + check
+        else:
+            self.warm_at = self.warm_at or now
+            left = max(eta.MIN_LEFT_S, check - (now - max(self.started, self.warm_at)))
+        part = f"finishing: checking {self.runs} runs" + ("" if state == "warm" else " (starting Spark)")
+        return _line(now - self.batch_started, self.total, self.total, left, True, [part])
+
+    def _show(self) -> None:
+        """A line every ``progress_interval_s`` (the batch's last line said the check began)."""
+        while not self._stop.wait(self.opts.progress_interval_s):
+            try:
+                print(self.line(), file=self.opts.progress_out or sys.__stderr__, flush=True)
+            except (OSError, ValueError):
+                pass
 
 
 def run_batch(scenarios: list[Scenario], opts: BatchOptions) -> tuple[list[RunResult], dict[str, str]]:
     b = Batch(scenarios, opts)
-    results = b.run()
+    try:
+        results = b.run()
+    finally:
+        _paces[opts.out_dir] = b.pace
     return results, b.errors
+
+
+#: out_dir -> the pace of its last batch (harness.eta.pace_of): its check's progress (CheckProgress) goes by it
+_paces: dict[Path, float] = {}

@@ -17,9 +17,11 @@ import itertools
 import os
 import random
 import threading
+import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 from adapters.base import (ConsumerSpec, ConsumeStatsReading, Consuming, DlqReading, LogFiles, OffsetFlushWatching, SendRequest,
                            TimerCheckpointWatching,
                            System)
@@ -266,6 +268,14 @@ class Progress:
     final: int = 0
     deadline_ms: int | None = None
     extra: dict = field(default_factory=dict)
+    #: when each phase first began (``clock()`` seconds): the batch's ETA re-anchors on them (harness.eta)
+    began: dict = field(default_factory=dict)
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if name == "phase" and "clock" in self.__dict__:
+            self.began.setdefault(value, self.clock())
 
 
 def body_for(key: str, size: int, seed: int) -> bytes:

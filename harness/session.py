@@ -52,12 +52,18 @@ def run_and_check(scenarios: list, opts, baseline: str | None, master: str | Non
                   spark_conf: dict[str, str] | None = None) -> BatchRun:
     """Run ``scenarios`` as one batch (``opts``: :class:`harness.batch.BatchOptions`) and check
     its runs in one job: :func:`batch_verdicts`."""
-    from harness.batch import run_batch
+    from harness.batch import CheckProgress, run_batch
 
     started = time.monotonic()
-    results, errors = run_batch(scenarios, opts)
+    if not opts.system.virtual:  # the checker's Spark starts while the runs go on: warm when they end
+        from reports.spark import warm_spark
+
+        warm_spark(master, spark_conf)
+    results, errors = run_batch(scenarios, replace(opts, checked=True))
     wall_s = time.monotonic() - started
-    by_name = batch_verdicts(scenarios, results, errors, baseline, master, spark_conf)
+    runs = sum(1 for r in results if not r.skipped)
+    with CheckProgress(opts, runs, len(scenarios), started, started):
+        by_name = batch_verdicts(scenarios, results, errors, baseline, master, spark_conf)
     return BatchRun(by_name, wall_s, time.monotonic() - started - wall_s)
 
 

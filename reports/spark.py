@@ -39,6 +39,9 @@ _shipped: list = []  # the code zips of this process's sessions (removed when th
 _jvms: list[subprocess.Popen] = []  # the gateway JVMs this process launched (each its process group)
 _interrupted = False  # Ctrl-C while the session lived: py4j's records of the calls it broke are noise
 _sigint_before = None  # the SIGINT handler in place before the session's (main thread)
+_killed = 0  # how many times kill_spark ran: a start begun before the last kill must not live on
+_starting = -1  # _killed when the start under way began (-1: none under way)
+_warming: threading.Thread | None = None  # warm_spark's start, in the background
 
 
 #: Ship the project's code to a cluster's executors (off only to show what happens without it).
@@ -60,6 +63,7 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
         from pyspark.sql import SparkSession
 
         _interrupted = False
+        began = _starting_now()
 
         master = master or os.environ.get("HOURGLASS_SPARK_MASTER", DEFAULT_MASTER)
         conf = dict(conf or {})
@@ -98,8 +102,62 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
             if not isinstance(e, Exception):  # Ctrl-C, SIGTERM: nothing of the start may outlive us
                 kill_spark()
             raise
+        finally:
+            _done_starting()
+        if began != _killed:  # killed while it started (a warm-up when the batch was interrupted)
+            kill_spark()
+            raise RuntimeError("the Spark session was killed while it started")
         _session = session
         return _session
+
+
+def _starting_now() -> int:
+    global _starting
+    _starting = _killed
+    return _starting
+
+
+def _done_starting() -> None:
+    global _starting
+    _starting = -1
+
+
+def warm_spark(master: str | None = None, conf: dict[str, str] | None = None) -> None:
+    """Start the session in a background thread, so that it is warm when a check wants it (the
+    check's :func:`get_spark` waits for this start, or starts anew if it failed). Called from the
+    main thread, it puts in place the Ctrl-C handling a start there would (:func:`_own_sigint`):
+    an interruption meanwhile kills the JVM as it would kill a session started by the check."""
+    global _warming, _sigint_before
+    if _session is not None or (_warming is not None and _warming.is_alive()):
+        return
+    if threading.current_thread() is threading.main_thread() and _sigint_before is None:
+        _sigint_before = signal.getsignal(signal.SIGINT)
+        signal.signal(signal.SIGINT, _on_sigint)
+
+    def start() -> None:
+        try:
+            _first_job(get_spark(master, conf))
+        except Exception:  # noqa: BLE001 - the check starts it again and says what is wrong
+            pass
+
+    _warming = threading.Thread(target=start, daemon=True, name="hg-spark-warm")
+    _warming.start()
+
+
+def _first_job(session) -> None:
+    """A small job of the kinds a check runs (an aggregation with a shuffle, a collect through
+    Arrow): a session's first job loads and compiles most of what later ones use (~7 s of a
+    check's first job on the 2-core machine), done here while the runs go on."""
+    df = session.createDataFrame([(i, f"k{i % 3}") for i in range(100)], "x long, k string")
+    df.groupBy("k").count().collect()
+    df.toPandas()
+
+
+def spark_state() -> str:
+    """``warm`` (a session is up), ``starting`` (a start is under way) or ``cold``."""
+    if _session is not None:
+        return "warm"
+    return "starting" if _starting >= 0 or (_warming is not None and _warming.is_alive()) else "cold"
 
 
 class _GroupedPopen(subprocess.Popen):
@@ -110,6 +168,8 @@ class _GroupedPopen(subprocess.Popen):
         kwargs.setdefault("process_group", 0)
         super().__init__(*args, **kwargs)
         _jvms.append(self)
+        if _starting != _killed:  # kill_spark ran since this start began: it may have missed us
+            _kill_jvms()
 
 
 @contextmanager
@@ -140,7 +200,8 @@ def _own_sigint():
     finally:
         if main:
             signal.signal(signal.SIGINT, _on_sigint)
-            _sigint_before = before
+            if before is not _on_sigint:  # warm_spark put it in place already
+                _sigint_before = before
         for name in ("", "py4j.java_gateway", "py4j.clientserver"):  # py4j logs on the root logger too
             logging.getLogger(name).addFilter(_not_after_an_interrupt)
 
@@ -182,8 +243,9 @@ def kill_spark() -> None:
     """Kill the session's JVM (its whole process group) without asking it anything, and forget the
     session (the next :func:`get_spark` starts a new one). For an interrupted check: a graceful
     stop would wait on the very calls being interrupted; the JVM writes nothing worth keeping."""
-    global _session, _interrupted
+    global _session, _interrupted, _killed
     _interrupted = True
+    _killed += 1
     if _jvms:
         _kill_jvms()
         _forget_gateway()

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from adapters.base import AdapterError
+from adapters.phase import step
 from reference.rundir import slug
 
 DOCKERFILE = Path(__file__).with_name("docker") / "Dockerfile"
@@ -167,7 +168,8 @@ def ensure_base_image(client, progress: Progress = say) -> tuple[str, int | None
         if not _image_exists(client, override):
             progress(f"pulling base image {override} (HOURGLASS_BASE_IMAGE)")
             try:
-                client.images.pull(override)
+                with step(f"pulling image {override}"):
+                    client.images.pull(override)
             except Exception as e:
                 raise AdapterError(
                     f"HOURGLASS_BASE_IMAGE={override}: not found locally and the pull failed ({e}); "
@@ -178,8 +180,9 @@ def ensure_base_image(client, progress: Progress = say) -> tuple[str, int | None
         return BASE_IMAGE_NAME, BASE_JAVA_MAJOR
     with build_lock(progress):
         if not _image_exists(client, BASE_IMAGE_NAME):  # another process may have built it
-            _debootstrap(client, BASE_IMAGE_NAME, ("openjdk-17-jre-headless",), progress,
-                         "or set HOURGLASS_BASE_IMAGE to a JRE 17 image a registry serves (e.g. eclipse-temurin:17-jre)")
+            with step(f"building image {BASE_IMAGE_NAME} (first use, about a minute)"):
+                _debootstrap(client, BASE_IMAGE_NAME, ("openjdk-17-jre-headless",), progress,
+                             "or set HOURGLASS_BASE_IMAGE to a JRE 17 image a registry serves (e.g. eclipse-temurin:17-jre)")
     return BASE_IMAGE_NAME, BASE_JAVA_MAJOR
 
 
@@ -311,8 +314,9 @@ def ensure_image(distribution, client=None, progress: Progress = say) -> ImageRe
     with build_lock(progress):
         if _image_exists(client, tag):
             return ImageRef(tag, IMAGE_LIB_DIR, _java_major_label(client, tag), "cached")
-        java_major = java_major or probe_java_major(client, base)
-        _build(client, lib_dir, base, tag, java_major, progress)
+        with step(f"building image {tag} (first use)"):
+            java_major = java_major or probe_java_major(client, base)
+            _build(client, lib_dir, base, tag, java_major, progress)
     return ImageRef(tag, IMAGE_LIB_DIR, java_major, "built")
 
 
@@ -361,7 +365,8 @@ def named_image(name: str, client=None, progress: Progress = say) -> ImageRef:
     except docker.errors.ImageNotFound:
         progress(f"pulling {name}")
         try:
-            image = client.images.pull(name)
+            with step(f"pulling image {name}"):
+                image = client.images.pull(name)
         except Exception as e:
             raise AdapterError(f"image {name}: not found locally and the pull failed ({e})") from None
     config = image.attrs.get("Config") or {}

@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapters.base import AdapterError
+from adapters.phase import step
+from adapters.rocketmq.jvm import SHADED_NOP_STATUS_LISTENER
 
 #: The newest 5.x with broker, namesrv, tools and client on Maven Central (checked 2026-11).
 LATEST = "5.5.0"
@@ -124,8 +126,7 @@ class Distribution:
         common = ("-XX:+UseG1GC", "-XX:-OmitStackTraceInFastThrow", "-Djava.net.preferIPv4Stack=true",
                   "-Drocketmq.broker.diskSpaceWarningLevelRatio=0.98", "-Dtls.enable=false")
         if self.major >= 5:  # the shaded logback of 5.x prints its whole configuration on stdout
-            common += ("-Dlogback.statusListenerClass="
-                       "org.apache.rocketmq.logging.ch.qos.logback.core.status.NopStatusListener",)
+            common += (f"-Dlogback.statusListenerClass={SHADED_NOP_STATUS_LISTENER}",)
         return heap + common + JDK17_FLAGS
 
     @property
@@ -292,7 +293,8 @@ def _from_maven(system: str, version: str) -> Distribution:
     with open(vdir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not marker.exists():
-            _fetch(system, version, vdir)
+            with step(f"downloading RocketMQ {version} jars"):
+                _fetch(system, version, vdir)
         info = json.loads(marker.read_text())
     example = vdir / "example" if info.get("example") else None
     return Distribution(system, version, vdir / "lib", example, "maven", info)

@@ -55,4 +55,7 @@ def test_eta_comes_from_the_scenarios_own_waits(tmp_path):
     assert f"0/3 scenarios done, ETA {m:02d}:{s:02d}" in batch.progress_line()
     for p in batch.progress.values():
         p.phase = "done"
+    line = batch.progress_line()  # done, not yet torn down: never 00:00
+    assert batch.eta_s() > 0 and "ETA 00:00" not in line and "tearing down" in line, line
+    batch.jobs_ended.update(range(len(batch.jobs)))
     assert batch.eta_s() == 0 and "ETA" not in batch.progress_line()

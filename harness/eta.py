@@ -1,0 +1,122 @@
+"""The ETA of a batch (``harness.batch``): the time left until its verdicts, from the model.
+
+Each scenario waits its own wait (the model's expected table, ``harness.summary.scenario_wait_ms``,
+counted from its first send), after its broker's start (:data:`COSTS`' ``broker_s``, about
+``READY_ESTIMATE_MS``) and its consumers' start, and before its run's end (heal, DLQ read,
+consumers' stop). A job (``harness.batch.plan_jobs``) is done when its slowest scenario is (a
+shared broker runs its scenarios side by side) and its system is torn down; jobs take the batch's
+``max_systems`` slots in order. Then the check: what is left of the Spark session's start (it
+warms up while the runs go on: ``reports.spark.warm_spark``) and a cost per run.
+
+What a scenario is doing (``harness.runner.Progress.phase``, and when each phase began) re-anchors
+its estimate: a scenario that is sending or draining has its wait less the time since its first
+send left. Work left never reads as nothing: every unfinished part counts at least
+:data:`MIN_LEFT_S`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.summary import READY_ESTIMATE_MS
+
+#: what a run has not finished while in any of these
+DONE = ("done", "error", "interrupted")
+#: the least an unfinished part of the batch is counted for
+MIN_LEFT_S = 1.0
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Seconds of each step the model's waits do not cover (measured with ``python -m harness.bench
+    suite`` on the 2-core machine: its ``breakdown``, ``check_and_report_s``)."""
+
+    broker_s: float = READY_ESTIMATE_MS / 1000  # a broker's start to ready
+    setup_s: float = 4.0  # a run's topics and consumer JVMs
+    end_s: float = 4.0  # a run's heal, DLQ read, consume stats and consumers' stop
+    teardown_s: float = 5.0  # a system's teardown (its consumers' and broker's stop)
+    spark_start_s: float = 12.0  # the checker's local Spark session (JVM, first job)
+    check_base_s: float = 4.0  # the check's fixed part: reading, the report of the batch
+    check_per_run_s: float = 0.5
+
+
+COSTS = Costs()
+#: a virtual-time system: only the model's waits take (virtual) time
+VIRTUAL = Costs(0, 0, 0, 0, 0, 0, 0)
+
+
+#: the most a busy machine is taken to slow the steps down (:func:`paced`)
+MAX_PACE = 4.0
+
+
+def paced(c: Costs, pace: float) -> Costs:
+    """``c`` on a machine ``pace`` times slower than the estimates (a busy one: its other work
+    slows every start and stop, not the model's waits)."""
+    pace = min(MAX_PACE, max(1.0, pace))
+    return Costs(*(getattr(c, f) * pace for f in c.__dataclass_fields__))
+
+
+def check_pace(pace: float) -> float:
+    """The pace of the check on a machine ``pace`` times slower at starting brokers: its square
+    root (the check is one JVM already up, working; measured 1.25-1.7x its idle time while the
+    brokers started 3-5x slower, load average 10-35 on 2 cores)."""
+    return max(1.0, pace) ** 0.5
+
+
+def pace_of(broker_starts: list[float], c: Costs) -> float:
+    """How much slower than :class:`Costs`' ``broker_s`` the brokers of this batch start (each
+    figure a start's duration, or at least that for one still under way): their mean over the
+    estimate, less half an estimate of slack (a start varies by that on an idle machine); 1 without any."""
+    if not broker_starts or c.broker_s <= 0:
+        return 1.0
+    return max(1.0, sum(broker_starts) / len(broker_starts) / c.broker_s - 0.5)
+
+
+def scenario_left_s(phase: str, began: dict, wait_s: float, job_started: float | None, now: float, c: Costs) -> float:
+    """What one scenario has left until its run ended (``began``: when each of its phases began)."""
+    if phase in DONE:
+        return 0.0
+    if job_started is None:  # its job has not started
+        return c.broker_s + c.setup_s + wait_s + c.end_s
+    sent = began.get("sending")
+    if sent is not None:
+        return max(MIN_LEFT_S, wait_s - (now - sent) + c.end_s)
+    if "setup" in began:
+        return max(0.0, c.setup_s - (now - began["setup"])) + wait_s + c.end_s
+    return max(MIN_LEFT_S, c.broker_s - (now - job_started)) + c.setup_s + wait_s + c.end_s
+
+
+def job_left_s(lefts: list[float], shared: bool, started: bool, c: Costs) -> float:
+    """A job's time left: its scenarios side by side (shared) or one after the other, then the
+    teardown of its system."""
+    if not lefts:
+        return 0.0
+    runs = max(lefts) if shared else sum(lefts)
+    return runs + (c.teardown_s if runs > 0 or not started else 0.0)
+
+
+def runs_left_s(running: list[float], queued: list[float], slots: int) -> float:
+    """When the last job ends: the running ones hold their slots for what they have left, the
+    queued ones take the first slot free, in order."""
+    ends = sorted(running) + [0.0] * max(0, slots - len(running))
+    for q in queued:
+        i = min(range(len(ends)), key=ends.__getitem__)
+        ends[i] += q
+    return max(ends, default=0.0)
+
+
+def check_left_s(runs_s: float, runs: int, spark_left_s: float, c: Costs) -> float:
+    """The check after the runs: the Spark start not yet done when they end, then the check proper."""
+    if runs <= 0:
+        return 0.0
+    return max(0.0, spark_left_s - runs_s) + c.check_base_s + c.check_per_run_s * runs
+
+
+def spark_left_s(state: str, warming_since: float | None, now: float, c: Costs) -> float:
+    """What is left of the Spark session's start: none once warm, the rest of its start while it
+    warms up, all of it when it has not begun."""
+    if state == "warm":
+        return 0.0
+    if state == "starting" and warming_since is not None:
+        return max(MIN_LEFT_S, c.spark_start_s - (now - warming_since))
+    return c.spark_start_s

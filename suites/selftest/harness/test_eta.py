@@ -1,0 +1,130 @@
+"""The batch's ETA (harness.eta) against a simulated batch in virtual time: the conformance suite on
+two broker slots, its jobs as harness.batch plans them, every step taking a little longer or
+shorter than the ETA's estimates; sampled along the way, the ETA is within 20 % of the time that is
+actually left, and never reads 00:00 while work remains. An adapter's slow step is the progress
+line's phase."""
+
+from __future__ import annotations
+
+import pytest
+
+import harness.batch as batch_mod
+from adapters import phase as adapter_phase
+from harness.batch import Batch, BatchOptions, CheckProgress
+from harness.catalogue.conformance import CONFORMANCE
+from harness.systems import SystemSpec
+
+
+#: what each step "really" takes in the simulation (the ETA assumes harness.eta.COSTS)
+IDLE = dict(broker=13.0, setup=3.0, end=6.0, teardown=4.0, spark=16.0, check_base=3.0, check_per_run=0.6)
+#: a busy machine: every start and stop 2.5 times as long (the brokers' starts show it), the check
+#: 1.6 times (one JVM already up: measured 1.25-1.7x at load averages 10-35), the waits not
+LOADED = {**{k: v * (1.6 if k in ("spark", "check_base", "check_per_run") else 2.5) for k, v in IDLE.items()},
+          "broker": 30.0}
+WAIT_FACTOR = 0.93  # drains end when every message is final: a little before the model's wait with its margin
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def timeline(batch: Batch, m: dict) -> tuple[dict, dict, float]:
+    """Per job (start, end) and per scenario its phases' times, on ``max_systems`` slots in order;
+    and when the verdicts are in (the check after the runs, Spark warmed from the batch's start)."""
+    slots = [0.0] * batch.opts.max_systems
+    jobs, phases = {}, {}
+    for i, job in enumerate(batch.jobs):
+        k = min(range(len(slots)), key=slots.__getitem__)
+        start = slots[k]
+        ends = []
+        for s in job.scenarios:
+            setup = start + m["broker"]
+            send = setup + m["setup"]
+            run_end = send + batch.expected_s[s.name] * WAIT_FACTOR + m["end"]
+            phases[s.name] = {"starting broker": start, "setup": setup, "sending": send, "draining": send + 1, "done": run_end}
+            ends.append(run_end)
+        slots[k] = max(ends) + m["teardown"]
+        jobs[i] = (start, slots[k])
+    runs_end = max(slots)
+    return jobs, phases, max(runs_end, m["spark"]) + m["check_base"] + m["check_per_run"] * len(batch.scenarios)
+
+
+def replay_until(batch: Batch, clock: FakeClock, jobs: dict, phases: dict, t: float) -> None:
+    """The batch's state at virtual time ``t``, as its jobs and runs would have set it."""
+    clock.now = t
+    for i, (start, end) in jobs.items():
+        if start <= t and i not in batch.job_started:
+            batch.job_started[i] = start
+        if end <= t:
+            batch.jobs_ended.add(i)
+    for name, times in phases.items():
+        p = batch.progress[name]
+        for phase, at in sorted(times.items(), key=lambda kv: kv[1]):
+            if at <= t and phase not in p.began:
+                p.phase = phase
+                p.began[phase] = at
+
+
+def simulate(monkeypatch, machine: dict):
+    clock = FakeClock()
+    opts = BatchOptions(SystemSpec("rocketmq:latest", "process"), None, max_systems=2, checked=True)
+    batch = Batch(list(CONFORMANCE), opts, clock=clock)
+    jobs, phases, verdicts_at = timeline(batch, machine)
+    monkeypatch.setattr(batch_mod, "spark_state", lambda: "starting" if clock.now < machine["spark"] else "warm")
+    return batch, clock, jobs, phases, verdicts_at
+
+
+@pytest.fixture
+def simulated(monkeypatch):
+    return simulate(monkeypatch, IDLE)
+
+
+@pytest.mark.parametrize("machine", ["idle", "loaded"])
+def test_the_eta_is_within_20_percent_of_the_time_left(monkeypatch, machine):
+    batch, clock, jobs, phases, verdicts_at = simulate(monkeypatch, IDLE if machine == "idle" else LOADED)
+    runs_end = max(end for _, end in jobs.values())
+    assert len(batch.jobs) > batch.opts.max_systems  # jobs wait for a slot: the schedule matters
+    # a busy machine shows once its first broker has started; before that the ETA cannot know
+    first = [0.0, 5.0] if machine == "idle" else [LOADED["broker"] + 1]
+    points = first + [20.0] + [verdicts_at * f for f in (0.25, 0.4, 0.5, 0.6, 0.75, 0.85)]
+    for t in sorted(p for p in points if first[0] <= p < runs_end):
+        replay_until(batch, clock, jobs, phases, t)
+        left, actual = batch.eta_s(), verdicts_at - t
+        assert abs(left - actual) <= 0.2 * actual, f"at {t:.0f}s: ETA {left:.0f}s, actually {actual:.0f}s left"
+
+
+def test_the_eta_never_reads_zero_while_work_remains(simulated):
+    batch, clock, jobs, phases, verdicts_at = simulated
+    last_done = max(times["done"] for times in phases.values())
+    replay_until(batch, clock, jobs, phases, last_done + 0.1)  # every run done, the last system not torn down
+    line = batch.progress_line()
+    assert "finishing: tearing down the systems" in line and "ETA 00:00" not in line, line
+    check = CheckProgress(batch.opts, len(batch.scenarios), len(batch.scenarios), 0.0, 0.0)
+    line = check.line()
+    assert f"finishing: checking {len(batch.scenarios)} runs" in line and "ETA 00:00" not in line, line
+
+
+def test_a_slow_step_of_an_adapter_is_the_phase(simulated):
+    batch, clock, jobs, phases, _ = simulated
+    replay_until(batch, clock, jobs, phases, 1.0)
+    job = batch.jobs[0]
+    name = job.scenarios[0].name
+    tag = "hourglass/rocketmq:5.5.0-0123456789abcdef"
+    with adapter_phase.reporting(batch._phase_sink(0, job)):
+        with adapter_phase.step(f"building image {tag} (first use)"):
+            assert f"{name}: building image {tag} (first use)" in batch.progress_line()
+            with adapter_phase.step("downloading RocketMQ 5.5.0 jars"):
+                assert f"{name}: downloading RocketMQ 5.5.0 jars" in batch.progress_line()
+            assert batch.progress[name].phase == f"building image {tag} (first use)"
+            clock.now += 60  # a minute's build
+    assert batch.progress[name].phase == "starting broker"
+    clock.now += 9
+    batch.progress[name].phase = "setup"
+    start = jobs[0][0]  # the broker took 10 s once its image was built: no sign of a busy machine
+    assert batch._broker_starts(clock.now)[0] == pytest.approx(clock.now - start - 60)
+    with adapter_phase.step("nobody listens"):  # outside a batch: nothing happens
+        pass
