@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import os
 import subprocess
 from pathlib import Path
 
@@ -27,9 +28,15 @@ def _release() -> str:
 
 
 def _commit() -> str | None:
-    """``g<short sha>[.dirty]`` when this source tree is a git checkout; None otherwise (a wheel)."""
+    """``g<short sha>[.dirty]`` when this source tree is a git checkout, or from
+    ``HOURGLASS_REVISION`` (the harness image records the commit it was built from: the full sha,
+    ``-dirty`` when the tree had changes); None otherwise (a wheel)."""
     if not (_SOURCE_ROOT / ".git").exists():
-        return None
+        built = os.environ.get("HOURGLASS_REVISION", "")
+        if not built or built == "unknown":
+            return None
+        sha, _, dirty = built.partition("-")
+        return f"g{sha[:7]}" + (".dirty" if dirty else "")
     try:
         sha = subprocess.run(["git", "-C", str(_SOURCE_ROOT), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=10, check=True).stdout.strip()
