@@ -285,6 +285,22 @@ def body_for(key: str, size: int, seed: int) -> bytes:
     return (head + rng.randbytes(max(0, size - len(head))))[:size]
 
 
+def _next_due(timeline: list, now_ms: int) -> tuple:
+    """The timeline's next item to play at ``now_ms``: the earliest, except that an overdue fault
+    step goes before overdue sends. A send to a paused broker blocks the timeline for the client's
+    send timeout (3 s); five such sends held a kill planned 1.5 s after the pause back by 15 s,
+    long enough for everything due to fall due and the next step's anchor never to come (4.9.7,
+    persist-levels-afterflush-pausekill-slow-duringbacklog). The steps are the scenario's
+    structure; a late send is recorded at the time it was really sent."""
+    overdue = [e for e in timeline if e[1] == 0 and e[0] <= now_ms]
+    if not overdue or timeline[0][1] == 0:
+        return heapq.heappop(timeline)
+    first = min(overdue)
+    timeline.remove(first)
+    heapq.heapify(timeline)
+    return first
+
+
 def send_message(system: System, m, seed: int, log: EventLog) -> None:
     """Send scenario message ``m`` and record its ``send`` event."""
     body = body_for(m.key, m.body_size, seed)
@@ -650,7 +666,7 @@ class ScenarioRun:
                 steps.check_overdue(clock.now_ms())
             now = clock.now_ms()
             if timeline and timeline[0][0] <= now:
-                _, kind, _, item = heapq.heappop(timeline)
+                _, kind, _, item = _next_due(timeline, now)
                 if kind == 0:
                     assert isinstance(item, TimedFault)
                     self.progress.phase = f"fault {item.action} {item.target}"

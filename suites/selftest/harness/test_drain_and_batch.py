@@ -82,3 +82,19 @@ def test_after_a_broker_restart_the_run_waits_for_consumers_to_recover():
     ready = {"type": "fault", "ts_ms": T0 + 500, "action": "ready", "target": "broker"}
     st = drain_state(RUN, [send("a", T0, level=1), ready], T0 + 600)
     assert st.pending == ("a",) and st.deadline_ms >= T0 + 500 + CONSUMER_RECOVERY_MS
+
+
+def test_an_overdue_fault_step_goes_before_overdue_sends():
+    """A send to a paused broker blocks the timeline for the send timeout: five such sends held a
+    kill planned 1.5 s after the pause back by 15 s (4.9.7 in CI). When the timeline is behind,
+    the overdue step goes first, then the sends in their order; on time, the earliest goes first."""
+    import heapq
+
+    from harness.runner import _next_due
+
+    timeline = []
+    for when, kind, order, item in [(100, 1, 0, "send a"), (130, 1, 1, "send b"), (150, 0, 2, "kill"), (160, 1, 3, "send c"),
+                                    (400, 0, 4, "start")]:
+        heapq.heappush(timeline, (when, kind, order, item))
+    assert _next_due(timeline, 100)[3] == "send a"  # on time: nothing overdue but the earliest
+    assert [_next_due(timeline, 900)[3] for _ in range(4)] == ["kill", "start", "send b", "send c"]
