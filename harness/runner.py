@@ -28,7 +28,7 @@ from adapters.base import (ConsumerSpec, ConsumeStatsReading, Consuming, DlqRead
 from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
 from adapters.rundir import EventLog, EventTail, write_run_json
-from reports.version import RUN_KEY, hourglass_version
+from reports.version import hourglass_version
 from harness.faults import FaultDriver, TimedFault
 from harness import families, hostwatch
 from harness.logcopy import copy_logs, log_sizes, timed_lines
@@ -37,7 +37,7 @@ from harness.scenario import Scenario
 from reference.modes import BROADCASTING, ORDERLY
 from reference.orderly import effective_suspend_ms
 from reference.cluster import SINGLE, broker_targets
-from reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, FLUSH_MOMENT, SEND_BACK_FAILED, consumer_fault, retry_topic
+from reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, FLUSH_MOMENT, SEND_BACK_FAILED, VERSION_FIELD, consumer_fault, retry_topic
 from reference.clock import waiting_levels
 from reference.levels import parse_level_table
 from reference import faults as kinds
@@ -510,7 +510,7 @@ class ScenarioRun:
             "ended_ms": 0,
             "seed": sc.seed,
             "description": sc.description,
-            RUN_KEY: hourglass_version(),
+            VERSION_FIELD: hourglass_version(),
         }
         suite = suite_of(sc.name)
         if suite:

@@ -190,13 +190,14 @@ def write_summary(sys_dir: Path, system: str, verdicts: list[dict], wall_s: floa
     every scenario's, the skipped ones included (each summary counts and lists them); ``wall_s``:
     the batch's runs; ``check_s``: their check (None: not measured)."""
     from harness.summary import split_skipped, write_index, write_markdown
-    from reports.version import RUN_KEY, hourglass_version
+    from reference.contract import VERSION_FIELD
+    from reports.version import hourglass_version
 
     longest_wait_s = max((expected_wait_s(s) for s in scenarios), default=0)
     sys_dir.mkdir(parents=True, exist_ok=True)
     judged, skipped = split_skipped(verdicts)
     (sys_dir / "summary.json").write_text(json.dumps({
-        "system": system, RUN_KEY: hourglass_version(), "wall_s": round(wall_s, 1),
+        "system": system, VERSION_FIELD: hourglass_version(), "wall_s": round(wall_s, 1),
         "check_s": None if check_s is None else round(check_s, 1),
         "longest_scenario_wait_s": round(longest_wait_s, 1),
         "ratio": round(wall_s / longest_wait_s, 2) if longest_wait_s else None,

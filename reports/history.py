@@ -66,7 +66,6 @@ SKIPPED, UNCHECKED = "skipped", "unchecked"
 RUN_ROW = "(run)"
 #: run.json's (and summary.json's) record of the Hourglass that made a run (reference.contract's
 #: run fields; absent in runs made before it was recorded)
-VERSION_KEY = VERSION_FIELD  # reference.contract: run.json's record of the Hourglass that made the run
 #: the outcomes as the page colours them, in the order the legend lists them
 OUTCOMES = (PASSED, VIOLATED, UNDECIDED, BROKEN, SKIPPED, UNCHECKED)
 _STAMP = re.compile(r"(\d{8}T\d{6})(?:\.(\d{3}))?(?:-\d+)?$")
@@ -138,7 +137,7 @@ def _checked_entry(c: Checked, batches: _Batches) -> Entry:
     note = f"{system.get('adapter', '?')} {system.get('version', '?')}"
     return Entry(batches.of(c.dir, c.dir.parent), _system(c.run), str(c.run.get("scenario") or run_id), run_id,
                  stamp_time(run_id) or _mtime(c.dir / RUN_JSON), c.verdict,
-                 report if report.is_file() else c.dir / VERDICT_JSON, c.run.get(VERSION_KEY), note, True)
+                 report if report.is_file() else c.dir / VERDICT_JSON, c.run.get(VERSION_FIELD), note, True)
 
 
 def _summaries(paths: Iterable[str]) -> list[Path]:
@@ -164,7 +163,7 @@ def _summary_entries(sys_dir: Path, by_id: dict[str, Entry], batches: _Batches, 
     skipped += [{"scenario": v.get("scenario"), "reason": v[SKIPPED], "run_id": v.get("run_id")} for v in verdicts if v.get(SKIPPED)]
     batch = batches.of(sys_dir, sys_dir)
     index = sys_dir / INDEX_HTML if (sys_dir / INDEX_HTML).is_file() else None
-    when, version = _mtime(path), summary.get(VERSION_KEY)
+    when, version = _mtime(path), summary.get(VERSION_FIELD)
     out = [Entry(batch, system, str(s.get("scenario") or "?"), s.get("run_id"), stamp_time(s.get("run_id")) or when, None,
                  index, version, f"skipped: {s.get('reason')}") for s in skipped]
     for v in verdicts:
@@ -243,7 +242,7 @@ def _batches(entries: list[Entry]) -> list[dict]:
         versions = sorted({str(e.version) for e in es if e.version and e.checked}) or sorted({str(e.version) for e in es if e.version})
         out.append({"id": Path(os.path.relpath(d, base)).as_posix(), "dir": str(d),
                     "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(began[d])),
-                    VERSION_KEY: ", ".join(versions) or None, "systems": sorted({e.system for e in es}),
+                    VERSION_FIELD: ", ".join(versions) or None, "systems": sorted({e.system for e in es}),
                     "runs": sum(1 for e in es if e.verdict is not None), "skipped": sum(1 for e in es if e.verdict is None)})
     return out
 
@@ -396,7 +395,7 @@ def _rows_html(sc: dict, columns: list[str]) -> str:
 
 
 def _table(scenarios: list[dict], columns: list[str], batches: dict[str, dict]) -> str:
-    heads = "".join(f'<th class="b" title="{_e(b + " — Hourglass " + str(batches[b][VERSION_KEY] or "?"))}">'
+    heads = "".join(f'<th class="b" title="{_e(b + " — Hourglass " + str(batches[b][VERSION_FIELD] or "?"))}">'
                     f'{_e(batches[b]["started"][:16])}</th>' for b in columns)
     return (f"<table><thead><tr><th>scenario / invariant</th><th>violated / judged</th>{heads}<th>latest</th></tr></thead>"
             + "".join(_rows_html(sc, columns) for sc in scenarios) + "</table>")
@@ -416,7 +415,7 @@ def _system_html(system: str, s: dict, batches: dict[str, dict]) -> str:
 
 
 def _batch_table(h: dict) -> str:
-    rows = "".join(f"<tr><td>{_e(b['started'])}</td><td>{_e(b['id'])}</td><td>{_e(b[VERSION_KEY] or '—')}</td>"
+    rows = "".join(f"<tr><td>{_e(b['started'])}</td><td>{_e(b['id'])}</td><td>{_e(b[VERSION_FIELD] or '—')}</td>"
                    f"<td>{_e(', '.join(b['systems']))}</td><td>{b['runs']}</td><td>{b['skipped']}</td></tr>"
                    for b in reversed(h["batches"]))
     return ('<details><summary>batches (newest first)</summary><table class="meta"><tr><th>started</th><th>directory</th>'

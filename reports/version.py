@@ -14,7 +14,6 @@ import os
 import subprocess
 from pathlib import Path
 
-from reference.contract import VERSION_FIELD as RUN_KEY  # noqa: F401 - the run.json key that records it
 
 DISTRIBUTION = "hourglass"
 _SOURCE_ROOT = Path(__file__).resolve().parent.parent

@@ -79,14 +79,20 @@ def test_rule(scenario, hg_verdict):
 '''
 
 
-def test_suite_junit_has_stable_names_and_each_runs_own_time(tmp_path):
+def _run_tiny(tmp_path, system: str, conftest_extra: str = "") -> subprocess.CompletedProcess:
+    """pytest in ``tmp_path`` on TINY with the project's conftest (+ ``conftest_extra``), on
+    ``system``, its JUnit in ``tmp_path/junit.xml`` and its runs in ``tmp_path/runs``."""
     (tmp_path / "test_tiny.py").write_text(TINY)
-    (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text())
+    (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text() + conftest_extra)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("PYTEST_ADDOPTS", None)
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--hg-system", "simulated",
-                        f"--hg-out={tmp_path / 'runs'}", f"--junitxml={tmp_path / 'junit.xml'}", "test_tiny.py"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--hg-system", system,
+                           f"--hg-out={tmp_path / 'runs'}", f"--junitxml={tmp_path / 'junit.xml'}", "test_tiny.py"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_suite_junit_has_stable_names_and_each_runs_own_time(tmp_path):
+    r = _run_tiny(tmp_path, "simulated")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     cases = {c.get("classname") + "." + c.get("name"): float(c.get("time")) for c in ET.parse(tmp_path / "junit.xml").iter("testcase")}
     assert set(cases) == {"conformance.level-zero[simulated]", "conformance.custom-table[simulated]"}
@@ -115,13 +121,7 @@ harness.session.Session.verdict = _broken_custom_table
 def test_suite_junit_a_broken_run_is_an_error_and_a_violation_is_a_few_lines(tmp_path):
     """A broken run is the harness's failure, not the broker's: ``<error>``; a violated run's
     failure text is its few lines (the invariant, its example, the report), not pages of source."""
-    (tmp_path / "test_tiny.py").write_text(TINY)
-    (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text() + BREAK_ONE)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("PYTEST_ADDOPTS", None)
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--hg-system", "simulated[early-delivery]",
-                        f"--hg-out={tmp_path / 'runs'}", f"--junitxml={tmp_path / 'junit.xml'}", "test_tiny.py"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    r = _run_tiny(tmp_path, "simulated[early-delivery]", BREAK_ONE)
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
     cases = {c.get("name"): c for c in ET.parse(tmp_path / "junit.xml").iter("testcase")}
     broken = cases["level-zero[simulated[early-delivery]]"]

@@ -17,7 +17,8 @@ from harness.outdir import LOCK_FILE
 from harness.session import write_summary
 from reference.contract import INVARIANTS
 from reference.rundir import RUN_JSON, VERDICT_JSON
-from reports.history import HISTORY_HTML, HISTORY_JSON, VERSION_KEY, RUN_ROW, build_history
+from reference.contract import VERSION_FIELD
+from reports.history import HISTORY_HTML, HISTORY_JSON, RUN_ROW, build_history
 from reports.outputs import write_run_outputs
 from reports.verdict import BROKEN, EXIT_CODES, PASSED, mark_broken
 from suites.selftest.checker.runs import RunBuilder
@@ -48,7 +49,7 @@ def night(root: Path, stamp: str, plan: dict[str, object], system: str = "simula
             continue
         v = verdict(run_id, () if what == "broken" else what)
         d = RunBuilder(run_id).write(sys_dir, scenario=scenario, system={"adapter": "simulated", "version": "5.3.3-sim",
-                                                                       "spec": system}, **{VERSION_KEY: version})
+                                                                       "spec": system}, **{VERSION_FIELD: version})
         write_run_outputs(d, v, None, None, json.loads((d / RUN_JSON).read_text()))
         v = mark_broken(v, "a consumer could not start") if what == "broken" else v
         verdicts.append({**v, "scenario": scenario, "run_dir": str(d), "report": str(d / "report.html")})
@@ -140,7 +141,7 @@ def test_the_page_colours_each_cell_and_links_it_to_its_run(runs):
 
 def test_each_batch_shows_the_hourglass_that_made_it_when_recorded(runs):
     h = build_history([str(runs)], runs, LOCK_FILE)
-    assert [b[VERSION_KEY] for b in h["batches"]][:2] == ["0.1.0+gaaa", "0.1.0+gbbb"]
+    assert [b[VERSION_FIELD] for b in h["batches"]][:2] == ["0.1.0+gaaa", "0.1.0+gbbb"]
     page = (runs / "p.html")
     from reports.history import history_html
 
