@@ -1,4 +1,4 @@
-# The harness itself as an image: `python -m harness` with everything it runs on, for a CI that
+# The harness itself as an image: `python -m hourglass` with everything it runs on, for a CI that
 # cannot install a JDK and Spark (docs/ci.md#the-harness-image). The build context is this
 # repository (a plain `docker build --network host -t hourglass/harness .` works; .dockerignore keeps runs and
 # virtualenvs out); `.ci/harness-image` builds it the project's way: the base built locally
@@ -36,7 +36,7 @@ ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 PATH=/opt/hourglass/bin:$PATH JA
 LABEL org.opencontainers.image.title="hourglass" \
       org.opencontainers.image.description="Conformance and chaos test harness for RocketMQ delay/retry" \
       org.opencontainers.image.licenses="Apache-2.0"
-ENTRYPOINT ["python", "-m", "harness"]
+ENTRYPOINT ["python", "-m", "hourglass"]
 CMD ["--help"]
 RUN set -eu; \
     if [ -n "$DEBIAN_MIRROR" ]; then \
@@ -65,7 +65,7 @@ RUN set -eu; src=/tmp/hourglass-src; \
     /usr/bin/python3 -m venv /opt/hourglass; \
     /opt/hourglass/bin/pip install -q --no-cache-dir --disable-pip-version-check "$src"; \
     rm -rf "$src" /root/.cache; \
-    /opt/hourglass/bin/python -m harness --version
+    /opt/hourglass/bin/python -m hourglass --version
 # What it was built from (.ci/harness-image passes them): one step, after the install, so a new commit
 # rebuilds no earlier layer.
 ARG VERSION=unknown

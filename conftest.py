@@ -4,7 +4,7 @@ registered twice under two names."""
 
 import sys
 
-PLUGIN = "harness.pytest_plugin"
+PLUGIN = "hourglass.harness.pytest_plugin"
 
 
 def pytest_addhooks(pluginmanager):

@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from reference.modes import CONCURRENTLY
-from reference.orderly import DEFAULT_SUSPEND_MS
-from reference.faults.clock import DRIFTING_CLOCK, OWN_CLOCK
-from reference.faults.disk import FILLABLE_STORE
-from reference.faults.network import OWN_NETWORK
-from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL
-from reference.timer import TimerRequest
-from reference.profile import DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS, DEFAULT_MAX_RECONSUME_TIMES
+from hourglass.reference.modes import CONCURRENTLY
+from hourglass.reference.orderly import DEFAULT_SUSPEND_MS
+from hourglass.reference.faults.clock import DRIFTING_CLOCK, OWN_CLOCK
+from hourglass.reference.faults.disk import FILLABLE_STORE
+from hourglass.reference.faults.network import OWN_NETWORK
+from hourglass.reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL
+from hourglass.reference.timer import TimerRequest
+from hourglass.reference.profile import DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS, DEFAULT_MAX_RECONSUME_TIMES
 
 
 class AdapterError(RuntimeError):

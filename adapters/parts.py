@@ -10,11 +10,11 @@ the primitive fault ``action`` on ``target`` now, else why not, in words.
 
 from __future__ import annotations
 
-from adapters.base import AdapterError
-from reference import faults as kinds
-from reference.clock import CLOCK, CLOCK_DRIFT
-from reference.contract import BROKER_TARGETS
-from reference.faults.process import KILL, PAUSE, RESUME, START, START_PAUSED, STOP
+from hourglass.adapters.base import AdapterError
+from hourglass.reference import faults as kinds
+from hourglass.reference.clock import CLOCK, CLOCK_DRIFT
+from hourglass.reference.contract import BROKER_TARGETS
+from hourglass.reference.faults.process import KILL, PAUSE, RESUME, START, START_PAUSED, STOP
 
 #: the primitive faults on a part's process (``harness.faults``), in the order error messages name them
 PROCESS_ACTIONS = (START, STOP, KILL, PAUSE, RESUME)

@@ -14,8 +14,8 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
-from reference.contract import ContractError, validate_run
-from reference.rundir import RUN_JSON, encode_event
+from hourglass.reference.contract import ContractError, validate_run
+from hourglass.reference.rundir import RUN_JSON, encode_event
 
 
 class EventLog:

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.drain import CONSUMER_RECOVERY_MS
-from harness.faults import TimedFault, expand, expand_step
-from harness.scenario import FaultAnchor, Scenario
-from harness.summary import scenario_wait_ms
-from reference.clock import CLOCK, BrokerClock
-from reference.stored_copy import stored_copy_key
-from reference.levels import parse_level_table
-from reference.profile import FIRST_DELAY_MS, FIRST_FLUSH_DELAY_MS
+from hourglass.harness.drain import CONSUMER_RECOVERY_MS
+from hourglass.harness.faults import TimedFault, expand, expand_step
+from hourglass.harness.scenario import FaultAnchor, Scenario
+from hourglass.harness.summary import scenario_wait_ms
+from hourglass.reference.clock import CLOCK, BrokerClock
+from hourglass.reference.stored_copy import stored_copy_key
+from hourglass.reference.levels import parse_level_table
+from hourglass.reference.profile import FIRST_DELAY_MS, FIRST_FLUSH_DELAY_MS
 
 #: how often the runner looks for an armed step's anchor (its events files, the flush time): a step
 #: fires at most this long after its anchor was observable

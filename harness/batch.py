@@ -19,18 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TextIO
 
-from adapters import phase as adapter_phase
-from adapters.base import AdapterError, ConfigReading, System
-from harness import eta
-from harness.runner import BROKER_SETUP, Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, skip_reason
-from reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
-from harness.fit import MAX_WAIT_MS, fit_to_broker
-from harness.scenario import Scenario
-from reference import faults as kinds
-from reference.rundir import slug
-from harness.summary import scenario_wait_ms
-from harness.systems import SystemSpec, open_system
-from harness.outdir import run_stamp
+from hourglass.adapters import phase as adapter_phase
+from hourglass.adapters.base import AdapterError, ConfigReading, System
+from hourglass.harness import eta
+from hourglass.harness.runner import BROKER_SETUP, Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, skip_reason
+from hourglass.reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
+from hourglass.harness.fit import MAX_WAIT_MS, fit_to_broker
+from hourglass.harness.scenario import Scenario
+from hourglass.reference import faults as kinds
+from hourglass.reference.rundir import slug
+from hourglass.harness.summary import scenario_wait_ms
+from hourglass.harness.systems import SystemSpec, open_system
+from hourglass.harness.outdir import run_stamp
 
 
 #: How long an interrupted batch waits for its runs to heal their faults and complete run.json.
@@ -382,7 +382,7 @@ def _line(elapsed_s: float, done: int, total: int, eta_s: float, more: bool, par
 def spark_state() -> str:
     """The checker's Spark session: ``warm``, ``starting`` or ``cold`` (``reports.spark``; cold
     when nothing imported it)."""
-    spark = sys.modules.get("reports.spark")
+    spark = sys.modules.get("hourglass.reports.spark")
     return spark.spark_state() if spark is not None and hasattr(spark, "spark_state") else "cold"
 
 

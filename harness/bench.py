@@ -1,13 +1,13 @@
-"""``python -m harness.bench``: every benchmark of the project, one after the other, figures printed.
+"""``python -m hourglass.harness.bench``: every benchmark of the project, one after the other, figures printed.
 
-    python -m harness.bench                 # all, with the sizes CI can afford
-    python -m harness.bench model checker   # some of them
-    python -m harness.bench suite --system rocketmq:latest
+    python -m hourglass.harness.bench                 # all, with the sizes CI can afford
+    python -m hourglass.harness.bench model checker   # some of them
+    python -m hourglass.harness.bench suite --system rocketmq:latest
 
-- ``model``: the expected table for 1 million messages (``python -m harness.bench_model``)
-- ``checker``: the PySpark checker on generated histories (``python -m reports.bench``)
+- ``model``: the expected table for 1 million messages (``python -m hourglass.harness.bench_model``)
+- ``checker``: the PySpark checker on generated histories (``python -m hourglass.reports.bench``)
 - ``broker``: start-to-ready per runtime/version and the send-and-record rate against RocketMQ's own
-  benchmark producer (``python -m adapters.rocketmq.bench``)
+  benchmark producer (``python -m hourglass.adapters.rocketmq.bench``)
 - ``suite``: time to verdict of the conformance suite against a real broker: the runs and their
   check against its longest scenario's own wait (target at most 1.25x); the machine's load beside
   it (a busy machine makes every figure longer)
@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-MODULES = {"model": "harness.bench_model", "checker": "reports.bench", "broker": "adapters.rocketmq.bench"}
+MODULES = {"model": "hourglass.harness.bench_model", "checker": "hourglass.reports.bench", "broker": "hourglass.adapters.rocketmq.bench"}
 
 
 #: The phases of one run, each the time between two of its observations (:func:`run_phases`).
@@ -35,7 +35,7 @@ def run_phases(run_dir: Path) -> dict:
     to its ``run_start`` snapshot: topics, consumer JVMs), the sending, the wait until the last
     delivery or DLQ entry, the drain's tail after it (margins until the model says every message is
     final), and the run's end (heal, DLQ read, consume stats, consumers' stop)."""
-    from adapters.rundir import read_events
+    from hourglass.adapters.rundir import read_events
 
     run = json.loads((run_dir / "run.json").read_text())
     events = read_events(run_dir / "events")
@@ -68,7 +68,7 @@ def breakdown(out: Path) -> dict:
 
 
 def bench_suite(system: str, runtime: str, out: Path) -> dict:
-    from harness.cli import main as cli_main
+    from hourglass.harness.cli import main as cli_main
 
     load_before = _load()
     started = time.monotonic()
@@ -122,7 +122,7 @@ def _load() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m hourglass.harness.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("which", nargs="*", default=["model", "checker", "broker", "suite"])
     ap.add_argument("--system", default="rocketmq:latest")
     ap.add_argument("--runtime", default="auto")

@@ -1,4 +1,4 @@
-"""Benchmark of the expected table: ``python -m harness.bench_model [--messages N] [--seed S]``.
+"""Benchmark of the expected table: ``python -m hourglass.harness.bench_model [--messages N] [--seed S]``.
 
 Builds a synthetic run of N messages (default 1 million) with delay levels, retries (LATER),
 consumer crashes, messages that exhaust their retries into the DLQ, and broker faults (kill -9,
@@ -16,8 +16,8 @@ import resource
 import time
 import tracemalloc
 
-from reference.expected import build_expected, build_expected_rows
-from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL
+from hourglass.reference.expected import build_expected, build_expected_rows
+from hourglass.reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL
 
 T0 = 1_763_800_000_000
 LEVELS = DEFAULT_MESSAGE_DELAY_LEVEL

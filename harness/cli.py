@@ -1,16 +1,16 @@
-"""``python -m harness``: run suites or scenarios against a system, compare versions, replay runs,
+"""``python -m hourglass``: run suites or scenarios against a system, compare versions, replay runs,
 and the main job.
 
-    python -m harness main [--system rocketmq:latest] [--runtime auto]
-    python -m harness run --suite conformance --system rocketmq:4.9.7 --runtime process --out runs/x
-    python -m harness run --scenario my-scenario.json --system simulated
-    python -m harness run --suite conformance --system cmd:my-broker.toml --runtime process   # any implementation
-    python -m harness matrix --systems rocketmq:4.9.7,rocketmq:latest --suite conformance --out runs/m
-    python -m harness matrix --systems rocketmq:4.9.7,rocketmq:5.5.0 --across-store   # persistence, upgrade + back
-    python -m harness replay runs/x/<run-id> [--system rocketmq:5.5.0]
-    python -m harness list [--suite chaos]
-    python -m harness history runs/ [--out site/]          # pass/fail per scenario x invariant across nights
-    python -m harness run --suite chaos --scenario-name 'kill9-*' --system simulated
+    python -m hourglass main [--system rocketmq:latest] [--runtime auto]
+    python -m hourglass run --suite conformance --system rocketmq:4.9.7 --runtime process --out runs/x
+    python -m hourglass run --scenario my-scenario.json --system simulated
+    python -m hourglass run --suite conformance --system cmd:my-broker.toml --runtime process   # any implementation
+    python -m hourglass matrix --systems rocketmq:4.9.7,rocketmq:latest --suite conformance --out runs/m
+    python -m hourglass matrix --systems rocketmq:4.9.7,rocketmq:5.5.0 --across-store   # persistence, upgrade + back
+    python -m hourglass replay runs/x/<run-id> [--system rocketmq:5.5.0]
+    python -m hourglass list [--suite chaos]
+    python -m hourglass history runs/ [--out site/]          # pass/fail per scenario x invariant across nights
+    python -m hourglass run --suite chaos --scenario-name 'kill9-*' --system simulated
 
 Exit codes (``reports.verdict``, the same as the checker's): 0 no violation, 1 a violation (wins
 over everything: never retry it), 2 undecided, 3 the run or the input is broken (a bad scenario
@@ -32,25 +32,25 @@ from pathlib import Path
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
-from reference.contract import ContractError  # noqa: E402 - after the testcontainers switch
-from reference.contract import OptionError  # noqa: E402
-from reports.command import Parser, add_version, UsageError, positive, run_command, writable_dir  # noqa: E402
-from reports.spark import conf_item  # noqa: E402
-from reports.verdict import EXIT_CODES, EXIT_USAGE, BROKEN, exit_code  # noqa: E402
-from harness import families  # noqa: E402
-from harness.fit import MAX_WAIT_MS  # noqa: E402
+from hourglass.reference.contract import ContractError  # noqa: E402 - after the testcontainers switch
+from hourglass.reference.contract import OptionError  # noqa: E402
+from hourglass.reports.command import Parser, add_version, UsageError, positive, run_command, writable_dir  # noqa: E402
+from hourglass.reports.spark import conf_item  # noqa: E402
+from hourglass.reports.verdict import EXIT_CODES, EXIT_USAGE, BROKEN, exit_code  # noqa: E402
+from hourglass.harness import families  # noqa: E402
+from hourglass.harness.fit import MAX_WAIT_MS  # noqa: E402
 
 #: suite name -> (module, attribute) of its scenario catalogue; catalogues ship in the package
 #: (``harness.catalogue``), never in ``suites`` (tests only: not installed)
 SUITES = {
-    "conformance": ("harness.catalogue.conformance", "CONFORMANCE"),
-    "chaos": ("harness.catalogue.chaos", "SHORT"),
-    "nightly": ("harness.catalogue.chaos", "NIGHTLY"),
-    "persistence": ("harness.catalogue.persistence", "SHORT"),
-    "persistence-full": ("harness.catalogue.persistence", "FULL"),
-    "persistence-async": ("harness.catalogue.persistence", "FULL_ASYNC"),
-    "timer": ("harness.catalogue.timer", "SHORT"),
-    "timer-full": ("harness.catalogue.timer", "FULL"),
+    "conformance": ("hourglass.harness.catalogue.conformance", "CONFORMANCE"),
+    "chaos": ("hourglass.harness.catalogue.chaos", "SHORT"),
+    "nightly": ("hourglass.harness.catalogue.chaos", "NIGHTLY"),
+    "persistence": ("hourglass.harness.catalogue.persistence", "SHORT"),
+    "persistence-full": ("hourglass.harness.catalogue.persistence", "FULL"),
+    "persistence-async": ("hourglass.harness.catalogue.persistence", "FULL_ASYNC"),
+    "timer": ("hourglass.harness.catalogue.timer", "SHORT"),
+    "timer-full": ("hourglass.harness.catalogue.timer", "FULL"),
 }
 SUITE_NAMES = (*SUITES, "generated")
 #: the generated suite's seed and size when --seed/--count are not given
@@ -59,9 +59,9 @@ GENERATED_SEED, GENERATED_COUNT = 0, 10
 
 def load_suite(name: str, seed: int | None = None, count: int | None = None):
     if name == "generated":
-        from reference.cluster import CLUSTERS  # real brokers run every topology (the simulator skips clusters)
+        from hourglass.reference.cluster import CLUSTERS  # real brokers run every topology (the simulator skips clusters)
 
-        return list(importlib.import_module("harness.catalogue.generate").sample(
+        return list(importlib.import_module("hourglass.harness.catalogue.generate").sample(
             GENERATED_SEED if seed is None else seed, GENERATED_COUNT if count is None else count, CLUSTERS))
     mod, attr = SUITES[name]
     return list(getattr(importlib.import_module(mod), attr))
@@ -70,7 +70,7 @@ def load_suite(name: str, seed: int | None = None, count: int | None = None):
 def _scenarios(args, default: tuple[str, ...] = ("conformance", "nightly")) -> list:
     """The scenarios of ``--suite``/``--scenario``, filtered by ``--scenario-name``; with only
     ``--scenario-name``, picked from the ``default`` suites."""
-    from harness.scenario import Scenario, validate_scenario
+    from hourglass.harness.scenario import Scenario, validate_scenario
 
     out = []
     suites = args.suite or ([] if args.scenario or not args.scenario_name else list(default))
@@ -102,14 +102,14 @@ def pick_by_name(scenarios: list, patterns: list[str]) -> list:
     unmatched = [p for p in patterns if not any(fnmatchcase(s.name, p) for s in scenarios)]
     if unmatched:
         raise UsageError(f"--scenario-name {', '.join(unmatched)}: no such scenario in the selected suites "
-                         f"(there are: {', '.join(s.name for s in scenarios) or 'none'}; see python -m harness list)")
+                         f"(there are: {', '.join(s.name for s in scenarios) or 'none'}; see python -m hourglass list)")
     return [s for s in scenarios if any(fnmatchcase(s.name, p) for p in patterns)]
 
 
 def cmd_list(args) -> int:
     """Each suite, its scenarios, each one's own wait (``harness.summary.scenario_wait_ms``),
     whether it faults and what it requires of the system."""
-    from harness.summary import scenario_wait_ms
+    from hourglass.harness.summary import scenario_wait_ms
 
     for suite in args.suite or SUITE_NAMES:
         scenarios = load_suite(suite, args.seed, args.count)
@@ -125,8 +125,8 @@ def requirements(scenario) -> str:
     cluster other than a single broker, and each fault family its steps use (the families a
     runtime or host may refuse: network needs root and namespaces, clock libfaketime, ...; a
     system that refuses one skips the scenario, :func:`harness.runner.skip_reason`)."""
-    from reference import faults as kinds
-    from reference.cluster import SINGLE
+    from hourglass.reference import faults as kinds
+    from hourglass.reference.cluster import SINGLE
 
     needs = list(scenario.requires)
     if scenario.profile.cluster != SINGLE:
@@ -167,7 +167,7 @@ def _generated(p: argparse.ArgumentParser) -> None:
 
 
 def system_spec(args, system: str):
-    from harness.systems import SystemSpec
+    from hourglass.harness.systems import SystemSpec
 
     return SystemSpec(system, args.runtime, args.image, args.namesrv, args.faults)
 
@@ -177,10 +177,10 @@ def check_inputs(args, systems: list[str], option: str = "--system") -> Path:
     as ``option`` gave them) and the options they use, the baseline, the Spark master, and that
     ``--out`` is a directory we can write and no other harness is writing (held until this process
     exits: :func:`harness.outdir.lock_out`). Returns ``--out``."""
-    from harness.outdir import lock_out, run_stamp
-    from harness.systems import check_options_used
-    from reports import baseline as baseline_mod
-    from reports.spark import check_master
+    from hourglass.harness.outdir import lock_out, run_stamp
+    from hourglass.harness.systems import check_options_used
+    from hourglass.reports import baseline as baseline_mod
+    from hourglass.reports.spark import check_master
 
     specs = [system_spec(args, system) for system in systems]
     for spec in specs:
@@ -195,10 +195,10 @@ def check_inputs(args, systems: list[str], option: str = "--system") -> Path:
 
 
 def run_system(system: str, scenarios: list, args, out: Path) -> list[dict]:
-    from harness.batch import BatchOptions
-    from harness.session import run_and_check, write_summary
-    from harness.summary import batch_seconds
-    from harness.verdicts import describe
+    from hourglass.harness.batch import BatchOptions
+    from hourglass.harness.session import run_and_check, write_summary
+    from hourglass.harness.summary import batch_seconds
+    from hourglass.harness.verdicts import describe
 
     spec = system_spec(args, system)
     batch = run_and_check(scenarios, BatchOptions(spec, out, args.max_systems, max_wait_ms=int(args.max_wait * 1000)),
@@ -246,7 +246,7 @@ def cmd_run(args) -> int:
 def repeat_summary(rounds: list[list[dict]]) -> dict:
     """Per scenario over repeated rounds: runs, passed, broken, and how often each invariant failed
     (a failure in some rounds only is flaky: the broker or the harness, the examples say which)."""
-    from reports.verdict import PASSED, UNDECIDED, UNDECIDED_BY_HOST, status
+    from hourglass.reports.verdict import PASSED, UNDECIDED, UNDECIDED_BY_HOST, status
 
     per: dict[str, dict] = {}
     for verdicts in rounds:
@@ -305,12 +305,12 @@ def cmd_matrix(args) -> int:
     scenarios = _scenarios(args, MATRIX_DEFAULT_SUITES)
     systems = matrix_systems(systems, args.across_store)
     out = check_inputs(args, systems, "--systems")
-    from harness.session import system_dirname
+    from hourglass.harness.session import system_dirname
 
     by_system = {}
     for system in systems:
         by_system[system] = run_system(system, scenarios, args, out / system_dirname(system))
-    from reports.matrix import summary_text, write_matrix
+    from hourglass.reports.matrix import summary_text, write_matrix
 
     checked = [v["run_dir"] for vs in by_system.values() for v in vs if v.get("run_dir")]
     m = write_matrix(checked, str(out))  # old -> new: the order of --systems
@@ -336,9 +336,9 @@ def replay_system(run: dict) -> str:
 
 
 def cmd_replay(args) -> int:
-    from adapters.rundir import read_run_json
-    from reference.rundir import scenario_json
-    from harness.scenario import Scenario, validate_scenario
+    from hourglass.adapters.rundir import read_run_json
+    from hourglass.reference.rundir import scenario_json
+    from hourglass.harness.scenario import Scenario, validate_scenario
 
     run_dir = Path(args.run_dir)
     scenario = Scenario.load(scenario_json(run_dir))
@@ -369,7 +369,7 @@ def cmd_main(args) -> int:
 
     out = check_inputs(args, [args.system])
     print(f"hourglass main job: {args.system} ({args.runtime} runtime) -> {out}", flush=True)
-    from harness import main_job
+    from hourglass.harness import main_job
 
     argv = [
         main_job.__file__, "-p", "no:cacheprovider", "-q",
@@ -405,7 +405,7 @@ def main_exit_code(pytest_code: int, verdicts: list[dict], system: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = Parser(prog="python -m harness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(prog="python -m hourglass", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_version(ap)
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     p = sub.add_parser("main", help="the conformance suite + a short chaos run against a real broker, with the report")
@@ -456,8 +456,8 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_history(args) -> int:
     """The history page (:mod:`reports.history`): 0 when it is written; nothing checked found, or
     --out not writable: a ContractError naming the directories (exit 3)."""
-    from harness.outdir import LOCK_FILE
-    from reports.history import build_history, summary_text, write_pages
+    from hourglass.harness.outdir import LOCK_FILE
+    from hourglass.reports.history import build_history, summary_text, write_pages
 
     out = Path(args.out or args.dirs[0]).absolute()
     h = build_history(args.dirs, out, LOCK_FILE)
@@ -474,7 +474,7 @@ def _system(p: argparse.ArgumentParser) -> None:
 def _scenario_name(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenario-name", action="append", metavar="NAME",
                    help="only the scenarios of the selected suites (default: conformance and nightly) whose name "
-                        "matches (shell glob, repeatable; python -m harness list shows them)")
+                        "matches (shell glob, repeatable; python -m hourglass list shows them)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.cluster import is_broker
-from reference.contract import BROKER_TARGETS, CONSUMER_STARTED_BY_SCENARIO
-from reference.expected import ExpectedAttempt, build_expected
-from reference.orderly import handed_over_ms, locks_freed_ms
+from hourglass.reference.cluster import is_broker
+from hourglass.reference.contract import BROKER_TARGETS, CONSUMER_STARTED_BY_SCENARIO
+from hourglass.reference.expected import ExpectedAttempt, build_expected
+from hourglass.reference.orderly import handed_over_ms, locks_freed_ms
 
 #: A consumer that crashed is restarted and must rebalance before it is redelivered a message.
 CONSUMER_REDELIVERY_MS = 25_000

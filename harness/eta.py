@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.summary import READY_ESTIMATE_MS
+from hourglass.harness.summary import READY_ESTIMATE_MS
 
 #: what a run has not finished while in any of these
 DONE = ("done", "error", "interrupted")
@@ -28,7 +28,7 @@ MIN_LEFT_S = 1.0
 
 @dataclass(frozen=True)
 class Costs:
-    """Seconds of each step the model's waits do not cover (measured with ``python -m harness.bench
+    """Seconds of each step the model's waits do not cover (measured with ``python -m hourglass.harness.bench
     suite`` on the 2-core machine: its ``breakdown``, ``check_and_report_s``)."""
 
     broker_s: float = READY_ESTIMATE_MS / 1000  # a broker's start to ready

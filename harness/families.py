@@ -22,8 +22,8 @@ from functools import cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from adapters.base import AdapterError, BrokerProfile, System, SystemInfo
-from reference.contract import OptionError
+from hourglass.adapters.base import AdapterError, BrokerProfile, System, SystemInfo
+from hourglass.reference.contract import OptionError
 
 #: the entry point group a distribution declares its families in
 ENTRY_POINT_GROUP = "hourglass.families"
@@ -76,16 +76,16 @@ def _entry_point_families() -> list:
 
 
 def _in_repo_families() -> list:
-    import adapters
+    from hourglass import adapters
 
     found = []
     for mod in sorted(pkgutil.iter_modules(adapters.__path__), key=lambda m: m.name):
         if not mod.ispkg:
             continue
         try:
-            module = importlib.import_module(f"adapters.{mod.name}.{IN_REPO_MODULE}")
+            module = importlib.import_module(f"hourglass.adapters.{mod.name}.{IN_REPO_MODULE}")
         except ModuleNotFoundError as e:
-            if e.name != f"adapters.{mod.name}.{IN_REPO_MODULE}":
+            if e.name != f"hourglass.adapters.{mod.name}.{IN_REPO_MODULE}":
                 raise
             continue
         if hasattr(module, "FAMILY"):

@@ -15,12 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from adapters.base import AdapterError, Lifecycle, Snapshotting
-from adapters.rundir import EventLog
-from reference import faults as kinds
-from reference.clock import CLOCK, CLOCK_DRIFT, MAX_CLOCK_STEP_MS, Step
-from reference.cluster import is_broker
-from reference.faults.process import KILL, PAUSE, RESUME, START, START_PAUSED, STOP, STOPPED
+from hourglass.adapters.base import AdapterError, Lifecycle, Snapshotting
+from hourglass.adapters.rundir import EventLog
+from hourglass.reference import faults as kinds
+from hourglass.reference.clock import CLOCK, CLOCK_DRIFT, MAX_CLOCK_STEP_MS, Step
+from hourglass.reference.cluster import is_broker
+from hourglass.reference.faults.process import KILL, PAUSE, RESUME, START, START_PAUSED, STOP, STOPPED
 
 
 @dataclass(frozen=True)

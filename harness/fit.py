@@ -16,17 +16,17 @@ of the retries its plan asks for: retry levels are the broker's 3 + reconsumeTim
 and the scenario says which and why. A scenario of which nothing fits, or whose fault step waits
 for re-puts of a level that kept no message, is not run, with the reason. A staging cluster with the
 default 18-level table (1s … 2h) so still gets the levels, retries and DLQ routes that fit in the
-budget (``python -m harness run --max-wait``), not nothing.
+budget (``python -m hourglass run --max-wait``), not nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from harness.scenario import FaultAnchor, Scenario
-from harness.summary import message_wait_ms
-from reference.levels import parse_level_table
-from reference.profile import BROKER_CONFIG_KEYS, PASSED_THROUGH
+from hourglass.harness.scenario import FaultAnchor, Scenario
+from hourglass.harness.summary import message_wait_ms
+from hourglass.reference.levels import parse_level_table
+from hourglass.reference.profile import BROKER_CONFIG_KEYS, PASSED_THROUGH
 
 #: default budget of one message on a table the harness did not choose: a conformance run on a
 #: cluster with the default 18-level table takes about this long (its scenarios share the cluster)

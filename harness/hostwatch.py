@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from harness.logcopy import timed_lines
-from reference import stalls as rule
+from hourglass.harness.logcopy import timed_lines
+from hourglass.reference import stalls as rule
 
 #: how often the watch samples
 SAMPLE_MS = 500
@@ -282,7 +282,7 @@ _watches_lock = threading.Lock()
 def acquire(system) -> HostWatch | None:
     """The system's watch, started with its first user; None for a system that cannot be watched
     (it says why in :func:`observation`)."""
-    from adapters.base import HostWatching
+    from hourglass.adapters.base import HostWatching
 
     if not isinstance(system, HostWatching) or system.host_not_observed() or getattr(system, "VIRTUAL_TIME", None):
         return None
@@ -309,7 +309,7 @@ def release(system) -> None:
 
 def observation(system, watch: HostWatch | None) -> dict:
     """run.json ``host``: the sources sampled, or why the host was not observed."""
-    from adapters.base import HostWatching
+    from hourglass.adapters.base import HostWatching
 
     virtual = getattr(system, "VIRTUAL_TIME", None)
     if virtual:

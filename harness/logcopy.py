@@ -32,8 +32,8 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-from reference.rundir import log_copy
-from reference.stalls import log_time_ms, log_utc_offset_s
+from hourglass.reference.rundir import log_copy
+from hourglass.reference.stalls import log_time_ms, log_utc_offset_s
 
 #: The most of one log a run's copy holds (its end).
 LOG_COPY_MAX_BYTES = 5 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""The main job's tests (``python -m harness main``): the conformance catalogue and the short chaos
+"""The main job's tests (``python -m hourglass main``): the conformance catalogue and the short chaos
 set, one test per scenario. Shipped with the package (the installed CLI has no ``suites/``); pytest
 collects it because the CLI names the file. ``suites/conformance`` and ``suites/chaos`` run the same
 catalogues in a checkout."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.catalogue.chaos import SHORT
-from harness.catalogue.conformance import CONFORMANCE
-from harness.verdicts import assert_conforms
+from hourglass.harness.catalogue.chaos import SHORT
+from hourglass.harness.catalogue.conformance import CONFORMANCE
+from hourglass.harness.verdicts import assert_conforms
 
 
 SCENARIOS = [pytest.param(s, marks=pytest.mark.conformance) for s in CONFORMANCE] + [pytest.param(s, marks=pytest.mark.chaos) for s in SHORT]

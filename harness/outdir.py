@@ -19,7 +19,7 @@ import os
 import time
 from pathlib import Path
 
-from reference.contract import ContractError
+from hourglass.reference.contract import ContractError
 
 #: The lock file inside ``--out``: ``flock``ed exclusively by the harness writing the tree, holding
 #: its pid (the lock ends with the process, also a SIGKILLed one: the file alone locks nothing).

@@ -21,17 +21,17 @@ from pathlib import Path
 
 import pytest
 
-from harness import families
-from harness.outdir import run_stamp
-from harness.session import Session, SessionOptions
-from reference.contract import ContractError
-from reports.spark import conf_item
+from hourglass.harness import families
+from hourglass.harness.outdir import run_stamp
+from hourglass.harness.session import Session, SessionOptions
+from hourglass.reference.contract import ContractError
+from hourglass.reports.spark import conf_item
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 
 def pytest_addoption(parser):
-    from harness.fit import MAX_WAIT_MS
+    from hourglass.harness.fit import MAX_WAIT_MS
 
     g = parser.getgroup("hourglass")
     g.addoption("--hg-system", default=os.environ.get("HOURGLASS_SYSTEM", families.default_system()),
@@ -41,7 +41,7 @@ def pytest_addoption(parser):
     g.addoption("--hg-namesrv", default=os.environ.get("HOURGLASS_NAMESRV"),
                 help="--hg-runtime external: HOST:PORT of the existing cluster's name server")
     g.addoption("--hg-faults", default=os.environ.get("HOURGLASS_FAULTS"),
-                help="--hg-runtime external: TOML file of fault commands (see python -m harness run --help)")
+                help="--hg-runtime external: TOML file of fault commands (see python -m hourglass run --help)")
     g.addoption("--hg-out", default=os.environ.get("HOURGLASS_OUT"), help="where run directories and reports go (default: runs/<timestamp>)")
     g.addoption("--hg-baseline", default=os.environ.get("HOURGLASS_BASELINE"), help="file of accepted violations")
     g.addoption("--hg-max-systems", type=int, default=int(os.environ.get("HOURGLASS_MAX_SYSTEMS", "2")),
@@ -166,7 +166,7 @@ def pytest_collection_modifyitems(session, config, items):
     hs: Session = config._hourglass
     only = _suite_systems(config)
     if only:
-        from harness.catalogue import suite_of
+        from hourglass.harness.catalogue import suite_of
 
         keep, dropped = [], []
         for item in items:
@@ -200,7 +200,7 @@ def hg_verdict(request, scenario, hg_system):
         _register(hs, hg_system, scenario)
     verdict = hs.verdict(hg_system, scenario)
     if verdict.get("broken"):  # the harness could not carry the run out: an error (setup), not a failed test
-        from harness.verdicts import describe
+        from hourglass.harness.verdicts import describe
 
         pytest.fail(f"the run is broken, no verdict on the broker: {verdict['broken'][:300]}\n{describe(verdict)}", pytrace=False)
     return verdict
@@ -210,7 +210,7 @@ def hg_verdict(request, scenario, hg_system):
 def pytest_runtest_makereport(item, call):
     """A scenario's failed verdict reads as its few lines (the failed invariants, their first
     examples with t+ times, the report's path), not as pages of the harness's source."""
-    from harness.verdicts import VerdictFailure
+    from hourglass.harness.verdicts import VerdictFailure
 
     outcome = yield
     report = outcome.get_result()
@@ -223,8 +223,8 @@ def junit_case(item, system: str, scenario_name: str) -> tuple[str, str]:
     (read together: ``suite.scenario[system]``; the system as :func:`reports.junit.system_label`
     says it, no dot in the classname), the same every run so CI keeps the history. The suite is
     the catalogue's, else the test module's name without ``test_``."""
-    from harness.catalogue import suite_of
-    from reports.junit import system_label
+    from hourglass.harness.catalogue import suite_of
+    from hourglass.reports.junit import system_label
 
     suite = suite_of(scenario_name) or item.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
     return suite, f"{scenario_name}[{system_label(system)}]"
@@ -257,7 +257,7 @@ class JunitNames:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    from harness.summary import batch_seconds
+    from hourglass.harness.summary import batch_seconds
 
     hs: Session = getattr(config, "_hourglass", None)
     if not hs or not hs.batches:

@@ -22,32 +22,32 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
-from adapters.base import (ConsumerSpec, ConsumeStatsReading, Consuming, DlqReading, LogFiles, OffsetFlushWatching, SendRequest,
+from hourglass.adapters.base import (ConsumerSpec, ConsumeStatsReading, Consuming, DlqReading, LogFiles, OffsetFlushWatching, SendRequest,
                            TimerCheckpointWatching,
                            System)
-from harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
-from harness.drain import DrainState, drain_state, duplicate_watch_until_ms
-from adapters.rundir import EventLog, EventTail, write_run_json
-from reports.version import hourglass_version
-from harness.faults import FaultDriver, TimedFault
-from harness import families, hostwatch
-from harness.logcopy import copy_logs, log_sizes, timed_lines
-from harness.catalogue import suite_of
-from harness.scenario import Scenario
-from reference.modes import BROADCASTING, ORDERLY
-from reference.orderly import effective_suspend_ms
-from reference.cluster import SINGLE, broker_targets
-from reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, FLUSH_MOMENT, SEND_BACK_FAILED, VERSION_FIELD, consumer_fault, retry_topic
-from reference.clock import waiting_levels
-from reference.levels import parse_level_table
-from reference import faults as kinds
-from reference.expected import build_expected
-from reference.reach import unreached
-from reference.network import SEND_BACK_FAILS_AFTER_MS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
-from reference.retry import DLQ_ROUTABLE_WITHIN_MS, dlq_bound
-from reference.stalls import log_time_ms
-from reference.rundir import CLIENT_LOG_EVENTS, consumer_name, EVENTS_DIR, HARNESS_EVENTS, LOGS_DIR, SCENARIO_JSON, STALL_EVENTS
-from reference.contract import BROKER_TARGETS
+from hourglass.harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
+from hourglass.harness.drain import DrainState, drain_state, duplicate_watch_until_ms
+from hourglass.adapters.rundir import EventLog, EventTail, write_run_json
+from hourglass.reports.version import hourglass_version
+from hourglass.harness.faults import FaultDriver, TimedFault
+from hourglass.harness import families, hostwatch
+from hourglass.harness.logcopy import copy_logs, log_sizes, timed_lines
+from hourglass.harness.catalogue import suite_of
+from hourglass.harness.scenario import Scenario
+from hourglass.reference.modes import BROADCASTING, ORDERLY
+from hourglass.reference.orderly import effective_suspend_ms
+from hourglass.reference.cluster import SINGLE, broker_targets
+from hourglass.reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, FLUSH_MOMENT, SEND_BACK_FAILED, VERSION_FIELD, consumer_fault, retry_topic
+from hourglass.reference.clock import waiting_levels
+from hourglass.reference.levels import parse_level_table
+from hourglass.reference import faults as kinds
+from hourglass.reference.expected import build_expected
+from hourglass.reference.reach import unreached
+from hourglass.reference.network import SEND_BACK_FAILS_AFTER_MS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
+from hourglass.reference.retry import DLQ_ROUTABLE_WITHIN_MS, dlq_bound
+from hourglass.reference.stalls import log_time_ms
+from hourglass.reference.rundir import CLIENT_LOG_EVENTS, consumer_name, EVENTS_DIR, HARNESS_EVENTS, LOGS_DIR, SCENARIO_JSON, STALL_EVENTS
+from hourglass.reference.contract import BROKER_TARGETS
 
 #: ``system.info.details`` key: [start, ready] of the system's setup (the broker's start before the
 #: run), recorded as the run's first broker ``start``/``ready`` events (``cause: setup``): a kill

@@ -1,7 +1,7 @@
 """Scenarios as data: the workload, each message's consumer plan, and the fault schedule.
 
 A scenario is a plain value: it is saved as ``RUN/scenario.json`` so a run can be replayed
-(``python -m harness replay RUN``), and it is what hypothesis generates for nightly chaos runs.
+(``python -m hourglass replay RUN``), and it is what hypothesis generates for nightly chaos runs.
 Offsets (``at_ms``) are milliseconds after the scenario's start.
 
 Scenario files are strict. :func:`scenario_from_json` (and :meth:`Scenario.load`) check a file
@@ -13,7 +13,7 @@ path (``messages[3].delay``), what was expected and what was found.
 
 The schema ships as ``harness/scenario.schema.json`` (:data:`SCHEMA_PATH`) for editors: point a
 file's ``"$schema"`` at it, or your editor's JSON-schema setting. The file is generated from this
-module's constants (``python -m harness.scenario --schema > harness/scenario.schema.json``) and a
+module's constants (``python -m hourglass.harness.scenario --schema > harness/scenario.schema.json``) and a
 self-test keeps it identical to :func:`scenario_schema`.
 """
 
@@ -28,23 +28,23 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from harness.schema_errors import Found, explain
-from reference.plans import SLOW, parse_plan
-from reference.timeout import MAX_CONSUME_TIMEOUT_MIN, MIN_CONSUME_TIMEOUT_MIN
-from reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY
-from reference.orderly import SUSPEND_RANGE_MS
-from reference.contract import ASYNC_DELIVER, CAPABILITIES, CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
-from reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL, parse_level_table
-from reference import faults as kinds
-from reference.disk import DISK_WARNING_PERCENT_RANGE
-from reference.faults.disk import FILL_TO
-from reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
-from reference.reach import NAMES as REACH_NAMES, REACHES
-from reference.profile import (DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS, DEFAULT_MAX_RECONSUME_TIMES,
+from hourglass.harness.schema_errors import Found, explain
+from hourglass.reference.plans import SLOW, parse_plan
+from hourglass.reference.timeout import MAX_CONSUME_TIMEOUT_MIN, MIN_CONSUME_TIMEOUT_MIN
+from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY
+from hourglass.reference.orderly import SUSPEND_RANGE_MS
+from hourglass.reference.contract import ASYNC_DELIVER, CAPABILITIES, CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
+from hourglass.reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL, parse_level_table
+from hourglass.reference import faults as kinds
+from hourglass.reference.disk import DISK_WARNING_PERCENT_RANGE
+from hourglass.reference.faults.disk import FILL_TO
+from hourglass.reference.cluster import CLUSTERS, SECOND_BROKER, SINGLE, broker_targets, is_broker
+from hourglass.reference.reach import NAMES as REACH_NAMES, REACHES
+from hourglass.reference.profile import (DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS, DEFAULT_MAX_RECONSUME_TIMES,
                                DEFAULT_SCHEDULE_ASYNC_DELIVER, DEFAULT_SLACK_MS, MAX_RECONSUME_TIMES,
                                TIMER_FLUSH_INTERVAL_MS, TIMER_MAX_DELAY_SEC, TIMER_PRECISION_MS, TIMER_ROLL_WINDOW_SLOT)
-from reference.limits import CLIENT_MAX_MESSAGE_SIZE, GROUP_MAX_LENGTH, MAX_MESSAGE_SIZE, RETRY_GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH
-from reference.timer import JAVA_LONG, TimerRequest
+from hourglass.reference.limits import CLIENT_MAX_MESSAGE_SIZE, GROUP_MAX_LENGTH, MAX_MESSAGE_SIZE, RETRY_GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH
+from hourglass.reference.timer import JAVA_LONG, TimerRequest
 
 DEFAULT_LEVELS = DEFAULT_MESSAGE_DELAY_LEVEL  # MessageStoreConfig.messageDelayLevel (reference.levels)
 #: 18 levels like the default table (so retry levels 3..18 exist) with waits of seconds.
@@ -668,7 +668,7 @@ def _check_times(sc: "Scenario", where: str) -> "Scenario":
     says each message is done (its send, delay and retries on the profile's table) and when each
     fault step ends (an anchored one at :func:`harness.summary.fault_times_ms`'s pessimistic
     estimate), however its fields, each within bounds, add up."""
-    from harness.summary import fault_times_ms, message_wait_ms
+    from hourglass.harness.summary import fault_times_ms, message_wait_ms
 
     table = parse_level_table(sc.profile.message_delay_level)
     ends = [(f"messages[{i}]", "a message", message_wait_ms(sc, m, table)) for i, m in enumerate(sc.messages)]
@@ -692,7 +692,7 @@ def _check_fault_schedule(sc: "Scenario", where: str) -> "Scenario":
     knows), and every kill or stop is followed by a start (the catalogues never leave a target down;
     ``reference.windows``' "never ready again" outages are for runs whose start failed or was cut
     short)."""
-    from harness.faults import expand_step
+    from hourglass.harness.faults import expand_step
 
     exact, timed = 0, []  # a step timed from a broker event fires at a moment only the run knows
     for i, f in enumerate(sc.faults):
@@ -774,14 +774,14 @@ def _build(raw: dict) -> Scenario:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m harness.scenario --schema``: print the scenario JSON Schema (for editors);
-    ``python -m harness.scenario FILE...``: check scenario files, one line per bad file."""
+    """``python -m hourglass.harness.scenario --schema``: print the scenario JSON Schema (for editors);
+    ``python -m hourglass.harness.scenario FILE...``: check scenario files, one line per bad file."""
     args = sys.argv[1:] if argv is None else argv
     if args == ["--schema"]:
         print(json.dumps(scenario_schema(), indent=2))
         return 0
     if not args or args[0].startswith("-"):
-        print("usage: python -m harness.scenario --schema | FILE...", file=sys.stderr)
+        print("usage: python -m hourglass.harness.scenario --schema | FILE...", file=sys.stderr)
         return 64
     bad = 0
     for name in args:

@@ -1,5 +1,5 @@
 """A session: scenarios queued per system, run in batches and checked together — the library the
-CLI (``python -m harness``) and the pytest plugin (``harness.pytest_plugin``, hooks only) share.
+CLI (``python -m hourglass``) and the pytest plugin (``harness.pytest_plugin``, hooks only) share.
 
 A batch runs every queued scenario of one system (shared brokers, concurrency: ``harness.batch``)
 and checks all its runs in one Spark job (``reports.check.check_runs``): :func:`run_and_check`.
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from reference.rundir import REPORT_HTML, run_json
+from hourglass.reference.rundir import REPORT_HTML, run_json
 
 
 @dataclass(frozen=True)
@@ -52,11 +52,11 @@ def run_and_check(scenarios: list, opts, baseline: str | None, master: str | Non
                   spark_conf: dict[str, str] | None = None) -> BatchRun:
     """Run ``scenarios`` as one batch (``opts``: :class:`harness.batch.BatchOptions`) and check
     its runs in one job: :func:`batch_verdicts`."""
-    from harness.batch import CheckProgress, run_batch
+    from hourglass.harness.batch import CheckProgress, run_batch
 
     started = time.monotonic()
     if not opts.system.virtual:  # the checker's Spark starts while the runs go on: warm when they end
-        from reports.spark import warm_spark
+        from hourglass.reports.spark import warm_spark
 
         warm_spark(master, spark_conf)
     results, errors = run_batch(scenarios, replace(opts, checked=True))
@@ -83,7 +83,7 @@ class Session:
         """Queue ``scenario`` for ``system``'s batch; a scenario that breaks the schema or its
         cross-checks raises :class:`~reference.contract.ContractError` naming the scenario and
         field, before anything runs."""
-        from harness.scenario import validate_scenario
+        from hourglass.harness.scenario import validate_scenario
 
         validate_scenario(scenario)
         self.pending.setdefault(system, {})[scenario.name] = scenario
@@ -96,8 +96,8 @@ class Session:
 
     def run_seconds(self, system: str, scenario_name: str) -> float:
         """The run's own duration (run.json ``started_ms`` to ``ended_ms``), 0 without a run."""
-        from adapters.rundir import read_run_json
-        from reports.junit import run_seconds
+        from hourglass.adapters.rundir import read_run_json
+        from hourglass.reports.junit import run_seconds
 
         run_dir = self.verdicts.get((system, scenario_name), {}).get("run_dir")
         try:
@@ -118,9 +118,9 @@ class Session:
         return self.verdicts.pop((system, named.name))
 
     def batch_options(self, system: str, sys_dir: Path):
-        from harness.batch import BatchOptions
-        from harness.fit import MAX_WAIT_MS
-        from harness.systems import SystemSpec
+        from hourglass.harness.batch import BatchOptions
+        from hourglass.harness.fit import MAX_WAIT_MS
+        from hourglass.harness.systems import SystemSpec
 
         o = self.options
         spec = SystemSpec(system, o.runtime, o.image, o.namesrv, o.faults)
@@ -129,7 +129,7 @@ class Session:
                             max_wait_ms=MAX_WAIT_MS if o.max_wait_s is None else int(o.max_wait_s * 1000))
 
     def _run(self, system: str, record: bool = True) -> None:
-        from harness.outdir import lock_out
+        from hourglass.harness.outdir import lock_out
 
         scenarios = list(self.pending.pop(system, {}).values())
         if not scenarios:
@@ -154,8 +154,8 @@ def batch_verdicts(scenarios, results, errors: dict[str, str], baseline, master:
     """A verdict for every scenario of a batch, by name, from one checker job over all its runs:
     the checker's verdict, marked broken where the harness could not carry the run out; a
     scenario the system cannot run (``skipped``) gets no verdict on the broker."""
-    from reports.check import check_runs
-    from reports.verdict import mark_broken
+    from hourglass.reports.check import check_runs
+    from hourglass.reports.verdict import mark_broken
 
     by_result = {r.scenario.name: r for r in results}
     runs = [r for r in results if not r.skipped and run_json(r.run_dir).exists()]
@@ -189,9 +189,9 @@ def write_summary(sys_dir: Path, system: str, verdicts: list[dict], wall_s: floa
     """``summary.json``, ``index.html`` and ``summary.md`` of one system's batch: ``verdicts`` are
     every scenario's, the skipped ones included (each summary counts and lists them); ``wall_s``:
     the batch's runs; ``check_s``: their check (None: not measured)."""
-    from harness.summary import split_skipped, write_index, write_markdown
-    from reference.contract import VERSION_FIELD
-    from reports.version import hourglass_version
+    from hourglass.harness.summary import split_skipped, write_index, write_markdown
+    from hourglass.reference.contract import VERSION_FIELD
+    from hourglass.reports.version import hourglass_version
 
     longest_wait_s = max((expected_wait_s(s) for s in scenarios), default=0)
     sys_dir.mkdir(parents=True, exist_ok=True)
@@ -206,12 +206,12 @@ def write_summary(sys_dir: Path, system: str, verdicts: list[dict], wall_s: floa
     }, indent=1, default=str))
     write_index(sys_dir, system, verdicts, wall_s, longest_wait_s)
     write_markdown(sys_dir, system, verdicts, wall_s, check_s)
-    from harness.outdir import link_latest
+    from hourglass.harness.outdir import link_latest
 
     link_latest(sys_dir)  # the batch is complete: runs/latest -> its output tree
 
 
 def expected_wait_s(scenario) -> float:
-    from harness.summary import scenario_wait_ms
+    from hourglass.harness.summary import scenario_wait_ms
 
     return scenario_wait_ms(scenario) / 1000

@@ -3,7 +3,7 @@ so a third-party implementation can run it on its own system (the shape of zarr'
 ``testing/stateful.py``)::
 
     from hypothesis.stateful import run_state_machine_as_test
-    from harness.stateful import BrokerMachine
+    from hourglass.harness.stateful import BrokerMachine
 
     def test_my_broker():
         run_state_machine_as_test(lambda: BrokerMachine(open_my_system))
@@ -33,8 +33,8 @@ from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from adapters.base import BrokerProfile, ConsumerSpec, SendRequest, System
-from reports import judge_run
+from hourglass.adapters.base import BrokerProfile, ConsumerSpec, SendRequest, System
+from hourglass.reports import judge_run
 
 #: the machine's delay table (short levels: many of them pass within a run of steps)
 LEVELS = "1s 2s 3s 4s 5s"

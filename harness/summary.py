@@ -14,18 +14,18 @@ import html
 import time
 from pathlib import Path
 
-from reference import faults as kinds
-from reference.cluster import is_broker
-from reference.faults.process import START, START_PAUSED
-from reference.contract import INVARIANTS
-from reference.levels import parse_level_table
-from reference.plans import plan_outcome
-from reference.profile import FIRST_DELAY_MS, FIRST_FLUSH_DELAY_MS
-from reference.timer import timer_ruling
-from reference.retry import asked_retry_level, clamped_level
-from reference.timeout import effective_timeout_min, sent_back_within
-from reports.timetext import start_words, with_offsets
-from reports.verdict import BROKEN, EXIT_CODES, PASSED, UNDECIDED, VIOLATED, status
+from hourglass.reference import faults as kinds
+from hourglass.reference.cluster import is_broker
+from hourglass.reference.faults.process import START, START_PAUSED
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reference.levels import parse_level_table
+from hourglass.reference.plans import plan_outcome
+from hourglass.reference.profile import FIRST_DELAY_MS, FIRST_FLUSH_DELAY_MS
+from hourglass.reference.timer import timer_ruling
+from hourglass.reference.retry import asked_retry_level, clamped_level
+from hourglass.reference.timeout import effective_timeout_min, sent_back_within
+from hourglass.reports.timetext import start_words, with_offsets
+from hourglass.reports.verdict import BROKEN, EXIT_CODES, PASSED, UNDECIDED, VIOLATED, status
 
 
 def message_wait_ms(scenario, m, table=None, now_ms: int | None = None) -> int:
@@ -139,7 +139,7 @@ def _skipped_html(skipped: list[dict]) -> str:
 
 
 def write_index(out_dir: Path, system: str, verdicts: list[dict], wall_s: float, longest_wait_s: float) -> Path:
-    from reports.version import hourglass_version
+    from hourglass.reports.version import hourglass_version
 
     verdicts, skipped = split_skipped(verdicts)
     rows = []

@@ -1,5 +1,5 @@
 """System specs: one string names the system under test, and the family that parses it
-(:mod:`harness.families`) opens it: ``python -m harness run --help`` lists the specs of every
+(:mod:`harness.families`) opens it: ``python -m hourglass run --help`` lists the specs of every
 family found (the RocketMQ family: :mod:`adapters.rocketmq.family`; the simulator:
 :mod:`adapters.simulated.family`).
 """
@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.base import AdapterError, BrokerProfile, System
-from reference.profile import passed_through_config
-from reference.contract import OptionError
-from harness.families import Family, family_of, spec_help, unknown_system
-from harness.scenario import Profile
+from hourglass.adapters.base import AdapterError, BrokerProfile, System
+from hourglass.reference.profile import passed_through_config
+from hourglass.reference.contract import OptionError
+from hourglass.harness.families import Family, family_of, spec_help, unknown_system
+from hourglass.harness.scenario import Profile
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from reference.contract import INVARIANTS
-from reports.timetext import start_words, with_offsets
-from reports.verdict import PASSED, status
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reports.timetext import start_words, with_offsets
+from hourglass.reports.verdict import PASSED, status
 
 
 class VerdictFailure(AssertionError):

@@ -22,7 +22,7 @@ DefaultMQPushConsumerImpl.java``, ``ConsumeMessageConcurrentlyService.java``,
 
 from __future__ import annotations
 
-from reference.plans import CRASH, LATER, PlanOutcome, answer_word
+from hourglass.reference.plans import CRASH, LATER, PlanOutcome, answer_word
 
 #: The final state of a message an instance of a broadcasting group answered LATER: dropped.
 DROPPED = "DROPPED"

@@ -60,9 +60,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from reference.faults.clock import (  # noqa: F401 (the family owns the names)
+from hourglass.reference.faults.clock import (  # noqa: F401 (the family owns the names)
     CLOCK, CLOCK_DRIFT, CLOCK_STEP_ACTIONS, MAX_CLOCK_RATE_PERMILLE, MAX_CLOCK_STEP_MS)
-from reference.retry import asked_retry_level, clamped_level
+from hourglass.reference.retry import asked_retry_level, clamped_level
 
 #: the primitive fault action that moves the broker's clock (``fault`` events of ``target: broker``)
 CLOCK_ACTIONS = (CLOCK,)

@@ -70,10 +70,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping
 
-from reference.contract import BROKER_TARGETS
-from reference.network import SEND_BACK_FAILS_AFTER_MS, send_back_meets
-from reference.faults import effect
-from reference.windows import Outage, cluster_outages, merge_outages
+from hourglass.reference.contract import BROKER_TARGETS
+from hourglass.reference.network import SEND_BACK_FAILS_AFTER_MS, send_back_meets
+from hourglass.reference.faults import effect
+from hourglass.reference.windows import Outage, cluster_outages, merge_outages
 
 SINGLE = "single"
 TWO_MASTERS = "two-masters"

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from reference import faults
+from hourglass.reference import faults
 
 CONTRACT_VERSION = 1
 
@@ -377,7 +377,7 @@ def validate_event(obj: Any, where: str = "event") -> dict:
 def validate_run(obj: Any, where: str = "run.json") -> dict:
     """Return ``obj`` if it is a valid ``run.json``, its profile parsed as the model will read it
     (:func:`reference.profile.parse_profile`: every bound, named with ``where``), else raise."""
-    from reference.profile import parse_profile  # it builds on this module
+    from hourglass.reference.profile import parse_profile  # it builds on this module
 
     if not isinstance(obj, dict):
         raise ContractError(where, None, "a JSON object", obj)

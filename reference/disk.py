@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from reference.faults.disk import DISK_ACTIONS, FILL, FREE  # noqa: F401 (the family owns the names)
-from reference.contract import BROKER_TARGETS
-from reference.windows import Outage, periods
+from hourglass.reference.faults.disk import DISK_ACTIONS, FILL, FREE  # noqa: F401 (the family owns the names)
+from hourglass.reference.contract import BROKER_TARGETS
+from hourglass.reference.windows import Outage, periods
 
 #: diskSpaceWarningLevelRatio a scenario may set, in percent: DefaultMessageStore.CleanCommitLogService
 #: (5.x getDiskSpaceWarningLevelRatio) clamps it to [0.35, 0.90]; 4.9.x takes it as given — within

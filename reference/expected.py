@@ -30,23 +30,23 @@ from dataclasses import dataclass, fields, replace
 from operator import itemgetter
 from typing import Callable, Iterable, Mapping
 
-from reference.contract import BROKER_TARGETS, RETRY_PREFIX, ContractError
-from reference.persistence import scheduler_duplicate_allowed
-from reference.stored_copy import same_stored_copy
-from reference.plans import CRASH, by_ack_index, parse_plan, plan_outcome, resent_instead, with_ack_laters
-from reference.profile import Profile, profile_from_run
-from reference.retry import asked_retry_level, clamped_level, requested_retry_level, retry_level
-from reference.limits import body_refusal, refusal_name
-from reference.timer import TimerRequest, send_ruling, timer_duplicate_allowed
-from reference.timeout import effective_timeout_min, sent_back_within
-from reference.faults import effect
-from reference.network import local_retry_lag_ms, send_back_lag_ms, send_back_may_repeat
-from reference.clock import BrokerClock
-from reference.cluster import CONTROLLER, MASTER_SLAVE, REPLICA_SYNC_BOUND_MS, down_broker_lag_ms, is_broker, outages_by_broker
-from reference.windows import OutageIndex, merge_outages
-from reference.orderly import LOCK_RETRY_MS, send_back_refused
-from reference.broadcast import broadcast_outcome
-from reference.modes import group_of
+from hourglass.reference.contract import BROKER_TARGETS, RETRY_PREFIX, ContractError
+from hourglass.reference.persistence import scheduler_duplicate_allowed
+from hourglass.reference.stored_copy import same_stored_copy
+from hourglass.reference.plans import CRASH, by_ack_index, parse_plan, plan_outcome, resent_instead, with_ack_laters
+from hourglass.reference.profile import Profile, profile_from_run
+from hourglass.reference.retry import asked_retry_level, clamped_level, requested_retry_level, retry_level
+from hourglass.reference.limits import body_refusal, refusal_name
+from hourglass.reference.timer import TimerRequest, send_ruling, timer_duplicate_allowed
+from hourglass.reference.timeout import effective_timeout_min, sent_back_within
+from hourglass.reference.faults import effect
+from hourglass.reference.network import local_retry_lag_ms, send_back_lag_ms, send_back_may_repeat
+from hourglass.reference.clock import BrokerClock
+from hourglass.reference.cluster import CONTROLLER, MASTER_SLAVE, REPLICA_SYNC_BOUND_MS, down_broker_lag_ms, is_broker, outages_by_broker
+from hourglass.reference.windows import OutageIndex, merge_outages
+from hourglass.reference.orderly import LOCK_RETRY_MS, send_back_refused
+from hourglass.reference.broadcast import broadcast_outcome
+from hourglass.reference.modes import group_of
 
 
 @dataclass(frozen=True)

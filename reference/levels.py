@@ -10,7 +10,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from reference.contract import ContractError
+from hourglass.reference.contract import ContractError
 
 #: MessageStoreConfig.messageDelayLevel's default (4.x and 5.x alike).
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"

@@ -74,11 +74,11 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable, Mapping
 
-from reference.contract import SEND_BACK_FAILED
-from reference.faults.network import (  # noqa: F401 (the family owns the names)
+from hourglass.reference.contract import SEND_BACK_FAILED
+from hourglass.reference.faults.network import (  # noqa: F401 (the family owns the names)
     LATENCY, LATENCY_END, LOSS, LOSS_END, MAX_DELAY_MS, MAX_LOSS_PERCENT, MAX_PARTITION_MS, NET_ACTIONS, NET_END,
     NET_START, PARTITION, PARTITION_END)
-from reference.windows import Outage, periods
+from hourglass.reference.windows import Outage, periods
 
 #: TCP_TIMEOUT_INIT (Linux): the initial retransmission timeout, an upper bound of the first RTO
 INITIAL_RTO_MS = 1_000

@@ -30,7 +30,7 @@ SendMessageProcessor.java``):
 
 from __future__ import annotations
 
-from reference.levels import LevelTable
+from hourglass.reference.levels import LevelTable
 
 #: DefaultMQPushConsumer.suspendCurrentQueueTimeMillis.
 DEFAULT_SUSPEND_MS = 1000

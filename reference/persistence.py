@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from reference.contract import BROKER_TARGETS
+from hourglass.reference.contract import BROKER_TARGETS
 
 #: ScheduleMessageService.HandlePutResultTask (asynchronous delivery, enableScheduleAsyncDeliver, 4.9.3+):
 #: how often the completed asynchronous re-puts move the schedule offset, in order (5.x reschedules

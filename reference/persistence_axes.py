@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 
-from reference.persistence import corrected_delay_offset
+from hourglass.reference.persistence import corrected_delay_offset
 
 
 class Reput(enum.Enum):

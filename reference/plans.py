@@ -22,8 +22,8 @@ from typing import Any
 
 import re
 
-from reference.contract import CHOSEN_LEVEL_WORD, PLAN_WORDS, ContractError
-from reference.timeout import TIMEOUT_LEVEL
+from hourglass.reference.contract import CHOSEN_LEVEL_WORD, PLAN_WORDS, ContractError
+from hourglass.reference.timeout import TIMEOUT_LEVEL
 
 OK, LATER, CRASH, SLOW = "OK", "LATER", "CRASH", "SLOW"
 #: ConsumeConcurrentlyContext.delayLevelWhenNextConsume is a Java int

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from reference.contract import ContractError
-from reference.limits import MAX_MESSAGE_SIZE
-from reference.levels import DEFAULT_LEVEL_TABLE, LevelTable, parse_level_table
-from reference.modes import unit_group
-from reference.orderly import SUSPEND_RANGE_MS
-from reference.timeout import MAX_CONSUME_TIMEOUT_MIN, MIN_CONSUME_TIMEOUT_MIN
+from hourglass.reference.contract import ContractError
+from hourglass.reference.limits import MAX_MESSAGE_SIZE
+from hourglass.reference.levels import DEFAULT_LEVEL_TABLE, LevelTable, parse_level_table
+from hourglass.reference.modes import unit_group
+from hourglass.reference.orderly import SUSPEND_RANGE_MS
+from hourglass.reference.timeout import MAX_CONSUME_TIMEOUT_MIN, MIN_CONSUME_TIMEOUT_MIN
 
 #: DefaultMQPushConsumerImpl.getMaxReconsumeTimes: -1 (the consumer's default) means 16.
 DEFAULT_MAX_RECONSUME_TIMES = 16

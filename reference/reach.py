@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
-from reference.faults.cpu import THROTTLE, UNTHROTTLE
-from reference.faults.process import READY, START, STOP, STOPPED
-from reference.levels import LevelTable
-from reference.persistence import broker_faults
-from reference.profile import FIRST_FLUSH_DELAY_MS
+from hourglass.reference.faults.cpu import THROTTLE, UNTHROTTLE
+from hourglass.reference.faults.process import READY, START, STOP, STOPPED
+from hourglass.reference.levels import LevelTable
+from hourglass.reference.persistence import broker_faults
+from hourglass.reference.profile import FIRST_FLUSH_DELAY_MS
 
 SLOW_LOAD = "slow_load"
 DUE_DURING_STOP = "due_during_stop"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.contract import dlq_topic, retry_topic
+from hourglass.reference.contract import dlq_topic, retry_topic
 
 __all__ = ["retry_topic", "dlq_topic", "requested_retry_level", "retry_level", "asked_retry_level", "clamped_level", "goes_to_dlq",
            "goes_to_dlq_on_resend", "SendBackRoute", "send_back_route", "DLQ_QUEUE_COUNT", "DLQ_ROUTABLE_WITHIN_MS",

@@ -28,7 +28,7 @@ import zlib
 from pathlib import PurePath
 from typing import Any, Callable, Hashable, Iterable, Mapping, TypeVar
 
-from reference.contract import ContractError, validate_event
+from hourglass.reference.contract import ContractError, validate_event
 
 
 def slug(text: str, keep: str = "_-", limit: int = 60) -> str:

@@ -55,7 +55,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from reference.contract import STALL_SOURCES
+from hourglass.reference.contract import STALL_SOURCES
 
 PSI_SOURCES = ("psi-cpu", "psi-io", "psi-memory")
 RUN_QUEUE, IO_DELAY, HEARTBEAT, BROKER_LOG = "run-queue", "io-delay", "heartbeat", "broker-log"

@@ -137,7 +137,7 @@ def _checkpoint_lower_bound_ms(broker: list[tuple[int, str]], stop_ms: int, how:
     stop writes it as the stop begins (TimerMessageStore.shutdown: prepareTimerCheckPoint first, the
     dequeue services stopped after it); a kill leaves TimerFlushService's last run, at most one
     interval before it (and none before the killed incarnation's first run, at its start)."""
-    from reference.persistence import last_flush_lower_bound_ms
+    from hourglass.reference.persistence import last_flush_lower_bound_ms
 
     if how == "stop":
         return stop_ms - jitter_ms
@@ -157,8 +157,8 @@ def timer_duplicate_allowed(faults, slot_ms: int, first_store_ms: int, second_st
     precisions older than that checkpoint (the slot being read, and the one before it still in the
     put services' hands), or it was sent after that checkpoint (its timer-topic entry is enqueued
     again beside its timer-log record: both copies may come after the restart). Returns (allowed, reason)."""
-    from reference.persistence import broker_faults
-    from reference.contract import BROKER_TARGETS
+    from hourglass.reference.persistence import broker_faults
+    from hourglass.reference.contract import BROKER_TARGETS
 
     faults = list(faults)
     seen = []

@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from reference.persistence_axes import Start, Stop
+from hourglass.reference.persistence_axes import Start, Stop
 
 
 class Due(enum.Enum):

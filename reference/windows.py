@@ -13,7 +13,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from reference.contract import BROKER_TARGETS, CONSUMER_STARTED_BY_SCENARIO
+from hourglass.reference.contract import BROKER_TARGETS, CONSUMER_STARTED_BY_SCENARIO
 
 _DOWN = {"kill", "stop", "pause"}
 

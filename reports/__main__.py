@@ -1,5 +1,5 @@
 import sys
 
-from reports.cli import main
+from hourglass.reports.cli import main
 
 sys.exit(main())

@@ -27,11 +27,11 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from reference.contract import ADAPTERS, INVARIANTS, ContractError
+from hourglass.reference.contract import ADAPTERS, INVARIANTS, ContractError
 
 
 
-def _version(version: str) -> Version | None:
+def version_number(version: str) -> Version | None:
     """A system's version as ``packaging`` compares it; a suffix it does not know (``5.3.3-sim``,
     a fork's ``4.9.7-acme.2``) is dropped, keeping the release numbers."""
     try:
@@ -76,7 +76,7 @@ def in_range(version: str, spec: str | None) -> bool:
     """Whether ``version`` is in ``spec`` (``packaging`` specifiers, pre-releases included)."""
     if not spec or spec.strip() in ("*", ""):
         return True
-    v = _version(version)
+    v = version_number(version)
     return v is not None and _specifiers(spec).contains(v, prereleases=True)
 
 

@@ -1,4 +1,4 @@
-"""``python -m reports.bench``: the checker's cost against a plain Spark scan of the same files.
+"""``python -m hourglass.reports.bench``: the checker's cost against a plain Spark scan of the same files.
 
 For each size (default 1, 2.5, 5 and 10 million events) a history of generated runs
 (:mod:`reports.gen`, 250 000 events per run) is checked on ``local[2]``; the baseline is a Spark job
@@ -102,7 +102,7 @@ def baseline_scan(spark, files: list[str]) -> None:
     """Read the files as the checker does and aggregate the columns it uses."""
     from pyspark.sql import functions as F
 
-    from reports.inputs import EVENT_COLUMNS, event_schema
+    from hourglass.reports.inputs import EVENT_COLUMNS, event_schema
 
     df = spark.read.schema(event_schema()).json(files)
     aggs = []
@@ -117,7 +117,7 @@ def baseline_scan(spark, files: list[str]) -> None:
 
 
 def measure(spark, root: Path, n_events: int, out: Path, events_per_run: int = 250_000, executor_roots=(), cluster_roots=()) -> dict:
-    from reports import check, gen
+    from hourglass.reports import check, gen
 
     history = root / (f"history-{n_events}" if events_per_run == 250_000 else f"history-{n_events}-per-run-{events_per_run}")
     if not (history / ".complete").exists():
@@ -148,7 +148,7 @@ def measure(spark, root: Path, n_events: int, out: Path, events_per_run: int = 2
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reports.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m hourglass.reports.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES), help="comma-separated event counts")
     parser.add_argument("--dir", default="/tmp/hourglass-bench", help="where histories are generated (reused)")
     parser.add_argument("--master", default="local[2]")
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     root.mkdir(parents=True, exist_ok=True)
     if not args.cluster:
         return _run(args, root, args.master, {}, (), ())
-    from reports.standalone import StandaloneCluster, executor_python
+    from hourglass.reports.standalone import StandaloneCluster, executor_python
 
     conf = {"spark.pyspark.python": str(executor_python()), "spark.executor.memory": args.executor_memory}
     with StandaloneCluster(workers=args.workers, cores=1, memory=args.executor_memory, workdir=root / "cluster") as cluster:
@@ -174,12 +174,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args, root: Path, master: str, conf: dict, executor_roots, cluster_roots) -> int:
-    from reports.spark import get_spark, stop_spark
+    from hourglass.reports.spark import get_spark, stop_spark
 
     spark = get_spark(master, conf)
     where = f"{master} ({args.workers} workers of 1 core, executors of {args.executor_memory})" if args.cluster else master
     print(f"checker benchmark on {where}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}", flush=True)
-    from reports import check, gen
+    from hourglass.reports import check, gen
 
     warm = root / "warm-up"
     if not warm.exists():

@@ -1,4 +1,4 @@
-"""``python -m reports.bench_plots``: the time to draw one report's plots (``reports.plots``).
+"""``python -m hourglass.reports.bench_plots``: the time to draw one report's plots (``reports.plots``).
 
 One generated run (:mod:`reports.gen`: a broker restart and a pause, LATER retries, CRASH
 redeliveries), with every ``--lose``-th message's deliveries left out so that the timeline has
@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from reports import gen, plots
-from reports.judge_columnar import judge_table
-from reports.rows import table_from_events
+from hourglass.reports import gen, plots
+from hourglass.reports.judge_columnar import judge_table
+from hourglass.reports.rows import table_from_events
 
 
 def plot_data(n_events: int, lose_every: int) -> tuple[dict, dict, list[dict], int]:
@@ -48,7 +48,7 @@ def figures(data: dict, faults: list[dict], run: dict) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reports.bench_plots", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m hourglass.reports.bench_plots", description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=5000, help="events of the generated run")
     parser.add_argument("--lose", type=int, default=200, help="leave out the deliveries of every N-th message (0: none)")
     parser.add_argument("--repeat", type=int, default=10, help="reports drawn (the first includes imports)")

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reports.rows import transport_schema
+from hourglass.reports.rows import transport_schema
 
 UNKEYED_TYPES = ("fault", "snapshot", "stall")
 _P = np.uint64(0x100000001B3)  # FNV's 64-bit prime: the polynomial base of the key hash

@@ -21,19 +21,19 @@ from pathlib import Path
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
-from reference.rundir import local_path
-from reports import baseline as baseline_mod
-from reports import offsets, plots, spark_jobs, stalls
-from reports.completeness import assess, judging_end_ms
-from reports.inputs import BrokenRun, _display, discover_runs, missing_consumers, repeated_lines, rescan_file, sent_twice
-from reports.level_order import level_order
-from reports.logs import run_logs
-from reports.rows import VIOLATION_COLUMNS
-from reports.run_files import WHOLE_RUN_MAX_EVENTS
-from reports.stalls import host_summary
-from reports.outputs import scenario_data, write_run_outputs
-from reports.spark import get_spark, stop_spark
-from reports.verdict import broken_verdict, build_verdict
+from hourglass.reference.rundir import local_path
+from hourglass.reports import baseline as baseline_mod
+from hourglass.reports import offsets, plots, spark_jobs, stalls
+from hourglass.reports.completeness import assess, judging_end_ms
+from hourglass.reports.inputs import BrokenRun, _display, discover_runs, missing_consumers, repeated_lines, rescan_file, sent_twice
+from hourglass.reports.level_order import level_order
+from hourglass.reports.logs import run_logs
+from hourglass.reports.rows import VIOLATION_COLUMNS
+from hourglass.reports.run_files import WHOLE_RUN_MAX_EVENTS
+from hourglass.reports.stalls import host_summary
+from hourglass.reports.outputs import scenario_data, write_run_outputs
+from hourglass.reports.spark import get_spark, stop_spark
+from hourglass.reports.verdict import broken_verdict, build_verdict
 
 __all__ = ["check_runs", "get_spark", "stop_spark"]
 

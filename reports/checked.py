@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from reference.contract import ContractError
-from reference.rundir import RUN_JSON, VERDICT_JSON, find_dirs
+from hourglass.reference.contract import ContractError
+from hourglass.reference.rundir import RUN_JSON, VERDICT_JSON, find_dirs
 
 
 @dataclass(frozen=True)

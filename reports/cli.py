@@ -1,7 +1,7 @@
-"""``python -m reports check RUN_DIR [RUN_DIR ...] [--out OUT] [--master URL] [--conf KEY=VALUE ...] [--baseline FILE]``
-and ``python -m reports matrix VERDICT_DIR ... --out OUT``.
+"""``python -m hourglass.reports check RUN_DIR [RUN_DIR ...] [--out OUT] [--master URL] [--conf KEY=VALUE ...] [--baseline FILE]``
+and ``python -m hourglass.reports matrix VERDICT_DIR ... --out OUT``.
 
-Exit codes (``reports.verdict``, the same as ``python -m harness``): 0 no violation, 1 a violation
+Exit codes (``reports.verdict``, the same as ``python -m hourglass``): 0 no violation, 1 a violation
 (wins over everything), 2 undecided (e.g. an interrupted run, a window still open at the end), 3 a
 run or an input is broken (unreadable run, contract error, bad baseline, unwritable --out,
 unreachable Spark master), 64 a usage error. ``matrix`` exits by its comparison of the versions
@@ -15,14 +15,14 @@ import argparse
 import re
 from pathlib import Path
 
-from reference.contract import ContractError
-from reports.command import Parser, add_version, run_command, writable_dir
-from reports.spark import conf_item
-from reports.verdict import BROKEN, VIOLATED, exit_code, status
+from hourglass.reference.contract import ContractError
+from hourglass.reports.command import Parser, add_version, run_command, writable_dir
+from hourglass.reports.spark import conf_item
+from hourglass.reports.verdict import BROKEN, VIOLATED, exit_code, status
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="python -m reports", description="Hourglass checker")
+    parser = Parser(prog="python -m hourglass.reports", description="Hourglass checker")
     add_version(parser)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     check = sub.add_parser("check", help="check run directories (or trees of them) against the reference model")
@@ -49,7 +49,7 @@ def _local_out(out: str | None) -> str | None:
     """``--out`` as a path of the driver's (``file:`` URIs too): the driver writes every output."""
     if out is None:
         return None
-    from reports.inputs import _display
+    from hourglass.reports.inputs import _display
 
     path = _display(out)
     if re.match(r"[A-Za-z][A-Za-z0-9+.-]+:", path):
@@ -59,9 +59,9 @@ def _local_out(out: str | None) -> str | None:
 
 
 def _check(args) -> int:
-    from reports import baseline as baseline_mod
-    from reports import spark as spark_mod
-    from reports.check import check_runs
+    from hourglass.reports import baseline as baseline_mod
+    from hourglass.reports import spark as spark_mod
+    from hourglass.reports.check import check_runs
 
     accepted = baseline_mod.load(args.baseline) if args.baseline else None
     spark_mod.check_master(args.master)
@@ -87,7 +87,7 @@ def _matrix(args) -> int:
     """Compare the versions, old -> new in the order given; print the classification; exit by
     :func:`reports.matrix.matrix_status` (a regression 1, else an undecided row 2, else 0; fewer
     than two versions or an unreadable input 3)."""
-    from reports.matrix import summary_text, write_matrix
+    from hourglass.reports.matrix import summary_text, write_matrix
 
     writable_dir(Path(args.out), "the matrix")
     m = write_matrix(args.verdicts, args.out, min_versions=2)

@@ -1,4 +1,4 @@
-"""What both command lines (``python -m harness``, ``python -m reports``) share: usage errors with
+"""What both command lines (``python -m hourglass``, ``python -m hourglass.reports``) share: usage errors with
 their own exit code, and failures as one line naming what was wrong (``--debug`` adds the
 traceback). The exit codes themselves are :mod:`reports.verdict`'s."""
 
@@ -12,8 +12,8 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from reference.contract import ContractError, OptionError
-from reports.verdict import BROKEN, EXIT_CODES, EXIT_USAGE
+from hourglass.reference.contract import ContractError, OptionError
+from hourglass.reports.verdict import BROKEN, EXIT_CODES, EXIT_USAGE
 
 
 class UsageError(Exception):
@@ -30,7 +30,7 @@ class Parser(argparse.ArgumentParser):
 
 def add_version(parser: argparse.ArgumentParser) -> None:
     """``--version``: :func:`reports.version.hourglass_version`, what every run.json records."""
-    from reports.version import hourglass_version
+    from hourglass.reports.version import hourglass_version
 
     parser.add_argument("--version", action="version", version=f"hourglass {hourglass_version()}")
 
@@ -54,7 +54,7 @@ def _interruption() -> BaseException | None:
     into another on its way out (py4j converts what interrupts a call; Spark fails the cancelled job)."""
     if _sigterm_seen:
         return Interrupted(_sigterm_seen)
-    spark = sys.modules.get("reports.spark")
+    spark = sys.modules.get("hourglass.reports.spark")
     return KeyboardInterrupt() if spark is not None and spark.interrupted() else None
 
 
@@ -68,8 +68,8 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str] | None, prefix:
     main_thread = threading.current_thread() is threading.main_thread()
     previous = {sig: signal.getsignal(sig) for sig in _INTERRUPTS} if main_thread else {}
     _sigterm_seen = None
-    if "reports.spark" in sys.modules:
-        sys.modules["reports.spark"].clear_interrupted()
+    if "hourglass.reports.spark" in sys.modules:
+        sys.modules["hourglass.reports.spark"].clear_interrupted()
     if main_thread:
         signal.signal(signal.SIGTERM, _on_sigterm)
     interrupted = False
@@ -79,7 +79,7 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str] | None, prefix:
         interrupted = True
         for sig in previous:  # a second Ctrl-C or SIGTERM must not cut the cleanup short
             signal.signal(sig, signal.SIG_IGN)
-        from reports.spark import kill_spark
+        from hourglass.reports.spark import kill_spark
 
         kill_spark()
         print(f"\n{prefix}: {on_interrupt} ({str(e) or 'Ctrl-C'})", file=sys.stderr)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.rundir import interruption
+from hourglass.reference.rundir import interruption
 
 
 def judging_end_ms(run: dict) -> int | None:

@@ -12,7 +12,7 @@ import json
 import random
 from pathlib import Path
 
-from reference.rundir import RUN_JSON
+from hourglass.reference.rundir import RUN_JSON
 
 LEVELS = "1s 5s 10s 30s 1m 2m"
 LEVEL_MS = [1000, 5000, 10000, 30000, 60000, 120000]

@@ -1,7 +1,7 @@
 """The history page: every scenario × invariant's outcome across the batches (nights) of a
 directory of runs, newest right — Jepsen's web view of its store, Allure's trends.
 
-    python -m harness history runs/ [--out DIR]     -> DIR/history.html, DIR/history.json
+    python -m hourglass history runs/ [--out DIR]     -> DIR/history.html, DIR/history.json
 
 Input: directories holding checked runs at any depth (``run.json`` + ``verdict.json``, read by
 :func:`reports.checked.scan_checked`, the one loader), and the batch summaries beside them
@@ -55,10 +55,10 @@ from pathlib import Path
 from typing import Iterable
 from urllib.parse import quote
 
-from reference.contract import INVARIANTS, VERSION_FIELD, ContractError
-from reference.rundir import REPORT_HTML, RUN_JSON, VERDICT_JSON, find_dirs
-from reports.checked import Checked, scan_checked, subdirs
-from reports.verdict import BROKEN, PASSED, UNDECIDED, UNDECIDED_BY_HOST, VIOLATED, gating_violations, mark_broken, status
+from hourglass.reference.contract import INVARIANTS, VERSION_FIELD, ContractError
+from hourglass.reference.rundir import REPORT_HTML, RUN_JSON, VERDICT_JSON, find_dirs
+from hourglass.reports.checked import Checked, scan_checked, subdirs
+from hourglass.reports.verdict import BROKEN, PASSED, UNDECIDED, UNDECIDED_BY_HOST, VIOLATED, gating_violations, mark_broken, status
 
 HISTORY_HTML, HISTORY_JSON = "history.html", "history.json"
 SUMMARY_JSON, INDEX_HTML = "summary.json", "index.html"  # harness.session.write_summary's, beside a system's runs

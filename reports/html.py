@@ -8,12 +8,12 @@ import html
 import json
 import os
 
-from reference import faults as fault_kinds
-from reference.contract import INVARIANT_SUMMARY, INVARIANTS
-from reports import plots
-from reports.logs import AROUND_MS, RunLogs, log_clock, zone_words
-from reports.timetext import iso_ms, offset_text, with_offsets
-from reports.verdict import explain
+from hourglass.reference import faults as fault_kinds
+from hourglass.reference.contract import INVARIANT_SUMMARY, INVARIANTS
+from hourglass.reports import plots
+from hourglass.reports.logs import AROUND_MS, RunLogs, log_clock, zone_words
+from hourglass.reports.timetext import iso_ms, offset_text, with_offsets
+from hourglass.reports.verdict import explain
 
 VIOLATIONS_LISTED = 200
 #: Where each invariant's name links to: the project's invariant catalogue, one anchor per invariant

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from reference.contract import EVENT_FIELDS, ContractError, validate_event, validate_run
-from reference.expected import SENT_ONCE
-from reference.rundir import (EVENT_GLOBS, EVENTS_DIR, HARNESS_EVENTS, RUN_JSON, decode_line, find_dirs, local_path,
+from hourglass.reference.contract import EVENT_FIELDS, ContractError, validate_event, validate_run
+from hourglass.reference.expected import SENT_ONCE
+from hourglass.reference.rundir import (EVENT_GLOBS, EVENTS_DIR, HARNESS_EVENTS, RUN_JSON, decode_line, find_dirs, local_path,
                               lone_surrogate, missing_consumer_files)
 
 #: Typical bytes per event (JSONL as the harness writes it; Parquet compressed), for bucket sizing.

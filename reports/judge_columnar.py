@@ -26,20 +26,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reference import expected as model
-from reference.clock import BrokerClock
-from reference.contract import EVENT_FIELDS, ContractError
-from reference.expected import EXPECTED_COLUMNS
-from reference.persistence import level_order_kept
-from reference.profile import profile_from_run
-from reference.stored_copy import FIELDS as COPY_FIELDS
-from reference.stored_copy import stored_copy_key
-from reports import offsets
-from reports.invariants import UNITS
-from reports.invariants.base import NULL as _NULL
-from reports.invariants.base import Columns
-from reports.judge_events import crash_faults, judge_keys
-from reports.rows import EXPECTED_COL, JSON_FIELDS, JUDGE_COLUMNS, TOPIC_GROUP_KEY, Judgements, error_row, output_layout, rows_table, timing_row
+from hourglass.reference import expected as model
+from hourglass.reference.clock import BrokerClock
+from hourglass.reference.contract import EVENT_FIELDS, ContractError
+from hourglass.reference.expected import EXPECTED_COLUMNS
+from hourglass.reference.persistence import level_order_kept
+from hourglass.reference.profile import profile_from_run
+from hourglass.reference.stored_copy import FIELDS as COPY_FIELDS
+from hourglass.reference.stored_copy import stored_copy_key
+from hourglass.reports import offsets
+from hourglass.reports.invariants import UNITS
+from hourglass.reports.invariants.base import NULL as _NULL
+from hourglass.reports.invariants.base import Columns
+from hourglass.reports.judge_events import crash_faults, judge_keys
+from hourglass.reports.rows import EXPECTED_COL, JSON_FIELDS, JUDGE_COLUMNS, TOPIC_GROUP_KEY, Judgements, error_row, output_layout, rows_table, timing_row
 
 _COL = EXPECTED_COL
 #: what the model reads of a send: every contract field but ``msg_id``

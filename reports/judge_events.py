@@ -17,16 +17,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from reference import expected as model
-from reference.broadcast import DROPPED
-from reference.clock import on_true_clock
-from reference.persistence import level_order_kept
-from reference.profile import profile_from_run
-from reference.stored_copy import same_stored_copy, stored_copy_key
-from reports.invariants import UNITS
-from reports.invariants.base import LOCAL_RECONSUME, Attempt, Message, x
-from reports.queue_order import qo_row
-from reports.rows import EXPECTED_COL, TOPIC_GROUP_KEY, Judgements
+from hourglass.reference import expected as model
+from hourglass.reference.broadcast import DROPPED
+from hourglass.reference.clock import on_true_clock
+from hourglass.reference.persistence import level_order_kept
+from hourglass.reference.profile import profile_from_run
+from hourglass.reference.stored_copy import same_stored_copy, stored_copy_key
+from hourglass.reports.invariants import UNITS
+from hourglass.reports.invariants.base import LOCAL_RECONSUME, Attempt, Message, x
+from hourglass.reports.queue_order import qo_row
+from hourglass.reports.rows import EXPECTED_COL, TOPIC_GROUP_KEY, Judgements
 
 __all__ = ["LOCAL_RECONSUME", "UNKNOWN_NEVER_RETURNED", "crash_faults", "judge_bucket", "judge_keys", "stored_copies"]
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 
-from reference.contract import INVARIANTS
-from reports.judge_events import judge_bucket
-from reports.level_order import judge_run as judge_level_order
-from reports.rows import rows_table
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reports.judge_events import judge_bucket
+from hourglass.reports.level_order import judge_run as judge_level_order
+from hourglass.reports.rows import rows_table
 
 #: the timeline's bin (the plots are not read here)
 _TIMELINE_BIN_MS = 60_000

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from reference.contract import INVARIANTS
-from reports.timetext import start_words, with_offsets
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reports.timetext import start_words, with_offsets
 
 
 #: how a fork's version shows in a distribution's folder or a file's name: stripped from JUnit names

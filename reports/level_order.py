@@ -18,7 +18,7 @@ import json
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from reports.rows import OUTPUT_SCHEMA, rows_table
+from hourglass.reports.rows import OUTPUT_SCHEMA, rows_table
 
 
 def judge_level(keys, store_ms, send_ts_ms, born_ms):
@@ -54,7 +54,7 @@ def judge_run(judged: pa.Table) -> pa.Table:
     import numpy as np
     import pyarrow.compute as pc
 
-    from reports import queue_order
+    from hourglass.reports import queue_order
 
     judged = queue_order.judge_run(judged)
     is_lo = pc.equal(judged.column("kind"), "lo")
@@ -85,7 +85,7 @@ def level_order(lo_blobs: DataFrame, runs: int) -> DataFrame:
         import base64
         from collections import defaultdict
 
-        from reports.buckets import from_ipc
+        from hourglass.reports.buckets import from_ipc
 
         blobs = defaultdict(list)
         for batch in batches:

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from reference.rundir import BROKER_LOGS, LOGS_DIR, consumer_name, local_path, log_copy, scenario_json
-from reference.stalls import log_time_ms, log_utc_offset_s
-from reports.verdict import BROKEN, VIOLATED, status
+from hourglass.reference.rundir import BROKER_LOGS, LOGS_DIR, consumer_name, local_path, log_copy, scenario_json
+from hourglass.reference.stalls import log_time_ms, log_utc_offset_s
+from hourglass.reports.verdict import BROKEN, VIOLATED, status
 
 #: How many lines of the broker's log a failed run's report shows at its end.
 TAIL_LINES = 40

@@ -45,12 +45,12 @@ fixes, undecided, one-sided; the unchanged rows folded), each cell linking to it
 
 The comparison's exit rule (:func:`matrix_status`, codes of ``reports.verdict.EXIT_CODES``): a
 regression the baseline does not accept is a violation's code; else an undecided row (or nothing
-compared) undecided's; else passed's. Fewer than two versions, for ``python -m reports matrix``,
+compared) undecided's; else passed's. Fewer than two versions, for ``python -m hourglass.reports matrix``,
 is an input error (``write_matrix(min_versions=2)``: a ``ContractError``).
 
 ``state`` is one of :data:`STATES`; ``report`` is the run's ``report.html`` relative to the
 directory of ``matrix.json`` (None: the run has none). :func:`summary_text` is what both command
-lines print (``python -m reports matrix``, ``python -m harness matrix``).
+lines print (``python -m hourglass.reports matrix``, ``python -m hourglass matrix``).
 """
 
 from __future__ import annotations
@@ -62,12 +62,12 @@ from pathlib import Path
 from typing import Iterable
 from urllib.parse import quote
 
-from reference.contract import INVARIANTS, ContractError
-from reference.rundir import REPORT_HTML
-from reports.baseline import _version as version_number
-from reports.checked import Checked, scan_checked
-from reports.timetext import with_offsets
-from reports.verdict import EXIT_CODES, PASSED, UNDECIDED, UNDECIDED_BY_HOST, VIOLATED, status
+from hourglass.reference.contract import INVARIANTS, ContractError
+from hourglass.reference.rundir import REPORT_HTML
+from hourglass.reports.baseline import version_number
+from hourglass.reports.checked import Checked, scan_checked
+from hourglass.reports.timetext import with_offsets
+from hourglass.reports.verdict import EXIT_CODES, PASSED, UNDECIDED, UNDECIDED_BY_HOST, VIOLATED, status
 
 REGRESSION, FIX, UNCHANGED, UNDECIDED_ROW, ONE_SIDED = "regression", "fix", "unchanged", "undecided", "one-sided"
 #: the rows' order on the page and in ``rows`` (one-sided ones are apart)

@@ -29,13 +29,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from reference.cluster import snapshot_target
-from reference.contract import BROKER_TARGETS, MEMORY_SOURCE, PERSISTED_SOURCE
-from reference.stored_copy import stored_copy_key
-from reference.persistence import (FLUSH_COVERS_MARGIN_MS, flush_applies, flush_covers_reputs, persisted_after_graceful_stop,
+from hourglass.reference.cluster import snapshot_target
+from hourglass.reference.contract import BROKER_TARGETS, MEMORY_SOURCE, PERSISTED_SOURCE
+from hourglass.reference.stored_copy import stored_copy_key
+from hourglass.reference.persistence import (FLUSH_COVERS_MARGIN_MS, flush_applies, flush_covers_reputs, persisted_after_graceful_stop,
                                    resumed_after_start)
-from reference.contract import FLUSH_MOMENT, SEND_BACK_FAILED
-from reference.clock import CLOCK_ACTIONS
+from hourglass.reference.contract import FLUSH_MOMENT, SEND_BACK_FAILED
+from hourglass.reference.clock import CLOCK_ACTIONS
 
 #: the start of a flush check's window: every re-put before the persist counts (schedule-queue
 #: entries, each once; :func:`count_reputs`)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reference.rundir import JUNIT_XML, REPORT_HTML, RUN_JSON, VERDICT_JSON, VIOLATIONS_DIR, local_path, scenario_json
-from reports.html import report_html
-from reports.junit import junit_xml
-from reports.logs import RunLogs
+from hourglass.reference.rundir import JUNIT_XML, REPORT_HTML, RUN_JSON, VERDICT_JSON, VIOLATIONS_DIR, local_path, scenario_json
+from hourglass.reports.html import report_html
+from hourglass.reports.junit import junit_xml
+from hourglass.reports.logs import RunLogs
 
 
 def write_run_outputs(target: Path, verdict: dict, violations, plot_data, run, faults=None, logs: RunLogs | None = None,

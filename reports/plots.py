@@ -20,9 +20,9 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 
-from reference.windows import Outage, broker_outages, cluster_outages, consumer_outages
-from reports.rows import LATENESS_BIN_MS, LATENESS_TIME_BIN_MS
-from reports.svg import Chart, marker_radius, palette
+from hourglass.reference.windows import Outage, broker_outages, cluster_outages, consumer_outages
+from hourglass.reports.rows import LATENESS_BIN_MS, LATENESS_TIME_BIN_MS
+from hourglass.reports.svg import Chart, marker_radius, palette
 
 TIMELINE_BINS = 300
 #: Bins the timeline fills with zeros at most (beyond: only the bins holding deliveries).
@@ -135,7 +135,7 @@ STALL_BAND_MIN_MS = 500
 def stall_bands(stalls: list[dict]) -> list[tuple[int, int, str]]:
     """(from_ms, to_ms, label) of the recorded stalls that can excuse a late attempt
     (``reference.stalls.counted_ms``) and last long enough to matter: the report's grey bands."""
-    from reference.stalls import counted_ms
+    from hourglass.reference.stalls import counted_ms
 
     return [(int(s["from_ms"]), int(s["ts_ms"]), f"stall: {s['source']} {s.get('subject') or ''}".strip())
             for s in stalls if max(counted_ms(s, False), counted_ms(s, True)) >= STALL_BAND_MIN_MS]

@@ -19,7 +19,7 @@ import json
 
 import pyarrow as pa
 
-from reference.orderly import queue_of
+from hourglass.reference.orderly import queue_of
 
 NAME = "QUEUE_ORDER"
 #: the kind of the rows the event-at-a-time judge emits for this module (see reports.rows)
@@ -75,7 +75,7 @@ def judge_run(judged: pa.Table) -> pa.Table:
     rows; the others stay."""
     import pyarrow.compute as pc
 
-    from reports.rows import rows_table
+    from hourglass.reports.rows import rows_table
 
     is_qo = pc.equal(judged.column("kind"), KIND)
     qo = judged.filter(is_qo)

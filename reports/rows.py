@@ -35,9 +35,9 @@ from collections import Counter, defaultdict
 
 import pyarrow as pa
 
-from reference.contract import EVENT_FIELDS
-from reference.expected import EXPECTED_COLUMNS
-from reports.inputs import event_schema
+from hourglass.reference.contract import EVENT_FIELDS
+from hourglass.reference.expected import EXPECTED_COLUMNS
+from hourglass.reports.inputs import event_schema
 
 #: The row kinds that span buckets: carried to the per-run judge (``reports.level_order``) in the ``lob`` blob.
 CROSS_BUCKET_KINDS: tuple[str, ...] = ("lo", "qo")

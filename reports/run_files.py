@@ -24,11 +24,11 @@ import time
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from reference.contract import EVENT_FIELDS, EVENT_TYPES, INT64, ContractError, int_range, validate_event
-from reference.rundir import decode_line
-from reports.judge_columnar import judge_or_error
-from reports.level_order import judge_run as judge_run_level_order
-from reports.rows import JSON_FIELDS, error_row, rows_table, table_from_events, timing_row, transport_schema
+from hourglass.reference.contract import EVENT_FIELDS, EVENT_TYPES, INT64, ContractError, int_range, validate_event
+from hourglass.reference.rundir import decode_line
+from hourglass.reports.judge_columnar import judge_or_error
+from hourglass.reports.level_order import judge_run as judge_run_level_order
+from hourglass.reports.rows import JSON_FIELDS, error_row, rows_table, table_from_events, timing_row, transport_schema
 
 #: Runs up to this many (estimated) events are judged whole, in one task.
 WHOLE_RUN_MAX_EVENTS = 1_000_000

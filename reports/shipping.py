@@ -9,7 +9,7 @@ imports the tasks' modules on the executors and fails with one line naming what 
 module, a matching Python) before any run is read.
 
 Third-party packages are not shipped (numpy and pyarrow are compiled): the executors' Python must
-have them (``python -m reports.shipping`` prints what to install).
+have them (``python -m hourglass.reports.shipping`` prints what to install).
 """
 
 from __future__ import annotations
@@ -18,51 +18,56 @@ import ast
 import importlib.util
 import io
 import os
+import pkgutil
 import re
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
-from reference.contract import ContractError
+from hourglass.reference.contract import ContractError
 
 #: The modules whose functions the checker's tasks run (imported by the tasks on the executors).
-TASK_MODULES = ("reports.spark_jobs", "reports.run_files", "reports.judge_columnar", "reports.level_order")
+TASK_MODULES = ("hourglass.reports.spark_jobs", "hourglass.reports.run_files", "hourglass.reports.judge_columnar", "hourglass.reports.level_order")
 #: Third-party packages the tasks import (besides pyspark, which the cluster's Spark provides).
 TASK_REQUIREMENTS = ("numpy", "pyarrow")
 #: Seconds the probe job may wait for executors before it says none came.
 PROBE_TIMEOUT_S = float(os.environ.get("HOURGLASS_SPARK_PROBE_TIMEOUT_S", "180"))
 
 
-def _project_packages() -> set[str]:
-    """Top-level packages of the project: those of the distribution that installed ``reports``,
-    or, in a checkout that was not installed, the packages beside ``reports``."""
-    from importlib.metadata import packages_distributions
+#: The package every layer of the project is inside (``hourglass.reports``, ...).
+TOP = "hourglass"
 
-    owners = packages_distributions().get("reports", [])
-    if owners:
-        return {top for top, dists in packages_distributions().items() if set(dists) & set(owners)}
-    root = _package_dir("reports").parent
-    return {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
+
+def _project_packages() -> set[str]:
+    """The layers of the project (``reference``, ``reports``, ...): the subpackages of
+    :data:`TOP`, wherever it is (installed, or a checkout's folders)."""
+    import hourglass
+
+    return {m.name for m in pkgutil.iter_modules(hourglass.__path__) if m.ispkg}
 
 
 def _package_dir(name: str) -> Path:
-    spec = importlib.util.find_spec(name)
+    """The folder of the layer ``name`` (``reports``: ``hourglass.reports``)."""
+    spec = importlib.util.find_spec(f"{TOP}.{name}")
     if spec is None or not spec.submodule_search_locations:
         raise ContractError("the checker's code", None, f"an importable package {name!r}", None)
     return Path(list(spec.submodule_search_locations)[0])
 
 
 def imported_packages(package_dir: Path) -> set[str]:
-    """Top-level names every module of ``package_dir`` imports (anywhere in it: module level or
-    inside a function; relative imports stay in the package)."""
+    """The layers every module of ``package_dir`` imports (``hourglass.<layer>``, anywhere in
+    it: module level or inside a function; relative imports stay in the package)."""
     found: set[str] = set()
     for path in sorted(package_dir.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
-                found.update(a.name.split(".")[0] for a in node.names)
+                names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                found.add(node.module.split(".")[0])
+                names = [f"{node.module}.{a.name}" for a in node.names] if node.module == TOP else [node.module]
+            else:
+                continue
+            found.update(n.split(".")[1] for n in names if n.startswith(TOP + ".") and n.count(".") >= 1)
     return found
 
 
@@ -81,14 +86,18 @@ def shipped_packages() -> list[str]:
 
 
 def code_zip(directory: str | None = None) -> Path:
-    """A zip of :func:`shipped_packages` (their ``.py`` files, as imported by this process)."""
+    """A zip of :func:`shipped_packages` (their ``.py`` files, as imported by this process), laid
+    out as installed: ``hourglass/__init__.py``, ``hourglass/reports/...``."""
+    import hourglass
+
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.write(hourglass.__file__, f"{TOP}/__init__.py")
         for name in shipped_packages():
             root = _package_dir(name)
             for path in sorted(root.rglob("*.py")):
                 if "__pycache__" not in path.parts:
-                    z.write(path, f"{name}/{path.relative_to(root).as_posix()}")
+                    z.write(path, f"{TOP}/{name}/{path.relative_to(root).as_posix()}")
     target = Path(tempfile.mkdtemp(prefix="hourglass-code-", dir=directory)) / "hourglass-checker.zip"
     target.write_bytes(buf.getvalue())
     return target
@@ -167,7 +176,7 @@ def _why(text: str) -> str:
 
 
 def main() -> int:
-    """``python -m reports.shipping``: what the executors need (packages shipped, packages to install)."""
+    """``python -m hourglass.reports.shipping``: what the executors need (packages shipped, packages to install)."""
     print("shipped to the executors (zip, SparkContext.addPyFile):", ", ".join(shipped_packages()))
     print("to install in the executors' Python (spark.pyspark.python):", " ".join(TASK_REQUIREMENTS),
           f"(Python {sys.version_info[0]}.{sys.version_info[1]}, as the driver)")

@@ -89,7 +89,7 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None):
                 session = builder.getOrCreate()  # the context takes its workers' Python from PYSPARK_PYTHON
             session.sparkContext.setLogLevel("ERROR")
             if not is_local(master):
-                from reports import shipping
+                from hourglass.reports import shipping
 
                 try:
                     if SHIP_CODE:
@@ -331,7 +331,7 @@ def check_master(master: str | None, timeout_s: float = 5.0) -> None:
     import re
     import socket
 
-    from reference.contract import ContractError
+    from hourglass.reference.contract import ContractError
 
     if master is None or re.fullmatch(r"local(\[(\*|\d+)(,\d+)?\])?|yarn|k8s://.+|local-cluster\[.+\]", master):
         return

@@ -18,15 +18,15 @@ import json
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from reference import expected as model
-from reference.contract import ContractError
-from reference.profile import profile_from_run
-from reference.rundir import RUN_JSON
-from reports.inputs import _display
-from reports.judge_columnar import judge_or_error
-from reports.rows import CROSS_BUCKET_KINDS, OUTPUT_SCHEMA, error_row, rows_table, timing_row
-from reports.run_files import judge_runs, parse_file
-from reports.spark import is_local
+from hourglass.reference import expected as model
+from hourglass.reference.contract import ContractError
+from hourglass.reference.profile import profile_from_run
+from hourglass.reference.rundir import RUN_JSON
+from hourglass.reports.inputs import _display
+from hourglass.reports.judge_columnar import judge_or_error
+from hourglass.reports.rows import CROSS_BUCKET_KINDS, OUTPUT_SCHEMA, error_row, rows_table, timing_row
+from hourglass.reports.run_files import judge_runs, parse_file
+from hourglass.reports.spark import is_local
 
 #: Target number of events handed to one model call (bounds Python memory per group).
 EVENTS_PER_BUCKET = 200_000
@@ -100,7 +100,7 @@ def _file_cutter(files: list[tuple[int, str]], counts: list[int], wanted: dict[i
 
         import pyarrow as pa
 
-        from reports.buckets import bad_file_marker, split, to_ipc
+        from hourglass.reports.buckets import bad_file_marker, split, to_ipc
 
         run_ix = files[group_ix][0]
         if wanted is not None and run_ix not in wanted:
@@ -172,7 +172,7 @@ def _judged_bucket(run: dict, bucket: int, parts: list[bytes], ended_ms: int | N
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from reports.buckets import from_ipc, to_ipc
+    from hourglass.reports.buckets import from_ipc, to_ipc
 
     t1 = time.perf_counter()
     part = from_ipc(parts)

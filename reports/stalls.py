@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from reference import stalls as rule
-from reference.contract import CONSUME_STATS_SOURCE, parse_queue_key
+from hourglass.reference import stalls as rule
+from hourglass.reference.contract import CONSUME_STATS_SOURCE, parse_queue_key
 
 INVARIANT = "NO_LOSS"
 #: queues named in a reason, at most
@@ -102,7 +102,7 @@ def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterab
     """``violations`` and ``pending`` of one run with the ON_TIME violations the recorded stalls of
     the host or the broker explain moved to pending (:func:`reference.stalls.explain_late`); the
     others say what was recorded meanwhile, or that the host was not observed."""
-    from reports.judge_events import LOCAL_RECONSUME
+    from hourglass.reports.judge_events import LOCAL_RECONSUME
 
     late = [v for v in violations if v.get("invariant") == TIMING_INVARIANT and not v.get("accepted")
             and v.get("latest_ms") is not None and v.get("observed_ms") is not None]

@@ -1,5 +1,5 @@
 """A Spark standalone cluster on this machine, from the installed pyspark's own launcher, and a
-bare Python for its executors: what the cluster test and ``python -m reports.bench --cluster`` run
+bare Python for its executors: what the cluster test and ``python -m hourglass.reports.bench --cluster`` run
 the checker on, as it would run on a real cluster (executors that have never seen the project).
 
     with StandaloneCluster(workers=2, cores=1, memory="1g") as cluster:
@@ -26,7 +26,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from reference.contract import ContractError
+from hourglass.reference.contract import ContractError
 
 #: Where the executors' virtualenv is kept (reused across runs: creating it takes ~10 s).
 CACHE = Path(os.environ.get("HOURGLASS_CACHE", Path.home() / ".cache" / "hourglass"))
@@ -45,7 +45,7 @@ def executor_python(cache: Path | None = None) -> Path:
     project, which the checker ships. Created once under ``cache`` (pip's cache or PyPI)."""
     from importlib.metadata import version
 
-    from reports.shipping import TASK_REQUIREMENTS
+    from hourglass.reports.shipping import TASK_REQUIREMENTS
 
     pins = [f"{name}=={version(name)}" for name in TASK_REQUIREMENTS]
     tag = hashlib.sha256(" ".join([sys.version, *pins]).encode()).hexdigest()[:10]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from typing import Iterable, Mapping
 
-from reference.contract import INVARIANTS
-from reports.stalls import HOST_STALL_CAUSE
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reports.stalls import HOST_STALL_CAUSE
 
 EXAMPLES_PER_INVARIANT = 5
 #: an invariant's count of undecided messages the host's recorded stalls explain (reports.stalls)

@@ -2,7 +2,7 @@
 
 Harness-facing API::
 
-    from adapters.rocketmq import open_system
+    from hourglass.adapters.rocketmq import open_system
     system = open_system("rocketmq:latest", runtime="auto", workdir=run_dir / "system", profile=profile)
     system.setup(); ...; system.teardown()
 
@@ -24,7 +24,7 @@ system the harness starts, the existing cluster), ``topology`` (which servers ru
 included), ``machine`` (disk, network and clock faults), ``whitebox`` (schedule offsets),
 ``logs``, ``client_proc`` / ``consumer_proc`` / ``clientlink`` (the JPype client processes and
 their harness side), ``helpers`` + ``java/`` (the send loop in Java), ``bench`` (figures:
-``python -m adapters.rocketmq.bench``).
+``python -m hourglass.adapters.rocketmq.bench``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from adapters.base import AdapterError, BrokerProfile
+from hourglass.adapters.base import AdapterError, BrokerProfile
 
 RUNTIMES = ("auto", "process", "container", "external")
 
@@ -54,8 +54,8 @@ def open_system(system: str = "rocketmq:latest", runtime: str = "auto", workdir:
     """A :class:`~adapters.rocketmq.system.RocketMQSystem`, not yet started (call ``setup()``):
     a :class:`~adapters.rocketmq.local.LocalRocketMQSystem` for the process and container runtimes,
     an :class:`~adapters.rocketmq.external_system.ExternalRocketMQSystem` for the external one."""
-    from adapters.rocketmq.local import LocalRocketMQSystem
-    from adapters.rocketmq.provision import resolve_chain
+    from hourglass.adapters.rocketmq.local import LocalRocketMQSystem
+    from hourglass.adapters.rocketmq.provision import resolve_chain
 
     if runtime not in RUNTIMES:
         raise AdapterError(f"runtime {runtime!r}: expected one of {', '.join(RUNTIMES)}")
@@ -76,18 +76,18 @@ def open_system(system: str = "rocketmq:latest", runtime: str = "auto", workdir:
     if runtime == "auto":
         runtime = "container" if docker_engine_answers() else "process"
     if runtime == "process":
-        from adapters.rocketmq.process import ProcessRuntime
+        from hourglass.adapters.rocketmq.process import ProcessRuntime
 
         rt = ProcessRuntime()
     elif runtime == "container":
         try:
-            from adapters.rocketmq.container import ContainerRuntime
+            from hourglass.adapters.rocketmq.container import ContainerRuntime
         except ImportError as e:
             raise AdapterError(f"runtime 'container' is unavailable here: {e}") from None
         rt = ContainerRuntime(dist, workdir, image=image, labels=labels or {})
     else:
-        from adapters.rocketmq.external import ExternalRuntime
-        from adapters.rocketmq.external_system import ExternalRocketMQSystem
+        from hourglass.adapters.rocketmq.external import ExternalRuntime
+        from hourglass.adapters.rocketmq.external_system import ExternalRocketMQSystem
 
         if not namesrv_addr:
             raise AdapterError("runtime 'external': namesrv_addr (host:port of the cluster's name server) is required")

@@ -4,9 +4,9 @@
 Harness-facing API::
 
     cmd_file = provision_apache_dist("5.3.3")   # <cache>/apache-dist/5.3.3/hourglass.toml
-    # then: python -m harness run --system cmd:<cmd_file> --runtime process
+    # then: python -m hourglass run --system cmd:<cmd_file> --runtime process
 
-    python -m adapters.rocketmq.apache_dist [VERSION]   # the same from a shell (.ci/bootstrap runs it)
+    python -m hourglass.adapters.rocketmq.apache_dist [VERSION]   # the same from a shell (.ci/bootstrap runs it)
 
 Maven Central has the jars but not the binary distribution; it has the source release
 (``org.apache.rocketmq:rocketmq-all:<version>:zip:source-release``: 5.3.3 has one, 4.9.7 and 5.5.0
@@ -27,7 +27,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from adapters.rocketmq.provision import (GROUP_ID, ProvisionError, _mvn, _pom, cache_root, resolve,
+from hourglass.adapters.rocketmq.provision import (GROUP_ID, ProvisionError, _mvn, _pom, cache_root, resolve,
                                          valid_version)
 
 DEFAULT_VERSION = "5.3.3"
@@ -136,7 +136,7 @@ def main(argv: list[str]) -> int:
         return 3
     print(f"apache-dist {version}: {path.parent} (bin/ conf/ from the source release, lib/ -> "
           f"{(path.parent / 'lib').resolve()})")
-    print(f"  python -m harness run --suite conformance --system cmd:{path} --runtime process")
+    print(f"  python -m hourglass run --suite conformance --system cmd:{path} --runtime process")
     return 0
 
 

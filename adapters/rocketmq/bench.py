@@ -1,6 +1,6 @@
 """Benchmark of the RocketMQ adapter (prints figures; not a test).
 
-``python -m adapters.rocketmq.bench [--systems rocketmq:4.9.7,rocketmq:latest] [--runtimes process]
+``python -m hourglass.adapters.rocketmq.bench [--systems rocketmq:4.9.7,rocketmq:latest] [--runtimes process]
 [--messages 20000] [--threads 16] [--body-bytes 128]``
 
 For each system and runtime:
@@ -29,9 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from adapters.base import BrokerProfile, SendRequest
-from adapters.rocketmq import open_system
-from adapters.rocketmq.provision import resolve
+from hourglass.adapters.base import BrokerProfile, SendRequest
+from hourglass.adapters.rocketmq import open_system
+from hourglass.adapters.rocketmq.provision import resolve
 
 BATCH = 1000
 
@@ -116,7 +116,7 @@ def run_one(system_name: str, runtime: str, args, workdir: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m adapters.rocketmq.bench")
+    ap = argparse.ArgumentParser(prog="python -m hourglass.adapters.rocketmq.bench")
     ap.add_argument("--systems", default="rocketmq:4.9.7,rocketmq:latest")
     ap.add_argument("--runtimes", default="process")
     ap.add_argument("--messages", type=int, default=20000)

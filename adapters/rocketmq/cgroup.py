@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from adapters.base import AdapterError
-from adapters.rocketmq.process import owner_alive, owner_tag
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq.process import owner_alive, owner_tag
 
 ROOT = Path("/sys/fs/cgroup")
 PERIOD_US = 100_000

@@ -1,6 +1,6 @@
 """The client process: producer and admin of the official Java client, driven through JPype.
 
-Run as ``python -m adapters.rocketmq.client_proc --lib LIB --namesrv ADDR --log-dir DIR``; one per
+Run as ``python -m hourglass.adapters.rocketmq.client_proc --lib LIB --namesrv ADDR --log-dir DIR``; one per
 system (one JVM per OS process). Requests and replies are JSON lines (stdin / original stdout),
 each reply carries the request's ``id``; ``{"ok": false, "error": ...}`` on failure.
 
@@ -38,9 +38,9 @@ import sys
 import threading
 from pathlib import Path
 
-from adapters.rocketmq.helpers import helper_classes
-from adapters.rocketmq.jvm import Channel, describe, now_ms, start_jvm
-from reference.limits import CLIENT_MAX_MESSAGE_SIZE
+from hourglass.adapters.rocketmq.helpers import helper_classes
+from hourglass.adapters.rocketmq.jvm import Channel, describe, now_ms, start_jvm
+from hourglass.reference.limits import CLIENT_MAX_MESSAGE_SIZE
 
 
 class Client:
@@ -175,8 +175,10 @@ class Client:
     def _sender(self, threads: int):
         sender = self._senders.get(threads)
         if sender is None:
-            from hourglass import HgBatchSender
+            import jpype
 
+            # by name: ``from hourglass import ...`` would be this project's Python package
+            HgBatchSender = jpype.JClass("hourglass.HgBatchSender")
             sender = self._senders[threads] = HgBatchSender(self.producer, threads)
         return sender
 

@@ -1,6 +1,6 @@
 """The harness side of the client and consumer processes (see ``client_proc`` and ``consumer_proc``).
 
-:class:`ClientProcess` starts ``python -m adapters.rocketmq.client_proc`` and sends it one
+:class:`ClientProcess` starts ``python -m hourglass.adapters.rocketmq.client_proc`` and sends it one
 request at a time (:meth:`ClientProcess.request`); a reply that does not come within the timeout,
 or a process that died, raises :class:`AdapterError` with the tail of the process's log.
 :class:`ConsumerProcess` starts one consumer and waits for its ``ready`` line.
@@ -19,23 +19,25 @@ import threading
 import time
 from pathlib import Path
 
-from adapters.base import AdapterError, ConsumerSpec
-from adapters.rocketmq import process as _process
-from adapters.rocketmq.process import tail_file
-from adapters.rocketmq.consumer_proc import CRASH_EXIT
-from adapters.rocketmq.jvm import now_ms
-from adapters.rundir import EventLog
-from reference.contract import CONSUMER_DIED, CONSUMER_EXITED, consumer_fault
-from reference.rundir import consumer_events
+import hourglass
 
-_REPO_ROOT = str(Path(__file__).resolve().parents[2])
+from hourglass.adapters.base import AdapterError, ConsumerSpec
+from hourglass.adapters.rocketmq import process as _process
+from hourglass.adapters.rocketmq.process import tail_file
+from hourglass.adapters.rocketmq.consumer_proc import CRASH_EXIT
+from hourglass.adapters.rocketmq.jvm import now_ms
+from hourglass.adapters.rundir import EventLog
+from hourglass.reference.contract import CONSUMER_DIED, CONSUMER_EXITED, consumer_fault
+from hourglass.reference.rundir import consumer_events
+
+_CODE_ROOT = str(hourglass.code_root())
 #: How long a consumer whose stdout ended may take to exit before it counts as still running.
 EXIT_AFTER_EOF_S = 10.0
 
 
 def _python_env() -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = _REPO_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = _CODE_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -135,7 +137,7 @@ class _LineProcess:
 
 class ClientProcess(_LineProcess):
     def __init__(self, lib_dir: Path, namesrv_addr: str, log_dir: Path, instance: str, start_timeout_s: float = 60.0):
-        super().__init__(["-m", "adapters.rocketmq.client_proc", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
+        super().__init__(["-m", "hourglass.adapters.rocketmq.client_proc", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
                           "--log-dir", str(log_dir), "--instance", instance],
                          log_dir / "client-process.log", f"client process ({namesrv_addr})")
         self._ids = itertools.count(1)
@@ -203,7 +205,7 @@ class ConsumerProcess(_LineProcess):
         self._ready = False  # a process that never started is a failed start, not a death
         self._death: str | None = None  # cause of its recorded death, once noticed
         self._noticed = False
-        argv = ["-m", "adapters.rocketmq.consumer_proc", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
+        argv = ["-m", "hourglass.adapters.rocketmq.consumer_proc", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
                 "--group", spec.group, "--max-reconsume-times", str(spec.max_reconsume_times),
                 "--events", str(self.events_file), "--log-dir", str(log_dir), "--name", spec.name,
                 "--batch-size", str(spec.batch_size), "--mode", spec.mode, "--suspend-ms", str(spec.suspend_ms),

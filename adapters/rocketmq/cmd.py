@@ -50,10 +50,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from adapters.base import AdapterError
-from adapters.rocketmq.provision import Distribution, resolve, valid_version
-from reference.contract import CAPABILITIES as SYSTEM_CAPABILITIES
-from reference.contract import ContractError
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq.provision import Distribution, resolve, valid_version
+from hourglass.reference.contract import CAPABILITIES as SYSTEM_CAPABILITIES
+from hourglass.reference.contract import ContractError
 
 KIND = "cmd:"
 COMPONENTS = ("namesrv", "broker")

@@ -24,8 +24,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.base import AdapterError, BrokerProfile
-from adapters.rocketmq.provision import Distribution
+from hourglass.adapters.base import AdapterError, BrokerProfile
+from hourglass.adapters.rocketmq.provision import Distribution
 
 
 @dataclass(frozen=True)

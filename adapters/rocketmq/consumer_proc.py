@@ -1,7 +1,7 @@
 """A consumer process: one push consumer (concurrently) of the official Java client, following
 each message's plan, in its own OS process so a fault (or a ``CRASH`` answer) can kill it.
 
-Run as ``python -m adapters.rocketmq.consumer_proc --lib LIB --namesrv ADDR --group G --topic T
+Run as ``python -m hourglass.adapters.rocketmq.consumer_proc --lib LIB --namesrv ADDR --group G --topic T
 [--topic T2] --max-reconsume-times N --events FILE --log-dir DIR``. It prints one JSON line
 ``{"ready": true}`` on its original stdout once the consumer has started.
 
@@ -28,14 +28,14 @@ import threading
 import zlib
 from pathlib import Path
 
-from adapters.rocketmq.jvm import Channel, now_ms, start_jvm
-from adapters.rundir import EventLog
-from reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, consumer_fault
-from reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY, unit_group
-from reference.orderly import DEFAULT_SUSPEND_MS
-from reference.plans import LATER, OK, answer_batch, by_ack_index, replay_cursor
-from reference.rundir import consumer_events
-from reference.timeout import DEFAULT_CONSUME_TIMEOUT_MIN, effective_timeout_min, hold_ms
+from hourglass.adapters.rocketmq.jvm import Channel, now_ms, start_jvm
+from hourglass.adapters.rundir import EventLog
+from hourglass.reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, consumer_fault
+from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY, unit_group
+from hourglass.reference.orderly import DEFAULT_SUSPEND_MS
+from hourglass.reference.plans import LATER, OK, answer_batch, by_ack_index, replay_cursor
+from hourglass.reference.rundir import consumer_events
+from hourglass.reference.timeout import DEFAULT_CONSUME_TIMEOUT_MIN, effective_timeout_min, hold_ms
 
 #: Exit status of a consumer that died on a CRASH answer and recorded its own death.
 CRASH_EXIT = 17

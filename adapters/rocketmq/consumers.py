@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from adapters.base import AdapterError, ConsumerSpec, NotReady
-from adapters.parts import Part
-from adapters.rocketmq.clientlink import ConsumerProcess, terminate_all
-from reference.contract import RETRY_PREFIX
+from hourglass.adapters.base import AdapterError, ConsumerSpec, NotReady
+from hourglass.adapters.parts import Part
+from hourglass.adapters.rocketmq.clientlink import ConsumerProcess, terminate_all
+from hourglass.reference.contract import RETRY_PREFIX
 
 
 def _signal_group(proc: ConsumerProcess, sig: int) -> None:

@@ -28,11 +28,11 @@ import time
 import uuid
 from pathlib import Path
 
-from adapters.base import AdapterError
-from adapters.rocketmq import process as _process
-from adapters.rocketmq.process import process_start_time
-from adapters.rocketmq.image import ImageRef, engine, ensure_image, lib_dir_of, named_image
-from adapters.rocketmq.runtime import LaunchSpec, StartsItsComponents
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq import process as _process
+from hourglass.adapters.rocketmq.process import process_start_time
+from hourglass.adapters.rocketmq.image import ImageRef, engine, ensure_image, lib_dir_of, named_image
+from hourglass.adapters.rocketmq.runtime import LaunchSpec, StartsItsComponents
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # before testcontainers is imported
 

@@ -20,7 +20,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from adapters.base import AdapterError
+from hourglass.adapters.base import AdapterError
 
 #: size of a fillable store: the broker's files are sparse (64 MB commit log files, small queues)
 STORE_LIMIT_MB = 1024

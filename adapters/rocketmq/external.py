@@ -22,11 +22,11 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from adapters.base import AdapterError
-from adapters.parts import PROCESS_ACTIONS
-from adapters.rocketmq.runtime import LaunchSpec
-from reference.contract import ContractError, OptionError
-from reference.disk import DISK_ACTIONS
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.parts import PROCESS_ACTIONS
+from hourglass.adapters.rocketmq.runtime import LaunchSpec
+from hourglass.reference.contract import ContractError, OptionError
+from hourglass.reference.disk import DISK_ACTIONS
 
 ACTIONS = (*PROCESS_ACTIONS, *DISK_ACTIONS)
 COMPONENTS = ("broker", "namesrv")

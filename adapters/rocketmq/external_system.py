@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.base import BrokerProfile, NotReady
-from adapters.parts import faculties
-from adapters.rocketmq.external import ExternalRuntime
-from adapters.rocketmq.logs import client_log_files
-from adapters.rocketmq.machine import CommandStore, Refused
-from adapters.rocketmq.provision import Distribution
-from adapters.rocketmq.servers import Broker, NameServer
-from adapters.rocketmq.system import RocketMQSystem
-from adapters.rocketmq.whitebox import memory_snapshots
-from reference.contract import BROKER_TARGETS
-from reference.disk import DISK_ACTIONS
+from hourglass.adapters.base import BrokerProfile, NotReady
+from hourglass.adapters.parts import faculties
+from hourglass.adapters.rocketmq.external import ExternalRuntime
+from hourglass.adapters.rocketmq.logs import client_log_files
+from hourglass.adapters.rocketmq.machine import CommandStore, Refused
+from hourglass.adapters.rocketmq.provision import Distribution
+from hourglass.adapters.rocketmq.servers import Broker, NameServer
+from hourglass.adapters.rocketmq.system import RocketMQSystem
+from hourglass.adapters.rocketmq.whitebox import memory_snapshots
+from hourglass.reference.contract import BROKER_TARGETS
+from hourglass.reference.disk import DISK_ACTIONS
 
 NO_NETWORK_COMMANDS = "the external runtime has no commands for network faults yet"
 NO_CLOCK_COMMAND = "the external runtime has no command to step a broker's clock yet"

@@ -9,7 +9,7 @@
 - ``cmd:FILE``: any implementation, its name server and broker started by the commands of a TOML
   file (placeholders ``{conf}``, ``{port}``, ``{namesrv}``, ``{store}``, ``{home}``, ``{log}``...),
   with its version, the official client that drives it and its capabilities; process runtime only
-  (``adapters.rocketmq.cmd``; ``python -m adapters.rocketmq.apache_dist`` makes one that starts an
+  (``adapters.rocketmq.cmd``; ``python -m hourglass.adapters.rocketmq.apache_dist`` makes one that starts an
   Apache release through its own ``bin/`` scripts). The spec is kept with the file's absolute path.
 
 Registered with the harness by this module's ``FAMILY`` (``harness.families``). ``spec``
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.base import AdapterError, BrokerProfile, SystemInfo
-from reference.contract import ASYNC_DELIVER, ROCKETMQ_ADAPTER, TIMER, ContractError, OptionError
+from hourglass.adapters.base import AdapterError, BrokerProfile, SystemInfo
+from hourglass.reference.contract import ASYNC_DELIVER, ROCKETMQ_ADAPTER, TIMER, ContractError, OptionError
 
 PREFIXES = ("rocketmq:", "dist:", "jars:", "cmd:")
 #: the first 5.x major: timer messages (a chain can do what every one of its versions can)
@@ -47,7 +47,7 @@ class RocketMQFamily:
 
     def normalize(self, spec_text: str) -> str:
         """A ``cmd:`` spec with the file's absolute path (run.json and replay)."""
-        from adapters.rocketmq.cmd import KIND, cmd_path
+        from hourglass.adapters.rocketmq.cmd import KIND, cmd_path
 
         if spec_text.startswith(KIND) and len(spec_text) > len(KIND):
             return KIND + str(cmd_path(spec_text))
@@ -55,7 +55,7 @@ class RocketMQFamily:
 
     def check(self, spec, option: str) -> None:
         """See :meth:`harness.systems.SystemSpec.check`."""
-        from adapters.rocketmq.provision import CHAIN_SEP, ProvisionError, resolve, split_chain, valid_version
+        from hourglass.adapters.rocketmq.provision import CHAIN_SEP, ProvisionError, resolve, split_chain, valid_version
 
         where = f"{option} {spec.spec}"
         if spec.spec.startswith("cmd:"):
@@ -87,7 +87,7 @@ class RocketMQFamily:
             raise ContractError(where, None, "a distribution or jar directory with a rocketmq-broker jar", str(e)) from None
 
     def _check_runtime(self, spec) -> None:
-        from adapters.rocketmq.external import check_namesrv
+        from hourglass.adapters.rocketmq.external import check_namesrv
 
         if spec.runtime == "external":
             check_namesrv(spec.namesrv)
@@ -101,8 +101,8 @@ class RocketMQFamily:
         client's jars are there (a jar directory; a release fetched from Maven Central now, once,
         as its runs would first thing: a version Maven Central lacks is the file's error, not a
         broken run), and the runtime is process (or auto, which means process)."""
-        from adapters.rocketmq.cmd import cmd_path, load_cmd_file
-        from adapters.rocketmq.provision import ProvisionError, resolve
+        from hourglass.adapters.rocketmq.cmd import cmd_path, load_cmd_file
+        from hourglass.adapters.rocketmq.provision import ProvisionError, resolve
 
         if len(spec.spec) == len("cmd:"):
             raise OptionError(where, None, "cmd:FILE, a TOML file giving the system's commands", spec.spec)
@@ -117,14 +117,14 @@ class RocketMQFamily:
             resolve(cmd.client)
         except ProvisionError as e:
             raise ContractError(str(cmd.path), "client", "a client the harness can run: a release on Maven Central "
-                                "(python -m adapters.rocketmq.provision --list), or a distribution or jar directory "
+                                "(python -m hourglass.adapters.rocketmq.provision --list), or a distribution or jar directory "
                                 "with a rocketmq-broker jar", str(e).splitlines()[0]) from None
 
     @staticmethod
     def _fault_commands(spec) -> dict[str, str]:
         if not spec.faults_file:
             return {}
-        from adapters.rocketmq.external import load_fault_commands
+        from hourglass.adapters.rocketmq.external import load_fault_commands
 
         return load_fault_commands(spec.faults_file)
 
@@ -135,7 +135,7 @@ class RocketMQFamily:
         return ""
 
     def open(self, spec, profile: BrokerProfile, workdir: Path, seed: int):
-        from adapters.rocketmq import open_system
+        from hourglass.adapters.rocketmq import open_system
 
         return open_system(system=spec.spec, runtime=spec.runtime, workdir=workdir, profile=profile, image=spec.image,
                            namesrv_addr=spec.namesrv, fault_commands=self._fault_commands(spec))
@@ -169,7 +169,7 @@ class RocketMQFamily:
         return None
 
     def chain(self, first: str, then: str) -> str:
-        from adapters.rocketmq.provision import CHAIN_SEP
+        from hourglass.adapters.rocketmq.provision import CHAIN_SEP
 
         if self.across_store(first) or self.across_store(then):
             raise AdapterError(f"{first}, {then}: {self.across_store(first) or self.across_store(then)}")

@@ -15,8 +15,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from adapters.base import AdapterError
-from adapters.rocketmq.provision import cache_root
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq.provision import cache_root
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 

@@ -18,7 +18,7 @@ A third image, not for brokers: :func:`ensure_stock_image` makes a stock Debian 
 python3, sudo and ca-certificates, nothing else) on which a test proves README's set-up commands.
 
 Builds hold a file lock (``<cache>/images/build.lock``), so concurrent harnesses build once.
-``python -m adapters.rocketmq.image rocketmq:4.9.7 rocketmq:latest`` builds ahead of a run.
+``python -m hourglass.adapters.rocketmq.image rocketmq:4.9.7 rocketmq:latest`` builds ahead of a run.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from adapters.base import AdapterError
-from adapters.phase import step
-from reference.rundir import slug
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.phase import step
+from hourglass.reference.rundir import slug
 
 DOCKERFILE = Path(__file__).with_name("docker") / "Dockerfile"
 IMAGE_LIB_DIR = "/opt/rocketmq/lib"
@@ -406,9 +406,9 @@ def probe_java_major(client, image: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m adapters.rocketmq.image [SYSTEM ...]``: build (or find) the images of the given
+    """``python -m hourglass.adapters.rocketmq.image [SYSTEM ...]``: build (or find) the images of the given
     systems (default ``rocketmq:latest``) ahead of a run, and print how long that took."""
-    from adapters.rocketmq.provision import resolve
+    from hourglass.adapters.rocketmq.provision import resolve
 
     client = engine()
     for system in argv or ["rocketmq:latest"]:

@@ -22,9 +22,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from adapters.base import AdapterError
-from adapters.rocketmq.disk import STORE_LIMIT_MB
-from adapters.rocketmq.process import owner_alive, owner_tag
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq.disk import STORE_LIMIT_MB
+from hourglass.adapters.rocketmq.process import owner_alive, owner_tag
 
 _IMAGE_PREFIX = "hourglass-store-"
 NOT_FREEZABLE = "not a store on a filesystem the harness can freeze"

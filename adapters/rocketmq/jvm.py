@@ -40,7 +40,7 @@ class Channel:
 #: JVM options of a process that must start fast and does little: the client compiler only, and
 #: the serial collector (no GC threads). A consumer process is one JVM per consumer, and a suite
 #: starts a dozen at once on two cores: with these each costs about half the CPU to start (the
-#: conformance batch's consumers' start, 25 s -> 15 s: ``python -m harness.bench suite``).
+#: conformance batch's consumers' start, 25 s -> 15 s: ``python -m hourglass.harness.bench suite``).
 QUICK_START = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 

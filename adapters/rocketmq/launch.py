@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from adapters.rocketmq.provision import MAIN_CLASS, Distribution
-from adapters.rocketmq.runtime import LaunchSpec, Runtime
+from hourglass.adapters.rocketmq.provision import MAIN_CLASS, Distribution
+from hourglass.adapters.rocketmq.runtime import LaunchSpec, Runtime
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,21 +11,21 @@ import os
 import time
 from pathlib import Path
 
-from adapters.base import AdapterError, BrokerProfile, NotReady
-from adapters.parts import faculties
-from adapters.rocketmq.clientlink import ClientError
-from adapters.rocketmq.logs import client_log_files, server_log_files
-from adapters.rocketmq.iostall import FreezableStore
-from adapters.rocketmq.machine import ClockControl, FillableStore, OwnNetwork
-from adapters.rocketmq.provision import Distribution
-from adapters.rocketmq.runtime import CpuQuota, Runtime
-from adapters.rocketmq.servers import Broker, NameServer
-from adapters.rocketmq.system import RocketMQSystem
-from adapters.rocketmq.topology import BrokerNode
-from adapters.rocketmq.whitebox import last_offset_flush_ms, memory_snapshots, persisted_snapshots, timer_checkpoint
-from reference.cluster import CONTROLLER
-from reference.faults.io import FREEZABLE_STORE
-from reference.contract import BROKER_TARGETS
+from hourglass.adapters.base import AdapterError, BrokerProfile, NotReady
+from hourglass.adapters.parts import faculties
+from hourglass.adapters.rocketmq.clientlink import ClientError
+from hourglass.adapters.rocketmq.logs import client_log_files, server_log_files
+from hourglass.adapters.rocketmq.iostall import FreezableStore
+from hourglass.adapters.rocketmq.machine import ClockControl, FillableStore, OwnNetwork
+from hourglass.adapters.rocketmq.provision import Distribution
+from hourglass.adapters.rocketmq.runtime import CpuQuota, Runtime
+from hourglass.adapters.rocketmq.servers import Broker, NameServer
+from hourglass.adapters.rocketmq.system import RocketMQSystem
+from hourglass.adapters.rocketmq.topology import BrokerNode
+from hourglass.adapters.rocketmq.whitebox import last_offset_flush_ms, memory_snapshots, persisted_snapshots, timer_checkpoint
+from hourglass.reference.cluster import CONTROLLER
+from hourglass.reference.faults.io import FREEZABLE_STORE
+from hourglass.reference.contract import BROKER_TARGETS
 
 
 class LocalRocketMQSystem(RocketMQSystem):

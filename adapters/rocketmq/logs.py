@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from adapters.rocketmq import config as cfg
-from adapters.rocketmq.process import tail_file
-from adapters.rocketmq.runtime import Runtime
+from hourglass.adapters.rocketmq import config as cfg
+from hourglass.adapters.rocketmq.process import tail_file
+from hourglass.adapters.rocketmq.runtime import Runtime
 
 #: where 5.x's own logback configuration writes the servers' logs, under ``${user.home}/logs``
 SERVER_LOG_FOLDER = "rocketmqlogs"

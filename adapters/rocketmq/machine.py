@@ -11,13 +11,13 @@ import atexit
 import sys
 from pathlib import Path
 
-from adapters.base import AdapterError
-from adapters.rocketmq import brokerclock, disk, netns
-from adapters.rocketmq.process import owner_alive, owner_tag
-from adapters.rocketmq.runtime import Runtime
-from reference.clock import CLOCK_DRIFT
-from reference.disk import FILL, FREE
-from reference.network import LATENCY, LATENCY_END
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq import brokerclock, disk, netns
+from hourglass.adapters.rocketmq.process import owner_alive, owner_tag
+from hourglass.adapters.rocketmq.runtime import Runtime
+from hourglass.reference.clock import CLOCK_DRIFT
+from hourglass.reference.disk import FILL, FREE
+from hourglass.reference.network import LATENCY, LATENCY_END
 
 NOT_FILLABLE = "not a fillable store"
 NO_NETWORK = "it does not run in a network namespace of its own"

@@ -29,7 +29,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from adapters.base import AdapterError
+from hourglass.adapters.base import AdapterError
 
 PREFIX = "hourglass-"
 #: the /30 subnets tried, 10.213.X.0/30 for X in 0..255

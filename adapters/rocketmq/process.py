@@ -25,8 +25,8 @@ import weakref
 from collections import deque
 from pathlib import Path
 
-from adapters.base import AdapterError
-from adapters.rocketmq.runtime import LaunchSpec, StartsItsComponents
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq.runtime import LaunchSpec, StartsItsComponents
 
 _LIVE: "weakref.WeakSet[ProcessRuntime]" = weakref.WeakSet()
 _HANDLERS_INSTALLED = False
@@ -309,14 +309,14 @@ class ProcessRuntime(StartsItsComponents):
         return self._procs[component].pid if component in self._procs else None
 
     def cannot_throttle(self, component: str) -> str | None:
-        from adapters.rocketmq import cgroup  # it imports this module's owner tags
+        from hourglass.adapters.rocketmq import cgroup  # it imports this module's owner tags
 
         return cgroup.unavailable()
 
     def throttle_cpu(self, component: str, permille: int | None) -> None:
         """The component's group gets the quota; a running component is moved into it, and each
         start from now on execs inside it (adapters.rocketmq.cgroup)."""
-        from adapters.rocketmq import cgroup
+        from hourglass.adapters.rocketmq import cgroup
 
         group = self._cpu.get(component)
         if group is None:

@@ -17,7 +17,7 @@ System names:
   Maven Central has it for that version (only some versions: 4.7.0, 5.5.0 here).
 - ``rocketmq:latest`` is :data:`LATEST`, the newest 5.x whose broker, name server, tools and
   client are all on Maven Central when this was written (5.5.1 has a broker but no name server).
-  ``python -m adapters.rocketmq.provision --list`` shows what Maven Central offers now.
+  ``python -m hourglass.adapters.rocketmq.provision --list`` shows what Maven Central offers now.
 - ``dist:/path``: a distribution directory as RocketMQ's build produces it (``bin/ conf/ lib/``).
 - ``jars:/path``: a directory of jars (the full set).
 - ``cmd:FILE``: any implementation, started by the commands a TOML file gives, driven by the
@@ -47,9 +47,9 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from adapters.base import AdapterError
-from adapters.phase import step
-from adapters.rocketmq.jvm import SHADED_NOP_STATUS_LISTENER
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.phase import step
+from hourglass.adapters.rocketmq.jvm import SHADED_NOP_STATUS_LISTENER
 
 #: The newest 5.x with broker, namesrv, tools and client on Maven Central (checked 2026-11).
 LATEST = "5.5.0"
@@ -207,7 +207,7 @@ def resolve(system: str) -> Distribution:
     if not sep or not rest:
         raise ProvisionError(f"system {system!r}: expected 'rocketmq:<version>', 'dist:/path', 'jars:/path' or 'cmd:FILE'")
     if kind == "cmd":
-        from adapters.rocketmq.cmd import cmd_distribution
+        from hourglass.adapters.rocketmq.cmd import cmd_distribution
 
         return cmd_distribution(system)
     if kind == "rocketmq":
@@ -313,7 +313,7 @@ def _fetch(system: str, version: str, vdir: Path) -> None:
         tail = "\n".join(out.strip().splitlines()[-6:])
         raise ProvisionError(
             f"system {system!r}: {what}. Versions on Maven Central: "
-            f"'python -m adapters.rocketmq.provision --list'; a fork's own build works as "
+            f"'python -m hourglass.adapters.rocketmq.provision --list'; a fork's own build works as "
             f"'dist:/path/to/distribution' or 'jars:/path/to/lib'.\nmvn said:\n{tail}"
         )
     # the example jar only (its dependencies are client/common, already in lib)

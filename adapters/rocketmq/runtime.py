@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from adapters.base import AdapterError
-from adapters.parts import PROCESS_ACTIONS
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.parts import PROCESS_ACTIONS
 
 
 @dataclass(frozen=True)

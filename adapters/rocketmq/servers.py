@@ -12,22 +12,22 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from adapters.base import AdapterError, NotReady
-from adapters.parts import DRIFT, PROCESS_ACTIONS, Part
-from adapters.rocketmq import brokerclock, config as cfg, netns
-from adapters.rocketmq.clientlink import ClientError
-from adapters.rocketmq.launch import Launch, disk_warning_props, launch_spec, note_processes
-from adapters.rocketmq.logs import server_log_tail
-from adapters.rocketmq.machine import ClockControl, OwnNetwork
-from adapters.rocketmq.provision import Distribution
-from adapters.rocketmq.topology import BrokerNode
-from reference.clock import CLOCK_DRIFT
-from reference.faults.cpu import THROTTLE
-from reference.cluster import CONTROLLER
-from reference.contract import BROKER_TARGETS
+from hourglass.adapters.base import AdapterError, NotReady
+from hourglass.adapters.parts import DRIFT, PROCESS_ACTIONS, Part
+from hourglass.adapters.rocketmq import brokerclock, config as cfg, netns
+from hourglass.adapters.rocketmq.clientlink import ClientError
+from hourglass.adapters.rocketmq.launch import Launch, disk_warning_props, launch_spec, note_processes
+from hourglass.adapters.rocketmq.logs import server_log_tail
+from hourglass.adapters.rocketmq.machine import ClockControl, OwnNetwork
+from hourglass.adapters.rocketmq.provision import Distribution
+from hourglass.adapters.rocketmq.topology import BrokerNode
+from hourglass.reference.clock import CLOCK_DRIFT
+from hourglass.reference.faults.cpu import THROTTLE
+from hourglass.reference.cluster import CONTROLLER
+from hourglass.reference.contract import BROKER_TARGETS
 
 if TYPE_CHECKING:
-    from adapters.rocketmq.system import RocketMQSystem
+    from hourglass.adapters.rocketmq.system import RocketMQSystem
 
 READY_TOPIC = "HG_READY"
 

@@ -31,15 +31,15 @@ import threading
 import time
 from pathlib import Path
 
-from adapters.base import AdapterError, BrokerProfile, ConsumerSpec, SendRequest, SendResult, SystemInfo
-from adapters.parts import Part, PartsSystem
-from adapters.rocketmq.clientlink import ClientError, ClientProcess, ConsumerProcess
-from adapters.rocketmq.consumers import ConsumerProcesses
-from adapters.rocketmq.provision import CHAIN_SEP, Distribution
-from adapters.rocketmq.runtime import Runtime
-from adapters.rocketmq.topology import Topology
-from adapters.rocketmq.whitebox import broker_status
-from reference.contract import CONSUME_STATS_SOURCE, ROCKETMQ_ADAPTER, queue_key
+from hourglass.adapters.base import AdapterError, BrokerProfile, ConsumerSpec, SendRequest, SendResult, SystemInfo
+from hourglass.adapters.parts import Part, PartsSystem
+from hourglass.adapters.rocketmq.clientlink import ClientError, ClientProcess, ConsumerProcess
+from hourglass.adapters.rocketmq.consumers import ConsumerProcesses
+from hourglass.adapters.rocketmq.provision import CHAIN_SEP, Distribution
+from hourglass.adapters.rocketmq.runtime import Runtime
+from hourglass.adapters.rocketmq.topology import Topology
+from hourglass.adapters.rocketmq.whitebox import broker_status
+from hourglass.reference.contract import CONSUME_STATS_SOURCE, ROCKETMQ_ADAPTER, queue_key
 
 
 class WallClock:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from adapters.base import AdapterError, BrokerProfile
-from adapters.rocketmq import config as cfg
-from adapters.rocketmq.provision import Distribution
-from reference.cluster import CONTROLLER, MASTER_SLAVE, SINGLE, broker_targets
-from reference.contract import BROKER_TARGETS
+from hourglass.adapters.base import AdapterError, BrokerProfile
+from hourglass.adapters.rocketmq import config as cfg
+from hourglass.adapters.rocketmq.provision import Distribution
+from hourglass.reference.cluster import CONTROLLER, MASTER_SLAVE, SINGLE, broker_targets
+from hourglass.reference.contract import BROKER_TARGETS
 
 #: the second broker's folder under the system's workdir (its store, home, logs of its own)
 SECOND_BROKER_DIR = "broker-2"

@@ -9,12 +9,12 @@ import os
 import time
 from typing import Callable
 
-from adapters.base import AdapterError
-from adapters.rocketmq import config as cfg
-from adapters.rocketmq.topology import BrokerNode
-from reference.cluster import SINGLE
-from reference.contract import BROKER_TARGETS, MEMORY_SOURCE, PERSISTED_SOURCE
-from reference.timer import parse_timer_checkpoint
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq import config as cfg
+from hourglass.adapters.rocketmq.topology import BrokerNode
+from hourglass.reference.cluster import SINGLE
+from hourglass.reference.contract import BROKER_TARGETS, MEMORY_SOURCE, PERSISTED_SOURCE
+from hourglass.reference.timer import parse_timer_checkpoint
 
 
 def schedule_offsets(table: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from adapters.base import BrokerProfile
-from adapters.simulated.defects import Defect, DefectInfo, parse_defects
-from adapters.simulated.system import SimulatedSystem
+from hourglass.adapters.base import BrokerProfile
+from hourglass.adapters.simulated.defects import Defect, DefectInfo, parse_defects
+from hourglass.adapters.simulated.system import SimulatedSystem
 
 #: A fixed virtual epoch (2025-11-22T08:26:40Z), so runs with the same seed are byte-identical.
 DEFAULT_START_MS = 1_763_800_000_000

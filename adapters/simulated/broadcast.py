@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adapters.base import ConsumerSpec
-from adapters.simulated.consumers import SimConsumer
-from adapters.simulated.defects import Defect
-from adapters.simulated.store import StoredMessage
-from reference.modes import unit_group
+from hourglass.adapters.base import ConsumerSpec
+from hourglass.adapters.simulated.consumers import SimConsumer
+from hourglass.adapters.simulated.defects import Defect
+from hourglass.adapters.simulated.store import StoredMessage
+from hourglass.reference.modes import unit_group
 
 if TYPE_CHECKING:
-    from adapters.simulated.system import SimulatedSystem
+    from hourglass.adapters.simulated.system import SimulatedSystem
 
 
 class BroadcastSimConsumer(SimConsumer):

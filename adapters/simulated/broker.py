@@ -13,15 +13,15 @@ import random
 from dataclasses import replace
 from typing import Callable
 
-from adapters.simulated.clock import VirtualClock
-from adapters.simulated.defects import Defect
-from adapters.simulated.retry import ConsumerRetry
-from adapters.simulated.schedule import ScheduleService
-from adapters.simulated.store import MessageStore, StoredMessage
-from reference.clock import BrokerClock, Step
-from reference.contract import MEMORY_SOURCE, PERSISTED_SOURCE, SCHEDULE_TOPIC
-from reference.profile import Profile
-from adapters.simulated.timer_store import TimerCheckpoint, TimerWheel
+from hourglass.adapters.simulated.clock import VirtualClock
+from hourglass.adapters.simulated.defects import Defect
+from hourglass.adapters.simulated.retry import ConsumerRetry
+from hourglass.adapters.simulated.schedule import ScheduleService
+from hourglass.adapters.simulated.store import MessageStore, StoredMessage
+from hourglass.reference.clock import BrokerClock, Step
+from hourglass.reference.contract import MEMORY_SOURCE, PERSISTED_SOURCE, SCHEDULE_TOPIC
+from hourglass.reference.profile import Profile
+from hourglass.adapters.simulated.timer_store import TimerCheckpoint, TimerWheel
 
 UP, DOWN, STARTING, PAUSED = "up", "down", "starting", "paused"  # STARTING may be paused: start_paused_at
 #: Virtual time from ``start`` to ``ready``.

@@ -15,19 +15,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from adapters.base import ConsumerSpec
-from adapters.rundir import EventLog
-from adapters.simulated.store import StoredMessage
-from reference.contract import CONSUMER_DIED, consumer_fault
-from adapters.simulated.defects import Defect
-from reference.plans import LATER, PlanCursor, answer_batch, later_not_stored
-from reference.profile import effective_max_reconsume_times
-from reference.retry import retry_topic
-from reference.timeout import effective_timeout_min, hold_ms, timeout_ms
-from reference.rundir import consumer_events
+from hourglass.adapters.base import ConsumerSpec
+from hourglass.adapters.rundir import EventLog
+from hourglass.adapters.simulated.store import StoredMessage
+from hourglass.reference.contract import CONSUMER_DIED, consumer_fault
+from hourglass.adapters.simulated.defects import Defect
+from hourglass.reference.plans import LATER, PlanCursor, answer_batch, later_not_stored
+from hourglass.reference.profile import effective_max_reconsume_times
+from hourglass.reference.retry import retry_topic
+from hourglass.reference.timeout import effective_timeout_min, hold_ms, timeout_ms
+from hourglass.reference.rundir import consumer_events
 
 if TYPE_CHECKING:
-    from adapters.simulated.system import SimulatedSystem
+    from hourglass.adapters.simulated.system import SimulatedSystem
 
 NO_PROGRESS = PlanCursor()
 #: DefaultMQPushConsumer.persistConsumerOffsetInterval.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from reference.contract import INVARIANTS
+from hourglass.reference.contract import INVARIANTS
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from adapters.base import AdapterError, BrokerProfile, SystemInfo
-from reference.contract import SIMULATED_ADAPTER, OptionError
+from hourglass.adapters.base import AdapterError, BrokerProfile, SystemInfo
+from hourglass.reference.contract import SIMULATED_ADAPTER, OptionError
 
 _SIM = re.compile(r"^simulated(?:\[(?P<defects>[^\]]*)\])?$")
 
@@ -32,7 +32,7 @@ class SimulatedFamily:
 
     def check(self, spec, option: str) -> None:
         """Every defect named is one of :class:`~adapters.simulated.defects.Defect` (else a usage error)."""
-        from adapters.simulated.defects import Defect, parse_defects
+        from hourglass.adapters.simulated.defects import Defect, parse_defects
 
         defects = self.defects(spec.spec)
         try:
@@ -51,7 +51,7 @@ class SimulatedFamily:
         return "a simulated broker runs in this process: no cluster, no image, no fault commands"
 
     def open(self, spec, profile: BrokerProfile, workdir: Path, seed: int):
-        from adapters.simulated import open_simulated
+        from hourglass.adapters.simulated import open_simulated
 
         return open_simulated(profile, defects=self.defects(spec.spec), seed=seed)
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from adapters.simulated.consumers import NO_PROGRESS, SimConsumer
-from adapters.simulated.defects import Defect
-from adapters.simulated.store import StoredMessage
-from reference.plans import CRASH, LATER, answer_batch
+from hourglass.adapters.simulated.consumers import NO_PROGRESS, SimConsumer
+from hourglass.adapters.simulated.defects import Defect
+from hourglass.adapters.simulated.store import StoredMessage
+from hourglass.reference.plans import CRASH, LATER, answer_batch
 
 
 class OrderlySimConsumer(SimConsumer):

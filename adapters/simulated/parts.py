@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adapters.base import NotReady
-from adapters.parts import Part, faculties
-from adapters.simulated.broker import DOWN, SHUTDOWN_MS, STARTING, UP
+from hourglass.adapters.base import NotReady
+from hourglass.adapters.parts import Part, faculties
+from hourglass.adapters.simulated.broker import DOWN, SHUTDOWN_MS, STARTING, UP
 
 if TYPE_CHECKING:
-    from adapters.simulated.system import SimulatedSystem
+    from hourglass.adapters.simulated.system import SimulatedSystem
 
 
 class Machine:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from adapters.simulated.defects import Defect
-from adapters.simulated.store import StoredMessage
-from reference.retry import dlq_topic, goes_to_dlq, goes_to_dlq_on_resend, requested_retry_level, retry_topic
+from hourglass.adapters.simulated.defects import Defect
+from hourglass.adapters.simulated.store import StoredMessage
+from hourglass.reference.retry import dlq_topic, goes_to_dlq, goes_to_dlq_on_resend, requested_retry_level, retry_topic
 
 #: SubscriptionGroupConfig.retryQueueNums.
 RETRY_QUEUES = 1

@@ -19,12 +19,12 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from adapters.simulated.defects import Defect
-from adapters.simulated.store import MessageStore, StoredMessage
-from reference.contract import SCHEDULE_TOPIC
-from reference.levels import LevelTable
-from reference.persistence import ASYNC_ACK_MS, corrected_delay_offset
-from reference.windows import corrected_deliver_ms
+from hourglass.adapters.simulated.defects import Defect
+from hourglass.adapters.simulated.store import MessageStore, StoredMessage
+from hourglass.reference.contract import SCHEDULE_TOPIC
+from hourglass.reference.levels import LevelTable
+from hourglass.reference.persistence import ASYNC_ACK_MS, corrected_delay_offset
+from hourglass.reference.windows import corrected_deliver_ms
 
 #: ScheduleMessageService.DELAY_FOR_A_WHILE: retry pause after a failed re-put.
 RETRY_PUT_MS = 100

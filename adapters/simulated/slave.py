@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adapters.parts import Part
-from adapters.simulated.broker import DOWN
-from adapters.simulated.defects import Defect
-from adapters.simulated.schedule import ScheduleService
-from reference.contract import BROKER_TARGETS
+from hourglass.adapters.parts import Part
+from hourglass.adapters.simulated.broker import DOWN
+from hourglass.adapters.simulated.defects import Defect
+from hourglass.adapters.simulated.schedule import ScheduleService
+from hourglass.reference.contract import BROKER_TARGETS
 
 if TYPE_CHECKING:
-    from adapters.simulated.system import SimulatedSystem
+    from hourglass.adapters.simulated.system import SimulatedSystem
 
 #: SLAVE_REPUTS_WHILE_MASTER_DOWN: how often the broken slave's level tasks run
 SLAVE_TICK_MS = 100

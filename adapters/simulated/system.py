@@ -8,25 +8,25 @@ from __future__ import annotations
 import random
 import zlib
 
-from adapters.base import AdapterError, BrokerProfile, ConsumerSpec, SendRequest, SendResult, SystemInfo
-from adapters.parts import Part, PartsSystem
-from adapters.simulated.broker import PAUSED, STARTUP_MS, UP, SimBroker
-from adapters.simulated.clock import VirtualClock
-from adapters.simulated.consumers import SimConsumer
-from adapters.simulated.orderly import OrderlySimConsumer
-from adapters.simulated.broadcast import BroadcastSimConsumer
-from reference.modes import BROADCASTING, ORDERLY
-from adapters.simulated.defects import Defect
-from adapters.simulated.parts import Broker as SimBrokerPart, Consumers, NameServer
-from adapters.simulated.slave import Slave
-from adapters.simulated.store import StoredMessage
-from reference.cluster import MASTER_SLAVE, SINGLE
-from reference.contract import ASYNC_DELIVER, FAULT_TARGETS, PERSISTED_SOURCE, SIMULATED_ADAPTER, retry_topic
-from reference.levels import parse_level_table
-from reference.plans import PlanCursor, parse_plan
-from reference.profile import Profile, passed_through_values
-from reference.limits import MESSAGE_ILLEGAL, body_refusal
-from reference.timer import timer_ruling
+from hourglass.adapters.base import AdapterError, BrokerProfile, ConsumerSpec, SendRequest, SendResult, SystemInfo
+from hourglass.adapters.parts import Part, PartsSystem
+from hourglass.adapters.simulated.broker import PAUSED, STARTUP_MS, UP, SimBroker
+from hourglass.adapters.simulated.clock import VirtualClock
+from hourglass.adapters.simulated.consumers import SimConsumer
+from hourglass.adapters.simulated.orderly import OrderlySimConsumer
+from hourglass.adapters.simulated.broadcast import BroadcastSimConsumer
+from hourglass.reference.modes import BROADCASTING, ORDERLY
+from hourglass.adapters.simulated.defects import Defect
+from hourglass.adapters.simulated.parts import Broker as SimBrokerPart, Consumers, NameServer
+from hourglass.adapters.simulated.slave import Slave
+from hourglass.adapters.simulated.store import StoredMessage
+from hourglass.reference.cluster import MASTER_SLAVE, SINGLE
+from hourglass.reference.contract import ASYNC_DELIVER, FAULT_TARGETS, PERSISTED_SOURCE, SIMULATED_ADAPTER, retry_topic
+from hourglass.reference.levels import parse_level_table
+from hourglass.reference.plans import PlanCursor, parse_plan
+from hourglass.reference.profile import Profile, passed_through_values
+from hourglass.reference.limits import MESSAGE_ILLEGAL, body_refusal
+from hourglass.reference.timer import timer_ruling
 
 #: DefaultMQProducer.sendMsgTimeout: a send to a paused broker returns UNKNOWN after this.
 SEND_TIMEOUT_MS = 3000

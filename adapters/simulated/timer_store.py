@@ -6,8 +6,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import replace
 
-from adapters.simulated.store import StoredMessage
-from reference.timer import TIMER_TOPIC
+from hourglass.adapters.simulated.store import StoredMessage
+from hourglass.reference.timer import TIMER_TOPIC
 
 
 class TimerCheckpoint:

@@ -18,10 +18,10 @@ _GENERATED = re.compile(r"^(gen-\d+-\d+|generated(-\d+)?)$")
 def suite_of(scenario_name: str) -> str | None:
     """The catalogue a scenario comes from, by its name (``conformance``, ``chaos``, ``generated``),
     or None for a scenario of no catalogue (a file, a test's own): JUnit names and ``run.json``."""
-    from harness.catalogue.chaos import NIGHTLY
-    from harness.catalogue.conformance import CONFORMANCE
-    from harness.catalogue.persistence import FULL, FULL_ASYNC
-    from harness.catalogue.timer import FULL as TIMER
+    from hourglass.harness.catalogue.chaos import NIGHTLY
+    from hourglass.harness.catalogue.conformance import CONFORMANCE
+    from hourglass.harness.catalogue.persistence import FULL, FULL_ASYNC
+    from hourglass.harness.catalogue.timer import FULL as TIMER
 
     if any(s.name == scenario_name for s in CONFORMANCE):
         return "conformance"

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from harness.scenario import ConsumerGroup, FaultStep, Message, Profile, Scenario
-from reference.contract import ASYNC_DELIVER, TIMER
-from reference.cluster import CONTROLLER, MASTER_SLAVE, TWO_MASTERS
-from reference.clock import CLOCK_DRIFT
-from reference.modes import BROADCASTING, ORDERLY
-from harness.catalogue.conformance import BROADCAST_WATCH_MS
+from hourglass.harness.scenario import ConsumerGroup, FaultStep, Message, Profile, Scenario
+from hourglass.reference.contract import ASYNC_DELIVER, TIMER
+from hourglass.reference.cluster import CONTROLLER, MASTER_SLAVE, TWO_MASTERS
+from hourglass.reference.clock import CLOCK_DRIFT
+from hourglass.reference.modes import BROADCASTING, ORDERLY
+from hourglass.harness.catalogue.conformance import BROADCAST_WATCH_MS
 
 LATER, OK, CRASH, SLOW = "LATER", "OK", "CRASH", "SLOW"
 

@@ -7,12 +7,12 @@ so a batch runs them concurrently on one broker per table.
 
 from __future__ import annotations
 
-from harness.catalogue.limits import LIMITS
-from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultStep, Message, Profile, Scenario
-from reference.levels import parse_level_table
-from reference.profile import LOCAL_RETRY_DELAY_MS
-from reference.modes import BROADCASTING, ORDERLY
-from reference.orderly import dlq_wait_ms
+from hourglass.harness.catalogue.limits import LIMITS
+from hourglass.harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultStep, Message, Profile, Scenario
+from hourglass.reference.levels import parse_level_table
+from hourglass.reference.profile import LOCAL_RETRY_DELAY_MS
+from hourglass.reference.modes import BROADCASTING, ORDERLY
+from hourglass.reference.orderly import dlq_wait_ms
 
 LATER, OK, CRASH = "LATER", "OK", "CRASH"
 

@@ -3,7 +3,7 @@
 Against the simulated broker the strategies drive property tests with shrinking. Real brokers are
 not deterministic, so there the same strategies only *generate* (no shrinking): ``sample(seed,
 count)`` gives the same scenarios for the same seed, which the nightly job runs and checks
-afterwards (``python -m harness run --suite generated --seed 7 --count 10``).
+afterwards (``python -m hourglass run --suite generated --seed 7 --count 10``).
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hyp_seed
 from hypothesis import strategies as st
 
-from harness.scenario import ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
-from reference.cluster import SINGLE
-from reference.contract import ASYNC_DELIVER, TIMER
-from reference.levels import parse_level_table
-from reference.limits import body_refusal
-from reference.modes import BROADCASTING, CONCURRENTLY, ORDERLY
-from reference.orderly import dlq_wait_ms
-from reference.plans import LATER, is_later, later_word
+from hourglass.harness.scenario import ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
+from hourglass.reference.cluster import SINGLE
+from hourglass.reference.contract import ASYNC_DELIVER, TIMER
+from hourglass.reference.levels import parse_level_table
+from hourglass.reference.limits import body_refusal
+from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, ORDERLY
+from hourglass.reference.orderly import dlq_wait_ms
+from hourglass.reference.plans import LATER, is_later, later_word
 
 #: a small table keeps generated runs short on real brokers; retry levels clamp to its maximum
 GENERATED_LEVELS = "1s 2s 3s 4s 5s 6s"

@@ -10,11 +10,11 @@ at the limit is cheap), both set on the broker and judged against.
 
 from __future__ import annotations
 
-from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, Message, Profile, Scenario
-from reference.contract import TIMER
-from reference.levels import parse_level_table
-from reference.limits import CLIENT_MAX_MESSAGE_SIZE, RETRY_GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH
-from reference.timer import JAVA_LONG
+from hourglass.harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, Message, Profile, Scenario
+from hourglass.reference.contract import TIMER
+from hourglass.reference.levels import parse_level_table
+from hourglass.reference.limits import CLIENT_MAX_MESSAGE_SIZE, RETRY_GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH
+from hourglass.reference.timer import JAVA_LONG
 
 #: timerMaxDelaySec of the suite's broker: the edge is this many seconds ahead
 MAX_DELAY_SEC = 8

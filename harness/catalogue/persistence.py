@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
-from reference.contract import ASYNC_DELIVER
-from reference.persistence_axes import AXES, Coordinates, Deliver, Follow, Reput, Start, Stop, StopTiming, expected
-from reference.reach import DUE_DURING_STOP, SLOW_LOAD
-from harness.catalogue.pairwise import pairwise
+from hourglass.harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
+from hourglass.reference.contract import ASYNC_DELIVER
+from hourglass.reference.persistence_axes import AXES, Coordinates, Deliver, Follow, Reput, Start, Stop, StopTiming, expected
+from hourglass.reference.reach import DUE_DURING_STOP, SLOW_LOAD
+from hourglass.harness.catalogue.pairwise import pairwise
 
 #: flushDelayOffsetInterval of the suite's brokers (the first persist is still 10 s after start)
 FLUSH_INTERVAL_MS = 2_000

@@ -17,11 +17,11 @@ scenarios, every stop kind among them.
 
 from __future__ import annotations
 
-from harness.catalogue.pairwise import pairwise
-from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
-from reference.contract import TIMER
-from harness.catalogue.persistence import start_reach, stop_and_start
-from reference.timer_axes import AXES, Coordinates, Due, Stop, StopTiming, expected
+from hourglass.harness.catalogue.pairwise import pairwise
+from hourglass.harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
+from hourglass.reference.contract import TIMER
+from hourglass.harness.catalogue.persistence import start_reach, stop_and_start
+from hourglass.reference.timer_axes import AXES, Coordinates, Due, Stop, StopTiming, expected
 
 #: timerFlushIntervalMs of the suite's brokers: long enough to stop before or after a flush on purpose
 FLUSH_INTERVAL_MS = 2_000

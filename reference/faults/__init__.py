@@ -15,7 +15,7 @@ with None.
 
 Family modules import nothing of the project at module level but this package's siblings, so
 ``reference.contract`` can derive its vocabulary from them; their window effects name the model
-function (``"reference.disk:write_outages"``) and are imported when first used.
+function (``"hourglass.reference.disk:write_outages"``) and are imported when first used.
 """
 
 from __future__ import annotations

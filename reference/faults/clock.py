@@ -3,7 +3,7 @@ libfaketime."""
 
 from __future__ import annotations
 
-from reference.faults import OPTIONAL, REQUIRED, Family, Param, Primitive, StepKind, steps
+from hourglass.reference.faults import OPTIONAL, REQUIRED, Family, Param, Primitive, StepKind, steps
 
 CLOCK = "clock"
 #: the scenario step that makes the broker's clock run fast or slow for a while (recorded as

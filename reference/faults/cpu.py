@@ -21,8 +21,8 @@ force: what falls due may be re-put late, never lost and never twice — the quo
 
 from __future__ import annotations
 
-from reference.faults import OPTIONAL, REQUIRED, Family, Param, Primitive, StepKind
-from reference.faults.process import START
+from hourglass.reference.faults import OPTIONAL, REQUIRED, Family, Param, Primitive, StepKind
+from hourglass.reference.faults.process import START
 
 THROTTLE, UNTHROTTLE = "cpu_throttle", "cpu_unthrottle"
 THROTTLED_START = "throttled_start"
@@ -42,7 +42,7 @@ def _throttled_start(step) -> list:
 
 def throttle_outages(faults, targets=("broker",)) -> list:
     """The ``store`` window effect: each target from a quota to its lift (None: never lifted)."""
-    from reference.windows import period_outages
+    from hourglass.reference.windows import period_outages
 
     return period_outages(faults, THROTTLE, UNTHROTTLE, targets, "under a CPU quota from", "lifted at", "never lifted")
 
@@ -68,6 +68,6 @@ FAMILY = Family(
                   "cpu_throttle and throttled_start only: the broker's CPU quota in thousandths of one CPU "
                   f"(1..{MAX_CPU_PERMILLE}; 200: a fifth of one CPU); must be 0 for the others."),),
     event_fields=(("cpu_permille", "int", "cpu_throttle: the quota, thousandths of one CPU"),),
-    effects={"store": "reference.faults.cpu:throttle_outages"},
+    effects={"store": "hourglass.reference.faults.cpu:throttle_outages"},
     skip_words="limit the CPU of",
 )

@@ -4,7 +4,7 @@ broker's ``diskSpaceWarningLevelRatio`` with room left on the disk (``disk_fill`
 
 from __future__ import annotations
 
-from reference.faults import OPTIONAL, Family, Param, Primitive, StepKind
+from hourglass.reference.faults import OPTIONAL, Family, Param, Primitive, StepKind
 
 FILL, FREE = "disk_full", "disk_free"
 #: a step that fills the store to ``fill_percent`` of its partition (recorded as ``disk_full`` with it)
@@ -37,6 +37,6 @@ FAMILY = Family(
                   "disk_fill only: the share of the store's partition used once filled (above the broker's "
                   f"diskSpaceWarningLevelRatio, 1..{MAX_FILL_PERCENT}); must be 0 for the others."),),
     event_fields=(("fill_percent", "int", "disk_full of a disk_fill step: the used ratio it filled the store to"),),
-    effects={"store": "reference.disk:store_outages"},
+    effects={"store": "hourglass.reference.disk:store_outages"},
     skip_words="fill the store of",
 )

@@ -20,7 +20,7 @@ freeze to the thaw, widening ON_TIME like a broker outage; it allows no duplicat
 
 from __future__ import annotations
 
-from reference.faults import REQUIRED, Family, Primitive, StepKind
+from hourglass.reference.faults import REQUIRED, Family, Primitive, StepKind
 
 STALL, THAW = "io_stall", "io_resume"
 #: the longest stall a scenario takes: a frozen store holds every put behind it, and the schedule
@@ -44,7 +44,7 @@ def _bounded(step, raw) -> str | None:
 
 def stall_outages(faults, targets=("broker",)) -> list:
     """The ``store`` window effect: each target's store from a stall to its thaw (None: never thawed)."""
-    from reference.windows import period_outages
+    from hourglass.reference.windows import period_outages
 
     return period_outages(faults, STALL, THAW, targets, "store writes stalled at", "thawed at", "never thawed")
 
@@ -57,6 +57,6 @@ FAMILY = Family(
                     description="io_stall = freeze the broker's store (its writes wait) for duration_ms (> 0), "
                                 "then thaw it"),),
     primitives=(Primitive(STALL, verb="stall_io", heals=THAW), Primitive(THAW, verb="resume_io")),
-    effects={"store": "reference.faults.io:stall_outages"},
+    effects={"store": "hourglass.reference.faults.io:stall_outages"},
     skip_words="stall the store writes of",
 )

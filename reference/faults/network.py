@@ -3,7 +3,7 @@ network namespace of its own."""
 
 from __future__ import annotations
 
-from reference.faults import OPTIONAL, REQUIRED, Family, Param, Primitive, StepKind
+from hourglass.reference.faults import OPTIONAL, REQUIRED, Family, Param, Primitive, StepKind
 
 PARTITION, PARTITION_END = "partition", "partition_end"
 LATENCY, LATENCY_END = "latency", "latency_end"
@@ -67,6 +67,6 @@ FAMILY = Family(
     ),
     event_fields=(("delay_ms", "int", "latency: the delay added to every packet the broker sends"),
                   ("loss_percent", "int", "loss: the share of packets in and out of the broker dropped")),
-    effects={"unknown_send": "reference.network:unknown_send_outages"},
+    effects={"unknown_send": "hourglass.reference.network:unknown_send_outages"},
     skip_words="act on the network of",
 )

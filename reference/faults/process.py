@@ -4,7 +4,7 @@ outage of its schedule service; ``reference.cluster``: a second broker's)."""
 
 from __future__ import annotations
 
-from reference.faults import OPTIONAL, REQUIRED, Family, Primitive, StepKind
+from hourglass.reference.faults import OPTIONAL, REQUIRED, Family, Primitive, StepKind
 
 KILL, STOP, START, PAUSE, RESUME, READY = "kill", "stop", "start", "pause", "resume", "ready"
 #: the end of a graceful stop: the process exited (its shutdown hooks ran from ``stop`` to here)
@@ -48,5 +48,5 @@ FAMILY = Family(
         Primitive(PAUSE, heals=RESUME), Primitive(RESUME),
     ),
     event_only=(READY, STOPPED),
-    effects={"store": "reference.windows:cluster_outages", "consumer": "reference.windows:consumer_outages"},
+    effects={"store": "hourglass.reference.windows:cluster_outages", "consumer": "hourglass.reference.windows:consumer_outages"},
 )

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from reference.contract import INVARIANTS
-from reports.invariants.base import Invariant
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reports.invariants.base import Invariant
 
 #: Judged per run, across keys, by these modules (not units).
-PER_RUN: dict[str, str] = {"LEVEL_ORDER": "reports.level_order", "QUEUE_ORDER": "reports.queue_order",
-                           "OFFSET_PERSISTENCE": "reports.offsets"}
+PER_RUN: dict[str, str] = {"LEVEL_ORDER": "hourglass.reports.level_order", "QUEUE_ORDER": "hourglass.reports.queue_order",
+                           "OFFSET_PERSISTENCE": "hourglass.reports.offsets"}
 
 
 def _units() -> tuple[Invariant, ...]:

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from reports.rows import EXPECTED_COL, LATENESS_BIN_MS, LATENESS_RANGE_MS, Judgements
+from hourglass.reports.rows import EXPECTED_COL, LATENESS_BIN_MS, LATENESS_RANGE_MS, Judgements
 
 #: an absent integer in the columnar view
 NULL = np.iinfo(np.int64).min

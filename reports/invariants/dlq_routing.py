@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.compute as pc
 
-from reports.invariants.base import Columns, Invariant, Message, Plain
-from reports.rows import Judgements
+from hourglass.reports.invariants.base import Columns, Invariant, Message, Plain
+from hourglass.reports.rows import Judgements
 
 
 class DlqRouting(Invariant):

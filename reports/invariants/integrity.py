@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.compute as pc
 
-from reports.invariants.base import NULL, Attempt, Columns, Invariant, Message, Plain, x
-from reports.rows import Judgements
+from hourglass.reports.invariants.base import NULL, Attempt, Columns, Invariant, Message, Plain, x
+from hourglass.reports.rows import Judgements
 
 
 class Integrity(Invariant):

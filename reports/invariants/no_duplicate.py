@@ -6,9 +6,9 @@ attempt's own LATER answers stored (:func:`reference.expected.sent_back_copies`)
 
 from __future__ import annotations
 
-from reference import expected as model
-from reports.invariants.base import Attempt, Columns, Invariant, Plain
-from reports.rows import Judgements
+from hourglass.reference import expected as model
+from hourglass.reports.invariants.base import Attempt, Columns, Invariant, Plain
+from hourglass.reports.rows import Judgements
 
 
 class NoDuplicate(Invariant):

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.compute as pc
 
-from reference.broadcast import DROPPED
-from reports.invariants.base import Columns, Invariant, Message, Plain, x
-from reports.rows import Judgements
+from hourglass.reference.broadcast import DROPPED
+from hourglass.reports.invariants.base import Columns, Invariant, Message, Plain, x
+from hourglass.reports.rows import Judgements
 
 
 class NoLoss(Invariant):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from reports.invariants.base import NULL, Attempt, Columns, Invariant, Plain, clip_bin, count_into, window_violation, x
-from reports.rows import LATENESS_BIN_MS, LATENESS_RANGE_MS, LATENESS_TIME_BIN_MS, Judgements
+from hourglass.reports.invariants.base import NULL, Attempt, Columns, Invariant, Plain, clip_bin, count_into, window_violation, x
+from hourglass.reports.rows import LATENESS_BIN_MS, LATENESS_RANGE_MS, LATENESS_TIME_BIN_MS, Judgements
 
 
 class NotEarly(Invariant):

@@ -4,9 +4,9 @@ window without an end (the broker never came back) is not judged."""
 
 from __future__ import annotations
 
-from reports.invariants.base import NULL, Attempt, Columns, Invariant, Plain, window_violation
-from reports.rows import Judgements
-from reference.clock import BrokerClock
+from hourglass.reports.invariants.base import NULL, Attempt, Columns, Invariant, Plain, window_violation
+from hourglass.reports.rows import Judgements
+from hourglass.reference.clock import BrokerClock
 
 
 def _ambiguous_in_time(a: Attempt, hi: int) -> bool:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from reports.invariants.base import Attempt, Columns, Invariant, Plain, clip_bin, count_into, x
-from reports.rows import LATENESS_BIN_MS, LATENESS_RANGE_MS, Judgements
+from hourglass.reports.invariants.base import Attempt, Columns, Invariant, Plain, clip_bin, count_into, x
+from hourglass.reports.rows import LATENESS_BIN_MS, LATENESS_RANGE_MS, Judgements
 
 
 class RetrySchedule(Invariant):

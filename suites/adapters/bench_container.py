@@ -5,7 +5,7 @@ for each run and runtime, a name server + broker pair is launched and timed unti
 remoting round trip (start-to-ready), then the broker is killed with SIGKILL and started again
 (restart-to-ready); for containers also the disk the two containers took under the engine's vfs
 directory (every container copies its image twice: the init layer and its own). Image build
-times: ``python -m adapters.rocketmq.image SYSTEM`` (cold: remove the images first).
+times: ``python -m hourglass.adapters.rocketmq.image SYSTEM`` (cold: remove the images first).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from adapters.rocketmq.container import ContainerRuntime
-from adapters.rocketmq.process import ProcessRuntime
-from adapters.rocketmq.provision import resolve
+from hourglass.adapters.rocketmq.container import ContainerRuntime
+from hourglass.adapters.rocketmq.process import ProcessRuntime
+from hourglass.adapters.rocketmq.provision import resolve
 from suites.adapters.test_container_runtime import Pair
 
 VFS_DIR = Path("/var/lib/docker/vfs/dir")

@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from adapters.base import BrokerProfile
+from hourglass.adapters.base import BrokerProfile
 
 #: 4.9.8's broker and name-server jars are not on Maven Central: 4.9.7 is the newest 4.9.x there.
 DEFAULT_SYSTEMS = ("rocketmq:4.9.7", "rocketmq:latest")
@@ -73,7 +73,9 @@ def pytest_collection_modifyitems(config, items):
     """CI's hour is shared: a test on the container runtime runs in CI on :data:`CONTAINER_CI_SYSTEM`
     only, on every other system nightly (``slow``); the process runtime runs on every system, but
     for a test marked ``ci_system(SYSTEM)`` (a long machine-fault test whose rule does not depend on
-    the version), which runs in CI on that system and on the others nightly."""
+    the version), which runs in CI on that system and on the others nightly; and for a test marked
+    ``ci_runtime(RUNTIME)`` (a fault whose launcher code other CI tests already drive on the other
+    runtime), which runs in CI on that runtime and on the other nightly."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         system = params.get("system_name")
@@ -81,6 +83,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         ci = item.get_closest_marker("ci_system")
         if ci is not None and system is not None and system != ci.args[0]:
+            item.add_marker(pytest.mark.slow)
+        ci_runtime = item.get_closest_marker("ci_runtime")
+        if ci_runtime is not None and params.get("runtime_name") not in (None, ci_runtime.args[0]):
             item.add_marker(pytest.mark.slow)
 
 
@@ -91,7 +96,7 @@ def process_first_runtimes() -> list:
 
 
 def _open(system_name: str, runtime_name: str, workdir: Path, profile: BrokerProfile = PROFILE):
-    from adapters.rocketmq import open_system
+    from hourglass.adapters.rocketmq import open_system
 
     return open_system(system_name, runtime=runtime_name, workdir=workdir, profile=profile)
 
@@ -171,9 +176,9 @@ def run_and_check(scenario, system_name: str, runtime_name: str, out: Path, skip
     """Run one scenario through the batch on its own system and check it: (run directory, verdict,
     run.json, every event of the run). A scenario the system skips fails the test, or with
     ``skip_if_skipped`` skips it with the system's reason (a fault this machine cannot make)."""
-    from harness.batch import BatchOptions, run_batch
-    from harness.systems import SystemSpec
-    from reports.check import check_runs
+    from hourglass.harness.batch import BatchOptions, run_batch
+    from hourglass.harness.systems import SystemSpec
+    from hourglass.reports.check import check_runs
 
     results, errors = run_batch([scenario], BatchOptions(SystemSpec(system_name, runtime_name), out, progress=False))
     assert not errors, errors

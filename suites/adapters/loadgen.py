@@ -44,7 +44,7 @@ def unavailable() -> str | None:
 
 def java_processes(marker: str, main_class: str = "BrokerStartup") -> list[int]:
     """The JVMs running ``main_class`` whose command line mentions ``marker`` (a test's directory)."""
-    from adapters.rocketmq.process import command_line
+    from hourglass.adapters.rocketmq.process import command_line
 
     pids = (int(entry) for entry in os.listdir("/proc") if entry.isdigit())
     return [pid for pid in pids if main_class in (cmd := command_line(pid, limit=1 << 30)) and marker in cmd]
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m suites.adapters.loadgen --marker DIR [--seconds N] -- COMMAND ...``: run COMMAND
     on a busy host (the hogs, and every broker JVM whose command line mentions DIR starved 6 s of
     every 20 s), then undo the load; exits with COMMAND's code. E.g. the suites on a busy host:
-    ``python -m suites.adapters.loadgen --marker runs/busy -- python -m harness run --suite
+    ``python -m suites.adapters.loadgen --marker runs/busy -- python -m hourglass run --suite
     conformance --suite persistence --system rocketmq:4.9.7 --runtime process --out runs/busy``."""
     import argparse
     import sys

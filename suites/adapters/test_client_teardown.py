@@ -15,7 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from reports.verdict import BROKEN, EXIT_CODES
+from hourglass.reports.verdict import BROKEN, EXIT_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The call in flight would wait this long: far beyond anything the test waits for the exit.
@@ -31,8 +31,8 @@ for line in sys.stdin:  # reads every request, answers none
 HARNESS = textwrap.dedent("""
     import sys, threading
     from pathlib import Path
-    from adapters.rocketmq.clientlink import ClientProcess, _LineProcess
-    from reports.command import Parser, run_command
+    from hourglass.adapters.rocketmq.clientlink import ClientProcess, _LineProcess
+    from hourglass.reports.command import Parser, run_command
 
     class SilentClient(ClientProcess):
         def __init__(self, log_dir):

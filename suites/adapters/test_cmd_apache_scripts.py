@@ -1,6 +1,6 @@
 """Any implementation as a system, proved on an Apache release started through its OWN scripts:
-``python -m harness run --system cmd:FILE --runtime process`` with the cmd file
-``python -m adapters.rocketmq.apache_dist`` writes (``bin/mqnamesrv``, ``bin/mqbroker`` ->
+``python -m hourglass run --system cmd:FILE --runtime process`` with the cmd file
+``python -m hourglass.adapters.rocketmq.apache_dist`` writes (``bin/mqnamesrv``, ``bin/mqbroker`` ->
 ``runbroker.sh`` -> java): in CI a few conformance scenarios (levels, a DLQ, a timer message) and a
 kill -9, then a replay of one run on the system its run.json recorded; nightly the rest of the
 conformance suite, a graceful restart and the paused broker (SIGSTOP/SIGCONT of the scripts' group).
@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.rocketmq import apache_dist
-from harness.catalogue.chaos import SHORT
-from harness.catalogue.conformance import CONFORMANCE
-from harness.cli import main
+from hourglass.adapters.rocketmq import apache_dist
+from hourglass.harness.catalogue.chaos import SHORT
+from hourglass.harness.catalogue.conformance import CONFORMANCE
+from hourglass.harness.cli import main
 
 pytestmark = [pytest.mark.realbroker]
 
@@ -43,7 +43,7 @@ def cmd_file() -> Path:
     path = apache_dist.cmd_file()
     if not (path.parent / "bin" / "mqbroker").exists():
         why = (f"no Apache-scripts distribution in {path.parent}: make it with "
-               f"python -m adapters.rocketmq.apache_dist {apache_dist.DEFAULT_VERSION} (.ci/bootstrap does)")
+               f"python -m hourglass.adapters.rocketmq.apache_dist {apache_dist.DEFAULT_VERSION} (.ci/bootstrap does)")
         if os.environ.get("CI"):
             pytest.fail(why + "; under CI bootstrap must have made it")
         pytest.skip(why)

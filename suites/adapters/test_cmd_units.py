@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import AdapterError
-from adapters.rocketmq import apache_dist, open_system
-from adapters.rocketmq.cmd import PLACEHOLDERS, cmd_distribution, expand, load_cmd_file
-from harness.cli import replay_system
-from harness.systems import SystemSpec
-from reference.contract import ContractError
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq import apache_dist, open_system
+from hourglass.adapters.rocketmq.cmd import PLACEHOLDERS, cmd_distribution, expand, load_cmd_file
+from hourglass.harness.cli import replay_system
+from hourglass.harness.systems import SystemSpec
+from hourglass.reference.contract import ContractError
 
 GOOD = '''
 version = "5.3.3-acme.1"
@@ -121,7 +121,7 @@ def test_unreadable_or_broken_toml_names_the_file(tmp_path):
 
 
 def test_every_placeholder_is_documented_in_the_module_and_the_example():
-    import adapters.rocketmq.cmd as cmd_module
+    import hourglass.adapters.rocketmq.cmd as cmd_module
 
     doc = cmd_module.__doc__
     example = apache_dist.EXAMPLE.read_text()

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import AdapterError
-from adapters.rocketmq import image as img
-from adapters.rocketmq.container import (LABEL, LABEL_HOST, LABEL_PID, LABEL_PID_START, LABEL_RUNTIME,
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq import image as img
+from hourglass.adapters.rocketmq.container import (LABEL, LABEL_HOST, LABEL_PID, LABEL_PID_START, LABEL_RUNTIME,
                                          ContainerRuntime, process_start_time)
 from suites.adapters.test_container_runtime import SYSTEM, Pair, engine_or_skip
 
@@ -54,7 +54,7 @@ def test_leftovers_of_a_gone_harness_are_removed_and_a_live_ones_kept(tmp_path):
 
 @pytest.mark.realbroker
 def test_close_removes_every_container_and_is_idempotent(tmp_path):
-    from adapters.rocketmq.provision import resolve
+    from hourglass.adapters.rocketmq.provision import resolve
 
     client = engine_or_skip()
     pair = Pair(resolve(SYSTEM), tmp_path, base_hint=30076)
@@ -71,8 +71,8 @@ def test_close_removes_every_container_and_is_idempotent(tmp_path):
 CTRL_C_CHILD = textwrap.dedent("""
     import signal, sys
     from pathlib import Path
-    from adapters.rocketmq.container import ContainerRuntime
-    from adapters.rocketmq.provision import resolve
+    from hourglass.adapters.rocketmq.container import ContainerRuntime
+    from hourglass.adapters.rocketmq.provision import resolve
     from suites.adapters.test_container_runtime import Pair
     pair = Pair(resolve(sys.argv[1]), Path(sys.argv[2]), base_hint=30176)
     rt = ContainerRuntime(pair.dist, pair.layout.root)

@@ -13,8 +13,8 @@ import zipfile
 
 import pytest
 
-from adapters.rocketmq import image as img
-from adapters.rocketmq.container import ContainerRuntime
+from hourglass.adapters.rocketmq import image as img
+from hourglass.adapters.rocketmq.container import ContainerRuntime
 from suites.adapters.test_container_runtime import engine_or_skip
 
 pytestmark = [pytest.mark.container]

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import BrokerProfile
-from adapters.rocketmq import config as cfg
-from adapters.rocketmq.container import LABEL_RUNTIME, ContainerRuntime
-from adapters.rocketmq.provision import MAIN_CLASS, resolve
-from adapters.rocketmq.runtime import LaunchSpec
+from hourglass.adapters.base import BrokerProfile
+from hourglass.adapters.rocketmq import config as cfg
+from hourglass.adapters.rocketmq.container import LABEL_RUNTIME, ContainerRuntime
+from hourglass.adapters.rocketmq.provision import MAIN_CLASS, resolve
+from hourglass.adapters.rocketmq.runtime import LaunchSpec
 from suites.adapters import container_remoting as rm
 
 pytestmark = [pytest.mark.realbroker, pytest.mark.container]
@@ -28,8 +28,8 @@ READY_TIMEOUT_S = 180.0
 
 
 def engine_or_skip():
-    from adapters.base import AdapterError
-    from adapters.rocketmq.image import engine
+    from hourglass.adapters.base import AdapterError
+    from hourglass.adapters.rocketmq.image import engine
 
     try:
         return engine()

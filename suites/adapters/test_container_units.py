@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from adapters.base import AdapterError
-from adapters.rocketmq import image as img
-from adapters.rocketmq.container import ContainerRuntime, jvm_opts_for, map_classpath, outermost
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq import image as img
+from hourglass.adapters.rocketmq.container import ContainerRuntime, jvm_opts_for, map_classpath, outermost
 
 
 def test_no_docker_engine_is_a_clear_error(monkeypatch, tmp_path):
@@ -148,7 +148,7 @@ def _runtime_with(container) -> ContainerRuntime:
 
 
 def test_a_pause_the_freezer_refuses_on_a_busy_host_is_tried_again(monkeypatch):
-    import adapters.rocketmq.container as ct
+    import hourglass.adapters.rocketmq.container as ct
 
     monkeypatch.setattr(ct.time, "sleep", lambda s: None)
     container = _FreezerContainer(fails=2)
@@ -157,7 +157,7 @@ def test_a_pause_the_freezer_refuses_on_a_busy_host_is_tried_again(monkeypatch):
 
 
 def test_a_freezer_that_never_freezes_breaks_the_run_with_runcs_words(monkeypatch):
-    import adapters.rocketmq.container as ct
+    import hourglass.adapters.rocketmq.container as ct
 
     monkeypatch.setattr(ct, "PAUSE_RETRY_S", 0.0)
     with pytest.raises(AdapterError, match="pause broker: .*unable to freeze"):

@@ -16,11 +16,11 @@ from dataclasses import replace
 
 import pytest
 
-from adapters.base import BrokerProfile
-from adapters.rocketmq import open_system
-from harness.cli import main
-from harness.cli import load_suite
-from harness.scenario import DEFAULT_LEVELS, ConsumerGroup, FaultStep, Message, Profile, Scenario
+from hourglass.adapters.base import BrokerProfile
+from hourglass.adapters.rocketmq import open_system
+from hourglass.harness.cli import main
+from hourglass.harness.cli import load_suite
+from hourglass.harness.scenario import DEFAULT_LEVELS, ConsumerGroup, FaultStep, Message, Profile, Scenario
 
 pytestmark = [pytest.mark.realbroker]
 

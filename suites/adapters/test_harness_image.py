@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import AdapterError
-from adapters.rocketmq import image as img
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq import image as img
 
 pytestmark = [pytest.mark.container, pytest.mark.slow, pytest.mark.realbroker]
 
@@ -69,7 +69,7 @@ def docker_run(image: str, argv: list[str], mounts: list[Path], env: dict[str, s
 
 
 def test_the_image_says_the_repositorys_version_and_commit(harness_image, tmp_path):
-    repo = subprocess.run([sys.executable, "-m", "harness", "--version"], cwd=REPO, capture_output=True, text=True,
+    repo = subprocess.run([sys.executable, "-m", "hourglass", "--version"], cwd=REPO, capture_output=True, text=True,
                           check=True).stdout.strip()
     inside = subprocess.run(["docker", "run", "--rm", "--network", "none", harness_image["tag"], "--version"],
                             capture_output=True, text=True, timeout=120)

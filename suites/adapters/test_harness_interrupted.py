@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.rocketmq.process import remove_leftover_processes
-from harness.scenario import ConsumerGroup, Message, Scenario
-from reports.cli import main as check_main
+from hourglass.adapters.rocketmq.process import remove_leftover_processes
+from hourglass.harness.scenario import ConsumerGroup, Message, Scenario
+from hourglass.reports.cli import main as check_main
 
 pytestmark = [pytest.mark.realbroker]
 
@@ -64,7 +64,7 @@ def test_a_stopped_harness_run_checks_as_undecided(tmp_path, sig):
     SCENARIO.save(scenario_file)
     out = tmp_path / "out"
     log = open(tmp_path / "harness.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--scenario", str(scenario_file), "--system", SYSTEM,
+    proc = subprocess.Popen([sys.executable, "-m", "hourglass", "run", "--scenario", str(scenario_file), "--system", SYSTEM,
                              "--runtime", "process", "--out", str(out)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from adapters.rocketmq import netns
-from adapters.rocketmq.process import owner_alive, owner_tag
+from hourglass.adapters.rocketmq import netns
+from hourglass.adapters.rocketmq.process import owner_alive, owner_tag
 
 pytestmark = pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 PORT = 18_765

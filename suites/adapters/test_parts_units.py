@@ -9,25 +9,25 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import AdapterError, BrokerProfile, OffsetFlushWatching
-from adapters.parts import BROKER_ONLY
-from reference.faults.io import STALL
-from reference.faults import asked_actions
-from reference.faults.process import START_PAUSED
-from adapters.rocketmq import brokerclock, disk
-from adapters.rocketmq.container import ContainerRuntime
-from adapters.rocketmq.external import ExternalRuntime
-from adapters.rocketmq.external_system import NO_CLOCK_COMMAND, NO_NETWORK_COMMANDS, ExternalRocketMQSystem
-from adapters.rocketmq.local import LocalRocketMQSystem
-from adapters.rocketmq.machine import NO_CLOCK, NO_DRIFT, NO_NETWORK, NOT_FILLABLE
-from adapters.rocketmq.process import ProcessRuntime
-from adapters.rocketmq.provision import Distribution
-from adapters.rocketmq.runtime import Runtime, StartsItsComponents
-from adapters.simulated import open_simulated
-from reference.clock import CLOCK, CLOCK_DRIFT
-from reference.cluster import MASTER_SLAVE
-from reference.disk import FILL, FREE
-from reference.network import LATENCY, LOSS, NET_ACTIONS, PARTITION
+from hourglass.adapters.base import AdapterError, BrokerProfile, OffsetFlushWatching
+from hourglass.adapters.parts import BROKER_ONLY
+from hourglass.reference.faults.io import STALL
+from hourglass.reference.faults import asked_actions
+from hourglass.reference.faults.process import START_PAUSED
+from hourglass.adapters.rocketmq import brokerclock, disk
+from hourglass.adapters.rocketmq.container import ContainerRuntime
+from hourglass.adapters.rocketmq.external import ExternalRuntime
+from hourglass.adapters.rocketmq.external_system import NO_CLOCK_COMMAND, NO_NETWORK_COMMANDS, ExternalRocketMQSystem
+from hourglass.adapters.rocketmq.local import LocalRocketMQSystem
+from hourglass.adapters.rocketmq.machine import NO_CLOCK, NO_DRIFT, NO_NETWORK, NOT_FILLABLE
+from hourglass.adapters.rocketmq.process import ProcessRuntime
+from hourglass.adapters.rocketmq.provision import Distribution
+from hourglass.adapters.rocketmq.runtime import Runtime, StartsItsComponents
+from hourglass.adapters.simulated import open_simulated
+from hourglass.reference.clock import CLOCK, CLOCK_DRIFT
+from hourglass.reference.cluster import MASTER_SLAVE
+from hourglass.reference.disk import FILL, FREE
+from hourglass.reference.network import LATENCY, LOSS, NET_ACTIONS, PARTITION
 
 
 class NoProcesses(StartsItsComponents):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from adapters.rocketmq.process import OWNER_ENV, owner_tag, remove_leftover_processes
+from hourglass.adapters.rocketmq.process import OWNER_ENV, owner_tag, remove_leftover_processes
 
 
 def _stand_in(owner: str) -> subprocess.Popen:

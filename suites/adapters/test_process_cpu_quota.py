@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.rocketmq import cgroup
-from adapters.rocketmq.process import ProcessRuntime
-from adapters.rocketmq.runtime import LaunchSpec
+from hourglass.adapters.rocketmq import cgroup
+from hourglass.adapters.rocketmq.process import ProcessRuntime
+from hourglass.adapters.rocketmq.runtime import LaunchSpec
 
 pytestmark = pytest.mark.skipif(cgroup.unavailable() is not None, reason=str(cgroup.unavailable()))
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import AdapterError
-from adapters.rocketmq.process import OWNER_ENV, ProcessRuntime, group_members, owner_tag, remove_leftover_processes
-from adapters.rocketmq.runtime import LaunchSpec
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq.process import OWNER_ENV, ProcessRuntime, group_members, owner_tag, remove_leftover_processes
+from hourglass.adapters.rocketmq.runtime import LaunchSpec
 
 
 LAUNCHER = r'''

@@ -14,12 +14,12 @@ import json
 
 import pytest
 
-from harness.batch import BatchOptions, run_batch
-from harness.catalogue.persistence import scenario
-from reference.persistence_axes import Coordinates, Follow, Reput, Start, Stop, StopTiming
-from harness.systems import SystemSpec
-from harness.verdicts import describe
-from reference.rundir import EVENTS_DIR, HARNESS_EVENTS
+from hourglass.harness.batch import BatchOptions, run_batch
+from hourglass.harness.catalogue.persistence import scenario
+from hourglass.reference.persistence_axes import Coordinates, Follow, Reput, Start, Stop, StopTiming
+from hourglass.harness.systems import SystemSpec
+from hourglass.harness.verdicts import describe
+from hourglass.reference.rundir import EVENTS_DIR, HARNESS_EVENTS
 from suites.adapters.conftest import process_first_runtimes
 
 pytestmark = pytest.mark.realbroker
@@ -31,7 +31,7 @@ SCENARIO = "persist-backlog-beforeflush-graceful-fast-tworestarts"
 @pytest.mark.parametrize("runtime_name", process_first_runtimes())
 @pytest.mark.parametrize("chain", [f"rocketmq:{OLD}+{NEW}"])
 def test_an_upgrade_and_a_rollback_on_one_store_keep_the_offsets(chain, runtime_name, tmp_path):
-    from reports.check import check_runs
+    from hourglass.reports.check import check_runs
 
     sc = scenario(Coordinates(Reput.BACKLOG, StopTiming.BEFORE_FLUSH, Stop.GRACEFUL, Start.FAST, Follow.TWO_RESTARTS))
     assert sc.name == SCENARIO

@@ -26,11 +26,11 @@ import time
 
 import pytest
 
-from adapters.base import BrokerProfile
-from adapters.rundir import read_events
-from harness.runner import ScenarioRun
-from harness.scenario import ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
-from reference.rundir import EVENTS_DIR, HARNESS_EVENTS
+from hourglass.adapters.base import BrokerProfile
+from hourglass.adapters.rundir import read_events
+from hourglass.harness.runner import ScenarioRun
+from hourglass.harness.scenario import ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
+from hourglass.reference.rundir import EVENTS_DIR, HARNESS_EVENTS
 from suites.adapters.conftest import PROFILE, process_first_runtimes
 
 #: CI's hour: the anchors (a level's re-put, a flush) are timed alike on 4.9.x and 5.x; the other systems nightly

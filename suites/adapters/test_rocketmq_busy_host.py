@@ -20,9 +20,9 @@ import time
 
 import pytest
 
-from harness.cli import load_suite
-from harness.scenario import ConsumerGroup, Message, Scenario
-from reference import stalls as rule
+from hourglass.harness.cli import load_suite
+from hourglass.harness.scenario import ConsumerGroup, Message, Scenario
+from hourglass.reference import stalls as rule
 from suites.adapters import loadgen
 from suites.adapters.conftest import run_and_check
 

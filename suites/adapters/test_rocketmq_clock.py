@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.catalogue.chaos import clock_ahead_while_due, clock_back_while_due, clock_fast_while_due, clock_slow_while_due
+from hourglass.harness.catalogue.chaos import clock_ahead_while_due, clock_back_while_due, clock_fast_while_due, clock_slow_while_due
 from suites.adapters.conftest import run_and_check
 
 pytestmark = pytest.mark.realbroker

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.catalogue.chaos import controller_failover_while_due, master_down_slave_serves, slave_down, two_masters_one_down
+from hourglass.harness.catalogue.chaos import controller_failover_while_due, master_down_slave_serves, slave_down, two_masters_one_down
 from suites.adapters.conftest import process_first_runtimes, run_and_check
 
 pytestmark = pytest.mark.realbroker

@@ -15,10 +15,10 @@ import time
 
 import pytest
 
-from adapters.base import ConsumerSpec
-from harness.runner import ScenarioRun
-from harness.scenario import ConsumerGroup, Message, Profile, Scenario
-from reference.rundir import EVENTS_DIR, consumer_events
+from hourglass.adapters.base import ConsumerSpec
+from hourglass.harness.runner import ScenarioRun
+from hourglass.harness.scenario import ConsumerGroup, Message, Profile, Scenario
+from hourglass.reference.rundir import EVENTS_DIR, consumer_events
 from suites.adapters.conftest import PROFILE, process_first_runtimes, wait_for_events
 
 pytestmark = pytest.mark.realbroker

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import ConsumerSpec, SendRequest
+from hourglass.adapters.base import ConsumerSpec, SendRequest
 from suites.adapters.conftest import LATE_ALLOWANCE_MS, LEVELS_S, delay_ms, wait_for_events
 
 pytestmark = pytest.mark.realbroker

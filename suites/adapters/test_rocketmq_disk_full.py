@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.rocketmq import disk
-from harness.catalogue.chaos import disk_full_while_due
-from harness.verdicts import describe
+from hourglass.adapters.rocketmq import disk
+from hourglass.harness.catalogue.chaos import disk_full_while_due
+from hourglass.harness.verdicts import describe
 from suites.adapters.conftest import process_first_runtimes, run_and_check
 
 pytestmark = pytest.mark.realbroker

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.base import AdapterError
-from adapters.rocketmq import docker_engine_answers, open_system
-from adapters.rocketmq.provision import ProvisionError, resolve
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq import docker_engine_answers, open_system
+from hourglass.adapters.rocketmq.provision import ProvisionError, resolve
 
 
 def test_malformed_system_names_are_rejected_without_maven(tmp_path):

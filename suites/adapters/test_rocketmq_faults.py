@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from adapters.base import AdapterError, ConsumerSpec, SendRequest
+from hourglass.adapters.base import AdapterError, ConsumerSpec, SendRequest
 from suites.adapters.conftest import PROFILE, READY_TIMEOUT_S, wait_for_events
 
 pytestmark = pytest.mark.realbroker
@@ -73,6 +73,8 @@ def test_graceful_stop_writes_delay_offset_json(own_system, names, tmp_path, req
     assert {int(k): v for k, v in in_memory.items() if int(k) in per_level} == per_level
 
 
+# on containers, pause/resume and kill/start are proved in CI by test_container_runtime.py
+@pytest.mark.ci_runtime("process")
 def test_paused_broker_is_not_ready_and_recovers_on_resume(own_system, names, tmp_path):
     system = own_system()
     system.pause("broker")
@@ -97,6 +99,7 @@ def test_unparsable_level_table_reports_exit_253_with_the_log(own_system):
     assert not system.runtime.running("broker") and not system.runtime.running("namesrv")
 
 
+@pytest.mark.ci_runtime("process")
 def test_kill_then_start_keeps_sends_working(own_system, names):
     system = own_system()
     system.create_topic(names["topic"])

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.rocketmq import iostall
-from harness.catalogue.chaos import io_stall_while_due
-from harness.verdicts import describe
+from hourglass.adapters.rocketmq import iostall
+from hourglass.harness.catalogue.chaos import io_stall_while_due
+from hourglass.harness.verdicts import describe
 from suites.adapters.conftest import run_and_check
 
 pytestmark = [pytest.mark.realbroker, pytest.mark.slow]  # nightly: about a minute per version

@@ -19,9 +19,9 @@ import subprocess
 
 import pytest
 
-from adapters.rocketmq import netns
-from harness.catalogue.chaos import latency_while_due, loss_while_due, partition_while_due
-from harness.verdicts import describe
+from hourglass.adapters.rocketmq import netns
+from hourglass.harness.catalogue.chaos import latency_while_due, loss_while_due, partition_while_due
+from hourglass.harness.verdicts import describe
 from suites.adapters.conftest import process_first_runtimes, run_and_check
 
 #: CI's hour: a cut moves no re-put on either line; CI runs it on 4.9.7 (with packet loss), 5.x nightly

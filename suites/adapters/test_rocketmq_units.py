@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import AdapterError
-from adapters.rocketmq import config as cfg
-from adapters.rocketmq.consumer_proc import delivered_attempts
-from adapters.rocketmq.external import ExternalRuntime
-from adapters.rocketmq.process import ProcessRuntime
-from adapters.rocketmq.provision import Distribution, newest_complete
-from adapters.rocketmq.runtime import LaunchSpec
-from adapters.rocketmq.logs import first_errors
-from adapters.rocketmq.whitebox import schedule_offsets
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq import config as cfg
+from hourglass.adapters.rocketmq.consumer_proc import delivered_attempts
+from hourglass.adapters.rocketmq.external import ExternalRuntime
+from hourglass.adapters.rocketmq.process import ProcessRuntime
+from hourglass.adapters.rocketmq.provision import Distribution, newest_complete
+from hourglass.adapters.rocketmq.runtime import LaunchSpec
+from hourglass.adapters.rocketmq.logs import first_errors
+from hourglass.adapters.rocketmq.whitebox import schedule_offsets
 
 
 def test_delay_offset_json_with_unquoted_int_keys():
@@ -45,8 +45,8 @@ def test_read_delay_offsets_absent_or_empty_is_none(tmp_path):
 def test_broker_config_has_the_profile_paths_and_version_keys(tmp_path):
     layout = cfg.StoreLayout.under(tmp_path)
     ports = cfg.SystemPorts(19876, 19881)
-    from harness.scenario import Profile
-    from harness.systems import broker_profile
+    from hourglass.harness.scenario import Profile
+    from hourglass.harness.systems import broker_profile
 
     profile = broker_profile(Profile(message_delay_level="1s 2s", flush_delay_offset_interval_ms=500, max_message_size=1024))
     four = cfg.broker_config(Distribution("rocketmq:4.9.7", "4.9.7", tmp_path), profile, ports, layout)
@@ -56,7 +56,7 @@ def test_broker_config_has_the_profile_paths_and_version_keys(tmp_path):
     assert four["namesrvAddr"] == "127.0.0.1:19876" and four["brokerIP1"] == "127.0.0.1"
     assert four["maxMessageSize"] == "1024" and "timerWheelEnable" not in four
     assert five["timerWheelEnable"] == "true" and five["timerPrecisionMs"] == "1000"
-    from adapters.rocketmq.launch import disk_warning_props
+    from hourglass.adapters.rocketmq.launch import disk_warning_props
 
     assert disk_warning_props(profile) == ()  # the distribution's default (0.98) stands
     ratio = broker_profile(Profile(disk_warning_percent=85))
@@ -70,7 +70,7 @@ def test_broker_config_has_the_profile_paths_and_version_keys(tmp_path):
 
 
 def test_a_command_prefix_runs_the_jvm_under_it_with_the_same_pid(tmp_path):
-    from adapters.rocketmq.process import java_command
+    from hourglass.adapters.rocketmq.process import java_command
 
     spec = LaunchSpec("broker", "Main", ("a.jar",), ("-Xmx1g",), ("-c", "b.conf"), (), tmp_path / "log",
                       command_prefix=("ip", "netns", "exec", "ns1"))
@@ -112,7 +112,7 @@ def test_plan_position_is_rebuilt_from_the_events_file_and_skips_a_torn_line(tmp
 def test_two_deliveries_of_a_key_in_one_millisecond_are_never_the_same_line(tmp_path, monkeypatch):
     """A copy pulled twice (a rebalance) and consumed by two threads at once is two lines that
     differ in ts_ms: an exact repeat in a consumer's file can only be a recording fault."""
-    from adapters.rocketmq import consumer_proc
+    from hourglass.adapters.rocketmq import consumer_proc
 
     monkeypatch.setattr(consumer_proc, "now_ms", lambda: 1_000)
     follower = consumer_proc.PlanFollower("G", tmp_path / "consumer-c.jsonl")
@@ -191,11 +191,11 @@ def test_external_runtime_runs_the_given_commands_and_refuses_missing_ones(tmp_p
 
 _ALLOCATE = """
 import json, sys
-from adapters.rocketmq.jvm import start_jvm
+from hourglass.adapters.rocketmq.jvm import start_jvm
 start_jvm(sys.argv[1], sys.argv[2])
 from java.util import ArrayList
 from org.apache.rocketmq.common.message import MessageQueue
-from adapters.rocketmq.consumer_proc import make_allocation
+from hourglass.adapters.rocketmq.consumer_proc import make_allocation
 mqs = ArrayList([MessageQueue("T", "b", i) for i in range(4)])
 out = {}
 for name, cids in (("duplicated", ["me", "me"]), ("two", ["me", "other"])):
@@ -214,7 +214,7 @@ def test_a_client_the_broker_lists_twice_still_gets_every_queue(system, tmp_path
     import json
     import subprocess
 
-    from adapters.rocketmq.provision import resolve
+    from hourglass.adapters.rocketmq.provision import resolve
 
     lib = resolve(system).lib_dir
     done = subprocess.run([sys.executable, "-c", _ALLOCATE, str(lib), str(tmp_path)], capture_output=True, text=True,
@@ -228,7 +228,7 @@ def test_a_client_the_broker_lists_twice_still_gets_every_queue(system, tmp_path
 def test_broker_clock_control_file_and_leftovers(tmp_path):
     """adapters/rocketmq/brokerclock: the offset as libfaketime reads it (seconds with a fraction,
     replaced whole), the preload environment, and the shared-memory files of dead processes removed."""
-    from adapters.rocketmq import brokerclock
+    from hourglass.adapters.rocketmq import brokerclock
 
     control = tmp_path / "broker.faketime"
     brokerclock.write_offset(control, -6000)
@@ -251,7 +251,7 @@ def test_broker_clock_drift_line_is_continuous_under_libfaketimes_speed_rule(tmp
     process's start, measured), so the line written at ``now`` reads the offset reached there and
     then drifts at the rate; a drifting broker's launch fakes the monotonic clock along (the
     speed hangs every JVM timed wait otherwise) and leaves the monotonic fix to libfaketime."""
-    from adapters.rocketmq import brokerclock
+    from hourglass.adapters.rocketmq import brokerclock
 
     start, now = 1_000_000.0, 1_060_000.0  # the broker started 60 s before the change
 
@@ -271,8 +271,8 @@ def test_broker_clock_drift_line_is_continuous_under_libfaketimes_speed_rule(tmp
 
 
 def test_a_topic_creation_that_timed_out_on_a_starved_broker_is_asked_again(monkeypatch):
-    from adapters.rocketmq import system as sysmod
-    from adapters.rocketmq.clientlink import ClientError
+    from hourglass.adapters.rocketmq import system as sysmod
+    from hourglass.adapters.rocketmq.clientlink import ClientError
 
     class Client:
         calls = 0
@@ -304,7 +304,7 @@ def test_plan_positions_are_the_groups_across_its_instances(tmp_path):
     """A retry (or a moved queue) reaches another instance of the group: it goes on in the plan where
     the group stopped (found on a real 4.9.7 broker: two instances, plans LATER then OK, the retries
     answered LATER again by the instance that had not seen the first attempt)."""
-    from adapters.rocketmq.consumer_proc import PlanFollower
+    from hourglass.adapters.rocketmq.consumer_proc import PlanFollower
 
     other = tmp_path / "consumer-g-1.jsonl"
     other.write_text('{"type":"deliver","ts_ms":5,"key":"k","group":"g","reconsume_times":0,"outcome":"LATER"}\n'
@@ -324,7 +324,7 @@ def test_a_key_twice_in_one_call_gets_the_groups_cursor_both_times(tmp_path):
     seen on 5.3.3): both are answered where the group stopped in the plan; the consumer once took
     the key's history for the first copy and answered the second from the plan's start (LATER: an
     attempt the plan does not lead to, blamed on the broker)."""
-    from adapters.rocketmq.consumer_proc import PlanFollower
+    from hourglass.adapters.rocketmq.consumer_proc import PlanFollower
 
     class Msg:
         def getUserProperty(self, name):
@@ -346,8 +346,8 @@ def test_a_consumer_joining_again_is_started_once_while_other_runs_poll(tmp_path
     import threading
     import time
 
-    from adapters.base import ConsumerSpec
-    from adapters.rocketmq.consumers import ConsumerProcesses
+    from hourglass.adapters.base import ConsumerSpec
+    from hourglass.adapters.rocketmq.consumers import ConsumerProcesses
 
     class Proc:
         def __init__(self, alive=True):

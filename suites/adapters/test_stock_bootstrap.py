@@ -13,7 +13,7 @@ container, once as root and once as a user with passwordless sudo, go this worki
 * the system python3 is as closed as before: still no pip, ``EXTERNALLY-MANAGED`` in place, pip
   aimed at it refuses (``externally-managed-environment``), nothing in its site directories;
 * ``.ci/tox --version`` is tox 4, ``.ci/tox -e main --notest`` makes the tox env (all dependencies,
-  pyspark included), whose ``python -m harness --help`` lists the subcommands, and
+  pyspark included), whose ``python -m hourglass --help`` lists the subcommands, and
   ``.ci/tox -e main -- --help`` (README command one, asking for its usage) exits 0.
 
 The root case runs bootstrap as it is (the Apache-scripts distribution included: Maven Central, ~40 s);
@@ -43,8 +43,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import AdapterError
-from adapters.rocketmq import image as img
+from hourglass.adapters.base import AdapterError
+from hourglass.adapters.rocketmq import image as img
 
 pytestmark = [pytest.mark.container]
 
@@ -246,7 +246,7 @@ def test_readme_setup_on_a_stock_debian_12(case, client, stock_image, say, recor
         env_made = m.sh("cd hourglass && .ci/tox -e main --notest", user=user)
         times["tox-env"] = env_made.wall_s
         assert env_made.code == 0, env_made.out[-3000:]
-        helped = m.sh("cd hourglass && .tox/hourglass/bin/python -m harness --help", user=user, quiet=True)
+        helped = m.sh("cd hourglass && .tox/hourglass/bin/python -m hourglass --help", user=user, quiet=True)
         commands = re.search(r"\{([a-z,]+)\}", helped.out)
         assert helped.code == 0 and commands, helped.out
         assert {"main", "run", "matrix", "list", "replay"} <= set(commands.group(1).split(",")), helped.out

@@ -1,5 +1,5 @@
 """The scenario generator lives in the package (``harness.catalogue.generate``); this name stays
 for the suites' tests and for users who imported it from a checkout."""
 
-from harness.catalogue.generate import *  # noqa: F401,F403
-from harness.catalogue.generate import chaos_scenarios, fault_schedules, messages, sample  # noqa: F401
+from hourglass.harness.catalogue.generate import *  # noqa: F401,F403
+from hourglass.harness.catalogue.generate import chaos_scenarios, fault_schedules, messages, sample  # noqa: F401

@@ -1,5 +1,5 @@
 """The chaos catalogue lives in the package (``harness.catalogue.chaos``); this name stays for the
 suites' tests and for users who imported it from a checkout."""
 
-from harness.catalogue.chaos import *  # noqa: F401,F403
-from harness.catalogue.chaos import NIGHTLY, SHORT  # noqa: F401
+from hourglass.harness.catalogue.chaos import *  # noqa: F401,F403
+from hourglass.harness.catalogue.chaos import NIGHTLY, SHORT  # noqa: F401

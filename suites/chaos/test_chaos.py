@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.verdicts import assert_conforms
-from harness.catalogue.chaos import NIGHTLY, SHORT
+from hourglass.harness.verdicts import assert_conforms
+from hourglass.harness.catalogue.chaos import NIGHTLY, SHORT
 
 pytestmark = pytest.mark.chaos
 _short = {s.name for s in SHORT}

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reference.cluster import CLUSTERS
-from harness.verdicts import assert_conforms
-from harness.catalogue.generate import chaos_scenarios, sample
-from harness.scenario import FaultStep
-from reference.clock import CLOCK, CLOCK_DRIFT, MAX_CLOCK_RATE_PERMILLE, MAX_CLOCK_STEP_MS
+from hourglass.reference.cluster import CLUSTERS
+from hourglass.harness.verdicts import assert_conforms
+from hourglass.harness.catalogue.generate import chaos_scenarios, sample
+from hourglass.harness.scenario import FaultStep
+from hourglass.reference.clock import CLOCK, CLOCK_DRIFT, MAX_CLOCK_RATE_PERMILLE, MAX_CLOCK_STEP_MS
 
 pytestmark = pytest.mark.chaos
 

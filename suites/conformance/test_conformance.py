@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.verdicts import assert_conforms
-from harness.catalogue.conformance import CONFORMANCE
+from hourglass.harness.verdicts import assert_conforms
+from hourglass.harness.catalogue.conformance import CONFORMANCE
 
 pytestmark = [pytest.mark.conformance, pytest.mark.main]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.verdicts import assert_conforms
+from hourglass.harness.verdicts import assert_conforms
 from suites.persistence.scenarios import FULL, FULL_ASYNC, SHORT
 
 pytestmark = pytest.mark.persistence

@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.broadcast import DROPPED, broadcast_outcome
-from reference.contract import ContractError
-from reference.expected import build_expected
-from reference.modes import group_of, unit_group
-from reference.plans import CRASH, LATER, OK
-from reference.profile import parse_profile, profile_to_json
+from hourglass.reference.broadcast import DROPPED, broadcast_outcome
+from hourglass.reference.contract import ContractError
+from hourglass.reference.expected import build_expected
+from hourglass.reference.modes import group_of, unit_group
+from hourglass.reference.plans import CRASH, LATER, OK
+from hourglass.reference.profile import parse_profile, profile_to_json
 
 T0 = 1_763_800_000_000
 PROFILE = {"message_delay_level": "1s 2s 3s", "max_reconsume_times": 16, "flush_delay_offset_interval_ms": 10_000,

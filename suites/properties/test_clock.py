@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.clock import DRIFT_ANCHOR_MS, MAX_CLOCK_RATE_PERMILLE, MAX_CLOCK_STEP_MS, BrokerClock, Step, on_true_clock, waiting_levels
+from hourglass.reference.clock import DRIFT_ANCHOR_MS, MAX_CLOCK_RATE_PERMILLE, MAX_CLOCK_STEP_MS, BrokerClock, Step, on_true_clock, waiting_levels
 
 T0 = 1_763_800_000_000
 steps_ms = st.integers(-MAX_CLOCK_STEP_MS, MAX_CLOCK_STEP_MS).filter(bool)
@@ -151,7 +151,7 @@ def test_a_drift_through_the_wait_re_puts_when_the_broker_clock_reads_the_due_ti
 
 @given(rates, st.integers(1_000, 30_000))
 def test_scenario_refuses_a_drift_beyond_its_bounds(rate, duration):
-    from harness.scenario import ScenarioError, scenario_from_json
+    from hourglass.harness.scenario import ScenarioError, scenario_from_json
     import pytest
 
     raw = {"name": "d", "messages": [{"key": "k", "topic": "T", "delay_level": 3}], "consumers": [{"group": "g", "topics": ["T"]}],

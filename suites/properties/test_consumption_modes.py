@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.contract import ContractError, validate_event
-from reference.expected import build_expected
-from reference.plans import (CRASH, LATER, OK, answer_word, by_ack_index, is_later, later_level, later_word, parse_plan,
+from hourglass.reference.contract import ContractError, validate_event
+from hourglass.reference.expected import build_expected
+from hourglass.reference.plans import (CRASH, LATER, OK, answer_word, by_ack_index, is_later, later_level, later_word, parse_plan,
                              plan_outcome, with_ack_laters)
-from reference.retry import asked_retry_level, clamped_level, send_back_route
+from hourglass.reference.retry import asked_retry_level, clamped_level, send_back_route
 
 T0 = 1_763_800_000_000
 TABLE = "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s"
@@ -137,7 +137,7 @@ def test_a_message_sent_back_by_the_ack_index_gets_one_more_attempt_its_plan_ans
 
 def test_a_call_of_the_listener_is_answered_up_to_the_first_message_that_is_not_ok():
     """reference.plans.answer_batch: the rule both consumers (real and simulated) answer by."""
-    from reference.plans import PlanCursor, answer_batch
+    from hourglass.reference.plans import PlanCursor, answer_batch
 
     fresh = PlanCursor()
     later = answer_batch([((OK,), fresh, 0), (("LATER:5", OK), fresh, 0), ((OK,), fresh, 0)])
@@ -156,7 +156,7 @@ def test_a_slow_attempt_is_a_later_asking_level_three_sent_back_a_consume_timeou
     with sendMessageBack(msg, 3), at the first clean-up (every timeout, from the consumer's start)
     more than a timeout after its consume started: within (s + T, s + 2T]; its retry waits level 3
     from there, whatever its reconsume count."""
-    from reference.plans import SLOW, plan_outcome
+    from hourglass.reference.plans import SLOW, plan_outcome
 
     assert is_later(SLOW) and later_level(SLOW) == 3 and answer_word(SLOW) == LATER
     out = plan_outcome((LATER, SLOW, OK), 16)
@@ -179,7 +179,7 @@ def test_a_slow_attempt_is_a_later_asking_level_three_sent_back_a_consume_timeou
 def test_a_held_listener_answers_ok_after_the_clean_up_sent_it_back():
     """reference.plans.answer_batch: a SLOW is recorded LATER (the send-back is the clean-up's) and
     the call is answered consumed: the listener returns CONSUME_SUCCESS once it let go."""
-    from reference.plans import SLOW, PlanCursor, answer_batch
+    from hourglass.reference.plans import SLOW, PlanCursor, answer_batch
 
     held = answer_batch([((SLOW, OK), PlanCursor(), 0)])
     assert (held.outcomes, held.held, held.ack_index, held.level) == ((LATER,), True, 0, 3)
@@ -193,7 +193,7 @@ def test_a_dlq_request_whose_send_back_failed_is_a_retry_unless_the_dlq_holds_it
     reconsumeTimes, never the DLQ at once (seen on 5.0.0, which refuses every retry's send-back:
     'look message by offset failed to check the topic name'). With the failure logged and no DLQ
     entry read, the plan goes on; an entry read says the send-back was stored after all."""
-    from reference.plans import resent_instead
+    from hourglass.reference.plans import resent_instead
 
     assert resent_instead((LATER, CRASH, "LATER:-1", OK), 1) == (LATER, CRASH, LATER, OK)
     assert resent_instead((LATER,), 3) == (LATER,)

@@ -7,10 +7,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.disk import DISK_CHECK_MS, write_outages
-from reference.expected import build_expected
-from reference.persistence import scheduler_duplicate_allowed
-from reference.windows import Outage, merge_outages
+from hourglass.reference.disk import DISK_CHECK_MS, write_outages
+from hourglass.reference.expected import build_expected
+from hourglass.reference.persistence import scheduler_duplicate_allowed
+from hourglass.reference.windows import Outage, merge_outages
 
 T0 = 1_763_800_000_000
 

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.contract import ContractError
-from reference.expected import EXPECTED_COLUMNS, ExpectedAttempt, build_expected, build_expected_rows, rule_duplicate
-from reference.plans import CRASH, LATER, OK, plan_outcome
-from reference.profile import parse_profile
+from hourglass.reference.contract import ContractError
+from hourglass.reference.expected import EXPECTED_COLUMNS, ExpectedAttempt, build_expected, build_expected_rows, rule_duplicate
+from hourglass.reference.plans import CRASH, LATER, OK, plan_outcome
+from hourglass.reference.profile import parse_profile
 
 T0 = 1_763_800_000_000
 LEVELS = "1s 2s 3s 4s 5s"

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.contract import ContractError
-from reference.levels import DEFAULT_LEVEL_TABLE, DEFAULT_MESSAGE_DELAY_LEVEL, LevelTable, UNIT_MS, format_level_table, parse_level_table
+from hourglass.reference.contract import ContractError
+from hourglass.reference.levels import DEFAULT_LEVEL_TABLE, DEFAULT_MESSAGE_DELAY_LEVEL, LevelTable, UNIT_MS, format_level_table, parse_level_table
 
 # The broker's grammar for ASCII input, as an independent oracle: single-space separated tokens
 # <sign?><digits><unit>, trailing spaces dropped by String.split, at least one token.

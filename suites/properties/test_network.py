@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.expected import build_expected
-from reference.contract import SEND_BACK_FAILED
-from reference.network import (CLIENT_SEND_TIMEOUT_MS, INITIAL_RTO_MS, LOG_RESOLUTION_MS, SEND_BACK_FAILS_AFTER_MS,
+from hourglass.reference.expected import build_expected
+from hourglass.reference.contract import SEND_BACK_FAILED
+from hourglass.reference.network import (CLIENT_SEND_TIMEOUT_MS, INITIAL_RTO_MS, LOG_RESOLUTION_MS, SEND_BACK_FAILS_AFTER_MS,
                                SEND_BACK_TIMEOUT_MS,
                                local_retry_lag_ms, parse_send_back_failure, partitions, send_back_lag_ms,
                                send_back_may_repeat, unknown_send_outages)
-from reference.persistence import scheduler_duplicate_allowed
-from reference.windows import Outage
+from hourglass.reference.persistence import scheduler_duplicate_allowed
+from hourglass.reference.windows import Outage
 
 T0 = 1_763_800_000_000
 SLACK = 1_000

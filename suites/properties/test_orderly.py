@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.rocketmq.consumer_proc import delivered_attempts
-from reference.contract import ContractError
-from reference.expected import build_expected
-from reference.levels import parse_level_table
-from reference.orderly import DEFAULT_SUSPEND_MS, LOCK_RETRY_MS, SUSPEND_RANGE_MS, dlq_wait_ms, effective_suspend_ms, queue_of
-from reference.plans import CRASH, LATER, OK, PlanCursor, answer_batch, next_answer, orderly_next, replay_cursor
-from reference.profile import parse_profile, profile_to_json
+from hourglass.adapters.rocketmq.consumer_proc import delivered_attempts
+from hourglass.reference.contract import ContractError
+from hourglass.reference.expected import build_expected
+from hourglass.reference.levels import parse_level_table
+from hourglass.reference.orderly import DEFAULT_SUSPEND_MS, LOCK_RETRY_MS, SUSPEND_RANGE_MS, dlq_wait_ms, effective_suspend_ms, queue_of
+from hourglass.reference.plans import CRASH, LATER, OK, PlanCursor, answer_batch, next_answer, orderly_next, replay_cursor
+from hourglass.reference.profile import parse_profile, profile_to_json
 
 T0 = 1_763_800_000_000
 PROFILE = {"message_delay_level": "1s 2s 3s 4s 5s", "max_reconsume_times": 16, "flush_delay_offset_interval_ms": 10_000,
@@ -137,8 +137,8 @@ def test_a_member_leaving_or_joining_is_no_outage_and_allows_the_moved_chain_to_
     members go on, so the windows are not widened; the suspended message whose queue moved comes
     back as its stored copy at the new owner, a redelivery NO_DUPLICATE allows (the queue moved);
     without the change it is not allowed."""
-    from reference.expected import rule_duplicate
-    from reference.windows import consumer_outages
+    from hourglass.reference.expected import rule_duplicate
+    from hourglass.reference.windows import consumer_outages
 
     assert consumer_outages([_member("stop", 1000), _member("start", 3000)]) == []
     first = {"type": "deliver", "ts_ms": T0 + 720, "key": "k", "group": "g", "topic": "T", "queue_id": 0, "queue_offset": 0,
@@ -154,8 +154,8 @@ def test_the_run_waits_for_a_moved_orderly_queue_to_be_handed_over():
     """RebalancePushImpl: the old owner unlocks a queue it still had messages of 20 s after (4.9.x
     unlockDelay), and the new one locks it at its next rebalance (20 s): the drain waits that long
     after a member joined or left once messages flowed (not for the setup's starts)."""
-    from harness.drain import _orderly_locks_freed_ms
-    from reference.orderly import handed_over_ms
+    from hourglass.harness.drain import _orderly_locks_freed_ms
+    from hourglass.reference.orderly import handed_over_ms
 
     send = {"type": "send", "ts_ms": T0 + 100, "key": "k", "topic": "T", "status": "SEND_OK"}
     run = {"profile": PROFILE}

@@ -8,10 +8,10 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.catalogue.persistence import FLUSH_INTERVAL_MS, SHORT
-from harness.scenario import ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
-from harness.summary import READY_ESTIMATE_MS, fault_times_ms, scenario_wait_ms
-from reference.persistence_axes import (AXES, Coordinates, LevelOffsets, Stop, enqueue, expected, flush, reput,
+from hourglass.harness.catalogue.persistence import FLUSH_INTERVAL_MS, SHORT
+from hourglass.harness.scenario import ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
+from hourglass.harness.summary import READY_ESTIMATE_MS, fault_times_ms, scenario_wait_ms
+from hourglass.reference.persistence_axes import (AXES, Coordinates, LevelOffsets, Stop, enqueue, expected, flush, reput,
                                         repeated_after_restart, start, stop)
 
 STEPS = st.lists(st.sampled_from(("enqueue", "reput", "flush")), max_size=40)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
-from reference.levels import parse_level_table
-from reference.reach import DUE_DURING_STOP, SLOW_LOAD, unreached
-from reference.profile import FIRST_FLUSH_DELAY_MS
+from hourglass.reference.levels import parse_level_table
+from hourglass.reference.reach import DUE_DURING_STOP, SLOW_LOAD, unreached
+from hourglass.reference.profile import FIRST_FLUSH_DELAY_MS
 
 TABLE = parse_level_table("1s 2s 3s 4s 5s")
 

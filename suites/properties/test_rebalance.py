@@ -4,7 +4,7 @@ model allows that redelivery for a rebalance window after the join, and only the
 
 from __future__ import annotations
 
-from reference.expected import REBALANCE_WINDOW_MS, rule_duplicate
+from hourglass.reference.expected import REBALANCE_WINDOW_MS, rule_duplicate
 
 RUN = {"run_id": "r", "scenario": "s", "system": {}, "started_ms": 0, "ended_ms": 0,
        "profile": {"message_delay_level": "1s 2s", "max_reconsume_times": 16, "flush_delay_offset_interval_ms": 10000, "slack_ms": 1000}}

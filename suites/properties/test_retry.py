@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.contract import ContractError
-from reference.plans import CRASH, LATER, OK, PlanCursor, later_not_stored, next_answer, parse_plan, plan_outcome, replay_cursor
-from reference.profile import effective_max_reconsume_times
-from reference.expected import build_expected
-from reference.retry import dlq_bound, goes_to_dlq, requested_retry_level, retry_level, send_back_route
+from hourglass.reference.contract import ContractError
+from hourglass.reference.plans import CRASH, LATER, OK, PlanCursor, later_not_stored, next_answer, parse_plan, plan_outcome, replay_cursor
+from hourglass.reference.profile import effective_max_reconsume_times
+from hourglass.reference.expected import build_expected
+from hourglass.reference.retry import dlq_bound, goes_to_dlq, requested_retry_level, retry_level, send_back_route
 
 plans = st.lists(st.sampled_from([OK, LATER, CRASH]), max_size=40).map(tuple)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference import stalls as rule
+from hourglass.reference import stalls as rule
 
 
 def stall(source, subject, from_ms, to_ms, stalled_ms, full_ms=None):

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from adapters.simulated import open_simulated
-from harness.stateful import BrokerMachine
+from hourglass.adapters.simulated import open_simulated
+from hourglass.harness.stateful import BrokerMachine
 
 STEPS = 25
 #: made at import, under the profile suites/properties/conftest.py loads (ci: derandomized)

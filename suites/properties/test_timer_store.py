@@ -3,9 +3,9 @@ the schedule offset at each persist (reference.persistence.flush_covers_reputs, 
 
 from __future__ import annotations
 
-from reference.persistence import flush_covers_reputs
-from reference.timer import parse_timer_checkpoint, timer_duplicate_allowed
-from reports.offsets import FLUSH_WINDOW_FROM, count_reputs
+from hourglass.reference.persistence import flush_covers_reputs
+from hourglass.reference.timer import parse_timer_checkpoint, timer_duplicate_allowed
+from hourglass.reports.offsets import FLUSH_WINDOW_FROM, count_reputs
 
 T0 = 1_763_800_000_000
 
@@ -67,7 +67,7 @@ def test_a_persist_is_judged_only_where_the_count_of_entries_holds():
     """One broker, synchronous delivery, no clock step, and no send-back the client logged failed
     (its re-send stores the retry through the producer path: found on 5.0.0, which refuses every
     retry's send-back)."""
-    from reports.offsets import plan
+    from hourglass.reports.offsets import plan
 
     flush = {"type": "snapshot", "ts_ms": 5_000, "source": "delayOffset.json", "offsets": {"3": 1}, "moment": "flush"}
     failed = {"type": "fault", "ts_ms": 4_000, "action": "send_back_failed", "target": "consumer", "group": "g"}

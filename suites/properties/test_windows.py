@@ -6,10 +6,10 @@ from __future__ import annotations
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from reference.persistence import next_flush_ms, scheduler_duplicate_allowed
-from reference.limits import body_refusal
-from reference.timer import TimerRequest, java_long, rounded_deliver_ms, send_ruling, timer_ruling
-from reference.windows import Outage, broker_outages, corrected_deliver_ms, window
+from hourglass.reference.persistence import next_flush_ms, scheduler_duplicate_allowed
+from hourglass.reference.limits import body_refusal
+from hourglass.reference.timer import TimerRequest, java_long, rounded_deliver_ms, send_ruling, timer_ruling
+from hourglass.reference.windows import Outage, broker_outages, corrected_deliver_ms, window
 
 T0 = 1_763_800_000_000
 ms = st.integers(0, 200_000)
@@ -157,7 +157,7 @@ def test_a_kill_before_the_first_flush_allows_everything_since_the_last_graceful
 
 @given(ms, ms, ms, outages(), st.integers(0, 5000))
 def test_the_indexed_widening_equals_the_rule(anchor_off, delay, extra, outs, slack):
-    from reference.windows import OutageIndex
+    from hourglass.reference.windows import OutageIndex
 
     anchor = T0 + anchor_off
     w = window(anchor, anchor + delay, anchor + delay + extra + slack, outs, 1000, slack)

@@ -7,15 +7,15 @@ import re
 import shlex
 from pathlib import Path
 
-from harness.cli import build_parser
-from reports.verdict import EXIT_CODES, EXIT_USAGE, VIOLATED
+from hourglass.harness.cli import build_parser
+from hourglass.reports.verdict import EXIT_CODES, EXIT_USAGE, VIOLATED
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "ci.md").read_text()
 
 
 def _commands(prefix: str) -> list[list[str]]:
-    """Every documented ``python -m harness`` command, continuation lines joined, shell variables
+    """Every documented ``python -m hourglass`` command, continuation lines joined, shell variables
     replaced by a placeholder path."""
     joined = re.sub(r"\\\n\s*", " ", DOC)
     out = []
@@ -28,7 +28,7 @@ def _commands(prefix: str) -> list[list[str]]:
 
 
 def test_the_documented_harness_commands_parse():
-    commands = _commands("python -m harness")
+    commands = _commands("python -m hourglass")
     assert {c[0] for c in commands} >= {"list", "run"}
     for argv in commands:
         args = build_parser().parse_args(argv)  # a wrong option exits 64 here
@@ -47,7 +47,7 @@ def test_the_exit_table_and_the_retry_rule_agree_with_the_verdict_module():
 def test_the_documented_cmd_file_checks(tmp_path):
     from textwrap import dedent
 
-    from adapters.rocketmq.cmd import load_cmd_file
+    from hourglass.adapters.rocketmq.cmd import load_cmd_file
 
     block = DOC.split("`.hourglass/system.toml`:\n", 1)[1].split("\nand the step runs", 1)[0]
     path = tmp_path / "system.toml"

@@ -56,7 +56,7 @@ def _formats(anchor: str) -> str:
 
 
 def test_every_invariant_has_its_section_and_its_summary_sentence():
-    from reference.contract import INVARIANT_SUMMARY, INVARIANTS
+    from hourglass.reference.contract import INVARIANT_SUMMARY, INVARIANTS
 
     assert set(INVARIANT_SUMMARY) == set(INVARIANTS), "reference.contract.INVARIANT_SUMMARY: one sentence per invariant"
     text = _read("invariants.md")
@@ -69,7 +69,7 @@ def test_every_invariant_has_its_section_and_its_summary_sentence():
 
 
 def test_every_fault_step_kind_and_parameter_is_documented():
-    from reference import faults
+    from hourglass.reference import faults
 
     steps = section(_read("formats.md"), "fault-steps", FORMAT_SECTIONS + ("fault-steps",))
     missing = [s.action for s in faults.steps() if f"| `{s.action}` |" not in steps]
@@ -78,7 +78,7 @@ def test_every_fault_step_kind_and_parameter_is_documented():
 
 
 def test_every_cmd_key_and_placeholder_is_documented():
-    from adapters.rocketmq import cmd
+    from hourglass.adapters.rocketmq import cmd
 
     text = _formats("cmd")
     keys = [*cmd._TOP_KEYS, *(f"{c}.{k}" for c in cmd.COMPONENTS for k in cmd._COMPONENT_KEYS), *cmd.CAPABILITIES,
@@ -91,8 +91,8 @@ def test_every_cmd_key_and_placeholder_is_documented():
 def test_every_faults_file_and_baseline_field_is_documented():
     from dataclasses import fields
 
-    from adapters.rocketmq import external
-    from reports.baseline import Acceptance
+    from hourglass.adapters.rocketmq import external
+    from hourglass.reports.baseline import Acceptance
 
     faults_text = _formats("faults")
     missing = [f"[{c}]" for c in external.COMPONENTS if f"`[{c}]`" not in faults_text]
@@ -103,7 +103,7 @@ def test_every_faults_file_and_baseline_field_is_documented():
 
 
 def test_every_scenario_field_of_the_schema_is_documented():
-    from harness.scenario import scenario_schema
+    from hourglass.harness.scenario import scenario_schema
 
     schema = scenario_schema()
     text = _formats("scenario")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from reports.baseline import in_range, load
+from hourglass.reports.baseline import in_range, load
 
 BASELINE = Path(__file__).resolve().parents[1] / "baselines" / "rocketmq.toml"
 #: the versions CI runs every suite on: a baseline entry there would hide a regression

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.catalogue.timer import FULL, SHORT
-from harness.verdicts import assert_conforms
+from hourglass.harness.catalogue.timer import FULL, SHORT
+from hourglass.harness.verdicts import assert_conforms
 
 pytestmark = pytest.mark.timer
 _short = {s.name for s in SHORT}

@@ -12,8 +12,8 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    from reports import check, spark, spark_jobs
-    from reports.cli import main as cli
+    from hourglass.reports import check, spark, spark_jobs
+    from hourglass.reports.cli import main as cli
 
     if "--unshipped" in argv:
         argv.remove("--unshipped")

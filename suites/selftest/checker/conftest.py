@@ -14,7 +14,7 @@ DATA = Path(__file__).parent / "data"
 
 @pytest.fixture(scope="session")
 def spark():
-    from reports.spark import get_spark, stop_spark
+    from hourglass.reports.spark import get_spark, stop_spark
 
     session = get_spark("local[2]")
     yield session
@@ -49,7 +49,7 @@ def _as_parquet(builder, run_id: str, root: Path) -> None:
 @pytest.fixture(scope="session")
 def checked(spark, case_root, tmp_path_factory) -> tuple[dict[str, dict], Path]:
     """run_id -> verdict of every hand-made run, and the output directory."""
-    from reports.check import check_runs
+    from hourglass.reports.check import check_runs
 
     out = tmp_path_factory.mktemp("checker-out")
     verdicts = check_runs([case_root], out_dir=out)

@@ -83,8 +83,8 @@ class RunBuilder:
         """The run directory as the harness lays it out (``reference.rundir``): the start of one
         consumer ``consumer`` of the group, sends, faults and DLQ entries in ``events/harness.jsonl``;
         the deliveries in ``events/consumer-<consumer>.jsonl``."""
-        from reference.contract import CONSUMER_STARTED_BY_SCENARIO, consumer_fault
-        from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, consumer_events
+        from hourglass.reference.contract import CONSUMER_STARTED_BY_SCENARIO, consumer_fault
+        from hourglass.reference.rundir import EVENTS_DIR, HARNESS_EVENTS, consumer_events
 
         d = self.write(root, **run_fields)
         (d / "events.jsonl").unlink()
@@ -102,7 +102,7 @@ def check_on_path(path: str, roots: list[Path], out: Path) -> dict[str, dict]:
     case) or ``bucketed`` (the path of runs above WHOLE_RUN_MAX_EVENTS, cut into buckets of 2 events)."""
     import pytest
 
-    from reports import check, spark_jobs
+    from hourglass.reports import check, spark_jobs
 
     mp = pytest.MonkeyPatch()
     if path == "bucketed":

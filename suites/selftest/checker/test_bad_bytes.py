@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports.cli import main
+from hourglass.reports.cli import main
 from suites.selftest.checker.runs import RunBuilder, check_on_path
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from reference.contract import MAX_MS
-from reference.rundir import RUN_JSON
+from hourglass.reference.contract import MAX_MS
+from hourglass.reference.rundir import RUN_JSON
 from suites.selftest.checker.runs import T0, RunBuilder, check_on_path
 
 

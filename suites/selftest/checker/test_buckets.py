@@ -31,8 +31,8 @@ def _two_groups() -> RunBuilder:
 
 @pytest.fixture(scope="module")
 def small_buckets(spark, case_root, tmp_path_factory, monkeypatch_module):
-    from reports import check, spark_jobs
-    from reports.check import check_runs
+    from hourglass.reports import check, spark_jobs
+    from hourglass.reports.check import check_runs
 
     _two_groups().write(case_root.parent / "buckets-extra")
     monkeypatch_module.setattr(spark_jobs, "EVENTS_PER_BUCKET", 3)
@@ -45,8 +45,8 @@ def small_buckets(spark, case_root, tmp_path_factory, monkeypatch_module):
 def through_spark_files(spark, case_root, tmp_path_factory):
     """The hand-made runs judged whole, their files read through Spark's binaryFile source (as any
     non-local path is) instead of by the task."""
-    from reports import spark_jobs
-    from reports.check import check_runs
+    from hourglass.reports import spark_jobs
+    from hourglass.reports.check import check_runs
 
     mp = pytest.MonkeyPatch()
     mp.setattr(spark_jobs, "READ_LOCAL_FILES_IN_TASKS", False)
@@ -118,7 +118,7 @@ def test_a_run_in_several_files_gets_the_verdict_of_one(spark, tmp_path):
     whole = check_on_path("whole", [tmp_path / "runs"], tmp_path / "whole")
     bucketed = check_on_path("bucketed", [tmp_path / "runs"], tmp_path / "bucketed")
     assert len(whole) == 4 and bucketed == whole
-    from reports import spark_jobs
+    from hourglass.reports import spark_jobs
 
     mp = pytest.MonkeyPatch()
     mp.setattr(spark_jobs, "READ_LOCAL_FILES_IN_TASKS", False)  # a run's files gathered from Spark's binaryFile rows

@@ -10,9 +10,9 @@ import xml.etree.ElementTree as ET
 import pandas as pd
 import pytest
 
-from reference.contract import INVARIANTS
-from reports.cli import main
-from reports.html import DOCS_URL
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reports.cli import main
+from hourglass.reports.html import DOCS_URL
 from suites.selftest.checker import cases
 from suites.selftest.checker.runs import RunBuilder
 
@@ -43,7 +43,7 @@ def broken_root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def broken_verdicts(spark, broken_root, tmp_path_factory):
-    from reports.check import check_runs
+    from hourglass.reports.check import check_runs
 
     out = tmp_path_factory.mktemp("broken-out")
     return {v["run_id"]: v for v in check_runs([broken_root], out_dir=out)}
@@ -116,7 +116,7 @@ def test_a_baseline_accepts_known_violations(spark, tmp_path):
 
 
 def test_the_matrix_shows_which_invariants_differ(spark, tmp_path):
-    from reports.matrix import write_matrix
+    from hourglass.reports.matrix import write_matrix
 
     root = tmp_path / "runs"
     old = cases.early()

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from reference.contract import SEND_BACK_FAILED
-from reference.network import SEND_BACK_FAILS_AFTER_MS
+from hourglass.reference.contract import SEND_BACK_FAILED
+from hourglass.reference.network import SEND_BACK_FAILS_AFTER_MS
 from suites.selftest.checker.runs import GROUP, T0, RunBuilder, check_on_path
 
 A, B = "broker-a", "broker-b"

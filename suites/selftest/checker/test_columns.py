@@ -19,16 +19,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.simulated.defects import Defect
-from harness.batch import BatchOptions, run_batch
-from harness.systems import SystemSpec
-from reference.profile import LOCAL_RETRY_DELAY_MS
-from reports.judge_columnar import judge_table
-from reports.judge_events import judge_bucket
-from reports.rows import table_from_events
-from harness.catalogue.generate import sample
-from harness.catalogue.chaos import NIGHTLY
-from harness.catalogue.conformance import CONFORMANCE
+from hourglass.adapters.simulated.defects import Defect
+from hourglass.harness.batch import BatchOptions, run_batch
+from hourglass.harness.systems import SystemSpec
+from hourglass.reference.profile import LOCAL_RETRY_DELAY_MS
+from hourglass.reports.judge_columnar import judge_table
+from hourglass.reports.judge_events import judge_bucket
+from hourglass.reports.rows import table_from_events
+from hourglass.harness.catalogue.generate import sample
+from hourglass.harness.catalogue.chaos import NIGHTLY
+from hourglass.harness.catalogue.conformance import CONFORMANCE
 from suites.selftest.checker import cases
 
 def _summary(rows: list[tuple]) -> dict:
@@ -63,7 +63,7 @@ def _summary(rows: list[tuple]) -> dict:
 
 def _both(run: dict, events: list[dict]):
     ended = run.get("ended_ms") or None  # None: an interrupted run
-    from reports.plots import timeline_bin_ms
+    from hourglass.reports.plots import timeline_bin_ms
 
     width = timeline_bin_ms(run)
     reference = _summary(judge_bucket(run, events, ended, width))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from reference.contract import CONSUME_STATS_SOURCE, CONSUMERS_STOPPED, queue_key
+from hourglass.reference.contract import CONSUME_STATS_SOURCE, CONSUMERS_STOPPED, queue_key
 from suites.selftest.checker.runs import GROUP, T0, TOPIC, RunBuilder, check_on_path
 
 

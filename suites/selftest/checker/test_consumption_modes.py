@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports.judge_run import violations
+from hourglass.reports.judge_run import violations
 from suites.selftest.checker.runs import GROUP, RunBuilder
 from suites.selftest.checker.test_columns import _assert_same
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from reference import stalls as rule
-from reports.matrix import compare
-from reports.verdict import exit_code
+from hourglass.reference import stalls as rule
+from hourglass.reports.matrix import compare
+from hourglass.reports.verdict import exit_code
 from suites.selftest.checker.runs import T0, RunBuilder, check_on_path
 
 OBSERVED = {rule.HOST_OBSERVED: ["psi-cpu", "psi-io", "psi-memory", "heartbeat", "run-queue"]}

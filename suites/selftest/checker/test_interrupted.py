@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from reports.cli import main
+from hourglass.reports.cli import main
 from suites.selftest.checker import cases
 from suites.selftest.checker.runs import T0, RunBuilder, check_on_path
 

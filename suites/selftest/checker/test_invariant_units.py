@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reference.contract import INVARIANTS
-from reference.stored_copy import same_stored_copy, stored_copy_key
-from reports.invariants import PER_RUN, UNITS
-from reports.invariants.base import Invariant
-from reports.judge_columnar import DELIVER_FIELDS, _same_copy
-from reports.rows import table_from_events
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reference.stored_copy import same_stored_copy, stored_copy_key
+from hourglass.reports.invariants import PER_RUN, UNITS
+from hourglass.reports.invariants.base import Invariant
+from hourglass.reports.judge_columnar import DELIVER_FIELDS, _same_copy
+from hourglass.reports.rows import table_from_events
 
 
 def test_every_catalogue_invariant_has_a_unit_or_a_per_run_module():
@@ -24,7 +24,7 @@ def test_every_catalogue_invariant_has_a_unit_or_a_per_run_module():
 @pytest.mark.parametrize("unit", UNITS, ids=lambda u: u.name)
 def test_each_unit_holds_both_paths(unit):
     cls = type(unit)
-    assert cls.__module__ == f"reports.invariants.{unit.name.lower()}"
+    assert cls.__module__ == f"hourglass.reports.invariants.{unit.name.lower()}"
     assert cls.attempt is not Invariant.attempt or cls.message is not Invariant.message, "no event-at-a-time rule"
     assert cls.plain is not Invariant.plain, "no columnar fast path"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from reference.contract import INVARIANTS
+from hourglass.reference.contract import INVARIANTS
 from suites.selftest.checker.conftest import DATA
 from suites.selftest.checker.runs import T0
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from reports import plots
-from reports.svg import nice_ticks
+from hourglass.reports import plots
+from hourglass.reports.svg import nice_ticks
 
 T0 = 1_763_800_000_000
 DATA = {"lateness": {0: {0: 5, 250: 7}, 2: {-250: 1, 0: 30, 3500: 2}}, "lateness_widened": {2: {3500: 2}},
@@ -77,7 +77,7 @@ def test_ticks_are_round_and_cover_the_range():
 
 
 def test_the_plot_benchmark_draws_every_mark_of_a_generated_run(capsys):
-    from reports import bench_plots
+    from hourglass.reports import bench_plots
 
     run, data, faults, _ = bench_plots.plot_data(2000, 50)
     assert sum(n for _, n in data["lost"]) > 0 and faults

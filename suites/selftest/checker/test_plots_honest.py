@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from reports import plots
+from hourglass.reports import plots
 from suites.selftest.checker.runs import T0
 
 SVG = "{http://www.w3.org/2000/svg}"

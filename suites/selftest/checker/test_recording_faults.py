@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from reports.cli import main
-from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, consumer_events
+from hourglass.reports.cli import main
+from hourglass.reference.rundir import EVENTS_DIR, HARNESS_EVENTS, consumer_events
 from suites.selftest.checker.runs import GROUP, RunBuilder, check_on_path
 
 CONSUMER = GROUP + "-0"

@@ -9,8 +9,8 @@ import html
 
 import pandas as pd
 
-from reference.contract import INVARIANT_SUMMARY, INVARIANTS
-from reports.html import DOCS_URL, invariant_url, report_html, step_text
+from hourglass.reference.contract import INVARIANT_SUMMARY, INVARIANTS
+from hourglass.reports.html import DOCS_URL, invariant_url, report_html, step_text
 
 T0 = 1_763_800_000_000
 RUN = {"scenario": "kill9", "system": {"adapter": "simulated", "version": "sim"}, "started_ms": T0,

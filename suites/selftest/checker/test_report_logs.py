@@ -9,10 +9,10 @@ import re
 import time
 from pathlib import Path
 
-from reference.contract import INVARIANTS
-from reference.rundir import LOGS_DIR, REPORT_HTML
-from reports.html import report_html
-from reports.logs import TAIL_LINES, run_logs
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reference.rundir import LOGS_DIR, REPORT_HTML
+from hourglass.reports.html import report_html
+from hourglass.reports.logs import TAIL_LINES, run_logs
 from suites.selftest.checker import cases
 
 BROKER_LINES = [f"2026-01-01 00:00:{i:02d},000 INFO broker - line {i}" for i in range(100)]
@@ -76,7 +76,7 @@ def test_an_external_cluster_says_its_logs_were_not_collected(tmp_path):
 
 
 def test_the_checker_links_the_logs_of_a_failed_run_from_its_report_in_out(spark, tmp_path):
-    from reports.check import check_runs
+    from hourglass.reports.check import check_runs
 
     b = cases.late_plain()  # an ON_TIME violation
     run_dir = b.write(tmp_path / "runs")
@@ -167,7 +167,7 @@ def test_a_violated_run_shows_the_broker_lines_around_the_violations_times_folde
 
 
 def test_a_long_span_keeps_the_runs_own_lines_first(tmp_path):
-    from reports.logs import pick_lines
+    from hourglass.reports.logs import pick_lines
 
     lines = [f"tick {i}" for i in range(100)] + ["group a_cg-x moved"] + [f"tock {i}" for i in range(100)]
     text = pick_lines(lines, ("a_cg-x",), 10)

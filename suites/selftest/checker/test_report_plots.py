@@ -11,12 +11,12 @@ import math
 import re
 import xml.etree.ElementTree as ET
 
-from reference.contract import INVARIANTS
-from reports import plots
-from reports.html import report_html
-from reports.judge_columnar import judge_table
-from reports.rows import table_from_events
-from reports.svg import marker_radius
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reports import plots
+from hourglass.reports.html import report_html
+from hourglass.reports.judge_columnar import judge_table
+from hourglass.reports.rows import table_from_events
+from hourglass.reports.svg import marker_radius
 from suites.selftest.checker import cases
 from suites.selftest.checker.runs import T0, RunBuilder
 

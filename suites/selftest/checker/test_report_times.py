@@ -7,8 +7,8 @@ import re
 
 import pandas as pd
 
-from reference.contract import INVARIANTS
-from reports.html import report_html
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reports.html import report_html
 
 T0 = 1_763_800_000_000
 

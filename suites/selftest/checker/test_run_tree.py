@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from reference.rundir import RUN_JSON, VERDICT_JSON
-from reports.matrix import load_checked
+from hourglass.reference.rundir import RUN_JSON, VERDICT_JSON
+from hourglass.reports.matrix import load_checked
 from suites.selftest.checker.runs import RunBuilder
 
 
@@ -30,7 +30,7 @@ def tree(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tree_verdicts(spark, tree):
-    from reports.check import check_runs
+    from hourglass.reports.check import check_runs
 
     return check_runs([tree])  # outputs into the run directories, as `reports check DIR` writes them
 

@@ -10,9 +10,9 @@ import sys
 import zipfile
 from pathlib import Path
 
-from harness.cli import main as harness_main
-from reports.cli import main as reports_main
-from reports.verdict import EXIT_USAGE
+from hourglass.harness.cli import main as harness_main
+from hourglass.reports.cli import main as reports_main
+from hourglass.reports.verdict import EXIT_USAGE
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -39,17 +39,18 @@ def test_conf_reaches_the_session_and_wins_over_the_defaults():
 
 
 def test_the_shipped_zip_holds_what_the_tasks_import_and_nothing_else(tmp_path):
-    from reports import shipping
+    from hourglass.reports import shipping
 
     assert shipping.shipped_packages() == ["reference", "reports"]
     path = shipping.code_zip(str(tmp_path))
     names = zipfile.ZipFile(path).namelist()
-    assert {n.split("/")[0] for n in names} == {"reference", "reports"}
-    assert "reports/run_files.py" in names and "reference/expected.py" in names
+    assert {n.split("/")[0] for n in names} == {"hourglass"}
+    assert {n.split("/")[1] for n in names if n.count("/") > 1} == {"reference", "reports"}
+    assert "hourglass/reports/run_files.py" in names and "hourglass/reference/expected.py" in names
     # a Python that imports the task modules from the zip, first on its path
     code = (f"import sys; sys.path.insert(0, {str(path)!r}); import importlib; "
             f"mods = [importlib.import_module(m) for m in {shipping.TASK_MODULES!r}]; "
-            "import reference; print(all(m.__file__.startswith(sys.path[0]) for m in mods + [reference]))")
+            "import hourglass.reference as r; print(all(m.__file__.startswith(sys.path[0]) for m in mods + [r]))")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
                           capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "True", done.stderr[-2000:]

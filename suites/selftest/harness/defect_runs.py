@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.simulated import open_simulated
-from adapters.simulated.defects import Defect
-from harness.batch import BatchOptions, run_batch
-from harness.runner import ScenarioRun
-from harness.systems import SystemSpec, broker_profile
+from hourglass.adapters.simulated import open_simulated
+from hourglass.adapters.simulated.defects import Defect
+from hourglass.harness.batch import BatchOptions, run_batch
+from hourglass.harness.runner import ScenarioRun
+from hourglass.harness.systems import SystemSpec, broker_profile
 
 #: the defects of the schedule offset's persistence (stale, rewound, lost, and the new classes)
 PERSISTENCE_DEFECTS = [
@@ -25,7 +25,7 @@ TIMER_DEFECTS = [Defect.TIMER_CHECKPOINT_IGNORED, Defect.TIMER_LOST_ON_KILL]
 
 def verdicts_by_defect(scenarios, defects, out: Path, clean_too=()) -> dict:
     """``clean_too``: more scenarios for the clean simulator only (after ``scenarios``)."""
-    from reports.check import check_runs
+    from hourglass.reports.check import check_runs
 
     runs = {}
     for d in [None] + list(defects):
@@ -52,7 +52,7 @@ def run_on_simulator(tmp_path: Path, scenario, defects=()):
 
 def assert_caught_twice(defect, verdicts: list[dict], suite: str) -> None:
     """At least two of ``suite``'s scenarios failed the invariant that names ``defect``."""
-    from harness.verdicts import describe
+    from hourglass.harness.verdicts import describe
 
     caught = [v["run_id"] for v in verdicts if v["invariants"][defect.invariant]["passed"] is False]
     assert len(caught) >= 2, (f"{len(caught)} {suite} scenario(s) failed {defect.invariant} with {defect.slug} "

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.base import SystemInfo
-from adapters.rocketmq.provision import split_chain
-from harness.cli import MATRIX_DEFAULT_SUITES, main, matrix_systems
-from harness.runner import capabilities
-from harness.systems import SystemSpec
-from reference.contract import ContractError
-from reports.baseline import Acceptance
+from hourglass.adapters.base import SystemInfo
+from hourglass.adapters.rocketmq.provision import split_chain
+from hourglass.harness.cli import MATRIX_DEFAULT_SUITES, main, matrix_systems
+from hourglass.harness.runner import capabilities
+from hourglass.harness.systems import SystemSpec
+from hourglass.reference.contract import ContractError
+from hourglass.reports.baseline import Acceptance
 
 
 def test_a_chain_names_each_system_and_a_bare_version_takes_the_kind_before_it():
@@ -58,7 +58,7 @@ def test_across_store_runs_each_system_and_each_consecutive_pair_both_ways():
 
 
 def test_matrix_runs_the_persistence_suite_unless_told_otherwise(tmp_path, monkeypatch):
-    import harness.cli as cli
+    import hourglass.harness.cli as cli
 
     seen = {}
 

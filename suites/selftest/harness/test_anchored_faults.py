@@ -12,16 +12,16 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from adapters.simulated import DEFAULT_START_MS
-from adapters.simulated.broker import STARTUP_MS
-from adapters.simulated.consumers import PULL_LATENCY_MS
-from adapters.rundir import read_events
-from harness.anchors import ANCHOR_POLL_MS
-from harness.batch import BatchOptions, run_batch
-from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
-from harness.systems import SystemSpec
-from reference.profile import FIRST_FLUSH_DELAY_MS
-from reference.rundir import EVENTS_DIR, RUN_JSON
+from hourglass.adapters.simulated import DEFAULT_START_MS
+from hourglass.adapters.simulated.broker import STARTUP_MS
+from hourglass.adapters.simulated.consumers import PULL_LATENCY_MS
+from hourglass.adapters.rundir import read_events
+from hourglass.harness.anchors import ANCHOR_POLL_MS
+from hourglass.harness.batch import BatchOptions, run_batch
+from hourglass.harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
+from hourglass.harness.systems import SystemSpec
+from hourglass.reference.profile import FIRST_FLUSH_DELAY_MS
+from hourglass.reference.rundir import EVENTS_DIR, RUN_JSON
 
 REPUT_TOLERANCE_MS = PULL_LATENCY_MS[1] + ANCHOR_POLL_MS
 FLUSH_TOLERANCE_MS = ANCHOR_POLL_MS
@@ -110,8 +110,8 @@ def test_a_kill_timed_from_a_flush_fires_right_after_the_persist_with_snapshots_
 
 
 def test_an_anchor_that_never_comes_ends_the_run_healed_and_broken(tmp_path):
-    from harness.session import batch_verdicts
-    from reports.verdict import BROKEN, status
+    from hourglass.harness.session import batch_verdicts
+    from hourglass.reports.verdict import BROKEN, status
 
     msgs = (Message("only-one", "T", delay_level=2), Message("plain", "T", at_ms=500))
     step = FaultStep(0, "kill", "broker", after=FaultAnchor("reput", level=2, count=3))
@@ -145,10 +145,10 @@ def test_slow_start_starts_pauses_resumes_and_is_ready_after_the_pause(tmp_path)
 
 
 def test_a_flush_anchor_is_skipped_on_a_system_that_cannot_tell_its_flushes():
-    from harness.runner import skip_reason
+    from hourglass.harness.runner import skip_reason
 
     class Blind:  # a System without OffsetFlushWatching, as the external runtime
-        info = replace(__import__("adapters.base", fromlist=["SystemInfo"]).SystemInfo("rocketmq", "4.9.7", "external"))
+        info = replace(__import__("hourglass.adapters.base", fromlist=["SystemInfo"]).SystemInfo("rocketmq", "4.9.7", "external"))
 
         def cannot(self, action, target):
             return None

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from reference.contract import ADAPTERS, ContractError
-from reports import cli as reports_cli
-from reports.baseline import admits_a_version, load
+from hourglass.reference.contract import ADAPTERS, ContractError
+from hourglass.reports import cli as reports_cli
+from hourglass.reports.baseline import admits_a_version, load
 
 ROOT = Path(__file__).resolve().parents[3]
 ENTRY = '[[accept]]\ninvariant = "NOT_EARLY"\nreason = "known"\n'

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from harness.bench import PHASES, breakdown, run_phases
+from hourglass.harness.bench import PHASES, breakdown, run_phases
 
 T0 = 1_700_000_000_000
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from harness.cli import main
-from harness.scenario import ConsumerGroup, Message, Scenario
+from hourglass.harness.cli import main
+from hourglass.harness.scenario import ConsumerGroup, Message, Scenario
 
 SCENARIO = Scenario(
     "cli-probe",

@@ -1,4 +1,4 @@
-"""``python -m harness list`` shows every suite's scenarios with their wait, faults and
+"""``python -m hourglass list`` shows every suite's scenarios with their wait, faults and
 requirements; ``--scenario-name`` (repeatable, shell globs) picks scenarios of the selected suites,
 and a name that matches nothing is a usage error (64) before anything runs."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
-from harness.catalogue.chaos import SHORT
-from harness.catalogue.conformance import CONFORMANCE
-from harness.cli import main
-from harness.summary import scenario_wait_ms
+from hourglass.harness.catalogue.chaos import SHORT
+from hourglass.harness.catalogue.conformance import CONFORMANCE
+from hourglass.harness.cli import main
+from hourglass.harness.summary import scenario_wait_ms
 
 
 def test_list_shows_each_suite_scenario_wait_faults_and_requirements(capsys):

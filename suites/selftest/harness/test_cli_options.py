@@ -3,7 +3,7 @@
 A typo in ``--system`` or a defect name, a malformed ``--namesrv``, a count below 1, an option the
 command would ignore (``--namesrv`` with a simulated broker, ``matrix --repeat``, a system named
 twice in ``--systems``): a usage error (64) in one line naming the option, never "broken, retry"
-(3). ``python -m harness main`` exits by the project's rule over its runs' verdicts (not pytest's
+(3). ``python -m hourglass main`` exits by the project's rule over its runs' verdicts (not pytest's
 1 for every failing test) and hands ``--namesrv``, ``--faults`` and ``--max-wait`` to its runs.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-import harness.batch
-from harness.cli import main
-from harness.runner import RunResult
-from harness.scenario import ConsumerGroup, Message, Scenario
-from reports.verdict import EXIT_USAGE
+from hourglass.harness import batch as harness_batch
+from hourglass.harness.cli import main
+from hourglass.harness.runner import RunResult
+from hourglass.harness.scenario import ConsumerGroup, Message, Scenario
+from hourglass.reports.verdict import EXIT_USAGE
 
 PROBE = Scenario("opt-probe", (Message("m0", "Opt", delay_level=2),), (ConsumerGroup("cg-opt", ("Opt",)),))
 
@@ -109,7 +109,7 @@ def test_counts_below_one_are_usage_errors(option, tmp_path, capsys):
     assert main(["list", "--suite", "generated", "--count", "0"]) == EXIT_USAGE
 
 
-# --- python -m harness main: the project's exit rule, and every option reaches the runs ---------
+# --- python -m hourglass main: the project's exit rule, and every option reaches the runs ---------
 
 class FakeBatches:
     """Stands in for ``harness.batch.run_batch``: records the options of each batch and answers
@@ -127,7 +127,7 @@ class FakeBatches:
 
 def test_main_exits_3_when_its_runs_are_broken_and_passes_its_options_through(monkeypatch, tmp_path):
     batches = FakeBatches(error="the broker never became ready")
-    monkeypatch.setattr(harness.batch, "run_batch", batches)
+    monkeypatch.setattr(harness_batch, "run_batch", batches)
     faults = tmp_path / "faults.toml"
     faults.write_text('[broker]\nkill = "true"\nstart = "true"\n')
     code = main(["main", "--system", "rocketmq:4.9.7", "--runtime", "external", "--namesrv", "10.0.0.5:9876",
@@ -139,7 +139,7 @@ def test_main_exits_3_when_its_runs_are_broken_and_passes_its_options_through(mo
 
 
 def test_main_exits_2_when_nothing_could_be_judged(monkeypatch, tmp_path):
-    monkeypatch.setattr(harness.batch, "run_batch", FakeBatches(skipped="the system cannot run it"))
+    monkeypatch.setattr(harness_batch, "run_batch", FakeBatches(skipped="the system cannot run it"))
     assert main(["main", "--system", "simulated", "--out", str(tmp_path / "o")]) == 2  # pytest alone: 0 (all skipped)
 
 
@@ -154,9 +154,9 @@ def _undecided(scenarios, results, errors, *args, **kwargs) -> dict[str, dict]:
 def test_main_exits_by_the_project_rule_not_by_pytest(monkeypatch, tmp_path, outcome, code):
     """Each failing test makes pytest say 1 ("a violation: never retry"); the job says what its
     runs were: a broken run 3 (retry), an undecided one 2."""
-    import harness.session
+    from hourglass.harness import session as harness_session
 
-    monkeypatch.setattr(harness.batch, "run_batch", FakeBatches(error="the broker never became ready" if outcome == "broken" else None))
+    monkeypatch.setattr(harness_batch, "run_batch", FakeBatches(error="the broker never became ready" if outcome == "broken" else None))
     if outcome == "undecided":
-        monkeypatch.setattr(harness.session, "batch_verdicts", _undecided)
+        monkeypatch.setattr(harness_session, "batch_verdicts", _undecided)
     assert main(["main", "--system", "simulated", "--out", str(tmp_path / "o")]) == code

@@ -4,13 +4,13 @@ skips the scenario with the reason."""
 
 from __future__ import annotations
 
-from adapters.base import SystemInfo
-from harness.batch import plan_jobs
-from harness.catalogue.chaos import CLUSTER, two_masters_one_down
-from harness.runner import skip_reason
-from harness.scenario import ConsumerGroup, Message, Profile, Scenario
-from harness.systems import broker_profile
-from reference.cluster import broker_targets
+from hourglass.adapters.base import SystemInfo
+from hourglass.harness.batch import plan_jobs
+from hourglass.harness.catalogue.chaos import CLUSTER, two_masters_one_down
+from hourglass.harness.runner import skip_reason
+from hourglass.harness.scenario import ConsumerGroup, Message, Profile, Scenario
+from hourglass.harness.systems import broker_profile
+from hourglass.reference.cluster import broker_targets
 
 
 def test_the_profile_s_cluster_reaches_the_broker_profile():
@@ -52,10 +52,10 @@ def test_the_simulator_s_slave_serves_and_a_slave_that_re_puts_is_caught(tmp_pat
     schedule service (slave-reputs-while-master-down) makes the master's re-puts repeat: NO_DUPLICATE."""
     import json
 
-    from harness.catalogue.chaos import master_down_slave_serves
-    from harness.verdicts import assert_conforms
-    from reference.rundir import EVENTS_DIR
-    from reports.check import check_runs
+    from hourglass.harness.catalogue.chaos import master_down_slave_serves
+    from hourglass.harness.verdicts import assert_conforms
+    from hourglass.reference.rundir import EVENTS_DIR
+    from hourglass.reports.check import check_runs
     from suites.selftest.harness.defect_runs import run_on_simulator
 
     scenario = master_down_slave_serves()

@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import shutil
 
-from adapters.base import BrokerProfile, ConsumerSpec, SendRequest
-from adapters.simulated import open_simulated
-from harness.batch import BatchOptions, run_batch
-from harness.scenario import ConsumerGroup, Message, Scenario
-from harness.systems import SystemSpec
-from harness.verdicts import assert_conforms
-from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, RUN_JSON, consumer_events
+from hourglass.adapters.base import BrokerProfile, ConsumerSpec, SendRequest
+from hourglass.adapters.simulated import open_simulated
+from hourglass.harness.batch import BatchOptions, run_batch
+from hourglass.harness.scenario import ConsumerGroup, Message, Scenario
+from hourglass.harness.systems import SystemSpec
+from hourglass.harness.verdicts import assert_conforms
+from hourglass.reference.rundir import EVENTS_DIR, HARNESS_EVENTS, RUN_JSON, consumer_events
 
 #: a kill recorded by the dying consumer is written right after its CRASH delivery (same clock)
 KILL_AFTER_CRASH_MS = 5
@@ -87,7 +87,7 @@ def test_deaths_of_one_consumer_between_two_polls_are_each_recorded(tmp_path):
 def test_where_the_consumer_deaths_are_written_does_not_change_the_verdict(tmp_path):
     """The checker reads ``fault`` events from every events file: the same run with the consumer's
     kill/start moved into the harness log gets the same verdict (and conforms)."""
-    from reports.check import check_runs
+    from hourglass.reports.check import check_runs
 
     (res,), errors = run_batch([_two_crashes()], BatchOptions(SystemSpec("simulated"), tmp_path / "runs", progress=False))
     assert not errors, errors

@@ -9,11 +9,11 @@ from dataclasses import replace
 import pytest
 
 from suites.selftest.harness.defect_runs import run_on_simulator
-from harness.catalogue.chaos import disk_full_while_due
-from harness.runner import skip_reason
-from harness.scenario import ScenarioError, scenario_from_json
-from harness.verdicts import assert_conforms, describe
-from reference.rundir import EVENTS_DIR, HARNESS_EVENTS
+from hourglass.harness.catalogue.chaos import disk_full_while_due
+from hourglass.harness.runner import skip_reason
+from hourglass.harness.scenario import ScenarioError, scenario_from_json
+from hourglass.harness.verdicts import assert_conforms, describe
+from hourglass.reference.rundir import EVENTS_DIR, HARNESS_EVENTS
 
 
 _run = run_on_simulator
@@ -21,7 +21,7 @@ _run = run_on_simulator
 
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
-    from reports.check import check_runs
+    from hourglass.reports.check import check_runs
 
     tmp = tmp_path_factory.mktemp("disk")
     sc = disk_full_while_due()
@@ -59,7 +59,7 @@ def test_only_the_broker_has_a_store_to_fill():
 
 def test_a_system_that_cannot_fill_its_store_skips_the_scenario_with_the_reason():
     class NoDisk:
-        from adapters.base import SystemInfo
+        from hourglass.adapters.base import SystemInfo
         info = SystemInfo("rocketmq", "5.5.0", "process")
 
         def cannot(self, action, target):

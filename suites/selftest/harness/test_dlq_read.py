@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from harness.runner import read_dlq_until_owed
-from reference.network import SEND_BACK_FAILS_AFTER_MS
-from reference.retry import DLQ_ROUTABLE_WITHIN_MS
+from hourglass.harness.runner import read_dlq_until_owed
+from hourglass.reference.network import SEND_BACK_FAILS_AFTER_MS
+from hourglass.reference.retry import DLQ_ROUTABLE_WITHIN_MS
 
 
 class _Clock:
@@ -70,8 +70,8 @@ def test_a_dlq_the_harness_could_not_read_makes_the_run_broken_not_a_loss(tmp_pa
     violations. An unread DLQ is the harness's blind spot: the run is broken, with why."""
     import json
 
-    from adapters.simulated.system import SimulatedSystem
-    from harness.scenario import ConsumerGroup, Message, Scenario
+    from hourglass.adapters.simulated.system import SimulatedSystem
+    from hourglass.harness.scenario import ConsumerGroup, Message, Scenario
     from suites.selftest.harness.defect_runs import run_on_simulator
 
     def refuse(self, group):

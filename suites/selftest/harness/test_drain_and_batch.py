@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness.batch import plan_jobs
-from harness.drain import drain_state
-from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultStep, Message, Profile, Scenario
+from hourglass.harness.batch import plan_jobs
+from hourglass.harness.drain import drain_state
+from hourglass.harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultStep, Message, Profile, Scenario
 
 T0 = 1_700_000_000_000
 RUN = {
@@ -77,7 +77,7 @@ def test_virtual_systems_run_each_scenario_alone():
 
 
 def test_after_a_broker_restart_the_run_waits_for_consumers_to_recover():
-    from harness.drain import CONSUMER_RECOVERY_MS
+    from hourglass.harness.drain import CONSUMER_RECOVERY_MS
 
     ready = {"type": "fault", "ts_ms": T0 + 500, "action": "ready", "target": "broker"}
     st = drain_state(RUN, [send("a", T0, level=1), ready], T0 + 600)
@@ -90,7 +90,7 @@ def test_an_overdue_fault_step_goes_before_overdue_sends():
     the overdue step goes first, then the sends in their order; on time, the earliest goes first."""
     import heapq
 
-    from harness.runner import _next_due
+    from hourglass.harness.runner import _next_due
 
     timeline = []
     for when, kind, order, item in [(100, 1, 0, "send a"), (130, 1, 1, "send b"), (150, 0, 2, "kill"), (160, 1, 3, "send c"),

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-import harness.batch as batch_mod
-from adapters import phase as adapter_phase
-from harness.batch import Batch, BatchOptions, CheckProgress
-from harness.catalogue.conformance import CONFORMANCE
-from harness.systems import SystemSpec
+import hourglass.harness.batch as batch_mod
+from hourglass.adapters import phase as adapter_phase
+from hourglass.harness.batch import Batch, BatchOptions, CheckProgress
+from hourglass.harness.catalogue.conformance import CONFORMANCE
+from hourglass.harness.systems import SystemSpec
 
 
 #: what each step "really" takes in the simulation (the ETA assumes harness.eta.COSTS)

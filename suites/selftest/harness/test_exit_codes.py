@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.cli import main
-from harness.scenario import ConsumerGroup, Message, Scenario
-from harness.verdicts import VerdictFailure, assert_conforms
-from reports import cli as reports_cli
-from reports.verdict import BROKEN, EXIT_USAGE, PASSED, UNDECIDED, VIOLATED, exit_code, mark_broken, status
+from hourglass.harness.cli import main
+from hourglass.harness.scenario import ConsumerGroup, Message, Scenario
+from hourglass.harness.verdicts import VerdictFailure, assert_conforms
+from hourglass.reports import cli as reports_cli
+from hourglass.reports.verdict import BROKEN, EXIT_USAGE, PASSED, UNDECIDED, VIOLATED, exit_code, mark_broken, status
 
 PROBE = Scenario(
     "exit-probe",
@@ -105,7 +105,7 @@ def test_a_cmd_client_maven_central_lacks_is_the_files_error_before_anything_run
     Central does not have names the file and its field, in one line without Maven's colours."""
     import subprocess
 
-    from adapters.rocketmq import provision
+    from hourglass.adapters.rocketmq import provision
 
     for name in ("ns", "broker"):
         (tmp_path / name).write_text("#!/bin/sh\n")
@@ -236,12 +236,12 @@ def test_external_runtime_needs_a_name_server_and_readable_fault_commands(scenar
 def test_every_scenario_skipped_is_not_a_pass(tmp_path, capsys, monkeypatch):
     """A system that can run none of the scenarios (here: a simulator without timer messages)
     observed nothing: undecided (2), never a pass."""
-    import harness.runner
+    from hourglass.harness import runner as harness_runner
 
     timer_only = Scenario("timer-only", (Message("t", "Tm", deliver_after_ms=1000),), (ConsumerGroup("cg-tm", ("Tm",)),),
                           requires=("timer",))
     f = tmp_path / "t.json"
     timer_only.save(f)
-    monkeypatch.setattr(harness.runner, "capabilities", lambda system: set())
+    monkeypatch.setattr(harness_runner, "capabilities", lambda system: set())
     assert main(["run", "--scenario", str(f), "--system", "simulated", "--out", str(tmp_path / "o")]) == 2
     assert "every scenario was skipped" in capsys.readouterr().err

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import families
-from harness.cli import main
-from harness.runner import capabilities
-from harness.scenario import ConsumerGroup, Message, Profile, Scenario
-from harness.systems import SystemSpec, check_options_used, open_system
-from reference.contract import OptionError
-from reports.verdict import EXIT_USAGE
+from hourglass.harness import families
+from hourglass.harness.cli import main
+from hourglass.harness.runner import capabilities
+from hourglass.harness.scenario import ConsumerGroup, Message, Profile, Scenario
+from hourglass.harness.systems import SystemSpec, check_options_used, open_system
+from hourglass.reference.contract import OptionError
+from hourglass.reports.verdict import EXIT_USAGE
 
 ROOT = Path(__file__).resolve().parents[3]
 TOY = "suites.selftest.harness.toyfamily.family:FAMILY"
@@ -71,12 +71,12 @@ def test_a_family_of_an_installed_distribution_is_found_by_its_entry_point(regis
 
 
 def test_an_entry_point_and_the_checkout_naming_one_family_give_it_once(registry):
-    registry("adapters.simulated.family:FAMILY")
+    registry("hourglass.adapters.simulated.family:FAMILY")
     assert [f.name for f in families.families()] == ["rocketmq", "simulated"]
 
 
 def test_an_object_that_is_not_a_family_is_refused_naming_what_it_lacks(registry):
-    registry("harness.families:ENTRY_POINT_GROUP")
+    registry("hourglass.harness.families:ENTRY_POINT_GROUP")
     with pytest.raises(Exception, match=r"missing name, adapter, spec_help"):
         families.families()
 
@@ -124,7 +124,7 @@ def _site_with_toy(tmp_path: Path) -> dict:
 def test_an_installed_family_reaches_the_cli_and_the_plugin(tmp_path):
     """In a fresh process, through a real dist-info on the path: the CLI's help and the plugin's."""
     env = _site_with_toy(tmp_path)
-    cli = subprocess.run([sys.executable, "-m", "harness", "run", "--help"], cwd=tmp_path, env=env, capture_output=True,
+    cli = subprocess.run([sys.executable, "-m", "hourglass", "run", "--help"], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=120)
     assert cli.returncode == 0 and "toy or toy[seed]" in cli.stdout, cli.stdout + cli.stderr
     plugin = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=tmp_path, env=env,

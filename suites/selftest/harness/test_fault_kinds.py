@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.base import BrokerProfile
-from adapters.simulated import open_simulated
-from harness.scenario import FAULT_ACTIONS_SCHEDULABLE, FaultStep, scenario_schema
-from reference import faults as kinds
-from reference.contract import EVENT_FIELDS, FAULT_ACTIONS
-from reference.faults.process import START
-from reports.judge_columnar import FAULT_FIELDS
+from hourglass.adapters.base import BrokerProfile
+from hourglass.adapters.simulated import open_simulated
+from hourglass.harness.scenario import FAULT_ACTIONS_SCHEDULABLE, FaultStep, scenario_schema
+from hourglass.reference import faults as kinds
+from hourglass.reference.contract import EVENT_FIELDS, FAULT_ACTIONS
+from hourglass.reference.faults.process import START
+from hourglass.reports.judge_columnar import FAULT_FIELDS
 
 FAMILIES = kinds.families()
 

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.catalogue.conformance import CONFORMANCE
-from harness.fit import fit_to_broker, level_by_role
-from harness.scenario import DEFAULT_LEVELS, ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
-from harness.summary import scenario_wait_ms
-from reference.levels import parse_level_table
+from hourglass.harness.catalogue.conformance import CONFORMANCE
+from hourglass.harness.fit import fit_to_broker, level_by_role
+from hourglass.harness.scenario import DEFAULT_LEVELS, ConsumerGroup, FaultAnchor, FaultStep, Message, Profile, Scenario
+from hourglass.harness.summary import scenario_wait_ms
+from hourglass.reference.levels import parse_level_table
 
 DEFAULT = {"messageDelayLevel": DEFAULT_LEVELS, "flushDelayOffsetInterval": "10000"}
 
@@ -79,7 +79,7 @@ def test_the_flush_interval_comes_from_the_broker():
 
 @pytest.mark.parametrize("scenario", CONFORMANCE, ids=lambda s: s.name)
 def test_every_fitted_catalogue_scenario_is_valid_and_within_budget(scenario):
-    from harness.scenario import validate_scenario
+    from hourglass.harness.scenario import validate_scenario
 
     f = fit_to_broker(scenario, DEFAULT)
     if f.scenario is None:
@@ -95,7 +95,7 @@ def test_the_limits_are_the_brokers_own_on_a_cluster_the_harness_did_not_configu
     """A limits scenario on a staging cluster that runs the default maxMessageSize and
     timerMaxDelaySec: the model judges by the broker's (a body over the scenario's 64 KiB is taken
     there), and the change is said."""
-    from harness.catalogue.limits import body_sizes
+    from hourglass.harness.catalogue.limits import body_sizes
 
     s = body_sizes()
     f = fit_to_broker(s, {"messageDelayLevel": s.profile.message_delay_level, "flushDelayOffsetInterval": "10000",

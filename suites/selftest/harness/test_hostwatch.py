@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import hostwatch
-from reference import stalls as rule
-from reference.contract import validate_event
+from hourglass.harness import hostwatch
+from hourglass.reference import stalls as rule
+from hourglass.reference.contract import validate_event
 
 
 class FakeProc:
@@ -98,8 +98,8 @@ def test_a_broker_log_stall_report_inside_the_run_is_read_with_the_line(tmp_path
 
 
 def test_a_simulated_system_records_virtual_time_and_an_external_one_that_its_host_was_not_observed():
-    from adapters.simulated import open_simulated
-    from adapters.base import BrokerProfile
+    from hourglass.adapters.simulated import open_simulated
+    from hourglass.adapters.base import BrokerProfile
 
     sim = open_simulated(BrokerProfile(message_delay_level="1s 5s", flush_delay_offset_interval_ms=1000))
     assert hostwatch.acquire(sim) is None
@@ -165,7 +165,7 @@ def test_a_process_starved_by_a_cpu_quota_is_recorded_as_waiting_for_a_cpu(tmp_p
 
 
 def test_repeats_count_a_run_undecided_by_the_hosts_stalls_apart_never_as_a_failure():
-    from harness.cli import repeat_summary
+    from hourglass.harness.cli import repeat_summary
 
     def verdict(passed, by_host=0):
         entry = {"passed": passed, "violations": 0, "checked": 3}

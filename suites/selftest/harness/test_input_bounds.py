@@ -10,11 +10,11 @@ import tracemalloc
 
 import pytest
 
-from harness.scenario import MAX_CONSUMER_INSTANCES, Scenario, ScenarioError
-from reference.contract import ContractError, validate_run
-from reference.expected import build_expected_rows
-from reference.profile import MAX_RECONSUME_TIMES
-from reports import cli as reports_cli
+from hourglass.harness.scenario import MAX_CONSUMER_INSTANCES, Scenario, ScenarioError
+from hourglass.reference.contract import ContractError, validate_run
+from hourglass.reference.expected import build_expected_rows
+from hourglass.reference.profile import MAX_RECONSUME_TIMES
+from hourglass.reports import cli as reports_cli
 from suites.selftest.checker.runs import RunBuilder
 
 HUGE = 10**12
@@ -92,7 +92,7 @@ def test_a_failed_connection_names_where_it_went(monkeypatch, request_, named):
     import io
     import sys
 
-    from adapters.rocketmq import client_proc
+    from hourglass.adapters.rocketmq import client_proc
 
     class Client:
         namesrv = "10.0.0.5:9876"

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.batch import BatchOptions, run_batch
-from harness.scenario import ConsumerGroup, Message, Scenario
-from harness.systems import SystemSpec
-from reports.cli import main as check_main
+from hourglass.harness.batch import BatchOptions, run_batch
+from hourglass.harness.scenario import ConsumerGroup, Message, Scenario
+from hourglass.harness.systems import SystemSpec
+from hourglass.reports.cli import main as check_main
 
 #: 6 messages due at 1 s and 6 due at 10 s (compressed table): a cut at 5 s leaves half undelivered.
 SCENARIO = Scenario(
@@ -103,9 +103,9 @@ def test_a_cancelled_run_never_says_drained(tmp_path):
 
     import pytest
 
-    from adapters.simulated import open_simulated
-    from harness.runner import Cancelled, ScenarioRun
-    from harness.systems import broker_profile
+    from hourglass.adapters.simulated import open_simulated
+    from hourglass.harness.runner import Cancelled, ScenarioRun
+    from hourglass.harness.systems import broker_profile
 
     cancel = threading.Event()
     cancel.set()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.verdict import BROKEN, EXIT_CODES
+from hourglass.reports.verdict import BROKEN, EXIT_CODES
 from suites.selftest.checker.runs import RunBuilder
 
 MARKER = "CHECKER_INTERRUPT_TEST_MARKER"  # inherited by whatever the command starts
@@ -88,7 +88,7 @@ def _tiny_run(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("signals", [[signal.SIGINT], [signal.SIGTERM], [signal.SIGINT, signal.SIGINT]],
                          ids=["ctrl-c", "sigterm", "ctrl-c-twice"])
 def test_an_interrupt_while_the_jvm_starts_kills_it(tmp_path, signals):
-    code, err = _interrupt(["-m", "reports", "check", str(_tiny_run(tmp_path)), "--out", str(tmp_path / "out")],
+    code, err = _interrupt(["-m", "hourglass.reports", "check", str(_tiny_run(tmp_path)), "--out", str(tmp_path / "out")],
                            signals, b"java", tmp_path)
     assert code == EXIT_CODES[BROKEN], err
     assert "hourglass check: interrupted: the check did not finish" in err
@@ -98,7 +98,7 @@ def test_an_interrupt_while_the_jvm_starts_kills_it(tmp_path, signals):
 def test_an_interrupt_during_the_check_kills_the_jvm_in_one_line(tmp_path):
     """Ctrl-C while the check's tasks run (a Python worker is up): no py4j traceback ("reentrant
     call", "KeyboardInterrupt while sending command"), no Java stack trace."""
-    code, err = _interrupt(["-m", "reports", "check", str(_tiny_run(tmp_path)), "--out", str(tmp_path / "out")],
+    code, err = _interrupt(["-m", "hourglass.reports", "check", str(_tiny_run(tmp_path)), "--out", str(tmp_path / "out")],
                            [signal.SIGINT], b"pyspark.daemon", tmp_path)
     assert code == EXIT_CODES[BROKEN], err
     assert "hourglass check: interrupted: the check did not finish (Ctrl-C)" in err
@@ -108,7 +108,7 @@ def test_an_interrupt_during_the_check_kills_the_jvm_in_one_line(tmp_path):
 def test_the_harness_interrupted_while_its_checker_starts_leaves_no_jvm(tmp_path):
     """The harness checks its runs after the batch: interrupted then, the systems were torn down
     already and the checker's JVM is killed too."""
-    code, err = _interrupt(["-m", "harness", "run", "--suite", "conformance", "--scenario-name", "level-zero",
+    code, err = _interrupt(["-m", "hourglass", "run", "--suite", "conformance", "--scenario-name", "level-zero",
                             "--system", "simulated", "--out", str(tmp_path / "out")],
                            [signal.SIGTERM], b"java", tmp_path)
     assert code == EXIT_CODES[BROKEN], err
@@ -129,7 +129,7 @@ def test_an_interrupt_that_surfaces_as_a_spark_error_is_said_as_the_interrupt(ca
     before its KeyboardInterrupt does (seen: "[INTERNAL_ERROR_STORAGE] Block rdd_5_0 does not
     exist"): the command says it was interrupted, in one line, exit 3; the same error without an
     interrupt is a failure of the tool."""
-    from reports import command, spark
+    from hourglass.reports import command, spark
 
     monkeypatch.setattr(spark, "kill_spark", lambda: None)
 

@@ -9,18 +9,18 @@ from dataclasses import replace
 
 import pytest
 
-from adapters.simulated.defects import Defect
-from harness.catalogue.chaos import io_stall_while_due
-from harness.faults import expand
-from harness.scenario import ScenarioError, scenario_from_json
-from harness.verdicts import assert_conforms, describe
-from reference import faults
+from hourglass.adapters.simulated.defects import Defect
+from hourglass.harness.catalogue.chaos import io_stall_while_due
+from hourglass.harness.faults import expand
+from hourglass.harness.scenario import ScenarioError, scenario_from_json
+from hourglass.harness.verdicts import assert_conforms, describe
+from hourglass.reference import faults
 from suites.selftest.harness.defect_runs import run_on_simulator
 
 
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
-    from reports.check import check_runs
+    from hourglass.reports.check import check_runs
 
     tmp, sc, defect = tmp_path_factory.mktemp("io"), io_stall_while_due(), (Defect.LOST_REPUT_ON_WRITE_FAILURE,)
     runs = {"clean": run_on_simulator(tmp / "clean", sc), "lossy": run_on_simulator(tmp / "lossy", sc, defect),

@@ -10,8 +10,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from reference.contract import INVARIANTS
-from reports.junit import junit_xml, case_name, system_label
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reports.junit import junit_xml, case_name, system_label
 
 ROOT = Path(__file__).resolve().parents[3]
 STAMPED = "each-level-5.3.3-20260101T120000"
@@ -67,8 +67,8 @@ def test_a_run_without_suite_or_spec_is_named_from_what_it_has():
 
 TINY = '''
 import pytest
-from harness.catalogue.conformance import CONFORMANCE
-from harness.verdicts import assert_conforms
+from hourglass.harness.catalogue.conformance import CONFORMANCE
+from hourglass.harness.verdicts import assert_conforms
 
 PICKED = [s for s in CONFORMANCE if s.name in ("level-zero", "custom-table")]
 
@@ -103,10 +103,10 @@ def test_suite_junit_has_stable_names_and_each_runs_own_time(tmp_path):
 
 
 BREAK_ONE = '''
-import harness.session
-from reports.verdict import mark_broken
+from hourglass.harness import session as harness_session
+from hourglass.reports.verdict import mark_broken
 
-_verdict = harness.session.Session.verdict
+_verdict = harness_session.Session.verdict
 
 
 def _broken_custom_table(self, system, scenario):
@@ -114,7 +114,7 @@ def _broken_custom_table(self, system, scenario):
     return mark_broken(v, "AdapterError: broker never ready") if scenario.name == "level-zero" else v
 
 
-harness.session.Session.verdict = _broken_custom_table
+harness_session.Session.verdict = _broken_custom_table
 '''
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 
-from harness import outdir
-from harness.outdir import LATEST, link_latest, lock_out
-from harness.session import write_summary
+from hourglass.harness import outdir
+from hourglass.harness.outdir import LATEST, link_latest, lock_out
+from hourglass.harness.session import write_summary
 
 
 def _tree(tmp_path, name: str):

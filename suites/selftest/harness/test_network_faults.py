@@ -10,14 +10,14 @@ from dataclasses import replace
 
 import pytest
 
-from adapters.base import SystemInfo
+from hourglass.adapters.base import SystemInfo
 from suites.selftest.harness.defect_runs import run_on_simulator
-from harness.catalogue.chaos import latency_while_due, loss_while_due, partition_while_due
-from harness.faults import expand
-from harness.runner import skip_reason
-from harness.scenario import ScenarioError, scenario_from_json
-from harness.verdicts import assert_conforms, describe
-from reference.rundir import EVENTS_DIR, HARNESS_EVENTS, consumer_events
+from hourglass.harness.catalogue.chaos import latency_while_due, loss_while_due, partition_while_due
+from hourglass.harness.faults import expand
+from hourglass.harness.runner import skip_reason
+from hourglass.harness.scenario import ScenarioError, scenario_from_json
+from hourglass.harness.verdicts import assert_conforms, describe
+from hourglass.reference.rundir import EVENTS_DIR, HARNESS_EVENTS, consumer_events
 
 
 _run = run_on_simulator
@@ -29,7 +29,7 @@ def _events(run_dir, name=HARNESS_EVENTS):
 
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
-    from reports.check import check_runs
+    from hourglass.reports.check import check_runs
 
     tmp = tmp_path_factory.mktemp("net")
     sc = partition_while_due()
@@ -118,7 +118,7 @@ def test_a_system_that_cannot_cut_its_network_skips_the_scenario_with_the_reason
 
 
 def test_a_send_back_that_timed_out_in_a_cut_may_store_one_more_retry():
-    from reference.expected import sent_back_copies
+    from hourglass.reference.expected import sent_back_copies
 
     cut = [{"type": "fault", "ts_ms": 10_000, "action": "loss", "target": "broker", "loss_percent": 30},
            {"type": "fault", "ts_ms": 18_000, "action": "loss_end", "target": "broker"}]

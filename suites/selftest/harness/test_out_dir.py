@@ -15,10 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-from harness.batch import BatchOptions, run_batch
-from harness.scenario import ConsumerGroup, Message, Scenario
-from harness.systems import SystemSpec
-from reports.verdict import BROKEN, EXIT_CODES
+from hourglass.harness.batch import BatchOptions, run_batch
+from hourglass.harness.scenario import ConsumerGroup, Message, Scenario
+from hourglass.harness.systems import SystemSpec
+from hourglass.reports.verdict import BROKEN, EXIT_CODES
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIO = Scenario("out-probe", (Message("k1", "Out", at_ms=0, delay_level=1),), (ConsumerGroup("cg-out", ("Out",)),))
@@ -42,7 +42,7 @@ def test_batches_started_in_the_same_second_keep_their_runs_apart(tmp_path):
 def _harness(out: Path, tmp_path: Path, name: str) -> tuple[subprocess.Popen, Path]:
     err = tmp_path / f"{name}.stderr"
     with err.open("wb") as f:
-        proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--suite", "conformance", "--scenario-name",
+        proc = subprocess.Popen([sys.executable, "-m", "hourglass", "run", "--suite", "conformance", "--scenario-name",
                                  "level-zero", "--system", "simulated", "--out", str(out)],
                                 cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=f)

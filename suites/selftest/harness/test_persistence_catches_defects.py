@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.scenario import validate_scenario
-from harness.summary import scenario_wait_ms
-from harness.verdicts import assert_conforms
+from hourglass.harness.scenario import validate_scenario
+from hourglass.harness.summary import scenario_wait_ms
+from hourglass.harness.verdicts import assert_conforms
 from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, assert_caught_twice, verdicts_by_defect
-from reference.persistence_axes import AXES
-from harness.catalogue.pairwise import all_pairs, pairs_of
+from hourglass.reference.persistence_axes import AXES
+from hourglass.harness.catalogue.pairwise import all_pairs, pairs_of
 from suites.persistence.scenarios import FULL, FULL_ASYNC, FULL_COORDINATES, SHORT
 
 
@@ -61,7 +61,7 @@ def test_every_observed_flush_is_judged_so_a_stale_persist_fails_whatever_the_st
     (4.9.3's REPUT_OFFSET_FROM_TASK_START) fails OFFSET_PERSISTENCE at the flush itself
     (reference.persistence.flush_covers_reputs), in scenarios of every stop kind — the verdict no
     longer depends on where a kill fell relative to the flushes."""
-    from adapters.simulated.defects import Defect
+    from hourglass.adapters.simulated.defects import Defect
 
     verdicts = verdicts_by_system[Defect.REPUT_OFFSET_FROM_TASK_START]
     caught = {v["run_id"].split("-")[3] for v in verdicts if v["invariants"]["OFFSET_PERSISTENCE"]["passed"] is False}

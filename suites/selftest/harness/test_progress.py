@@ -8,18 +8,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.batch import Batch, BatchOptions
-from harness.catalogue.conformance import CONFORMANCE
-from harness.summary import scenario_wait_ms
-from harness.systems import SystemSpec
+from hourglass.harness.batch import Batch, BatchOptions
+from hourglass.harness.catalogue.conformance import CONFORMANCE
+from hourglass.harness.summary import scenario_wait_ms
+from hourglass.harness.systems import SystemSpec
 
 ROOT = Path(__file__).resolve().parents[3]
 
 TINY = '''
 import os
 import pytest
-from harness.catalogue.conformance import CONFORMANCE
-from harness.verdicts import assert_conforms
+from hourglass.harness.catalogue.conformance import CONFORMANCE
+from hourglass.harness.verdicts import assert_conforms
 
 PICKED = [s for s in CONFORMANCE if s.name == "level-zero"]
 

@@ -14,19 +14,19 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from adapters.base import BrokerProfile, LogFiles
-from adapters.rocketmq.provision import Distribution
-from adapters.rocketmq.external_system import ExternalRocketMQSystem
-from adapters.rocketmq.local import LocalRocketMQSystem
-from adapters.rocketmq.system import RocketMQSystem
-from adapters.simulated import DEFAULT_START_MS, SimulatedSystem, open_simulated
-from harness.logcopy import CUT_MARK, copy_logs
-from harness.runner import RunLogs, ScenarioRun
-from harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, Message, Scenario
-from reference.contract import SEND_BACK_FAILED, validate_event
-from reference.rundir import BROKER_LOGS, CLIENT_LOG_EVENTS, EVENTS_DIR, LOGS_DIR, RUN_JSON
-from reports.html import report_html
-from reports.logs import run_logs
+from hourglass.adapters.base import BrokerProfile, LogFiles
+from hourglass.adapters.rocketmq.provision import Distribution
+from hourglass.adapters.rocketmq.external_system import ExternalRocketMQSystem
+from hourglass.adapters.rocketmq.local import LocalRocketMQSystem
+from hourglass.adapters.rocketmq.system import RocketMQSystem
+from hourglass.adapters.simulated import DEFAULT_START_MS, SimulatedSystem, open_simulated
+from hourglass.harness.logcopy import CUT_MARK, copy_logs
+from hourglass.harness.runner import RunLogs, ScenarioRun
+from hourglass.harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, Message, Scenario
+from hourglass.reference.contract import SEND_BACK_FAILED, validate_event
+from hourglass.reference.rundir import BROKER_LOGS, CLIENT_LOG_EVENTS, EVENTS_DIR, LOGS_DIR, RUN_JSON
+from hourglass.reports.html import report_html
+from hourglass.reports.logs import run_logs
 
 BEFORE = "broker started\n"
 
@@ -121,7 +121,7 @@ def test_a_copy_keeps_the_end_from_a_line_start_and_says_in_its_first_line_that_
 
 
 def _invariants() -> dict:
-    from reference.contract import INVARIANTS
+    from hourglass.reference.contract import INVARIANTS
 
     return {n: {"passed": True, "checked": 1, "violations": 0, "examples": []} for n in INVARIANTS}
 
@@ -235,7 +235,7 @@ def test_a_copy_leaves_logbacks_status_lines_out_says_how_many_and_keeps_the_who
     it gzipped, so nothing is lost; an ``|-ERROR`` status (a log that could not be opened) stays."""
     import gzip
 
-    from harness.logcopy import FULL_SUFFIX, TRIM_MARK
+    from hourglass.harness.logcopy import FULL_SUFFIX, TRIM_MARK
 
     status = [f"17:33:11,{i:03d} |-INFO in org.apache.rocketmq.logging.ch.qos.logback.classic.LoggerContext[default] - "
               f"status {i}\n" for i in range(30)]

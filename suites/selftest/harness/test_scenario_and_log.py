@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from adapters.rundir import EventLog, EventTail, read_events
-from harness.faults import TimedFault, expand
-from harness.scenario import ConsumerGroup, FaultAnchor, FaultStep, Message, Scenario, scenario_from_json
-from reference.contract import ContractError
-from harness.catalogue.chaos import NIGHTLY
-from harness.catalogue.conformance import CONFORMANCE
+from hourglass.adapters.rundir import EventLog, EventTail, read_events
+from hourglass.harness.faults import TimedFault, expand
+from hourglass.harness.scenario import ConsumerGroup, FaultAnchor, FaultStep, Message, Scenario, scenario_from_json
+from hourglass.reference.contract import ContractError
+from hourglass.harness.catalogue.chaos import NIGHTLY
+from hourglass.harness.catalogue.conformance import CONFORMANCE
 
 
 @pytest.mark.parametrize("scenario", CONFORMANCE + NIGHTLY, ids=lambda s: s.name)
@@ -98,9 +98,9 @@ def test_compound_faults_expand_into_timed_primitives():
 def test_a_clock_drift_expands_into_a_rated_clock_change_and_its_end_at_the_offset_reached(tmp_path):
     """reference.clock: a drift starts from the offset in force and ends at the true rate from the
     offset it reached (neither written in the step: the driver computes them, as the model's line)."""
-    from adapters.simulated import open_simulated
-    from adapters.base import BrokerProfile
-    from harness.faults import FaultDriver
+    from hourglass.adapters.simulated import open_simulated
+    from hourglass.adapters.base import BrokerProfile
+    from hourglass.harness.faults import FaultDriver
 
     drift = FaultStep(2000, "clock_drift", "broker", 4000, rate_permille=-250)
     assert expand((drift,)) == [TimedFault(2000, "clock", "broker", step=0, fields=(("rate_permille", -250),)),
@@ -130,7 +130,7 @@ def test_prefix_keeps_scenarios_apart_on_a_shared_broker():
 def test_the_event_writer_refuses_what_no_reader_could_decode(tmp_path):
     """A lone surrogate is valid JSON once json.dumps escapes it, but no UTF-8 reader can decode
     it: the one writer refuses it, naming the file and field, and writes nothing."""
-    from reference.contract import ContractError
+    from hourglass.reference.contract import ContractError
 
     path = tmp_path / "events" / "h.jsonl"
     with EventLog(path) as log:

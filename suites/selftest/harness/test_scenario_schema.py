@@ -12,7 +12,7 @@ from dataclasses import fields, replace
 import pytest
 from jsonschema import Draft202012Validator
 
-from harness.scenario import (
+from hourglass.harness.scenario import (
     FAULT_ACTIONS_SCHEDULABLE,
     KNOWN_REQUIREMENTS,
     SCHEMA_PATH,
@@ -26,10 +26,10 @@ from harness.scenario import (
     scenario_schema,
     validate_scenario,
 )
-from reference.contract import CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
-from harness.catalogue.generate import sample
-from harness.catalogue.chaos import NIGHTLY, SHORT
-from harness.catalogue.conformance import CONFORMANCE
+from hourglass.reference.contract import CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
+from hourglass.harness.catalogue.generate import sample
+from hourglass.harness.catalogue.chaos import NIGHTLY, SHORT
+from hourglass.harness.catalogue.conformance import CONFORMANCE
 
 ROOT = SCHEMA_PATH.parent.parent
 
@@ -214,7 +214,7 @@ def test_a_valid_file_round_trips(tmp_path):
 def test_shipped_schema_is_valid_and_identical_to_the_generated_one():
     shipped = json.loads(SCHEMA_PATH.read_text())
     Draft202012Validator.check_schema(shipped)
-    assert shipped == scenario_schema(), "regenerate: python -m harness.scenario --schema > harness/scenario.schema.json"
+    assert shipped == scenario_schema(), "regenerate: python -m hourglass.harness.scenario --schema > harness/scenario.schema.json"
 
 
 def test_schema_vocabularies_and_fields_come_from_the_code():
@@ -232,7 +232,7 @@ def test_schema_vocabularies_and_fields_come_from_the_code():
 
 
 def test_schema_module_writes_the_schema(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "harness.scenario", "--schema"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "hourglass.harness.scenario", "--schema"], capture_output=True, text=True,
                          cwd=ROOT, check=True).stdout
     assert json.loads(out) == scenario_schema()
 
@@ -262,10 +262,10 @@ def test_a_file_that_is_not_utf8_is_one_line_naming_the_file_and_the_byte(tmp_pa
     p.write_bytes(json.dumps(_raw(description="caf\u00e9"), ensure_ascii=False).encode("latin-1"))
     offset = p.read_bytes().index(b"\xe9")
     expected = f"{p}: expected a UTF-8 scenario JSON file, found 'byte 0xe9 at offset {offset}'"
-    checked = subprocess.run([sys.executable, "-m", "harness.scenario", str(p)], capture_output=True, text=True, cwd=ROOT)
+    checked = subprocess.run([sys.executable, "-m", "hourglass.harness.scenario", str(p)], capture_output=True, text=True, cwd=ROOT)
     assert (checked.returncode, checked.stderr.strip()) == (3, expected)
     out = tmp_path / "o"
-    ran = subprocess.run([sys.executable, "-m", "harness", "run", "--scenario", str(p), "--system", "simulated",
+    ran = subprocess.run([sys.executable, "-m", "hourglass", "run", "--scenario", str(p), "--system", "simulated",
                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
     assert (ran.returncode, ran.stderr.strip()) == (3, f"hourglass: {expected}")
     assert not out.exists()
@@ -283,9 +283,9 @@ def test_a_shared_brokers_prefix_keeps_a_name_at_its_limit():
     """A scenario at the limits shares a broker too: the prefix replaces the head of a topic at 127
     characters and of a group at the longest whose retry topic is valid (reference.limits), so the
     names stay at the limit and unique; a short name just gets the prefix."""
-    from harness.catalogue.limits import name_lengths
-    from reference.limits import RETRY_GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH
-    from reference.rundir import consumer_name
+    from hourglass.harness.catalogue.limits import name_lengths
+    from hourglass.reference.limits import RETRY_GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH
+    from hourglass.reference.rundir import consumer_name
 
     sc = name_lengths()
     shared = sc.with_prefix("limits-name-lengths_")

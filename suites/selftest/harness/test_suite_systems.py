@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.catalogue.chaos import SHORT
+from hourglass.harness.catalogue.chaos import SHORT
 
 ROOT = Path(__file__).resolve().parents[3]
 SYSTEMS = "simulated,simulated[early-delivery]"

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.simulated.defects import Defect
-from harness.verdicts import assert_conforms, describe
-from adapters.simulated.system import SIMULATED_CLUSTERS
-from harness.catalogue.chaos import NIGHTLY
-from harness.catalogue.conformance import CONFORMANCE
+from hourglass.adapters.simulated.defects import Defect
+from hourglass.harness.verdicts import assert_conforms, describe
+from hourglass.adapters.simulated.system import SIMULATED_CLUSTERS
+from hourglass.harness.catalogue.chaos import NIGHTLY
+from hourglass.harness.catalogue.conformance import CONFORMANCE
 from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, TIMER_DEFECTS, verdicts_by_defect
 
 DEFECTS = list(Defect)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from reference.contract import INVARIANTS
-from harness.cli import main
-from harness.summary import batch_seconds, markdown_summary
+from hourglass.reference.contract import INVARIANTS
+from hourglass.harness.cli import main
+from hourglass.harness.summary import batch_seconds, markdown_summary
 
 
 def _v(scenario, **over) -> dict:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.catalogue.pairwise import all_pairs, pairs_of
-from harness.catalogue.timer import FULL, FULL_COORDINATES, SHORT
-from harness.scenario import validate_scenario
-from harness.summary import scenario_wait_ms
-from harness.verdicts import assert_conforms
-from reference.timer_axes import AXES, Stop
+from hourglass.harness.catalogue.pairwise import all_pairs, pairs_of
+from hourglass.harness.catalogue.timer import FULL, FULL_COORDINATES, SHORT
+from hourglass.harness.scenario import validate_scenario
+from hourglass.harness.summary import scenario_wait_ms
+from hourglass.harness.verdicts import assert_conforms
+from hourglass.reference.timer_axes import AXES, Stop
 from suites.selftest.harness.defect_runs import TIMER_DEFECTS, assert_caught_twice, verdicts_by_defect
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import reports.version as version
+import hourglass.reports.version as version
 
 ROOT = Path(__file__).resolve().parents[3]
 

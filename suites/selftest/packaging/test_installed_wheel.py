@@ -1,12 +1,13 @@
 """The built wheel, installed into a fresh virtualenv and used outside the checkout: ``python -m
-harness run --suite conformance`` and ``pytest --hg-system simulated`` with the plugin found by its
+hourglass run --suite conformance`` and ``pytest --hg-system simulated`` with the plugin found by its
 entry point (issue 11, item 4).
 
 The fresh venv borrows the heavy dependencies (pyspark, JPype, pandas...) from the interpreter's
 own environment through a ``.pth`` line *after* its own site-packages: the wheel wins, and the
 checkout's editable install (a finder run by a ``.pth`` file there) is not activated, because
 ``.pth`` files in a directory added by a ``.pth`` line are not processed. The test asserts that
-``harness`` comes from the venv.
+``hourglass.harness`` comes from the venv, and that the wheel puts nothing at the top of the
+environment but ``hourglass`` (issue 22: a user's own ``reports`` package stays theirs).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 TINY_TEST = '''
 import pytest
-from harness.catalogue.conformance import CONFORMANCE
-from harness.verdicts import assert_conforms
+from hourglass.harness.catalogue.conformance import CONFORMANCE
+from hourglass.harness.verdicts import assert_conforms
 
 LEVEL_ZERO = [s for s in CONFORMANCE if s.name == "level-zero"]
 
@@ -79,27 +80,34 @@ def _clean_env() -> dict:
 
 
 def test_the_installed_package_is_the_wheel(venv, tmp_path):
-    r = _run([venv, "-c", "import json, harness, harness.catalogue.conformance as c, importlib.metadata as m; "
-              "print(json.dumps([harness.__file__, [e.value for e in m.entry_points(group='pytest11') if e.name == 'hourglass'],"
-              " __import__('importlib.resources').resources.files('harness').joinpath('scenario.schema.json').is_file()]))"],
+    r = _run([venv, "-c", "import json, hourglass.harness as h, hourglass.harness.catalogue.conformance as c, importlib.metadata as m; "
+              "print(json.dumps([h.__file__, [e.value for e in m.entry_points(group='pytest11') if e.name == 'hourglass'],"
+              " __import__('importlib.resources').resources.files('hourglass.harness').joinpath('scenario.schema.json').is_file(),"
+              " sorted({f.parts[0] for f in m.distribution('hourglass').files if not f.parts[0].startswith('..')})]))"],
              tmp_path, _clean_env())
     assert r.returncode == 0, r.stderr
-    where, plugins, schema = json.loads(r.stdout)
+    where, plugins, schema, top = json.loads(r.stdout)
     assert Path(where).resolve().is_relative_to(venv.parent.parent.resolve()), where
     assert not Path(where).resolve().is_relative_to(ROOT), where
-    assert plugins == ["harness.pytest_plugin"] and schema
+    assert plugins == ["hourglass.harness.pytest_plugin"] and schema
+    assert top == ["hourglass", "hourglass-0.1.0.dist-info"], f"the wheel installs at the top: {top}"
 
 
 def test_cli_runs_the_conformance_suite_outside_the_checkout(venv, tmp_path):
-    r = _run([venv, "-m", "harness", "run", "--suite", "conformance", "--system", "simulated", "--out", tmp_path / "out"],
+    r = _run([venv, "-m", "hourglass", "run", "--suite", "conformance", "--system", "simulated", "--out", tmp_path / "out"],
              tmp_path, _clean_env())
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert (tmp_path / "out" / "index.html").is_file()
 
 
 def test_pytest_finds_the_plugin_by_its_entry_point(venv, tmp_path):
-    (tmp_path / "test_tiny.py").write_text(TINY_TEST)
+    # a user's repository with packages of the layers' names: the plugin does not shadow them
+    for name in ("reports", "harness"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("OWNER = 'the user'\n")
+    (tmp_path / "test_tiny.py").write_text(TINY_TEST + "\n\ndef test_the_users_packages_are_theirs():\n"
+                                           "    import harness, reports\n    assert harness.OWNER == reports.OWNER == 'the user'\n")
     r = _run([venv, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--hg-system", "simulated", f"--hg-out={tmp_path / 'runs'}",
               "test_tiny.py"], tmp_path, _clean_env())
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "1 passed" in r.stdout
+    assert "2 passed" in r.stdout

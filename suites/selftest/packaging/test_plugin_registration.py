@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[3]
 TINY = '''
 def test_options_and_plugin(pytestconfig):
     assert pytestconfig.getoption("--hg-system") == "simulated"
-    assert pytestconfig.pluginmanager.hasplugin("hourglass") or pytestconfig.pluginmanager.hasplugin("harness.pytest_plugin")
+    assert pytestconfig.pluginmanager.hasplugin("hourglass") or pytestconfig.pluginmanager.hasplugin("hourglass.harness.pytest_plugin")
 '''
 
 
@@ -55,7 +55,7 @@ def test_entry_point_alone_gives_the_options(tmp_path):
 
 def test_control_a_plain_pytest_plugins_line_registers_twice(tmp_path):
     """Why the conftest checks first: the naive line fails when the entry point is installed."""
-    env = _project(tmp_path, 'pytest_plugins = ["harness.pytest_plugin"]\n', entry_point=True)
+    env = _project(tmp_path, 'pytest_plugins = ["hourglass.harness.pytest_plugin"]\n', entry_point=True)
     r = _pytest(tmp_path, env)
     assert r.returncode != 0 and "already registered" in (r.stdout + r.stderr)
 
@@ -64,4 +64,4 @@ def test_pyproject_declares_the_entry_point():
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["entry-points"]["pytest11"] == {"hourglass": "harness.pytest_plugin"}
+    assert project["entry-points"]["pytest11"] == {"hourglass": "hourglass.harness.pytest_plugin"}

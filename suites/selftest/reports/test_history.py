@@ -1,4 +1,4 @@
-"""The history page (``python -m harness history``): every scenario × invariant's outcome across the
+"""The history page (``python -m hourglass history``): every scenario × invariant's outcome across the
 batches of a tree of runs, newest right, with its flakiness; changed scenarios first; skipped ones
 shown as skipped; a bad run directory left out with its reason; nothing checked: exit 3."""
 
@@ -12,15 +12,15 @@ from urllib.parse import unquote
 
 import pytest
 
-from harness.cli import main
-from harness.outdir import LOCK_FILE
-from harness.session import write_summary
-from reference.contract import INVARIANTS
-from reference.rundir import RUN_JSON, VERDICT_JSON
-from reference.contract import VERSION_FIELD
-from reports.history import HISTORY_HTML, HISTORY_JSON, RUN_ROW, build_history
-from reports.outputs import write_run_outputs
-from reports.verdict import BROKEN, EXIT_CODES, PASSED, mark_broken
+from hourglass.harness.cli import main
+from hourglass.harness.outdir import LOCK_FILE
+from hourglass.harness.session import write_summary
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reference.rundir import RUN_JSON, VERDICT_JSON
+from hourglass.reference.contract import VERSION_FIELD
+from hourglass.reports.history import HISTORY_HTML, HISTORY_JSON, RUN_ROW, build_history
+from hourglass.reports.outputs import write_run_outputs
+from hourglass.reports.verdict import BROKEN, EXIT_CODES, PASSED, mark_broken
 from suites.selftest.checker.runs import RunBuilder
 
 NIGHTS = ("20261101T010000.000-101", "20261102T010000.000-102", "20261103T010000.000-103")
@@ -143,7 +143,7 @@ def test_each_batch_shows_the_hourglass_that_made_it_when_recorded(runs):
     h = build_history([str(runs)], runs, LOCK_FILE)
     assert [b[VERSION_FIELD] for b in h["batches"]][:2] == ["0.1.0+gaaa", "0.1.0+gbbb"]
     page = (runs / "p.html")
-    from reports.history import history_html
+    from hourglass.reports.history import history_html
 
     page.write_text(history_html(h))
     assert "0.1.0+gbbb" in page.read_text()

@@ -1,7 +1,7 @@
 """The version matrix for the user about to upgrade (reports.matrix): each scenario x invariant
 compared old -> new as a regression, a fix, unchanged, undecided (a side that says nothing of its
 version) or one-sided; per-invariant counts; links to both runs' reports; the text both command
-lines print and the exit code of ``python -m reports matrix``.
+lines print and the exit code of ``python -m hourglass.reports matrix``.
 
 The checked runs are hand-made: run.json by the checker tests' RunBuilder, verdict.json by the
 checker's own ``build_verdict`` (no Spark), report.html a stub the links must reach."""
@@ -15,11 +15,11 @@ from urllib.parse import unquote
 
 import pytest
 
-from reference.contract import INVARIANTS
-from reports.cli import main as reports_main
-from reports.matrix import compare, load_checked_dirs, summary_text, write_matrix
-from reports.stalls import HOST_STALL_CAUSE
-from reports.verdict import BROKEN, EXIT_CODES, PASSED, UNDECIDED, VIOLATED, broken_verdict, build_verdict
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reports.cli import main as reports_main
+from hourglass.reports.matrix import compare, load_checked_dirs, summary_text, write_matrix
+from hourglass.reports.stalls import HOST_STALL_CAUSE
+from hourglass.reports.verdict import BROKEN, EXIT_CODES, PASSED, UNDECIDED, VIOLATED, broken_verdict, build_verdict
 from suites.selftest.checker.runs import RunBuilder
 
 
@@ -223,7 +223,7 @@ def test_reports_matrix_exits_by_the_comparison(tmp_path, capsys):
 
 
 def test_harness_matrix_prints_the_same_text_in_the_order_of_systems(tmp_path, monkeypatch, capsys):
-    import harness.cli as cli
+    import hourglass.harness.cli as cli
 
     versions = {"simulated[early-delivery]": "1.0", "simulated": "2.0"}  # the order of --systems: old -> new
 

@@ -12,13 +12,13 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.base import BrokerProfile, ConsumerSpec, SendRequest
-from adapters.simulated import open_simulated
-from reference.modes import BROADCASTING, CONCURRENTLY, ORDERLY
-from reference.orderly import DEFAULT_SUSPEND_MS
-from reference.clock import waiting_levels
-from reference.levels import parse_level_table
-from reference.contract import validate_event
+from hourglass.adapters.base import BrokerProfile, ConsumerSpec, SendRequest
+from hourglass.adapters.simulated import open_simulated
+from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, ORDERLY
+from hourglass.reference.orderly import DEFAULT_SUSPEND_MS
+from hourglass.reference.clock import waiting_levels
+from hourglass.reference.levels import parse_level_table
+from hourglass.reference.contract import validate_event
 
 DRAIN_STEP_MS = 250
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from adapters.simulated.defects import Defect
+from hourglass.adapters.simulated.defects import Defect
 from suites.selftest.simulated.driver import Fault, Send
 
 LEVELS = "1s 2s 3s 4s 5s"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from reports.judge_run import violations
+from hourglass.reports.judge_run import violations
 from suites.selftest.simulated.driver import Fault, Send, run_scenario
 
 #: y is re-put at 1002, 2 ms before the graceful stop: within one run of the handle task

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.simulated.defects import Defect
+from hourglass.adapters.simulated.defects import Defect
 from suites.selftest.simulated.driver import run_scenario
-from reports.judge_run import violations
+from hourglass.reports.judge_run import violations
 from suites.selftest.simulated.scenarios import LEVELS, exposing, random_scenario
 
 pytestmark = pytest.mark.slow
 
 
 def test_checker_and_judge_agree_on_clean_and_broken_runs(tmp_path):
-    check_runs = pytest.importorskip("reports.check").check_runs
+    check_runs = pytest.importorskip("hourglass.reports.check").check_runs
     runs = {}
     for seed in range(3):
         sends, faults, options = random_scenario(100 + seed)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.base import BrokerProfile, DlqReading, OffsetFlushWatching, Pausable, Snapshotting, System
-from adapters.simulated import open_simulated
-from reports.judge_run import violations
+from hourglass.adapters.base import BrokerProfile, DlqReading, OffsetFlushWatching, Pausable, Snapshotting, System
+from hourglass.adapters.simulated import open_simulated
+from hourglass.reports.judge_run import violations
 from suites.selftest.simulated.driver import Fault, Send, run_scenario
 from suites.selftest.simulated.scenarios import LEVELS, random_scenario
 

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from adapters.base import BrokerProfile, ConsumerSpec, SendRequest
-from adapters.simulated import open_simulated
+from hourglass.adapters.base import BrokerProfile, ConsumerSpec, SendRequest
+from hourglass.adapters.simulated import open_simulated
 
 
 @pytest.mark.parametrize("between", [(), ("pause", "resume"), ("start", "kill")])
@@ -40,7 +40,7 @@ def test_a_batch_consumer_restarted_after_a_crash_answers_what_its_ack_index_sen
     """Found by the generator: g001, sent back unasked by a batch's ack index, came again in the
     batch a crash made the restarted consumer redeliver; answering it from its plan forked a second
     retry chain (two DLQ entries). A message sent back unasked is settled (reference.plans.sent_back_unasked)."""
-    from reports.judge_run import violations
+    from hourglass.reports.judge_run import violations
     from suites.selftest.simulated.driver import Send, run_scenario
 
     sends = [Send(0, "g000", plan=("LATER",) * 3), Send(0, "g001", plan=("LATER",) * 3),

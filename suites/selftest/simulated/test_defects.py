@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.simulated.defects import Defect, parse_defects
-from reference.contract import INVARIANTS
-from reports.judge_run import violations
+from hourglass.adapters.simulated.defects import Defect, parse_defects
+from hourglass.reference.contract import INVARIANTS
+from hourglass.reports.judge_run import violations
 from suites.selftest.simulated.driver import run_scenario
 from suites.selftest.simulated.scenarios import LEVELS, exposing
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness.batch import BatchOptions, run_batch
-from harness.systems import SystemSpec
-from reports.check import check_runs
-from harness.scenario import FaultStep, Message, Scenario
-from harness.catalogue.chaos import _group, graceful_restart_while_due
+from hourglass.harness.batch import BatchOptions, run_batch
+from hourglass.harness.systems import SystemSpec
+from hourglass.reports.check import check_runs
+from hourglass.harness.scenario import FaultStep, Message, Scenario
+from hourglass.harness.catalogue.chaos import _group, graceful_restart_while_due
 
 
 def restart_after_a_flush() -> Scenario:

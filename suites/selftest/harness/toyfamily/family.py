@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from adapters.base import AdapterError, BrokerProfile, SystemInfo
-from reference.contract import OptionError
+from hourglass.adapters.base import AdapterError, BrokerProfile, SystemInfo
+from hourglass.reference.contract import OptionError
 
 ADAPTER = "toy"
 _SPEC = re.compile(r"^toy(?:\[(?P<seed>[^\]]*)\])?$")
@@ -40,7 +40,7 @@ class ToyFamily:
         return "a toy broker lives in memory"
 
     def open(self, spec, profile: BrokerProfile, workdir: Path, seed: int):
-        from adapters.simulated import open_simulated
+        from hourglass.adapters.simulated import open_simulated
 
         own = _SPEC.match(spec.spec).group("seed")
         system = open_simulated(profile, seed=int(own) if own else seed, timers=False, version="toy-1")
