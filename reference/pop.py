@@ -1,0 +1,263 @@
+"""POP consumption and the 5.x proxy: what a correct broker, proxy and client do with a message a
+POP consumer did not ack.
+
+Read at rocketmq-all-5.0.0, 5.1.4, 5.2.0, 5.3.0, 5.3.1 and 5.3.3 (``broker/.../processor/``,
+``client/.../impl/consumer/``, ``proxy/...``, ``remoting/.../protocol/subscription/``) and at the
+gRPC Java client's java-5.0.8 and java-5.2.1 (apache/rocketmq-clients, ``java/client/...``).
+
+**Broker.** ``PopMessageProcessor.processRequest`` hands a message out for an invisible time and
+writes a checkpoint (``appendCheckPoint`` → ``PopBufferMergeService.addCkJustOffset`` →
+``putCkToStore``; ``enablePopBufferMerge`` is off by default at every tag) into the revive topic
+``rmq_sys_REVIVE_LOG_<cluster>`` as a timer message due a second before its revive time, the pop
+time plus the invisible time (``PopCheckPoint.getReviveTime``). An ack is a timer message too, due at
+the revive time (``AckMessageProcessor.appendAck``). ``PopReviveService`` reads the revive queue
+and revives a checkpoint whose message was not acked only once the scan's end time is more than
+``ackTimeInterval`` + 1 s past its revive time (``mergeAndRevive``), the end time moving to now
+after 3 s without a new revive message (``consumeReviveMessage``): ``reviveRetry`` puts the message
+into the POP retry topic (:func:`pop_retry_topic`) with its reconsume count raised, at once. The
+broker itself never routes a POP message to the DLQ. ``ChangeInvisibleTimeProcessor`` writes a
+new checkpoint from now and acks the old one (``appendCheckPointThenAckOrigin``; 5.0.0
+``appendCheckPoint`` + ``ackOrigin``): the message is revived the new invisible time after the
+change.
+
+**The remoting push consumer in POP mode** (``DefaultMQPushConsumer.setClientRebalance(false)``,
+a concurrent listener, and the broker's request mode POP for the group and topic:
+``QueryAssignmentProcessor.setMessageRequestMode``). A ``RECONSUME_LATER`` makes
+``ConsumeMessagePopConcurrentlyService.processConsumeResult`` change the invisible time to
+:data:`POP_DELAY_LEVEL_S` at the asked level, or at the reconsume count when none was asked
+(``changePopInvisibleTime``). At the consumer's maximum (16 when unset: ``getMaxReconsumeTimes``)
+it calls ``checkNeedAckOrDelay`` instead: a message older than twice the last level (4 h) is acked,
+a younger one made invisible for the level its age reached. From 5.3.1 ``processPopResult`` acks a
+popped message whose count is above the maximum without handing it to the listener: the message
+ends there, dropped, never in ``%DLQ%group`` (:func:`remoting_pop_end`).
+
+**The proxy's gRPC consumers.** ``GrpcClientSettingsManager.mergeSubscriptionData`` hands the
+client the group's retry policy (``SubscriptionGroupConfig.groupRetryPolicy``, CUSTOMIZED by
+default) and ``maxAttempts = retryMaxTimes + 1``. ``ReceiveMessageActivity.receiveMessage`` pops
+with the SimpleConsumer's invisible duration (at least ``minInvisibleTimeMillsForRecv``, at most
+``maxInvisibleTimeMills``) or, for a PushConsumer (auto-renew), the proxy's default and renews it.
+``PopMessageResultFilterImpl`` sends a popped message whose reconsume count reached
+``maxAttempts`` to the DLQ (``ProducerProcessor.forwardMessageToDeadLetterQueue``: a send-back with
+delay level -1) instead of handing it out. A PushConsumer's FAILURE is a
+``changeInvisibleDuration`` to the client's ``RetryPolicy.getNextAttemptDelay(deliveryAttempt)``
+(``ProcessQueueImpl.nackMessage``), ``deliveryAttempt`` being the reconsume count + 1
+(``GrpcConverter``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hourglass.reference.contract import dlq_topic
+
+#: Consumption modes of a POP group: the remoting push consumer in POP mode, and the proxy's gRPC
+#: SimpleConsumer and PushConsumer.
+POP, GRPC_SIMPLE, GRPC_PUSH = "pop", "grpc-simple", "grpc-push"
+POP_MODES: tuple[str, ...] = (POP, GRPC_SIMPLE, GRPC_PUSH)
+
+# --- the broker --------------------------------------------------------------------------------
+
+#: PopAckConstants.ackTimeInterval: a checkpoint is due this long before its revive time, and a
+#: checkpoint is revived once the revive scan's end time is this + 1 s past its revive time
+#: (PopReviveService.mergeAndRevive).
+ACK_TIME_INTERVAL_MS = 1000
+#: PopReviveService.mergeAndRevive: ``endTime - reviveTime <= ackTimeInterval + SECOND`` waits.
+REVIVE_MARGIN_MS = ACK_TIME_INTERVAL_MS + 1000
+#: PopReviveService.consumeReviveMessage: with no new revive message the end time moves to now
+#: once it is this far behind.
+REVIVE_IDLE_ADVANCE_MS = 3000
+#: BrokerConfig.reviveInterval and reviveMaxSlow: an idle revive thread sleeps up to
+#: interval x slow between scans.
+REVIVE_INTERVAL_MS, REVIVE_MAX_SLOW = 1000, 3
+#: PopAckConstants.retryQueueNum: the POP retry topic has one queue (PopReviveService.addRetryTopicIfNotExist).
+POP_RETRY_QUEUE_COUNT = 1
+#: DefaultMQPushConsumerImpl.BROKER_SUSPEND_MAX_TIME_MILLIS: the remoting consumer's pop long-poll.
+REMOTING_POP_LONG_POLL_MS = 15_000
+#: ProxyConfig.grpcClientConsumerMaxLongPollingTimeoutMillis: the most a gRPC receive waits (5.1+;
+#: 5.0.0's grpcClientConsumerLongPollingTimeoutMillis is the same 20 s).
+GRPC_LONG_POLL_MS = 20_000
+
+
+def revive_time_ms(pop_ms: int, invisible_ms: int) -> int:
+    """PopCheckPoint.getReviveTime: the moment a popped, un-acked message becomes due again."""
+    return pop_ms + invisible_ms
+
+
+def pop_retry_topic(group: str, topic: str, v2: bool = False) -> str:
+    """KeyBuilder.buildPopRetryTopic: ``%RETRY%<group>_<topic>`` (v1, the default at every tag);
+    ``%RETRY%<group>+<topic>`` with ``enableRetryTopicV2`` (5.2.0+). Not the push consumer's
+    ``%RETRY%<group>``: a POP group's retries are per topic."""
+    return f"%RETRY%{group}{'+' if v2 else '_'}{topic}"
+
+
+def revived_notifies_pollers(version: tuple[int, ...], v2: bool = False) -> bool:
+    """PopReviveService.reviveRetry: up to 5.1.x a revived message wakes the pops waiting on its
+    topic (``notifyMessageArriving``); from 5.2.0 only a v2 retry topic does
+    (``PopLongPollingService.notifyMessageArrivingWithRetryTopic``), and a v1 revive waits for the
+    next pop: at worst the pop's whole long-poll."""
+    return version < (5, 2) or v2
+
+
+def revive_lag_ms(long_poll_ms: int, timer_precision_ms: int, notified: bool) -> int:
+    """The most a correct broker takes from a message's revive time to handing it out again, on
+    an idle host: the revive margin plus the idle end-time advance beyond it
+    (:data:`REVIVE_MARGIN_MS`, :data:`REVIVE_IDLE_ADVANCE_MS`, counted from the checkpoint's due time
+    a second before the revive time), an idle revive thread's sleep, the timer wheel's precision
+    (the checkpoint is a timer message), and, where the revive does not wake a waiting pop, the
+    pop's long-poll."""
+    scan = REVIVE_IDLE_ADVANCE_MS + REVIVE_INTERVAL_MS * REVIVE_MAX_SLOW + timer_precision_ms
+    return scan + (0 if notified else long_poll_ms)
+
+
+@dataclass(frozen=True)
+class Redelivery:
+    """When the next attempt of a message that was not acked may be handed out: not before
+    ``earliest_ms`` (its revive time: ``PopReviveService.mergeAndRevive`` waits for the scan to pass
+    it by :data:`REVIVE_MARGIN_MS`) and not after ``latest_ms`` (its revive time + the revive lag +
+    the scenario's slack)."""
+    earliest_ms: int
+    latest_ms: int
+
+
+def redelivery(invisible_from_ms: int, invisible_ms: int, lag_ms: int, slack_ms: int) -> Redelivery:
+    """The window of the next attempt of a message made invisible at ``invisible_from_ms`` for
+    ``invisible_ms`` (a pop's time and its invisible time, or a change of the invisible time: the
+    change is a new checkpoint from its own moment, ChangeInvisibleTimeProcessor)."""
+    due = revive_time_ms(invisible_from_ms, invisible_ms)
+    return Redelivery(due, due + lag_ms + slack_ms)
+
+
+# --- the remoting push consumer in POP mode ----------------------------------------------------
+
+#: DefaultMQPushConsumerImpl.popDelayLevel (s): the invisible time a RECONSUME_LATER asks for, by
+#: level index (ConsumeMessagePopConcurrentlyService.changePopInvisibleTime).
+POP_DELAY_LEVEL_S: tuple[int, ...] = (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+#: DefaultMQPushConsumerImpl.getMaxReconsumeTimes: ``maxReconsumeTimes = -1`` means 16.
+DEFAULT_MAX_RECONSUME_TIMES = 16
+#: ConsumeMessagePopConcurrentlyService.checkNeedAckOrDelay: a message older than twice the last
+#: level is acked at its maximum (dropped).
+POP_MAX_AGE_MS = POP_DELAY_LEVEL_S[-1] * 1000 * 2
+#: DefaultMQPushConsumerImpl.popInvisibleTime: the invisible time of the consumer's pops, used when
+#: within [5 s, 300 s] (popMessage), else 60 s.
+DEFAULT_POP_INVISIBLE_MS, POP_INVISIBLE_RANGE_MS = 60_000, (5_000, 300_000)
+
+
+def pop_invisible_ms(asked_ms: int | None) -> int:
+    """DefaultMQPushConsumerImpl.popMessage: the consumer's pop invisible time, the default when
+    unset or outside :data:`POP_INVISIBLE_RANGE_MS`."""
+    lo, hi = POP_INVISIBLE_RANGE_MS
+    return asked_ms if asked_ms is not None and lo <= asked_ms <= hi else DEFAULT_POP_INVISIBLE_MS
+
+
+def max_reconsume_times(asked: int | None) -> int:
+    """DefaultMQPushConsumerImpl.getMaxReconsumeTimes: -1 (or unset) is 16."""
+    return DEFAULT_MAX_RECONSUME_TIMES if asked is None or asked == -1 else asked
+
+
+def later_invisible_ms(reconsume_times: int, delay_level: int = 0) -> int:
+    """ConsumeMessagePopConcurrentlyService.changePopInvisibleTime: a LATER asking for no level
+    (0) takes the level of its reconsume count; the level indexes :data:`POP_DELAY_LEVEL_S` from 0
+    (level n is the table's entry n, not n - 1 as for a delay level), clamped to the last."""
+    level = delay_level if delay_level else reconsume_times
+    return POP_DELAY_LEVEL_S[min(level, len(POP_DELAY_LEVEL_S) - 1)] * 1000
+
+
+#: What :func:`at_max` makes of a LATER at the maximum count.
+ACKED, CHANGED, UNCHANGED = "acked", "changed", "unchanged"
+
+
+def at_max(age_ms: int) -> tuple[str, int | None]:
+    """ConsumeMessagePopConcurrentlyService.checkNeedAckOrDelay, a LATER at the maximum count
+    (``reconsumeTimes >= getMaxReconsumeTimes()``), by the message's age (now - born):
+    ``(ACKED, None)`` older than :data:`POP_MAX_AGE_MS` (the message ends, no DLQ); else the level
+    after the last one its age reached, ``(CHANGED, invisible ms)``; younger than the first level
+    the level is -1 and ``changePopInvisibleTime`` fails on it (an index out of the table), so the
+    pop's own invisible time stands: ``(UNCHANGED, None)``."""
+    if age_ms > POP_MAX_AGE_MS:
+        return ACKED, None
+    reached = [i for i, s in enumerate(POP_DELAY_LEVEL_S) if age_ms >= s * 1000]
+    if not reached:
+        return UNCHANGED, None
+    return CHANGED, later_invisible_ms(0, reached[-1] + 1)
+
+
+def drops_over_max(version: tuple[int, ...]) -> bool:
+    """DefaultMQPushConsumerImpl.processPopResult (5.3.1+, apache/rocketmq#8332): a popped message
+    whose reconsume count is above the maximum is acked at once, never handed to the listener."""
+    return version >= (5, 3, 1)
+
+
+def remoting_pop_end(version: tuple[int, ...], max_times: int) -> tuple[int, str]:
+    """Where a message a remoting POP consumer always answers LATER ends: (deliveries, final
+    state). From 5.3.1 it is delivered with reconsume counts 0..max and the next pop acks it:
+    ``max + 1`` deliveries, ``DROPPED`` (no DLQ). Before, it comes again at the levels its age
+    reaches until it is 4 h old (:func:`at_max`): no end within a run, ``CYCLING``."""
+    if drops_over_max(version):
+        return max_times + 1, "DROPPED"
+    return -1, "CYCLING"
+
+
+# --- the proxy and its gRPC consumers ----------------------------------------------------------
+
+#: SubscriptionGroupConfig.retryMaxTimes: the group's retries (16); maxAttempts is one more.
+DEFAULT_RETRY_MAX_TIMES = 16
+#: CustomizedRetryPolicy.next (ms): the group's default retry policy (GroupRetryPolicyType.CUSTOMIZED).
+CUSTOMIZED_NEXT_MS: tuple[int, ...] = tuple(s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600,
+                                                                1200, 1800, 3600, 7200))
+#: ExponentialRetryPolicy's defaults: initial 5 s, max 2 h, multiplier 2.
+EXPONENTIAL_DEFAULT = (5_000, 7_200_000, 2)
+#: ProxyConfig.minInvisibleTimeMillsForRecv and maxInvisibleTimeMills: a SimpleConsumer's
+#: invisible duration must lie within (ReceiveMessageActivity.receiveMessage refuses it otherwise).
+GRPC_INVISIBLE_RANGE_MS = (10_000, 12 * 3600 * 1000)
+#: ProxyConfig.defaultInvisibleTimeMills: a PushConsumer's pops (auto-renewed while it consumes).
+GRPC_PUSH_INVISIBLE_MS = 60_000
+
+
+def max_attempts(retry_max_times: int = DEFAULT_RETRY_MAX_TIMES) -> int:
+    """GrpcClientSettingsManager.mergeSubscriptionData: ``retryMaxTimes + 1`` deliveries."""
+    return retry_max_times + 1
+
+
+def delivery_attempt(reconsume_times: int) -> int:
+    """GrpcConverter.buildMessage: a message's delivery attempt is its reconsume count + 1."""
+    return reconsume_times + 1
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """The group's retry policy as the gRPC client holds it (the server's Settings): CUSTOMIZED
+    with ``next_ms``, or EXPONENTIAL with ``initial_ms``, ``max_ms``, ``multiplier``."""
+    customized: tuple[int, ...] | None = CUSTOMIZED_NEXT_MS
+    exponential: tuple[int, int, int] | None = None
+
+    def next_attempt_delay_ms(self, attempt: int) -> int:
+        """CustomizedBackoffRetryPolicy.getNextAttemptDelay: entry ``attempt - 1``, the last one
+        beyond; ExponentialBackoffRetryPolicy.getNextAttemptDelay: ``min(initial x
+        multiplier^(attempt-1), max)`` (java-5.0.8, java-5.2.1)."""
+        if attempt < 1:
+            raise ValueError(f"a delivery attempt is >= 1, found {attempt}")
+        if self.exponential is not None:
+            initial, most, multiplier = self.exponential
+            return int(min(initial * multiplier ** (attempt - 1), most))
+        steps = self.customized or CUSTOMIZED_NEXT_MS
+        return steps[min(attempt, len(steps)) - 1]
+
+
+def grpc_invisible_ms(asked_ms: int) -> int | None:
+    """ReceiveMessageActivity.receiveMessage: a SimpleConsumer's invisible duration, or None when
+    the proxy refuses it (outside :data:`GRPC_INVISIBLE_RANGE_MS`: ``ILLEGAL_INVISIBLE_TIME``)."""
+    lo, hi = GRPC_INVISIBLE_RANGE_MS
+    return asked_ms if lo <= asked_ms <= hi else None
+
+
+def proxy_routes_to_dlq(reconsume_times: int, attempts: int) -> bool:
+    """PopMessageResultFilterImpl.filterMessage: a popped message whose reconsume count reached
+    ``maxAttempts`` goes to ``%DLQ%<group>`` (forwardMessageToDeadLetterQueue) instead of the client."""
+    return reconsume_times >= attempts
+
+
+def grpc_end(retry_max_times: int = DEFAULT_RETRY_MAX_TIMES) -> tuple[int, str, str]:
+    """Where a message a gRPC consumer never acks ends: delivered ``maxAttempts`` times (reconsume
+    counts 0..retryMaxTimes), then the proxy's next pop of it routes it to the DLQ: (deliveries,
+    final state, the DLQ topic's format)."""
+    return max_attempts(retry_max_times), "DLQ", dlq_topic("{group}")

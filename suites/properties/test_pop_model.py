@@ -1,0 +1,92 @@
+"""reference.pop: the POP and gRPC retry contract, rule by rule, against the figures read in
+RocketMQ's source (the methods each rule names), and the chains the rules make together."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hourglass.reference import pop
+
+
+def test_retry_topics_are_per_group_and_topic():
+    assert pop.pop_retry_topic("cg", "orders") == "%RETRY%cg_orders"
+    assert pop.pop_retry_topic("cg", "orders", v2=True) == "%RETRY%cg+orders"
+
+
+@pytest.mark.parametrize("version, v2, notified", [((5, 0, 0), False, True), ((5, 1, 4), False, True), ((5, 2, 0), False, False),
+                                                   ((5, 3, 3), False, False), ((5, 3, 3), True, True)])
+def test_a_v1_revive_wakes_no_poller_from_5_2(version, v2, notified):
+    assert pop.revived_notifies_pollers(version, v2) is notified
+
+
+def test_the_revive_lag_adds_the_long_poll_only_where_no_poller_is_woken():
+    woken = pop.revive_lag_ms(pop.REMOTING_POP_LONG_POLL_MS, 1000, notified=True)
+    assert woken == 3000 + 3000 + 1000
+    assert pop.revive_lag_ms(pop.REMOTING_POP_LONG_POLL_MS, 1000, notified=False) == woken + 15_000
+    assert pop.revive_lag_ms(pop.GRPC_LONG_POLL_MS, 1000, notified=False) == woken + 20_000
+
+
+@given(st.integers(0, 10**13), st.integers(1, 10**8), st.integers(0, 10**5), st.integers(0, 10**5))
+def test_a_redelivery_is_not_due_before_the_invisible_time_ends(at, invisible, lag, slack):
+    w = pop.redelivery(at, invisible, lag, slack)
+    assert w.earliest_ms == at + invisible == pop.revive_time_ms(at, invisible)
+    assert w.latest_ms - w.earliest_ms == lag + slack
+
+
+@pytest.mark.parametrize("reconsume_times, level, seconds", [(0, 0, 10), (1, 0, 30), (2, 0, 60), (15, 0, 7200), (40, 0, 7200),
+                                                              (0, 2, 60), (5, 1, 30), (0, 99, 7200)])
+def test_a_later_changes_the_invisible_time_by_the_pop_table(reconsume_times, level, seconds):
+    # level n is the table's entry n (from 0), not n - 1 as a delay level would be
+    assert pop.later_invisible_ms(reconsume_times, level) == seconds * 1000
+
+
+@pytest.mark.parametrize("age_s, outcome", [(5, (pop.UNCHANGED, None)), (10, (pop.CHANGED, 30_000)), (29, (pop.CHANGED, 30_000)), (59, (pop.CHANGED, 60_000)),
+                                            (60, (pop.CHANGED, 120_000)), (7200, (pop.CHANGED, 7_200_000)),
+                                            (14_400, (pop.CHANGED, 7_200_000)), (14_401, (pop.ACKED, None))])
+def test_a_later_at_the_maximum_goes_by_the_message_age(age_s, outcome):
+    assert pop.at_max(age_s * 1000) == outcome
+
+
+@pytest.mark.parametrize("asked, used", [(None, 60_000), (-1, 60_000), (4_999, 60_000), (5_000, 5_000), (300_000, 300_000),
+                                         (300_001, 60_000)])
+def test_the_remoting_consumers_pop_invisible_time(asked, used):
+    assert pop.pop_invisible_ms(asked) == used
+
+
+@given(st.integers(0, 40))
+def test_a_remoting_pop_message_always_failed_is_dropped_after_max_plus_one_deliveries_from_5_3_1(max_times):
+    assert pop.remoting_pop_end((5, 3, 1), max_times) == (max_times + 1, "DROPPED")
+    assert pop.remoting_pop_end((5, 3, 0), max_times) == (-1, "CYCLING")
+    assert pop.max_reconsume_times(-1) == pop.max_reconsume_times(None) == 16
+
+
+def test_the_default_customized_policy_backs_off_by_attempt_from_one_second():
+    policy = pop.RetryPolicy()
+    assert [policy.next_attempt_delay_ms(a) for a in (1, 2, 3, 4, 18, 19, 100)] == [1000, 5000, 10_000, 30_000, 7_200_000,
+                                                                                     7_200_000, 7_200_000]
+    with pytest.raises(ValueError):
+        policy.next_attempt_delay_ms(0)
+
+
+def test_the_exponential_policy_doubles_from_its_initial_up_to_its_max():
+    policy = pop.RetryPolicy(customized=None, exponential=pop.EXPONENTIAL_DEFAULT)
+    assert [policy.next_attempt_delay_ms(a) for a in (1, 2, 3, 11, 12, 40)] == [5000, 10_000, 20_000, 5_120_000, 7_200_000, 7_200_000]
+
+
+@given(st.integers(0, 40))
+def test_a_grpc_message_never_acked_is_delivered_max_attempts_times_then_dead_lettered(retry_max_times):
+    attempts = pop.max_attempts(retry_max_times)
+    delivered = []
+    reconsume_times = 0
+    while not pop.proxy_routes_to_dlq(reconsume_times, attempts):
+        delivered.append(pop.delivery_attempt(reconsume_times))
+        reconsume_times += 1  # PopReviveService.reviveRetry raises the count at each revive
+    assert delivered == list(range(1, retry_max_times + 2))
+    assert pop.grpc_end(retry_max_times) == (len(delivered), "DLQ", "%DLQ%{group}")
+
+
+@pytest.mark.parametrize("asked, used", [(9_999, None), (10_000, 10_000), (43_200_000, 43_200_000), (43_200_001, None)])
+def test_a_simple_consumers_invisible_duration_is_bounded_by_the_proxy(asked, used):
+    assert pop.grpc_invisible_ms(asked) == used
