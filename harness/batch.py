@@ -95,6 +95,7 @@ class Batch:
         self.steps_s: dict[int, float] = {}  # job index -> the time its adapter's slow steps took (adapters.phase)
         self.costs = eta.VIRTUAL if opts.system.virtual else eta.COSTS
         self.pace = 1.0  # how much slower than the estimates this machine starts brokers (harness.eta)
+        self.spark_warm_at: float | None = None  # when the checker's Spark was first seen warm (clock)
         self._systems: list[System] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -309,14 +310,22 @@ class Batch:
         what they are doing and their own waits, the jobs on the batch's slots in order, then the
         check (``opts.checked``) with what is left of the Spark start."""
         now = self.clock()
+        spark = spark_state()
+        if spark == "warm" and self.spark_warm_at is None:
+            self.spark_warm_at = now
         self.pace = eta.pace_of(self._broker_starts(now), self.costs)
         costs = eta.paced(self.costs, self.pace)
+        starting = [i for i in self.job_started if i not in self.jobs_ended and self._ready_at(i) is None]
+        setting_up = sum(1 for i in starting for _ in self.jobs[i].scenarios) + sum(
+            1 for p in self.progress.values() if p.phase == "setup")
+        heavy = len(starting) + (1 if self.opts.checked and spark == "starting" else 0)
         running, queued = [], []
         for i, job in enumerate(self.jobs):
             if i in self.jobs_ended:
                 continue
             started = self.job_started.get(i)
-            lefts = [eta.scenario_left_s(p.phase, p.began, self.expected_s[s.name], started, now, costs)
+            beside = eta.Now(setting_up=setting_up, starting=heavy - 1)
+            lefts = [eta.scenario_left_s(p.phase, p.began, self.expected_s[s.name], started, now, costs, beside, len(job.scenarios))
                      for s in job.scenarios for p in (self.progress[s.name],)]
             left = eta.job_left_s(lefts, job.shared, started is not None, costs)
             (queued if started is None else running).append(max(left, eta.MIN_LEFT_S))
@@ -325,23 +334,34 @@ class Batch:
         if not self.opts.checked:
             return runs_s
         checking = eta.paced(self.costs, eta.check_pace(self.pace))
-        spark = eta.spark_left_s(spark_state(), self.started, now, checking)
-        return runs_s + eta.check_left_s(runs_s, len(self.scenarios), spark, checking)
+        spark_left = eta.spark_left_s(spark, self.started, now, checking)
+        return runs_s + eta.check_left_s(runs_s, len(self.scenarios), spark_left, checking)
 
-    def _broker_starts(self, now: float) -> list[float]:
+    def _ready_at(self, i: int) -> float | None:
+        """When job ``i``'s broker was up: its first run's setup."""
+        setups = [b for s in self.jobs[i].scenarios if (b := self.progress[s.name].began.get("setup")) is not None]
+        return min(setups) if setups else None
+
+    def _broker_starts(self, now: float) -> list[tuple[float, int]]:
         """How long each job's broker took to start (to its first run's setup, less its adapter's
         slow steps: an image's first build is no sign of a busy machine), or has taken so far while
-        it starts for longer than the estimate: how busy the machine is."""
+        it starts for longer than the estimate, with how many other heavy starts ran beside it (the
+        other brokers starting then, the checker's Spark warming up): how busy the machine is."""
         out = []
         for i, started in self.job_started.items():
-            scenarios = self.jobs[i].scenarios
-            setups = [b for s in scenarios if (b := self.progress[s.name].began.get("setup")) is not None]
-            so_far = (min(setups) if setups else now) - started - self.steps_s.get(i, 0.0)
-            if setups:
-                out.append(so_far)
-            elif (i not in self.jobs_ended and so_far > self.costs.broker_s
-                  and all(self.progress[s.name].phase == "starting broker" for s in scenarios)):
-                out.append(so_far)
+            ready = self._ready_at(i)
+            end = ready if ready is not None else now
+            others = sum(1 for j, s in self.job_started.items()
+                         if j != i and s < end and (self._ready_at(j) or now) > started)
+            warm = self.spark_warm_at if self.spark_warm_at is not None else now
+            if self.opts.checked and self.started < end and warm > started:
+                others += 1
+            so_far = end - started - self.steps_s.get(i, 0.0)
+            if ready is not None:
+                out.append((so_far, others))
+            elif (i not in self.jobs_ended and so_far > self.costs.broker_with(others)
+                  and all(self.progress[s.name].phase == "starting broker" for s in self.jobs[i].scenarios)):
+                out.append((so_far, others))
         return out
 
     def progress_line(self) -> str:

@@ -67,6 +67,32 @@ def breakdown(out: Path) -> dict:
             "runs": {r["scenario"]: {p: r[p] for p in PHASES} for r in runs}}
 
 
+#: a system's teardown after its last run (harness.eta.Costs.teardown_s): where the batch began is
+#: its wall time back from its last run's end plus this
+TIMELINE_TEARDOWN_S = 4.0
+
+
+def eta_timeline(out: Path, batch_wall_s: float, verdicts_s: float, spark_warm_s: float) -> dict:
+    """The batch's real timeline, as ``harness.batch.Batch`` saw it, for replaying its ETA
+    (suites/selftest/harness/test_eta.py): per job (runs that shared a broker setup) when its
+    broker's start began and ended, per run when its setup, sending and end came; seconds from the
+    batch's start. ``spark_warm_s``: when the checker's Spark was warm (the progress lines stop
+    saying "checker: starting Spark"); ``verdicts_s``: when the verdicts were in."""
+    from hourglass.adapters.rundir import read_events
+
+    runs, jobs = {}, {}
+    for path in sorted(out.glob("*/run.json")):
+        run = json.loads(path.read_text())
+        up = [e["ts_ms"] for e in read_events(path.parent / "events") if e.get("type") == "snapshot" and e.get("moment") == "run_start"]
+        runs[run["scenario"]] = {"setup": run["started_ms"], "sending": min(up, default=run["started_ms"]), "done": run["ended_ms"]}
+        jobs.setdefault(tuple(run["system"]["broker_setup_ms"]), []).append(run["scenario"])
+    t0 = max(r["done"] for r in runs.values()) + TIMELINE_TEARDOWN_S * 1000 - batch_wall_s * 1000
+    s = lambda ms: round((ms - t0) / 1000, 1)  # noqa: E731
+    return {"jobs": [{"scenarios": sorted(names), "broker": [s(b[0]), s(b[1])]} for b, names in sorted(jobs.items())],
+            "runs": {name: {k: s(v) for k, v in r.items()} for name, r in sorted(runs.items())},
+            "spark_warm_s": spark_warm_s, "verdicts_s": verdicts_s}
+
+
 def bench_suite(system: str, runtime: str, out: Path) -> dict:
     from hourglass.harness.cli import main as cli_main
 
@@ -90,6 +116,12 @@ def bench_suite(system: str, runtime: str, out: Path) -> dict:
     if b:  # the rest of the batch: opening the systems, waiting for a slot, tearing them down
         b["open_and_teardown"] = round(summary["wall_s"] - b["before_its_broker"] - sum(b[p] for p in PHASES), 1)
     fig["load_before"], fig["load_after"] = load_before, _load()
+    # the timeline the ETA's test replays (suites/selftest/harness/data/eta-timeline-idle.json is one,
+    # with spark_warm_s read from the progress lines; here the estimate's)
+    from hourglass.harness.eta import COSTS
+
+    (out / "eta-timeline.json").write_text(json.dumps(eta_timeline(out, summary["wall_s"], round(wall_s, 1), COSTS.spark_start_s),
+                                                      indent=1) + "\n")
     print(json.dumps(fig, indent=1))
     print(verdict_line(fig), flush=True)
     return fig

@@ -31,18 +31,32 @@ class Costs:
     """Seconds of each step the model's waits do not cover (measured with ``python -m hourglass.harness.bench
     suite`` on the 2-core machine: its ``breakdown``, ``check_and_report_s``)."""
 
-    broker_s: float = READY_ESTIMATE_MS / 1000  # a broker's start to ready
-    setup_s: float = 4.0  # a run's topics and consumer JVMs
-    end_s: float = 4.0  # a run's heal, DLQ read, consume stats and consumers' stop
-    teardown_s: float = 5.0  # a system's teardown (its consumers' and broker's stop)
-    spark_start_s: float = 12.0  # the checker's local Spark session (JVM, first job)
-    check_base_s: float = 4.0  # the check's fixed part: reading, the report of the batch
-    check_per_run_s: float = 0.5
+    broker_s: float = READY_ESTIMATE_MS / 1000  # a broker's start to ready, alone (9-10 s measured)
+    setup_s: float = 2.5  # a run's topics and the fixed part of its consumers' start
+    #: each run whose consumer JVMs start at the same time adds this to every one's setup: they
+    #: share the cores (1 run alone 3.2 s, 4 together 8.9 s, 16 together 17-40 s, median 28 s)
+    setup_per_run_s: float = 1.6
+    #: a broker's start takes (1 + this x k) times ``broker_s`` while k other heavy starts run
+    #: (another broker's, the checker's Spark): 24.6 and 34.3 s for two brokers and Spark at once
+    contention: float = 1.0
+    end_s: float = 2.0  # a run's heal, DLQ read, consume stats and consumers' stop (median 1.6 s after its wait)
+    teardown_s: float = 4.0  # a system's teardown (its consumers' and broker's stop)
+    spark_start_s: float = 22.0  # the checker's local Spark session (JVM, first job), beside the first brokers
+    check_base_s: float = 2.5  # the check's fixed part with Spark warm: reading, the report of the batch
+    check_per_run_s: float = 0.15  # (21 runs: 5.7 s)
+
+    def setup_for(self, runs: int) -> float:
+        """A run's setup while ``runs`` runs (itself included) start their consumers together."""
+        return self.setup_s + self.setup_per_run_s * max(1, runs)
+
+    def broker_with(self, others: int) -> float:
+        """A broker's start while ``others`` other heavy starts run beside it."""
+        return self.broker_s * (1 + self.contention * max(0, others))
 
 
 COSTS = Costs()
 #: a virtual-time system: only the model's waits take (virtual) time
-VIRTUAL = Costs(0, 0, 0, 0, 0, 0, 0)
+VIRTUAL = Costs(*(0.0 for _ in Costs.__dataclass_fields__))
 
 
 #: the most a busy machine is taken to slow the steps down (:func:`paced`)
@@ -53,7 +67,7 @@ def paced(c: Costs, pace: float) -> Costs:
     """``c`` on a machine ``pace`` times slower than the estimates (a busy one: its other work
     slows every start and stop, not the model's waits)."""
     pace = min(MAX_PACE, max(1.0, pace))
-    return Costs(*(getattr(c, f) * pace for f in c.__dataclass_fields__))
+    return Costs(*(getattr(c, f) * (1 if f == "contention" else pace) for f in c.__dataclass_fields__))
 
 
 def check_pace(pace: float) -> float:
@@ -63,27 +77,41 @@ def check_pace(pace: float) -> float:
     return max(1.0, pace) ** 0.5
 
 
-def pace_of(broker_starts: list[float], c: Costs) -> float:
-    """How much slower than :class:`Costs`' ``broker_s`` the brokers of this batch start (each
-    figure a start's duration, or at least that for one still under way): their mean over the
-    estimate, less half an estimate of slack (a start varies by that on an idle machine); 1 without any."""
+def pace_of(broker_starts: list[tuple[float, int]], c: Costs) -> float:
+    """How much slower than :class:`Costs` says the brokers of this batch start (each a start's
+    duration, or at least that for one still under way, with the number of other heavy starts
+    beside it: the batch's own first brokers and Spark share the cores, which is no sign of a busy
+    machine): their mean over the estimate, less a quarter of slack (a start varies by that on an
+    idle machine); 1 without any."""
     if not broker_starts or c.broker_s <= 0:
         return 1.0
-    return max(1.0, sum(broker_starts) / len(broker_starts) / c.broker_s - 0.5)
+    return max(1.0, sum(took / c.broker_with(others) for took, others in broker_starts) / len(broker_starts) - 0.25)
 
 
-def scenario_left_s(phase: str, began: dict, wait_s: float, job_started: float | None, now: float, c: Costs) -> float:
-    """What one scenario has left until its run ended (``began``: when each of its phases began)."""
+@dataclass(frozen=True)
+class Now:
+    """What the batch is doing beside a scenario: how many runs are starting their consumers (or
+    will once their broker is up: they start together), and how many heavy starts run beside a
+    broker's (other brokers', the checker's Spark)."""
+    setting_up: int = 1
+    starting: int = 0
+
+
+def scenario_left_s(phase: str, began: dict, wait_s: float, job_started: float | None, now: float, c: Costs,
+                    beside: Now = Now(), job_runs: int = 1) -> float:
+    """What one scenario has left until its run ended (``began``: when each of its phases began;
+    ``job_runs``: the runs of its job, which set up together once its broker is up)."""
     if phase in DONE:
         return 0.0
-    if job_started is None:  # its job has not started
-        return c.broker_s + c.setup_s + wait_s + c.end_s
+    if job_started is None:  # its job has not started: alone on the machine, as later jobs are
+        return c.broker_s + c.setup_for(job_runs) + wait_s + c.end_s
     sent = began.get("sending")
     if sent is not None:
         return max(MIN_LEFT_S, wait_s - (now - sent) + c.end_s)
     if "setup" in began:
-        return max(0.0, c.setup_s - (now - began["setup"])) + wait_s + c.end_s
-    return max(MIN_LEFT_S, c.broker_s - (now - job_started)) + c.setup_s + wait_s + c.end_s
+        return max(MIN_LEFT_S, c.setup_for(beside.setting_up) - (now - began["setup"])) + wait_s + c.end_s
+    return (max(MIN_LEFT_S, c.broker_with(beside.starting) - (now - job_started)) + c.setup_for(beside.setting_up)
+            + wait_s + c.end_s)
 
 
 def job_left_s(lefts: list[float], shared: bool, started: bool, c: Costs) -> float:
