@@ -322,7 +322,8 @@ def _model_columns(c: Columns, rows: list[tuple]) -> None:
     def scol(name):
         return pa.array(by_column[_COL[name]], type=pa.string())
 
-    for name in ("attempt", "level", "earliest_ms", "latest_ms", "local_earliest_ms", "local_latest_ms", "anchor_ms", "delay_ms"):
+    for name in ("attempt", "level", "earliest_ms", "latest_ms", "local_earliest_ms", "local_latest_ms", "anchor_ms", "delay_ms",
+                 "timer_slot_ms"):
         setattr(c, "e_" + name, icol(name))
     c.e_key_names, c.e_group_names, c.e_topic_names = scol("key"), scol("group"), scol("topic")
     c.e_send_status, c.e_final_state, c.e_rejection = scol("send_status"), scol("final_state"), scol("expected_rejection")

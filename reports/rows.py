@@ -134,8 +134,10 @@ class Judgements:
         self.checked: Counter = Counter()
         # lateness: level -> lateness bin -> attempts; lateness_widened: the same for attempts whose
         # window a broker outage widened; lateness_time: (time bin of the attempt, lateness bin of
-        # LATENESS_TIME_BIN_MS, widened 0/1) -> attempts
+        # LATENESS_TIME_BIN_MS, widened 0/1) -> attempts; lateness_timer: a timer message's delay
+        # (ms) -> lateness bin -> first attempts (not in lateness's level 0)
         self.plot = {"lateness": defaultdict(Counter), "lateness_widened": defaultdict(Counter), "lateness_time": Counter(),
+                     "lateness_timer": defaultdict(Counter),
                      "gaps": defaultdict(Counter), "gap_expected": {}, "timeline": Counter(), "duplicates": Counter()}
         self.seconds: Counter = Counter()  # per phase of the task (kind ``t``)
 
@@ -157,6 +159,7 @@ class Judgements:
         self.emit("plot", {
             "lateness": {str(lv): dict(c) for lv, c in plot["lateness"].items()},
             "lateness_widened": {str(lv): dict(c) for lv, c in plot["lateness_widened"].items()},
+            "lateness_timer": {str(d): dict(c) for d, c in plot["lateness_timer"].items()},
             "lateness_time": [[b, late, w, n] for (b, late, w), n in plot["lateness_time"].items()],
             "gaps": {str(a): dict(c) for a, c in plot["gaps"].items()},
             "gap_expected": {str(a): v for a, v in plot["gap_expected"].items()},

@@ -34,7 +34,8 @@ from suites.selftest.checker import cases
 def _summary(rows: list[tuple]) -> dict:
     """Judgements, order-free: violations and pending as multisets, counts summed, plots merged."""
     out = {"v": Counter(), "p": Counter(), "c": Counter(), "s": Counter(), "lo": set(), "e": [],
-           "plot": {"lateness": Counter(), "lateness_widened": Counter(), "lateness_time": Counter(), "gaps": Counter(),
+           "plot": {"lateness": Counter(), "lateness_widened": Counter(), "lateness_timer": Counter(), "lateness_time": Counter(),
+                    "gaps": Counter(),
                     "gap_expected": {}, "timeline": Counter(), "duplicates": Counter()}}
     for _run_id, _bucket, kind, key, level, store, send_ts, born, payload in rows:
         if kind in ("v", "p"):
@@ -47,7 +48,7 @@ def _summary(rows: list[tuple]) -> dict:
             out["e"].append(payload)
         elif kind == "plot":
             p = json.loads(payload)
-            for part in ("lateness", "lateness_widened"):
+            for part in ("lateness", "lateness_widened", "lateness_timer"):
                 for lv, bins in p[part].items():
                     out["plot"][part].update({(lv, b): n for b, n in bins.items()})
             out["plot"]["lateness_time"].update({(b, late, w): n for b, late, w, n in p["lateness_time"]})

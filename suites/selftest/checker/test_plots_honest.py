@@ -175,3 +175,32 @@ def test_the_time_axes_reach_the_run_end_not_the_last_delivery():
         assert max(float(t) for t, _ in _ticks(svg, "x")) >= 50
     interrupted = dict(RUN, ended_ms=0)  # no end: the axis fits the deliveries
     assert max(float(t) for t, _ in _ticks(plots.timeline_svg(data, [], interrupted), "x")) < 10
+
+
+def test_the_judges_put_timer_messages_in_their_own_series(tmp_path):
+    """A 5.x timer message's first attempt (parked in the wheel) counts by its delay, not in level
+    0 with the plain messages: both judging paths, on the conformance suite's timer scenario."""
+    import json
+    from pathlib import Path
+
+    from hourglass.harness.batch import BatchOptions, run_batch
+    from hourglass.harness.catalogue.conformance import CONFORMANCE
+    from hourglass.harness.systems import SystemSpec
+    from hourglass.reference.expected import EXPECTED_COLUMNS, build_expected_rows
+    from hourglass.reports.judge_events import judge_bucket
+
+    scenario = next(s for s in CONFORMANCE if s.name == "timer-messages")
+    results, errors = run_batch([scenario], BatchOptions(SystemSpec("simulated"), tmp_path, progress=False))
+    assert not errors, errors
+    run_dir = Path(results[0].run_dir)
+    run = json.loads((run_dir / "run.json").read_text())
+    events = [json.loads(ln) for f in sorted((run_dir / "events").glob("*.jsonl")) for ln in f.read_text().splitlines() if ln.strip()]
+    col = {n: i for i, n in enumerate(EXPECTED_COLUMNS)}
+    parked = {r[col["delay_ms"]] for r in build_expected_rows(run, events) if r[col["timer_slot_ms"]] is not None}
+    assert parked, "the scenario sends timer messages"
+    plot = next(json.loads(r[-1]) for r in judge_bucket(run, events, run.get("ended_ms"), plots.timeline_bin_ms(run)) if r[2] == "plot")
+    assert {int(d) for d in plot["lateness_timer"]} == parked
+    timer_attempts = sum(n for bins in plot["lateness_timer"].values() for n in bins.values())
+    plain = sum(1 for r in build_expected_rows(run, events) if r[col["level"]] == 0 and r[col["timer_slot_ms"]] is None
+                and r[col["final_state"]] != "NEVER_SENT")
+    assert sum(plot["lateness"].get("0", {}).values()) <= plain and timer_attempts >= len(parked)
