@@ -90,17 +90,26 @@ def pop_retry_topic(group: str, topic: str, v2: bool = False) -> str:
     return f"%RETRY%{group}{'+' if v2 else '_'}{topic}"
 
 
+#: The first release whose v1 revive wakes the waiting pops again: measured on 5.5.0 (a revived
+#: copy re-popped ~10 ms after its revive, where 5.3.3 waited out the 15 s long-poll), the change of
+#: apache/rocketmq#9828 (merged 2025-11-10, after the 5.3.x line; its source is not in the tags read
+#: here). 5.4.0 is not measured and is taken as 5.3.x: the wider window.
+V1_NOTIFY_AGAIN = (5, 5)
+
+
 def revived_notifies_pollers(version: tuple[int, ...], v2: bool = False) -> bool:
     """PopReviveService.reviveRetry: up to 5.1.x a revived message wakes the pops waiting on its
-    topic (``notifyMessageArriving``); from 5.2.0 only a v2 retry topic does
+    topic (``notifyMessageArriving``); from 5.2.0 to 5.3.3 only a v2 retry topic does
     (``PopLongPollingService.notifyMessageArrivingWithRetryTopic``), and a v1 revive waits for the
-    next pop: at worst the pop's whole long-poll."""
-    return version < (5, 2) or v2
+    next pop: at worst the pop's whole long-poll (measured on 5.3.3: re-popped 5-6 s after due, all
+    at the end of one 15 s long-poll); from :data:`V1_NOTIFY_AGAIN` a v1 revive wakes them again."""
+    return version < (5, 2) or version >= V1_NOTIFY_AGAIN or v2
 
 
 def revive_lag_ms(long_poll_ms: int, timer_precision_ms: int, notified: bool) -> int:
     """The most a correct broker takes from a message's revive time to handing it out again, on
-    an idle host: the revive margin plus the idle end-time advance beyond it
+    an idle host (measured 2.0-4.0 s where the pop is woken, on 5.1.4, 5.5.0 and 5.5.0's proxy, by
+    probes outside the harness that the POP suite is to replace): the revive margin plus the idle end-time advance beyond it
     (:data:`REVIVE_MARGIN_MS`, :data:`REVIVE_IDLE_ADVANCE_MS`, counted from the checkpoint's due time
     a second before the revive time), an idle revive thread's sleep, the timer wheel's precision
     (the checkpoint is a timer message), and, where the revive does not wake a waiting pop, the
@@ -261,3 +270,63 @@ def grpc_end(retry_max_times: int = DEFAULT_RETRY_MAX_TIMES) -> tuple[int, str, 
     counts 0..retryMaxTimes), then the proxy's next pop of it routes it to the DLQ: (deliveries,
     final state, the DLQ topic's format)."""
     return max_attempts(retry_max_times), "DLQ", dlq_topic("{group}")
+
+
+# --- the next attempt of a message, by mode ----------------------------------------------------
+
+#: How attempt k-1 of a message ended for the broker: answered LATER / FAILURE (the client changed
+#: its invisible time at the answer), or not answered while it was invisible (a slow answer, a
+#: consumer that died: the pop's own invisible time ran out).
+ANSWERED_LATER, NOT_ANSWERED = "later", "not-answered"
+
+
+@dataclass(frozen=True)
+class PopGroup:
+    """A POP group as the model needs it: its mode, the broker's version, the consumer's pop
+    invisible time (remoting POP: ``setPopInvisibleTime``; gRPC simple: the receive's invisible
+    duration; gRPC push: the proxy's default), its maximum (remoting: the consumer's
+    ``maxReconsumeTimes``; gRPC: the group's ``retryMaxTimes``) and its retry policy (gRPC push)."""
+    mode: str
+    version: tuple[int, ...]
+    invisible_ms: int
+    max_times: int = DEFAULT_MAX_RECONSUME_TIMES
+    policy: RetryPolicy = RetryPolicy()
+    v2: bool = False
+
+    def long_poll_ms(self) -> int:
+        return REMOTING_POP_LONG_POLL_MS if self.mode == POP else GRPC_LONG_POLL_MS
+
+    def lag_ms(self, timer_precision_ms: int) -> int:
+        return revive_lag_ms(self.long_poll_ms(), timer_precision_ms, revived_notifies_pollers(self.version, self.v2))
+
+
+def next_window(group: PopGroup, reconsume_times: int, ended: str, popped_ms: int, answered_ms: int | None,
+                timer_precision_ms: int, slack_ms: int, delay_level: int = 0, born_ms: int | None = None) -> Redelivery | None:
+    """The window of attempt ``reconsume_times + 1`` of a message whose attempt ``reconsume_times``
+    was popped at ``popped_ms`` and ``ended`` as :data:`ANSWERED_LATER` (at ``answered_ms``) or
+    :data:`NOT_ANSWERED`; None when there is no next attempt (the message ended: acked at its
+    maximum by its age, or routed to the DLQ instead: :func:`remoting_pop_end`, :func:`grpc_end`)."""
+    lag = group.lag_ms(timer_precision_ms)
+    if ended == NOT_ANSWERED or answered_ms is None:
+        return redelivery(popped_ms, group.invisible_ms, lag, slack_ms)
+    if group.mode == GRPC_PUSH:  # ProcessQueueImpl.nackMessage
+        return redelivery(answered_ms, group.policy.next_attempt_delay_ms(delivery_attempt(reconsume_times)), lag, slack_ms)
+    if group.mode == GRPC_SIMPLE:  # no nack: the receive's invisible time runs out
+        return redelivery(popped_ms, group.invisible_ms, lag, slack_ms)
+    if reconsume_times >= group.max_times:  # ConsumeMessagePopConcurrentlyService.checkNeedAckOrDelay
+        what, invisible = at_max(answered_ms - (born_ms if born_ms is not None else answered_ms))
+        if what == ACKED:
+            return None
+        if what == UNCHANGED:
+            return redelivery(popped_ms, group.invisible_ms, lag, slack_ms)
+        return redelivery(answered_ms, invisible, lag, slack_ms)
+    return redelivery(answered_ms, later_invisible_ms(reconsume_times, delay_level), lag, slack_ms)
+
+
+def delivered(group: PopGroup, reconsume_times: int) -> bool:
+    """Whether a popped copy with this reconsume count reaches the listener: not above a remoting
+    consumer's maximum from 5.3.1 (:func:`drops_over_max`), not at a gRPC group's maxAttempts (the
+    proxy routes it to the DLQ: :func:`proxy_routes_to_dlq`)."""
+    if group.mode == POP:
+        return not (drops_over_max(group.version) and reconsume_times > group.max_times)
+    return not proxy_routes_to_dlq(reconsume_times, max_attempts(group.max_times))

@@ -16,8 +16,9 @@ def test_retry_topics_are_per_group_and_topic():
 
 
 @pytest.mark.parametrize("version, v2, notified", [((5, 0, 0), False, True), ((5, 1, 4), False, True), ((5, 2, 0), False, False),
-                                                   ((5, 3, 3), False, False), ((5, 3, 3), True, True)])
-def test_a_v1_revive_wakes_no_poller_from_5_2(version, v2, notified):
+                                                   ((5, 3, 3), False, False), ((5, 3, 3), True, True), ((5, 4, 0), False, False),
+                                                   ((5, 5, 0), False, True)])
+def test_a_v1_revive_wakes_no_poller_from_5_2_to_5_4(version, v2, notified):
     assert pop.revived_notifies_pollers(version, v2) is notified
 
 
@@ -90,3 +91,48 @@ def test_a_grpc_message_never_acked_is_delivered_max_attempts_times_then_dead_le
 @pytest.mark.parametrize("asked, used", [(9_999, None), (10_000, 10_000), (43_200_000, 43_200_000), (43_200_001, None)])
 def test_a_simple_consumers_invisible_duration_is_bounded_by_the_proxy(asked, used):
     assert pop.grpc_invisible_ms(asked) == used
+
+
+LATEST = (5, 5, 0)
+
+
+def test_a_remoting_later_makes_the_next_attempt_due_the_pop_table_after_the_answer():
+    g = pop.PopGroup(pop.POP, LATEST, invisible_ms=60_000, max_times=2)
+    lag = g.lag_ms(1000)
+    assert lag == 7000  # 5.5.0: a v1 revive wakes the waiting pop (5.2.0-5.4.x: + the 15 s long-poll)
+    assert pop.PopGroup(pop.POP, (5, 3, 3), invisible_ms=60_000).lag_ms(1000) == 7000 + 15_000
+    w = pop.next_window(g, 0, pop.ANSWERED_LATER, popped_ms=1000, answered_ms=1500, timer_precision_ms=1000, slack_ms=500)
+    assert (w.earliest_ms, w.latest_ms) == (11_500, 11_500 + lag + 500)
+    w = pop.next_window(g, 1, pop.ANSWERED_LATER, popped_ms=20_000, answered_ms=20_100, timer_precision_ms=1000, slack_ms=0)
+    assert w.earliest_ms == 50_100
+
+
+def test_a_message_not_answered_comes_back_after_its_pops_invisible_time():
+    for mode in pop.POP_MODES:
+        g = pop.PopGroup(mode, LATEST, invisible_ms=20_000)
+        w = pop.next_window(g, 0, pop.NOT_ANSWERED, popped_ms=5000, answered_ms=None, timer_precision_ms=1000, slack_ms=0)
+        assert w.earliest_ms == 25_000 and w.latest_ms == 25_000 + g.lag_ms(1000)
+
+
+def test_a_grpc_push_failure_backs_off_by_its_delivery_attempt():
+    g = pop.PopGroup(pop.GRPC_PUSH, LATEST, invisible_ms=pop.GRPC_PUSH_INVISIBLE_MS)
+    starts = [pop.next_window(g, rt, pop.ANSWERED_LATER, 0, 100, 1000, 0).earliest_ms for rt in range(4)]
+    assert starts == [1100, 5100, 10_100, 30_100]
+    assert pop.GRPC_LONG_POLL_MS == g.long_poll_ms() > pop.REMOTING_POP_LONG_POLL_MS
+
+
+@pytest.mark.parametrize("version, after_max", [((5, 3, 1), False), ((5, 3, 0), True)])
+def test_a_remoting_copy_above_the_maximum_reaches_the_listener_only_before_5_3_1(version, after_max):
+    g = pop.PopGroup(pop.POP, version, invisible_ms=60_000, max_times=2)
+    assert [pop.delivered(g, rt) for rt in range(4)] == [True, True, True, after_max]
+
+
+def test_at_the_maximum_the_remoting_consumer_goes_by_age_and_a_grpc_group_by_its_attempts():
+    g = pop.PopGroup(pop.POP, (5, 3, 0), invisible_ms=60_000, max_times=1)
+    w = pop.next_window(g, 1, pop.ANSWERED_LATER, popped_ms=40_000, answered_ms=40_000, timer_precision_ms=1000, slack_ms=0, born_ms=0)
+    assert w.earliest_ms == 40_000 + 60_000  # 40 s old: the level after 30 s, 60 s
+    old = pop.next_window(g, 1, pop.ANSWERED_LATER, popped_ms=0, answered_ms=pop.POP_MAX_AGE_MS + 1, timer_precision_ms=1000,
+                          slack_ms=0, born_ms=0)
+    assert old is None  # acked: the message ends
+    grpc = pop.PopGroup(pop.GRPC_SIMPLE, LATEST, invisible_ms=10_000, max_times=2)
+    assert [pop.delivered(grpc, rt) for rt in range(4)] == [True, True, True, False]
