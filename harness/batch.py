@@ -163,7 +163,7 @@ class Batch:
     def _phase_sink(self, index: int, job: Job) -> adapter_phase.Sink:
         """An adapter's slow step (an image's first build, a download) as the phase of the job's
         scenarios that have not begun their runs, until it ends (its time is no broker's start:
-        ``_broker_starts``)."""
+        ``broker_starts``)."""
         def sink(text: str) -> Callable[[], None]:
             began = self.clock()
             before = {s.name: self.progress[s.name].phase for s in job.scenarios}
@@ -313,9 +313,9 @@ class Batch:
         spark = spark_state()
         if spark == "warm" and self.spark_warm_at is None:
             self.spark_warm_at = now
-        self.pace = eta.pace_of(self._broker_starts(now), self.costs)
+        self.pace = eta.pace_of(broker_starts(self, now), self.costs)
         costs = eta.paced(self.costs, self.pace)
-        starting = [i for i in self.job_started if i not in self.jobs_ended and self._ready_at(i) is None]
+        starting = [i for i in self.job_started if i not in self.jobs_ended and ready_at(self, i) is None]
         setting_up = sum(1 for i in starting for _ in self.jobs[i].scenarios) + sum(
             1 for p in self.progress.values() if p.phase == "setup")
         heavy = len(starting) + (1 if self.opts.checked and spark == "starting" else 0)
@@ -336,33 +336,6 @@ class Batch:
         checking = eta.paced(self.costs, eta.check_pace(self.pace))
         spark_left = eta.spark_left_s(spark, self.started, now, checking)
         return runs_s + eta.check_left_s(runs_s, len(self.scenarios), spark_left, checking)
-
-    def _ready_at(self, i: int) -> float | None:
-        """When job ``i``'s broker was up: its first run's setup."""
-        setups = [b for s in self.jobs[i].scenarios if (b := self.progress[s.name].began.get("setup")) is not None]
-        return min(setups) if setups else None
-
-    def _broker_starts(self, now: float) -> list[tuple[float, int]]:
-        """How long each job's broker took to start (to its first run's setup, less its adapter's
-        slow steps: an image's first build is no sign of a busy machine), or has taken so far while
-        it starts for longer than the estimate, with how many other heavy starts ran beside it (the
-        other brokers starting then, the checker's Spark warming up): how busy the machine is."""
-        out = []
-        for i, started in self.job_started.items():
-            ready = self._ready_at(i)
-            end = ready if ready is not None else now
-            others = sum(1 for j, s in self.job_started.items()
-                         if j != i and s < end and (self._ready_at(j) or now) > started)
-            warm = self.spark_warm_at if self.spark_warm_at is not None else now
-            if self.opts.checked and self.started < end and warm > started:
-                others += 1
-            so_far = end - started - self.steps_s.get(i, 0.0)
-            if ready is not None:
-                out.append((so_far, others))
-            elif (i not in self.jobs_ended and so_far > self.costs.broker_with(others)
-                  and all(self.progress[s.name].phase == "starting broker" for s in self.jobs[i].scenarios)):
-                out.append((so_far, others))
-        return out
 
     def progress_line(self) -> str:
         now_ms = int(time.time() * 1000)
@@ -387,6 +360,34 @@ class Batch:
             waiting.append("checker: starting Spark")
         return _line(self.clock() - self.started, done, len(self.progress), self.eta_s(),
                      finishing or self.opts.checked, waiting)
+
+
+def ready_at(batch: "Batch", i: int) -> float | None:
+    """When job ``i``'s broker was up: its first run's setup."""
+    setups = [b for s in batch.jobs[i].scenarios if (b := batch.progress[s.name].began.get("setup")) is not None]
+    return min(setups) if setups else None
+
+
+def broker_starts(batch: "Batch", now: float) -> list[tuple[float, int]]:
+    """How long each job's broker took to start (to its first run's setup, less its adapter's
+    slow steps: an image's first build is no sign of a busy machine), or has taken so far while
+    it starts for longer than the estimate, with how many other heavy starts ran beside it (the
+    other brokers starting then, the checker's Spark warming up): how busy the machine is."""
+    out = []
+    for i, started in batch.job_started.items():
+        ready = ready_at(batch, i)
+        end = ready if ready is not None else now
+        others = sum(1 for j, s in batch.job_started.items() if j != i and s < end and (ready_at(batch, j) or now) > started)
+        warm = batch.spark_warm_at if batch.spark_warm_at is not None else now
+        if batch.opts.checked and batch.started < end and warm > started:
+            others += 1
+        so_far = end - started - batch.steps_s.get(i, 0.0)
+        if ready is not None:
+            out.append((so_far, others))
+        elif (i not in batch.jobs_ended and so_far > batch.costs.broker_with(others)
+              and all(batch.progress[s.name].phase == "starting broker" for s in batch.jobs[i].scenarios)):
+            out.append((so_far, others))
+    return out
 
 
 def _line(elapsed_s: float, done: int, total: int, eta_s: float, more: bool, parts: list[str]) -> str:

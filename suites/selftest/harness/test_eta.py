@@ -136,7 +136,7 @@ def test_a_slow_step_of_an_adapter_is_the_phase(simulated):
     clock.now += 9
     batch.progress[name].phase = "setup"
     start = jobs[0][0]  # the broker took 10 s once its image was built: no sign of a busy machine
-    assert batch._broker_starts(clock.now)[0][0] == pytest.approx(clock.now - start - 60)
+    assert batch_mod.broker_starts(batch, clock.now)[0][0] == pytest.approx(clock.now - start - 60)
     with adapter_phase.step("nobody listens"):  # outside a batch: nothing happens
         pass
 
