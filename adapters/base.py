@@ -117,6 +117,10 @@ class ConsumerSpec:
     suspend_ms: int = DEFAULT_SUSPEND_MS  # orderly: suspendCurrentQueueTimeMillis (effective)
     instance: int = 0  # its index in the group (broadcasting: its judging unit, reference.modes.unit_group)
     consume_timeout_min: int | None = None  # consumeTimeout, minutes (None: the client's 15; reference.timeout)
+    #: mode ``reference.pop.POP``: the consumer pops (5.x: setClientRebalance(false) and the broker's
+    #: request mode POP for the group and each topic) with this invisible time (None: the client's
+    #: 60 s; reference.pop.pop_invisible_ms)
+    pop_invisible_ms: int | None = None
 
 
 @dataclass

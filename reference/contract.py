@@ -219,6 +219,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("batch_index", "int", False),  # a batch consumer: its place in the listener's batch (0-based)
         _f("ack_index", "int", False),  # ... and the batch's ack index the listener returned (-1: none consumed)
         _f("timed_out", "bool", False),  # a SLOW: held past consumeTimeout, sent back by the clean-up (reference.timeout)
+        _f("pop_ms", "int", False),  # a POP delivery: when the broker popped it (its POP_CK's popTime, reference.pop)
     ),
     "dlq": (
         _f("key", "str"),

@@ -140,6 +140,16 @@ class Client:
             self.admin.createAndUpdateSubscriptionGroupConfig(addr, config)
         return {"brokers": addrs}
 
+    def set_pop_mode(self, topic: str, group: str) -> dict:
+        """Admin setMessageRequestMode(POP) on every broker for the group and topic (5.x:
+        QueryAssignmentProcessor.setMessageRequestMode; both must exist on the broker)."""
+        from org.apache.rocketmq.common.message import MessageRequestMode
+
+        addrs = list(self.brokers().values())
+        for addr in addrs:
+            self.admin.setMessageRequestMode(addr, topic, group, MessageRequestMode.POP, 0, 5000)
+        return {"brokers": addrs}
+
     def broker_config(self) -> dict:
         """Admin getBrokerConfig of every broker: address -> {key: value} as the broker reports it."""
         out = {}
@@ -275,6 +285,7 @@ def serve(client: Client, chan: Channel) -> None:
         "sync_state": lambda a: client.sync_state(a["controller"], a["broker_name"]),
         "create_topic": lambda a: client.create_topic(a["topic"], int(a.get("queues", 4))),
         "create_group": lambda a: client.create_group(a["group"], int(a["retry_max_times"])),
+        "set_pop_mode": lambda a: client.set_pop_mode(a["topic"], a["group"]),
         "send": lambda a: client.send(a["message"], int(a.get("timeout_ms", 3000))),
         "send_batch": lambda a: client.send_batch(a["messages"], int(a.get("threads", 8)), int(a.get("timeout_ms", 3000))),
         "read_dlq": lambda a: client.read_dlq(a["group"]),

@@ -212,6 +212,8 @@ class ConsumerProcess(_LineProcess):
                 "--instance", str(spec.instance)]
         if spec.consume_timeout_min is not None:
             argv += ["--consume-timeout", str(spec.consume_timeout_min)]
+        if spec.pop_invisible_ms is not None:
+            argv += ["--pop-invisible-ms", str(spec.pop_invisible_ms)]
         for topic in spec.topics:
             argv += ["--topic", topic]
         super().__init__(argv, log_dir / f"consumer-{spec.name}.log", f"consumer {spec.name} (group {spec.group})")

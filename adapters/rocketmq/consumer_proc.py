@@ -33,6 +33,7 @@ from hourglass.adapters.rundir import EventLog
 from hourglass.reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, consumer_fault
 from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY, unit_group
 from hourglass.reference.orderly import DEFAULT_SUSPEND_MS
+from hourglass.reference.pop import POP
 from hourglass.reference.plans import LATER, OK, answer_batch, by_ack_index, replay_cursor
 from hourglass.reference.rundir import consumer_events
 from hourglass.reference.timeout import DEFAULT_CONSUME_TIMEOUT_MIN, effective_timeout_min, hold_ms
@@ -143,6 +144,9 @@ class PlanFollower:
             "reconsume_times": int(msg.getReconsumeTimes()), "born_ms": int(msg.getBornTimestamp()),
             "store_ms": int(msg.getStoreTimestamp()),
         }
+        pop_ck = msg.getProperty("POP_CK")  # ExtraInfoUtil.buildExtraInfo: "ckOffset popTime invisibleTime ..."
+        if pop_ck is not None and len(str(pop_ck).split()) > 1 and str(pop_ck).split()[1].isdigit():
+            event["pop_ms"] = int(str(pop_ck).split()[1])
         sent_crc = msg.getUserProperty(BODY_CRC_PROPERTY)
         if sent_crc is not None and str(sent_crc) != str(event["body_crc"]):
             event["sent_body_crc"] = int(str(sent_crc))
@@ -295,7 +299,7 @@ def make_allocation():
     return DistinctClients()
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--namesrv", required=True)
@@ -306,18 +310,23 @@ def main() -> None:
     ap.add_argument("--log-dir", required=True)
     ap.add_argument("--name", default="c")
     ap.add_argument("--batch-size", type=int, default=1)
-    ap.add_argument("--mode", choices=MODES, default=CONCURRENTLY)
+    ap.add_argument("--mode", choices=MODES + (POP,), default=CONCURRENTLY)
     ap.add_argument("--suspend-ms", type=int, default=DEFAULT_SUSPEND_MS)
     ap.add_argument("--instance", type=int, default=0)
     ap.add_argument("--consume-timeout", type=int, default=None, help="consumeTimeout, minutes (reference.timeout)")
-    args = ap.parse_args()
+    ap.add_argument("--pop-invisible-ms", type=int, default=None, help="mode pop: popInvisibleTime (reference.pop)")
+    return ap.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_args()
     chan = Channel()
     broadcasting = args.mode == BROADCASTING
     # a broadcasting instance is a judging unit of its own (reference.modes)
     unit = unit_group(args.group, args.instance) if broadcasting else args.group
     follower = PlanFollower(unit, Path(args.events), args.name, args.max_reconsume_times if args.mode == ORDERLY else None,
                             effective_timeout_min(args.consume_timeout))
-    start_jvm(args.lib, args.log_dir, heap=("-Xms32m", "-Xmx256m"), quick_start=True)
+    start_jvm(args.lib, args.log_dir, heap=("-Xms32m", "-Xmx256m"), quick_start=True, binary_headers=args.mode != POP)
     if broadcasting:  # LocalFileOffsetStore reads its directory once, when its class loads
         from java.lang import System
 
@@ -341,6 +350,10 @@ def main() -> None:
     for topic in args.topic:
         consumer.subscribe(topic, "*")
     consumer.setAllocateMessageQueueStrategy(make_allocation())
+    if args.mode == POP:  # the broker assigns and hands out the queues (its request mode POP: reference.pop)
+        consumer.setClientRebalance(False)
+        if args.pop_invisible_ms is not None:
+            consumer.setPopInvisibleTime(args.pop_invisible_ms)
     if args.mode == ORDERLY:
         consumer.setSuspendCurrentQueueTimeMillis(args.suspend_ms)
         consumer.registerMessageListener(make_orderly_listener(follower))

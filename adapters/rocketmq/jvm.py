@@ -52,7 +52,11 @@ SHADED_NOP_STATUS_LISTENER = "org.apache.rocketmq.logging.ch.qos.logback.core.st
 
 
 def start_jvm(lib_dir: str, log_dir: str, heap: tuple[str, ...] = ("-Xms64m", "-Xmx384m"),
-              extra_classpath: tuple[str, ...] = (), quick_start: bool = False) -> None:
+              extra_classpath: tuple[str, ...] = (), quick_start: bool = False, binary_headers: bool = True) -> None:
+    """The client's JVM in this process. ``binary_headers``: RocketMQ's binary request headers
+    (``rocketmq.serialize.type=ROCKETMQ``, as its benchmark producer); not for POP, whose request
+    codes (POP_MESSAGE 200050, ...) do not fit the binary header's 16-bit code: the broker reads
+    200050 as 3442 and answers "request type 3442 not supported" (seen on 5.5.0)."""
     import jpype
 
     Path(log_dir).mkdir(parents=True, exist_ok=True)
@@ -61,8 +65,7 @@ def start_jvm(lib_dir: str, log_dir: str, heap: tuple[str, ...] = ("-Xms64m", "-
             f"-Duser.home={log_dir}", "-Drocketmq.client.logUseSlf4j=false",
             # rebalance every 2 s, not 20 s: a consumer picks up a new retry queue without delay
             "-Drocketmq.client.rebalance.waitInterval=2000",
-            # binary request headers, as RocketMQ's own benchmark producer uses (the broker speaks both)
-            "-Drocketmq.serialize.type=ROCKETMQ",
+            *(("-Drocketmq.serialize.type=ROCKETMQ",) if binary_headers else ()),
             "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/java.lang=ALL-UNNAMED"]
     if any(Path(lib_dir).glob(f"{SHADED_LOGBACK_JAR}*.jar")):  # 5.x: its shaded logback prints its configuration
         opts.append(f"-Dlogback.statusListenerClass={SHADED_NOP_STATUS_LISTENER}")

@@ -40,6 +40,7 @@ from hourglass.adapters.rocketmq.runtime import Runtime
 from hourglass.adapters.rocketmq.topology import Topology
 from hourglass.adapters.rocketmq.whitebox import broker_status
 from hourglass.reference.contract import CONSUME_STATS_SOURCE, ROCKETMQ_ADAPTER, queue_key
+from hourglass.reference.pop import DEFAULT_RETRY_MAX_TIMES, POP
 
 
 class WallClock:
@@ -171,9 +172,22 @@ class RocketMQSystem(PartsSystem):
 
     # -- consuming ----------------------------------------------------------------------------
     def start_consumer(self, spec: ConsumerSpec) -> None:
-        if spec.group_retry_max_times is not None:  # the broker's side of the group, before its consumer
+        if spec.mode == POP:
+            self._pop_mode(spec)
+        elif spec.group_retry_max_times is not None:  # the broker's side of the group, before its consumer
             self.request("create_group", timeout_s=30, group=spec.group, retry_max_times=spec.group_retry_max_times)
         self.consumer.add(spec, self.create_topic)
+
+    def _pop_mode(self, spec: ConsumerSpec) -> None:
+        """The broker's side of a POP group (reference.pop): the group and its topics exist, and the
+        broker hands the group's queues out by POP (its request mode; 5.x only)."""
+        if not self.info.version.startswith("5."):
+            raise AdapterError(f"POP consumption needs RocketMQ 5.x; this broker is {self.info.version}")
+        retry = spec.group_retry_max_times if spec.group_retry_max_times is not None else DEFAULT_RETRY_MAX_TIMES
+        self.request("create_group", timeout_s=30, group=spec.group, retry_max_times=retry)
+        for topic in spec.topics:
+            self.create_topic(topic)
+            self.request("set_pop_mode", timeout_s=30, topic=topic, group=spec.group)
 
     def poll_consumers(self) -> list[str]:
         return self.consumer.poll()
