@@ -21,14 +21,15 @@ from hourglass.adapters.rocketmq.provision import cache_root
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 
 
-def _sources() -> list[Path]:
+def java_sources() -> list[Path]:
+    """The client helper's Java sources (shipped in the wheel: pyproject's package-data)."""
     return sorted(JAVA_DIR.glob("*.java"))
 
 
 def helper_classes(lib_dir: Path) -> Path:
     lib_dir = Path(lib_dir).resolve()
     digest = hashlib.sha256()
-    for src in _sources():
+    for src in java_sources():
         digest.update(src.name.encode() + b"\0" + src.read_bytes())
     digest.update(str(lib_dir).encode())
     out = cache_root() / "rocketmq" / "helpers" / digest.hexdigest()[:16]
@@ -44,7 +45,7 @@ def helper_classes(lib_dir: Path) -> Path:
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
         proc = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-cp", str(lib_dir / "*"), "-d", str(partial),
-                               *map(str, _sources())], capture_output=True, text=True, timeout=300)
+                               *map(str, java_sources())], capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             raise AdapterError(f"javac of {JAVA_DIR} against {lib_dir} failed (exit {proc.returncode}):\n"
                                f"{proc.stdout}{proc.stderr}"[-3000:])

@@ -82,7 +82,8 @@ def _clean_env() -> dict:
 def test_the_installed_package_is_the_wheel(venv, tmp_path):
     r = _run([venv, "-c", "import json, hourglass.harness as h, hourglass.harness.catalogue.conformance as c, importlib.metadata as m; "
               "print(json.dumps([h.__file__, [e.value for e in m.entry_points(group='pytest11') if e.name == 'hourglass'],"
-              " __import__('importlib.resources').resources.files('hourglass.harness').joinpath('scenario.schema.json').is_file(),"
+              " __import__('importlib.resources').resources.files('hourglass.harness').joinpath('scenario.schema.json').is_file()"
+              " and __import__('hourglass.adapters.rocketmq.helpers', fromlist=['x']).java_sources() != [],"
               " sorted({f.parts[0] for f in m.distribution('hourglass').files if not f.parts[0].startswith('..')})]))"],
              tmp_path, _clean_env())
     assert r.returncode == 0, r.stderr
