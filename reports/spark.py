@@ -37,6 +37,7 @@ _lock = threading.Lock()
 _session = None
 _shipped: list = []  # the code zips of this process's sessions (removed when the session stops)
 _jvms: list[subprocess.Popen] = []  # the gateway JVMs this process launched (each its process group)
+_dead_gateway = False  # a Ctrl-C killed the JVMs already (_on_sigint): pyspark's record of them still to forget
 _interrupted = False  # Ctrl-C while the session lived: py4j's records of the calls it broke are noise
 _sigint_before = None  # the SIGINT handler in place before the session's (main thread)
 _killed = 0  # how many times kill_spark ran: a start begun before the last kill must not live on
@@ -207,8 +208,11 @@ def _own_sigint():
 
 
 def _on_sigint(signum, frame):
-    global _interrupted
+    global _interrupted, _dead_gateway
     _interrupted = True
+    if _jvms:  # first: a JVM that sees py4j's socket close as the interrupt unwinds shuts down by
+        _kill_jvms()  # itself, printing Java stack traces (RejectedExecutionException) to the user
+        _dead_gateway = True
     if callable(_sigint_before):
         _sigint_before(signum, frame)
     elif _sigint_before != signal.SIG_IGN:
@@ -243,12 +247,13 @@ def kill_spark() -> None:
     """Kill the session's JVM (its whole process group) without asking it anything, and forget the
     session (the next :func:`get_spark` starts a new one). For an interrupted check: a graceful
     stop would wait on the very calls being interrupted; the JVM writes nothing worth keeping."""
-    global _session, _interrupted, _killed
+    global _session, _interrupted, _killed, _dead_gateway
     _interrupted = True
     _killed += 1
-    if _jvms:
+    if _jvms or _dead_gateway:
         _kill_jvms()
         _forget_gateway()
+        _dead_gateway = False
     _restore_sigint()
     _session = None
     while _shipped:

@@ -197,7 +197,7 @@ class ConsumerProcess(_LineProcess):
     harness asked for (:meth:`kill`, :meth:`terminate`) is the harness's fault event, not a death."""
 
     def __init__(self, spec: ConsumerSpec, lib_dir: Path, namesrv_addr: str, log_dir: Path,
-                 start_timeout_s: float = 90.0):
+                 start_timeout_s: float = 90.0, restarted_after: str | None = None):
         self.spec = spec
         self.events_file = Path(spec.events_dir) / consumer_events(spec.name)
         self._death_lock = threading.Lock()
@@ -214,6 +214,8 @@ class ConsumerProcess(_LineProcess):
             argv += ["--consume-timeout", str(spec.consume_timeout_min)]
         if spec.pop_invisible_ms is not None:
             argv += ["--pop-invisible-ms", str(spec.pop_invisible_ms)]
+        if restarted_after:  # the replacement records its own start, once its JVM is up
+            argv += ["--restarted-after", restarted_after]
         for topic in spec.topics:
             argv += ["--topic", topic]
         super().__init__(argv, log_dir / f"consumer-{spec.name}.log", f"consumer {spec.name} (group {spec.group})")
@@ -253,12 +255,6 @@ class ConsumerProcess(_LineProcess):
                                              exit_code=code))
                 self._death = CONSUMER_EXITED
             return self._death
-
-    def record_restart(self) -> None:
-        """The ``start`` of this consumer's replacement after its death, at the time of the
-        restart (before the replacement is spawned: the events file has one writer at a time)."""
-        with EventLog(self.events_file) as log:
-            log.write(consumer_fault("start", now_ms(), self.spec.name, self.spec.group, self._death))
 
     def _ask_to_end(self) -> None:
         with self._death_lock:

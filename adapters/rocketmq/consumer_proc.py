@@ -315,6 +315,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--instance", type=int, default=0)
     ap.add_argument("--consume-timeout", type=int, default=None, help="consumeTimeout, minutes (reference.timeout)")
     ap.add_argument("--pop-invisible-ms", type=int, default=None, help="mode pop: popInvisibleTime (reference.pop)")
+    ap.add_argument("--restarted-after", default=None,
+                    help="the replacement of a consumer that died (the cause): record its start once its JVM is up")
     return ap.parse_args(argv)
 
 
@@ -347,6 +349,9 @@ def main() -> None:
         consumer.setConsumeTimeout(args.consume_timeout)
     consumer.setPollNameServerInterval(5000)
     consumer.setHeartbeatBrokerInterval(5000)
+    if args.restarted_after:  # the outage lasts until now (the JVM's start), not until the spawn;
+        with EventLog(Path(args.events)) as log:  # written before consuming: this process is the file's one writer
+            log.write(consumer_fault("start", now_ms(), args.name, args.group, args.restarted_after))
     for topic in args.topic:
         consumer.subscribe(topic, "*")
     consumer.setAllocateMessageQueueStrategy(make_allocation())

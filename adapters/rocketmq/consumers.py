@@ -61,10 +61,10 @@ class ConsumerProcesses(Part):
             with self._lock:
                 self.starting.discard(spec.name)
 
-    def _spawn(self, spec: ConsumerSpec) -> ConsumerProcess:
+    def _spawn(self, spec: ConsumerSpec, restarted_after: str | None = None) -> ConsumerProcess:
         for attempt in range(1, self.CONSUMER_START_ATTEMPTS + 1):
             try:
-                return ConsumerProcess(spec, self.lib_dir, self.namesrv_addr(), self.logs_dir)
+                return ConsumerProcess(spec, self.lib_dir, self.namesrv_addr(), self.logs_dir, restarted_after=restarted_after)
             except AdapterError:
                 if attempt == self.CONSUMER_START_ATTEMPTS:
                     raise
@@ -83,9 +83,9 @@ class ConsumerProcesses(Part):
             for name, proc in due:
                 died = proc.death()
                 proc.kill()  # reap, close pipes
-                if died:
-                    proc.record_restart()
-                new = self._spawn(self.specs[name])
+                # the replacement records its start (cause: the death) once its JVM is up: a start
+                # under load takes seconds, and the consumer's outage lasts until then
+                new = self._spawn(self.specs[name], restarted_after=died)
                 with self._lock:
                     self.procs[name] = new
                 restarted.append(name)
