@@ -374,10 +374,11 @@ def broker_starts(batch: "Batch", now: float) -> list[tuple[float, int]]:
     it starts for longer than the estimate, with how many other heavy starts ran beside it (the
     other brokers starting then, the checker's Spark warming up): how busy the machine is."""
     out = []
+    readies = {i: ready_at(batch, i) for i in batch.job_started}
     for i, started in batch.job_started.items():
-        ready = ready_at(batch, i)
+        ready = readies[i]
         end = ready if ready is not None else now
-        others = sum(1 for j, s in batch.job_started.items() if j != i and s < end and (ready_at(batch, j) or now) > started)
+        others = sum(1 for j, s in batch.job_started.items() if j != i and s < end and (readies[j] or now) > started)
         warm = batch.spark_warm_at if batch.spark_warm_at is not None else now
         if batch.opts.checked and batch.started < end and warm > started:
             others += 1

@@ -144,9 +144,9 @@ class PlanFollower:
             "reconsume_times": int(msg.getReconsumeTimes()), "born_ms": int(msg.getBornTimestamp()),
             "store_ms": int(msg.getStoreTimestamp()),
         }
-        pop_ck = msg.getProperty("POP_CK")  # ExtraInfoUtil.buildExtraInfo: "ckOffset popTime invisibleTime ..."
-        if pop_ck is not None and len(str(pop_ck).split()) > 1 and str(pop_ck).split()[1].isdigit():
-            event["pop_ms"] = int(str(pop_ck).split()[1])
+        pop_ck = str(msg.getProperty("POP_CK") or "").split()  # ExtraInfoUtil.buildExtraInfo: ckOffset popTime ...
+        if len(pop_ck) > 1 and pop_ck[1].isdigit():
+            event["pop_ms"] = int(pop_ck[1])
         sent_crc = msg.getUserProperty(BODY_CRC_PROPERTY)
         if sent_crc is not None and str(sent_crc) != str(event["body_crc"]):
             event["sent_body_crc"] = int(str(sent_crc))

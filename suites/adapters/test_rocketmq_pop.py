@@ -15,6 +15,7 @@ import pytest
 from hourglass.adapters.base import AdapterError, ConsumerSpec, SendRequest
 from hourglass.reference import pop
 from hourglass.reference.profile import DEFAULT_SLACK_MS
+from hourglass.reports.baseline import version_number
 from suites.adapters.conftest import wait_for_events
 
 # on containers nightly: CI's hour is shared, and the consumer is the same process on both
@@ -22,10 +23,6 @@ pytestmark = [pytest.mark.realbroker, pytest.mark.ci_runtime("process")]
 
 #: the timer wheel's precision of the brokers the harness starts (MessageStoreConfig.timerPrecisionMs)
 TIMER_PRECISION_MS = 1000
-
-
-def _version(system) -> tuple[int, ...]:
-    return tuple(int(p) for p in system.info.version.split("-")[0].split(".")[:3])
 
 
 @pytest.fixture
@@ -41,7 +38,7 @@ def _pop_consumer(system, names, tmp_path: Path, invisible_ms: int) -> tuple[Pat
     spec = ConsumerSpec(names["consumer"], names["group"], (names["topic"],), events_dir=tmp_path, mode=pop.POP,
                         pop_invisible_ms=invisible_ms)
     system.start_consumer(spec)
-    group = pop.PopGroup(pop.POP, _version(system), pop.pop_invisible_ms(invisible_ms))
+    group = pop.PopGroup(pop.POP, version_number(system.info.version).release, pop.pop_invisible_ms(invisible_ms))
     return tmp_path / f"consumer-{names['consumer']}.jsonl", group
 
 
