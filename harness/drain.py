@@ -15,6 +15,7 @@ from hourglass.reference.cluster import is_broker
 from hourglass.reference.contract import BROKER_TARGETS, CONSUMER_STARTED_BY_SCENARIO
 from hourglass.reference.expected import ExpectedAttempt, build_expected
 from hourglass.reference.orderly import handed_over_ms, locks_freed_ms
+from hourglass.reference.pop import NOT_ACKED
 
 #: A consumer that crashed is restarted and must rebalance before it is redelivered a message.
 CONSUMER_REDELIVERY_MS = 25_000
@@ -92,16 +93,19 @@ def drain_state(run: dict, events: list[dict], now_ms: int) -> DrainState:
     pending: list[str] = []
     deadline: int | None = None
     final = 0
+    popping = set((run.get("profile") or {}).get("pop_groups") or ())
     for key, attempts in by_key.items():
         attempts.sort(key=lambda a: a.attempt)
         last = attempts[-1]
-        ends_with = "OK" if last.final_state == "CONSUMED" else "LATER"
-        if ends_with in answered.get((key, last.attempt), ()):
+        # what moves a message on: an OK or a LATER; in a POP group a CRASH too (reference.pop.NOT_ACKED)
+        moves_on = {"OK", *NOT_ACKED} if last.group in popping else {"OK", "LATER"}
+        ends_with = {"OK"} if last.final_state == "CONSUMED" else moves_on - {"OK"}
+        if ends_with & answered.get((key, last.attempt), set()):
             final += 1
             continue
         # the first attempt that has not been answered with what moves the message on
         todo = next(
-            (a for a in attempts if not ({"OK", "LATER"} & answered.get((key, a.attempt), set()))),
+            (a for a in attempts if not (moves_on & answered.get((key, a.attempt), set()))),
             last,
         )
         if todo.send_status == "UNKNOWN" and (key, 0) not in answered and todo.latest_ms is not None and now_ms > todo.latest_ms:

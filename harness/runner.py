@@ -36,6 +36,8 @@ from hourglass.harness.catalogue import suite_of
 from hourglass.harness.scenario import Scenario
 from hourglass.reference.modes import BROADCASTING, ORDERLY
 from hourglass.reference.orderly import effective_suspend_ms
+from hourglass.reference.pop import POP, V1_NOTIFY_AGAIN, pop_invisible_ms
+from hourglass.reports.baseline import version_number
 from hourglass.reference.cluster import SINGLE, broker_targets
 from hourglass.reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, FLUSH_MOMENT, SEND_BACK_FAILED, VERSION_FIELD, consumer_fault, retry_topic
 from hourglass.reference.clock import waiting_levels
@@ -353,24 +355,35 @@ def record_consume_stats(sysm: System, sc: Scenario, log: EventLog, run: dict) -
         log.write({"type": "snapshot", "ts_ms": sysm.clock.now_ms(), **snap, "moment": CONSUMERS_STOPPED})
 
 
-def _group_max_reconsume_times(sc: Scenario) -> dict:
-    """Groups whose consumers set their own maxReconsumeTimes (it wins over the profile's): the
-    model reads them from run.json's profile (added by the reference-model issue)."""
+def _group_max_reconsume_times(sc: Scenario, version: str = "") -> dict:
+    """Groups whose consumers set their own maxReconsumeTimes (it wins over the profile's), and
+    each mode's groups with what the model reads of them (run.json's profile). A POP group's entry
+    carries the broker's release (``version``: what its revive and client do differs by release)."""
     by_group = {c.group: c.max_reconsume_times for c in sc.consumers if c.max_reconsume_times is not None}
     orderly = {c.group: effective_suspend_ms(c.suspend_ms) for c in sc.consumers if c.mode == ORDERLY}
     broadcasting = {c.group: c.instances for c in sc.consumers if c.mode == BROADCASTING}
     timeouts = {c.group: c.consume_timeout_min for c in sc.consumers if c.consume_timeout_min is not None}
+    popping = {c.group: {"invisible_ms": pop_invisible_ms(c.pop_invisible_ms), "release": _release(version)}
+               for c in sc.consumers if c.mode == POP}
     return {**({"max_reconsume_times_by_group": by_group} if by_group else {}),
+            **({"pop_groups": popping} if popping else {}),
             **({"consume_timeouts": timeouts} if timeouts else {}),
             **({"orderly_groups": orderly} if orderly else {}),
             **({"broadcasting_groups": broadcasting} if broadcasting else {})}
+
+
+def _release(version: str) -> list[int]:
+    """A system's release numbers (``5.5.0`` of ``5.5.0-acme``); a version that names none is taken as
+    the newest release the model knows (reference.pop.V1_NOTIFY_AGAIN)."""
+    parsed = version_number(version or "")
+    return list(parsed.release) if parsed is not None else list(V1_NOTIFY_AGAIN)
 
 
 def consumer_spec(sc: Scenario, c, i: int, events_dir: Path) -> ConsumerSpec:
     """Instance ``i`` of the scenario's consumer group ``c``."""
     mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
     return ConsumerSpec(consumer_name(c.group, i), c.group, c.topics, mrt, events_dir, c.batch_size, c.retry_max_times,
-                        c.mode, effective_suspend_ms(c.suspend_ms), i, c.consume_timeout_min)
+                        c.mode, effective_suspend_ms(c.suspend_ms), i, c.consume_timeout_min, c.pop_invisible_ms)
 
 
 def read_dlq_until_owed(sysm, clock, cancel: threading.Event, group: str, owed: tuple[set[str], int] | None) -> list[dict]:
@@ -505,7 +518,7 @@ class ScenarioRun:
             "scenario": sc.name,
             "system": {"adapter": info.adapter, "version": info.version, "runtime": info.runtime, **info.details, **spec},
             "planned_sends": len(sc.messages),
-            "profile": {**sc.profile.to_run_profile(), **_group_max_reconsume_times(sc)},
+            "profile": {**sc.profile.to_run_profile(), **_group_max_reconsume_times(sc, info.version)},
             "started_ms": self.system.clock.now_ms(),
             "ended_ms": 0,
             "seed": sc.seed,

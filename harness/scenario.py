@@ -29,11 +29,12 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from hourglass.harness.schema_errors import Found, explain
-from hourglass.reference.plans import SLOW, parse_plan
+from hourglass.reference.plans import CRASH, SLOW, later_level, parse_plan
+from hourglass.reference.pop import POP, POP_INVISIBLE_RANGE_MS
 from hourglass.reference.timeout import MAX_CONSUME_TIMEOUT_MIN, MIN_CONSUME_TIMEOUT_MIN
 from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY
 from hourglass.reference.orderly import SUSPEND_RANGE_MS
-from hourglass.reference.contract import ASYNC_DELIVER, CAPABILITIES, CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
+from hourglass.reference.contract import ASYNC_DELIVER, CAPABILITIES, POP_CONSUMPTION, CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
 from hourglass.reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL, parse_level_table
 from hourglass.reference import faults as kinds
 from hourglass.reference.disk import DISK_WARNING_PERCENT_RANGE
@@ -144,6 +145,7 @@ class ConsumerGroup:
     mode: str = CONCURRENTLY  # how the listener consumes (reference.orderly.MODES)
     suspend_ms: int | None = None  # orderly: suspendCurrentQueueTimeMillis (None: the client's 1000 ms)
     consume_timeout_min: int | None = None  # concurrently: consumeTimeout, minutes (None: the client's 15; reference.timeout)
+    pop_invisible_ms: int | None = None  # pop: the consumer's popInvisibleTime (None: the client's 60 s; reference.pop)
     #: the group's last instance joins this long after the start (not started at setup) / leaves then
     #: (stopped gracefully): the group's membership changes and its queues move (a rebalance)
     join_at_ms: int | None = None
@@ -312,7 +314,7 @@ def scenario_schema() -> dict:
                       "requires": ({"type": "array", "uniqueItems": True, "items": {"enum": list(KNOWN_REQUIREMENTS)}},
                                    "Capabilities the system must have, else the scenario is skipped: "
                                    "timer = 5.x timer messages, async_deliver = the schedule service's "
-                                   "asynchronous delivery (4.9.3+)."),
+                                   "asynchronous delivery (4.9.3+), pop = 5.x POP consumption."),
                       "reach": ({"type": "array", "uniqueItems": True, "items": {"enum": list(REACH_NAMES)}},
                                 "The states the scenario exists to put the broker in, each proved from the run's "
                                 "events; a run that did not reach one is broken (never a pass): "
@@ -392,7 +394,13 @@ def _consumer_schema() -> dict:
                  "suspends the queue and the same message is consumed again with its reconsume count raised, "
                  "until maxReconsumeTimes sends it to the DLQ) or broadcasting (MessageModel.BROADCASTING: every "
                  "instance gets every message and keeps its own offsets; a LATER drops the message for that "
-                 "instance: no retry)."),
+                 "instance: no retry) or pop (5.x: the broker hands the group's queues out by pop with an invisible "
+                 "time; a LATER changes it to the POP level's time, LATER:n to level n's, a CRASH lets it run out, "
+                 "and the broker revives the copy as the next attempt; needs requires ['pop'])."),
+        "pop_invisible_ms": ({"type": ["integer", "null"], "minimum": POP_INVISIBLE_RANGE_MS[0],
+                              "maximum": POP_INVISIBLE_RANGE_MS[1]},
+                             "pop: the consumer's popInvisibleTime, how long a popped copy stays invisible unless "
+                             "answered (DefaultMQPushConsumerImpl.popMessage uses 5000..300000); null: 60000."),
         "suspend_ms": ({"type": ["integer", "null"], "minimum": SUSPEND_RANGE_MS[0], "maximum": SUSPEND_RANGE_MS[1]},
                        "orderly: suspendCurrentQueueTimeMillis, how long a failing queue waits before the message "
                        "is consumed again (ConsumeMessageOrderlyService clamps it to 10..30000); null: 1000."),
@@ -523,6 +531,9 @@ def _cross_check(raw: dict, where: str) -> None:
             fail(bad.field, bad.expected, bad.found)
     if raw.get("profile", {}).get("schedule_async_deliver") and ASYNC_DELIVER not in requires:
         fail("requires", f"a list with '{ASYNC_DELIVER}' (profile.schedule_async_deliver is true)", requires)
+    popping = [c["group"] for c in raw["consumers"] if c.get("mode") == POP]
+    if popping and POP_CONSUMPTION not in requires:
+        fail("requires", f"a list with '{POP_CONSUMPTION}' (group {popping[0]} consumes by pop)", requires)
     for i, c in enumerate(raw["consumers"]):
         # a group that no message reaches would only stand idle; most likely a misspelt topic
         if not sent & set(c["topics"]):
@@ -549,12 +560,18 @@ def _check_mode(raw: dict, i: int, fail) -> None:
     if mode != ORDERLY and c.get("suspend_ms") is not None:
         fail(f"consumers[{i}].suspend_ms", "null unless mode is orderly (only an orderly consumer suspends a queue)",
              c["suspend_ms"])
+    if mode != POP and c.get("pop_invisible_ms") is not None:
+        fail(f"consumers[{i}].pop_invisible_ms", "null unless mode is pop (only a POP consumer's copies turn invisible)",
+             c["pop_invisible_ms"])
     _check_slow(raw, i, fail)
     for when in ("join_at_ms", "leave_at_ms"):
         if c.get(when) is None:
             continue
         if mode == BROADCASTING:
             fail(f"consumers[{i}].{when}", "null for a broadcasting group (every instance owes every message)", c[when])
+        if mode == POP:
+            fail(f"consumers[{i}].{when}", "null for a POP group (the broker hands out its queues: a member's coming "
+                 "and going is not modelled)", c[when])
         if c.get("instances", 1) < 2:
             fail(f"consumers[{i}].instances", f"2 or more: {when} moves the group's last instance in or out (one "
                  "stays)", c.get("instances", 1))
@@ -568,7 +585,15 @@ def _check_mode(raw: dict, i: int, fail) -> None:
     for j, m in enumerate(raw["messages"]):
         if m["topic"] in topics:
             for n, word in enumerate(m.get("plan", [])):
-                if word.startswith("LATER:"):
+                if mode == POP and word.startswith("LATER:") and later_level(word) < 1:
+                    fail(f"messages[{j}].plan[{n}]", f"OK, LATER, LATER:<n >= 1> or SLOW: {m['topic']} is consumed by "
+                         f"pop by {c['group']} (a POP LATER asks for an index of popDelayLevel; a negative one fails "
+                         "in the client)", word)
+                elif mode == POP and word == CRASH:
+                    fail(f"messages[{j}].plan[{n}]", f"OK, LATER, LATER:<n >= 1> or SLOW: {m['topic']} is consumed by "
+                         f"pop by {c['group']} (a POP consumer that dies leaves every copy it holds to be revived, "
+                         "seen or not; SLOW lets this copy's invisible time run out)", word)
+                elif mode != POP and word.startswith("LATER:"):
                     fail(f"messages[{j}].plan[{n}]", f"OK, LATER or CRASH: {m['topic']} is consumed {mode} by "
                          f"{c['group']} (its LATER asks for no delay level)", word)
 
@@ -585,6 +610,8 @@ def _check_slow(raw: dict, i: int, fail) -> None:
     if mode != CONCURRENTLY and c.get("consume_timeout_min") is not None:
         fail(f"consumers[{i}].consume_timeout_min", "null unless mode is concurrently (only its clean-up sends a held "
              "message back)", c["consume_timeout_min"])
+    if mode == POP:  # reference.pop.pop_answer: held past the pop's invisible time, its answer dropped
+        return
     topics = set(c["topics"])
     for j, m in enumerate(raw["messages"]):
         if m["topic"] not in topics or SLOW not in m.get("plan", []):
@@ -754,6 +781,7 @@ def _build(raw: dict) -> Scenario:
                           mode=c.get("mode", CONCURRENTLY),
                           suspend_ms=None if c.get("suspend_ms") is None else int(c["suspend_ms"]),
                           consume_timeout_min=None if c.get("consume_timeout_min") is None else int(c["consume_timeout_min"]),
+                          pop_invisible_ms=None if c.get("pop_invisible_ms") is None else int(c["pop_invisible_ms"]),
                           join_at_ms=None if c.get("join_at_ms") is None else int(c["join_at_ms"]),
                           leave_at_ms=None if c.get("leave_at_ms") is None else int(c["leave_at_ms"]))
             for c in raw["consumers"]

@@ -112,9 +112,10 @@ CONSUME_STATS_SOURCE = "consumeStats"
 #: What a system may be able to do beyond delay levels and consumer retry, the vocabulary of a
 #: scenario's ``requires`` and of a system's capabilities: ``timer`` (5.x timer messages),
 #: ``async_deliver`` (the schedule service's asynchronous delivery, MessageStoreConfig.
-#: enableScheduleAsyncDeliver: 4.9.3+ and 5.x)
-TIMER, ASYNC_DELIVER = "timer", "async_deliver"
-CAPABILITIES: tuple[str, ...] = (TIMER, ASYNC_DELIVER)
+#: enableScheduleAsyncDeliver: 4.9.3+ and 5.x), ``pop`` (5.x POP consumption: the broker hands a
+#: group's queues out by pop, reference.pop)
+TIMER, ASYNC_DELIVER, POP_CONSUMPTION = "timer", "async_deliver", "pop"
+CAPABILITIES: tuple[str, ...] = (TIMER, ASYNC_DELIVER, POP_CONSUMPTION)
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"

@@ -26,7 +26,7 @@ group that consumed the topic).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from operator import itemgetter
 from typing import Callable, Iterable, Mapping
 
@@ -47,6 +47,7 @@ from hourglass.reference.windows import OutageIndex, merge_outages
 from hourglass.reference.orderly import LOCK_RETRY_MS, send_back_refused
 from hourglass.reference.broadcast import broadcast_outcome
 from hourglass.reference.modes import group_of
+from hourglass.reference.pop import ANSWERED_LATER, NOT_ANSWERED, next_window, pop_outcome, pop_retry_topic, second_copy_allowed
 
 
 @dataclass(frozen=True)
@@ -186,9 +187,12 @@ class _Observed:
     orderly_oks: dict[tuple, list[int]]
     #: (key, group) of the DLQ entries read
     in_dlq: set[tuple]
+    #: (key, group, reconsume_times) -> the pop time of a POP group's first delivery of that attempt
+    #: (reference.pop: a copy nobody answered is revived its invisible time after it)
+    pops: dict[tuple, int] = field(default_factory=dict)
 
 
-def _observed(events: Iterable[Mapping], orderly: frozenset = frozenset()) -> _Observed:
+def _observed(events: Iterable[Mapping], orderly: frozenset = frozenset(), popping: frozenset = frozenset()) -> _Observed:
     seen = _Observed({}, [], {}, {}, {}, {}, {}, {}, set())
     anchors, last_laters = seen.anchors, seen.last_laters
     seen_topic_group: set[tuple[str, str]] = set()
@@ -199,11 +203,15 @@ def _observed(events: Iterable[Mapping], orderly: frozenset = frozenset()) -> _O
             if tg not in seen_topic_group:
                 seen_topic_group.add(tg)
                 seen.topic_groups.setdefault(tg[0], []).append(tg[1])
+            if tg[1] in popping and e.get("pop_ms") is not None:
+                pk = (e["key"], tg[1], e["reconsume_times"])
+                seen.pops[pk] = min(e["pop_ms"], seen.pops.get(pk, e["pop_ms"]))
             if tg[1] in orderly:
                 seen.orderly_attempts.setdefault((e["key"], tg[1]), set()).add(e["reconsume_times"])
                 if e["outcome"] == "OK":
                     seen.orderly_oks.setdefault((e["key"], tg[1]), []).append(e["ts_ms"])
-            if e["outcome"] == "LATER":
+            if e["outcome"] == "LATER" and not (tg[1] in popping and e.get("timed_out")):
+                # (a POP group's SLOW is no answer: its copy's pop time anchors the next attempt)
                 ak = (e["key"], tg[1], e["reconsume_times"])
                 ts = e["ts_ms"]
                 prev = anchors.get(ak)
@@ -253,7 +261,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     """Expected attempts of every message sent in the run, as tuples in :data:`EXPECTED_COLUMNS`
     order; see :func:`build_expected`."""
     profile = profile_from_run(run)
-    seen = _observed(events, frozenset(g for g, _ in profile.orderly_groups))
+    seen = _observed(events, frozenset(g for g, _ in profile.orderly_groups), frozenset(g for g, _, _ in profile.pop_groups))
     faults = seen.faults
     outages = merge_outages(effect("store", faults))  # every fault family's (reference.faults)
     slack = profile.slack_ms
@@ -286,6 +294,8 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
             max_rt = group_rt.get(group, profile.max_reconsume_times)
             if profile.broadcasting_groups and group is not None and profile.broadcast_units(group_of(group)):
                 outcome = broadcast_outcome(parse_plan(list(plan_key) or None, _send_where(key)))
+            elif profile.pop_groups and (popping := profile.pop_group(group)) is not None:
+                outcome = pop_outcome(parse_plan(list(plan_key) or None, _send_where(key)), popping)
             elif profile.orderly_groups and profile.suspend_ms_of(group) is not None:
                 outcome = _orderly_outcome(plan_key, max_rt, seen, key, group, outages, w.back_failed)
             else:
@@ -415,6 +425,42 @@ def _orderly_window(w: _Windows, seen: _Observed, key: str, group: str | None, k
     return earliest, latest, widened, anchor, earliest, latest
 
 
+def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: int, outcome, born: int | None) -> tuple:
+    """Retry ``k`` of a message in a POP group (reference.pop.next_window): attempt k-1 answered
+    LATER is revived the POP level's invisible time after the answer (the change of its invisible
+    time, ConsumeMessagePopConcurrentlyService.changePopInvisibleTime); not answered (a CRASH), the
+    pop's own invisible time after its pop. Judged by the revived copy's store time (a new stored
+    copy in the POP retry topic: PopReviveService.reviveRetry). A change that may have met a broker's
+    outage may have failed: the pop's own invisible time stands then, so the window is both. No
+    observation of attempt k-1 (its LATER, or its pop time): no window. Delay, earliest, latest,
+    widened by, anchor."""
+    answered, popped = seen.anchors.get((key, group, k - 1)), seen.pops.get((key, group, k - 1))
+    asked = outcome.asked[k - 1] if k - 1 < len(outcome.asked) else 0
+    precision, slack = w.profile.timer_precision_ms, w.profile.slack_ms
+    windows = []
+    if answered is not None:
+        last = seen.last_laters.get((key, group, k - 1), answered)
+        first_w = next_window(popping, k - 1, ANSWERED_LATER, popped if popped is not None else answered, answered, precision,
+                              slack, asked, born)
+        last_w = next_window(popping, k - 1, ANSWERED_LATER, popped if popped is not None else answered, last, precision,
+                             slack, asked, born)
+        if first_w is not None and last_w is not None:
+            windows.append((answered, first_w.earliest_ms - answered, first_w.earliest_ms, last_w.latest_ms))
+    if popped is not None and (answered is None or (w.outages and w.widen(popped, popped, answered)[1] is not None)):
+        nw = next_window(popping, k - 1, NOT_ANSWERED, popped, None, precision, slack)
+        windows.append((popped, popping.invisible_ms, nw.earliest_ms, nw.latest_ms))
+    if not windows:
+        return 0, None, None, None, None
+    anchor, delay, earliest, latest = windows[0]
+    widened = None
+    if len(windows) > 1:
+        earliest, latest = min(x[2] for x in windows), max(x[3] for x in windows)
+        widened = "the change of the invisible time may have failed in a broker's outage: the pop's own invisible time may stand"
+    if w.outages:
+        latest, widened = _joined(w.widen(anchor, earliest, latest), widened)
+    return delay, earliest, latest, widened, anchor
+
+
 def _retry_level(w: _Windows, outcome, k: int) -> tuple[int, int, int, int]:
     """Retry ``k``'s requested level, its level, its delay, and the delay of the level the client's
     re-send would ask for instead (DefaultMQPushConsumerImpl.sendMessageBack's fallback asks for
@@ -480,9 +526,16 @@ def _group_rows(w: _Windows, seen: _Observed, run_id: str, key: str, send: Mappi
                   "send_refused": refusal_name(send.get("response_code")) if status == "FAILED" else None,
                   "timer_slot_ms": slot})]
     suspend = w.profile.suspend_ms_of(group)
+    popping = w.profile.pop_group(group) if w.profile.pop_groups else None
     retry_queue = None if suspend is not None else RETRY_PREFIX + (group if group is not None else "*")
+    if popping is not None:
+        retry_queue = pop_retry_topic(group, topic, popping.v2)
     for k in range(1, last + 1):
-        if suspend is not None:  # orderly: re-consumed locally, no delay level (reference.orderly)
+        if popping is not None:  # revived by the broker (reference.pop): a new stored copy, no delay level
+            r_requested = r_level = 0
+            r_delay, r_earliest, r_latest, r_widened, anchor = _pop_window(w, seen, key, group, popping, k, outcome, born)
+            l_earliest = l_latest = None
+        elif suspend is not None:  # orderly: re-consumed locally, no delay level (reference.orderly)
             r_requested = r_level = 0
             r_delay = suspend
             r_earliest, r_latest, r_widened, anchor, l_earliest, l_latest = _orderly_window(w, seen, key, group, k, suspend)
@@ -566,6 +619,10 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
     # two stored copies: in the order they were stored (the later-stored one may arrive first)
     if (first["store_ms"], first["ts_ms"]) > (second["store_ms"], second["ts_ms"]):
         first, second = second, first
+    if profile.pop_groups and timer_slot_ms is None and profile.pop_group(first.get("group")) is not None:
+        allowed, reason = second_copy_allowed([f for f in faults if f.get("type", "fault") == "fault"],
+                                              first["store_ms"], second["store_ms"])
+        return DuplicateRuling(allowed, "scheduler", reason)
     if first.get("outcome") == CRASH and first.get("reconsume_times", 0) > 0:
         return DuplicateRuling(True, "consumer", f"the first delivery (at {first['ts_ms']}) was a local re-consume "
                                "answered CRASH: that retry lived only in the crashed consumer, whose redelivered "

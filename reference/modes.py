@@ -3,15 +3,19 @@
 ``concurrently`` (MessageListenerConcurrently, clustering: a LATER is sent back to ``%RETRY%group``,
 ``reference.retry``), ``orderly`` (MessageListenerOrderly, clustering: ``reference.orderly``) and
 ``broadcasting`` (MessageModel.BROADCASTING: every instance of the group gets every message,
-``reference.broadcast``). A clustering group is one unit: its instances share its queues and its
+``reference.broadcast``), and ``pop`` (the remoting push consumer in POP mode, 5.x: the broker
+hands the group's queues out by pop and revives what was not acked, ``reference.pop``). A
+clustering group (a POP group too) is one unit: its instances share its queues and its
 offsets, so a message is owed to the group once. A broadcasting group's instances are a unit each
 (:func:`unit_group`): the message is owed to every one of them, and each keeps its own offsets.
 """
 
 from __future__ import annotations
 
+from hourglass.reference.pop import POP
+
 CONCURRENTLY, ORDERLY, BROADCASTING = "concurrently", "orderly", "broadcasting"
-MODES: tuple[str, ...] = (CONCURRENTLY, ORDERLY, BROADCASTING)
+MODES: tuple[str, ...] = (CONCURRENTLY, ORDERLY, BROADCASTING, POP)
 #: What joins a broadcasting group and its instance's index in the ``group`` of that instance's
 #: events (``reference.contract``): ``cg-news@1``. Validators.checkGroup allows no ``@`` in a group
 #: name, so a unit name is never a real group's.

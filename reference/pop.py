@@ -48,7 +48,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hourglass.reference.broadcast import DROPPED  # a message consumed by nobody, in no DLQ: one word for both
+from hourglass.reference.cluster import is_broker
 from hourglass.reference.contract import dlq_topic
+from hourglass.reference.plans import CRASH, OK, SLOW, PlanOutcome, is_later, later_level
 
 #: Consumption modes of a POP group: the remoting push consumer in POP mode, and the proxy's gRPC
 #: SimpleConsumer and PushConsumer.
@@ -202,7 +205,7 @@ def remoting_pop_end(version: tuple[int, ...], max_times: int) -> tuple[int, str
     ``max + 1`` deliveries, ``DROPPED`` (no DLQ). Before, it comes again at the levels its age
     reaches until it is 4 h old (:func:`at_max`): no end within a run, ``CYCLING``."""
     if drops_over_max(version):
-        return max_times + 1, "DROPPED"
+        return max_times + 1, DROPPED
     return -1, "CYCLING"
 
 
@@ -272,7 +275,29 @@ def grpc_end(retry_max_times: int = DEFAULT_RETRY_MAX_TIMES) -> tuple[int, str, 
     return max_attempts(retry_max_times), "DLQ", dlq_topic("{group}")
 
 
+def second_copy_allowed(faults, first_store_ms: int, second_store_ms: int, kill_actions=("kill",)) -> tuple[bool, str]:
+    """Two stored copies of one attempt of a message in a POP group (the later stored at
+    ``second_store_ms``): PopReviveService.consumeReviveMessage commits the revive offset after a
+    round, so a broker killed between a revive and that commit revives the checkpoint again when it
+    is back (the offsets of the revive topic are read back from the last commit); a graceful stop
+    commits it (ConsumerOffsetManager.persist at shutdown). Nothing else stores an attempt twice: a
+    revive raises the count (reviveRetry), so a second copy with the same count after a graceful
+    restart is a broker's fault. ``faults``: the run's fault events."""
+    for f in faults:
+        if f.get("action") in kill_actions and is_broker(f.get("target")) \
+                and first_store_ms <= f["ts_ms"] <= second_store_ms:
+            return True, (f"a second revived copy after the broker kill at {f['ts_ms']}: the revive offset was not "
+                          "committed (PopReviveService), so the checkpoint was revived again")
+    return False, (f"a second stored copy of the same attempt (stored at {first_store_ms} and {second_store_ms}) with no "
+                   "broker kill in between: a POP revive raises the count (PopReviveService.reviveRetry), and only a "
+                   "kill before the revive offset's commit revives a checkpoint twice")
+
+
 # --- the next attempt of a message, by mode ----------------------------------------------------
+
+#: The answers of a POP group's delivery that do not ack its copy, so the broker hands out the next
+#: attempt (:func:`pop_outcome`): a LATER, and a CRASH (no answer at all).
+NOT_ACKED: tuple[str, ...] = ("LATER", "CRASH")
 
 #: How attempt k-1 of a message ended for the broker: answered LATER / FAILURE (the client changed
 #: its invisible time at the answer), or not answered while it was invisible (a slow answer, a
@@ -321,6 +346,60 @@ def next_window(group: PopGroup, reconsume_times: int, ended: str, popped_ms: in
             return redelivery(popped_ms, group.invisible_ms, lag, slack_ms)
         return redelivery(answered_ms, invisible, lag, slack_ms)
     return redelivery(answered_ms, later_invisible_ms(reconsume_times, delay_level), lag, slack_ms)
+
+
+#: How long past a copy's invisible time a POP consumer's listener holds a ``SLOW`` copy: its result is
+#: then dropped by the client (ConsumeRequest.run: ``isPopTimeout`` skips processConsumeResult).
+SLOW_HOLD_PAST_MS = 500
+
+
+def pop_answer(plan: tuple[str, ...], reconsume_times: int) -> str:
+    """The plan word a POP consumer answers attempt ``reconsume_times`` with: the plan's entry of
+    that attempt (OK beyond the plan). A POP group's attempts are the revives of its copies, one
+    count each (:func:`pop_outcome`), so the entry is the attempt's, not the next one unused: an
+    attempt the listener never got (its pop timed out in the client first, ``isPopTimeout``) does
+    not shift the rest. ``SLOW`` holds the copy past its invisible time, so the client drops the
+    answer and the broker revives it at the pop's time (:data:`SLOW_HOLD_PAST_MS`)."""
+    return plan[reconsume_times] if reconsume_times < len(plan) else OK
+
+
+def pop_outcome(plan: tuple[str, ...], group: PopGroup):
+    """Where a plan leads in a POP group (``reference.plans.PlanOutcome``): every answer that does
+    not ack — a LATER (a change of the invisible time) or a CRASH (no answer: the pop's invisible
+    time runs out) — is followed by the revived copy, whose reconsume count is one more
+    (PopReviveService.reviveRetry): attempt k is the plan's entry k. The plan ends at its first OK
+    (or its end: OK after). A next attempt the group does not hand to the listener ends the message
+    instead (:func:`delivered`): ``DROPPED`` for a remoting consumer (5.3.1+ acks it unseen),
+    ``DLQ`` for a gRPC group (the proxy dead-letters it). ``asked[k - 1]``: the POP level the LATER
+    of attempt k - 1 asked for (0: none, or not a LATER: a ``SLOW`` lets the pop's invisible time run out). A remoting consumer before 5.3.1 at its
+    maximum goes on (``checkNeedAckOrDelay`` acks only a message older than 4 h: never within a run)."""
+    attempt, asked, crashes = 0, [], [0]
+    for word in plan:
+        if word == OK or not (word == CRASH or is_later(word)):
+            break
+        if word == CRASH:
+            crashes[attempt] += 1
+        asked.append(later_level(word) if is_later(word) and word != SLOW else 0)
+        if not delivered(group, attempt + 1):
+            return PlanOutcome(attempt, DROPPED if group.mode == POP else "DLQ", tuple(crashes), tuple(asked))
+        attempt += 1
+        crashes.append(0)
+    return PlanOutcome(attempt, "CONSUMED", tuple(crashes), tuple(asked))
+
+
+def pop_wait_ms(plan: tuple[str, ...], asked_invisible_ms: int | None, max_times: int) -> int:
+    """How long after its first pop a remoting POP group's message is done, for an estimate: the
+    invisible time before each attempt its plan leads to (:func:`pop_outcome`, :func:`next_window`),
+    the revive's lag left out, on the newest release the model knows."""
+    group = PopGroup(POP, V1_NOTIFY_AGAIN, pop_invisible_ms(asked_invisible_ms), max_times)
+    out = pop_outcome(plan, group)
+    t = 0
+    for k in range(out.last_attempt):
+        word = plan[k]
+        answered = ANSWERED_LATER if is_later(word) and word != SLOW else NOT_ANSWERED
+        window = next_window(group, k, answered, t, t, 0, 0, out.asked[k])
+        t = window.earliest_ms if window is not None else t
+    return t
 
 
 def delivered(group: PopGroup, reconsume_times: int) -> bool:

@@ -14,6 +14,7 @@ from hourglass.reference.limits import MAX_MESSAGE_SIZE
 from hourglass.reference.levels import DEFAULT_LEVEL_TABLE, LevelTable, parse_level_table
 from hourglass.reference.modes import unit_group
 from hourglass.reference.orderly import SUSPEND_RANGE_MS
+from hourglass.reference.pop import POP, POP_INVISIBLE_RANGE_MS, PopGroup
 from hourglass.reference.timeout import MAX_CONSUME_TIMEOUT_MIN, MIN_CONSUME_TIMEOUT_MIN
 
 #: DefaultMQPushConsumerImpl.getMaxReconsumeTimes: -1 (the consumer's default) means 16.
@@ -75,6 +76,16 @@ class Profile:
     broadcasting_groups: tuple[tuple[str, int], ...] = ()
     #: consumer groups that set their consumeTimeout (minutes; reference.timeout)
     consume_timeouts: tuple[tuple[str, int], ...] = ()
+    #: POP groups (reference.pop): the pop invisible time their consumers ask for (effective, ms) and
+    #: the broker's release (what its revive and client do differs by release)
+    pop_groups: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
+
+    def pop_group(self, group: str | None):
+        """A POP group's ``reference.pop.PopGroup`` (its maximum: the consumer's), ``None`` for any other."""
+        for name, invisible, release in self.pop_groups:
+            if name == group:
+                return PopGroup(POP, release, invisible, self.max_reconsume_times_for(group))
+        return None
 
     def consume_timeout_of(self, group: str | None) -> int | None:
         """A group's consumeTimeout in minutes (reference.timeout), ``None``: the client's default."""
@@ -164,6 +175,7 @@ def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
     consume_timeouts = tuple((group, _int(timeouts, group, None, lo, f"{where} consume_timeouts",
                                           f"the consumeTimeout in minutes, {lo}..{hi}", hi)) for group in sorted(timeouts))
     return Profile(
+        pop_groups=_pop_groups(profile.get("pop_groups") or {}, f"{where} pop_groups"),
         max_reconsume_times_by_group=tuple(groups),
         consume_timeouts=consume_timeouts,
         orderly_groups=orderly_groups,
@@ -189,6 +201,27 @@ def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
                                     "an int >= 2 (slots)"),
         schedule_async_deliver=_bool(profile, "schedule_async_deliver", DEFAULT_SCHEDULE_ASYNC_DELIVER, where),
     )
+
+
+def _pop_groups(raw: Any, where: str) -> tuple[tuple[str, int, tuple[int, ...]], ...]:
+    """``pop_groups``: group -> {"invisible_ms": the consumer's pop invisible time, "release": the
+    broker's release as a list of ints, e.g. [5, 5, 0]}."""
+    if not isinstance(raw, Mapping):
+        raise ContractError(where.rsplit(" ", 1)[0], "pop_groups", 'an object group -> {"invisible_ms", "release"}', raw)
+    out = []
+    lo, hi = POP_INVISIBLE_RANGE_MS
+    for group in sorted(raw):
+        entry = raw[group]
+        if not isinstance(entry, Mapping):
+            raise ContractError(where, group, 'an object {"invisible_ms", "release"}', entry)
+        invisible = _int(entry, "invisible_ms", None, lo, f"{where} {group}",
+                         f"the pop invisible time in ms, {lo}..{hi} (DefaultMQPushConsumerImpl.popMessage)", hi)
+        release = entry.get("release")
+        if not (isinstance(release, list) and release and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                                              for v in release)):
+            raise ContractError(f"{where} {group}", "release", "the broker's release as a list of ints, e.g. [5, 5, 0]", release)
+        out.append((group, invisible, tuple(release)))
+    return tuple(out)
 
 
 def _bool(profile: Mapping[str, Any], name: str, default: bool, where: str) -> bool:
@@ -226,6 +259,7 @@ def profile_to_json(profile: Profile) -> dict:
         "orderly_groups": dict(profile.orderly_groups),
         "broadcasting_groups": dict(profile.broadcasting_groups),
         "consume_timeouts": dict(profile.consume_timeouts),
+        "pop_groups": {g: {"invisible_ms": inv, "release": list(rel)} for g, inv, rel in profile.pop_groups},
     }
 
 

@@ -172,9 +172,12 @@ def _expected(out: Judgements, run: dict, sends: list[dict], deliv: pa.Table, un
     per (topic, group) seen here or named by ``markers`` (which groups consume a topic; kind ``tg``
     says which the bucket saw)."""
     laters = pc.equal(deliv.column("outcome"), "LATER")
-    orderly = [g for g, _ in profile_from_run(run).orderly_groups]
-    if orderly:  # the model reads an orderly group's every attempt (reference.expected._orderly_outcome)
-        laters = pc.or_(laters, pc.is_in(deliv.column("group"), value_set=pa.array(orderly)))
+    profile = profile_from_run(run)
+    # the model reads every attempt of an orderly group (reference.expected._orderly_outcome) and of a
+    # POP group (its pop times: reference.expected._pop_window)
+    every = [g for g, _ in profile.orderly_groups] + [g for g, _, _ in profile.pop_groups]
+    if every:
+        laters = pc.or_(laters, pc.is_in(deliv.column("group"), value_set=pa.array(every)))
     laters = _dicts(deliv.filter(laters), DELIVER_FIELDS)
     tg = pa.Table.from_arrays([deliv.column("topic"), deliv.column("group")], names=["t", "g"]).group_by(["t", "g"]).aggregate([])
     pairs = set(zip(tg.column("t").to_pylist(), tg.column("g").to_pylist())) | set(markers or ())
@@ -278,9 +281,11 @@ def _judge_plain(out: Judgements, run, rows, sends_t, deliv, dlq_t, ended_ms, ti
     _timing(c, deliv)
     slow = c.slow
     profile = profile_from_run(run)
-    orderly = [g for g, _ in profile.orderly_groups]
-    if orderly:  # QUEUE_ORDER spans keys: the dict path emits their rows (reports.queue_order)
-        slow[c.d_key[pc.is_in(deliv.column("group"), value_set=pa.array(orderly)).to_numpy(zero_copy_only=False)]] = True
+    # QUEUE_ORDER spans keys: the dict path emits an orderly group's rows (reports.queue_order); a POP
+    # group's retry follows a CRASH too (reference.pop.NOT_ACKED): the dict path judges it
+    by_dicts = [g for g, _ in profile.orderly_groups] + [g for g, _, _ in profile.pop_groups]
+    if by_dicts:
+        slow[c.d_key[pc.is_in(deliv.column("group"), value_set=pa.array(by_dicts)).to_numpy(zero_copy_only=False)]] = True
     for unit in UNITS:
         p = unit.plain(c)
         if p.attempts is not None:

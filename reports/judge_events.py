@@ -21,6 +21,7 @@ from hourglass.reference import expected as model
 from hourglass.reference.broadcast import DROPPED
 from hourglass.reference.clock import on_true_clock
 from hourglass.reference.persistence import level_order_kept
+from hourglass.reference.pop import NOT_ACKED
 from hourglass.reference.profile import profile_from_run
 from hourglass.reference.stored_copy import same_stored_copy, stored_copy_key
 from hourglass.reports.invariants import UNITS
@@ -88,10 +89,14 @@ def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict]
     exp = {(r[_COL["key"]], r[_COL["group"]] or "", r[_COL["attempt"]]): r for r in rows}
     sends, delivered, dlqs, faults = _by_type(events)
     started_ms = int(run.get("started_ms") or 0)
+    popping = {g for g, _, _ in profile_from_run(run).pop_groups}
     attempts = {}
     for k, ds in delivered.items():
         ds.sort(key=lambda d: d["ts_ms"])
-        attempts[k] = (ds, next((d for d in ds if d["outcome"] == "LATER"), None))
+        # what leads to the next attempt: a LATER; in a POP group a CRASH too (nobody acked the copy:
+        # the broker revives it as the next attempt, reference.pop.pop_outcome)
+        moves_on = NOT_ACKED if k[1] in popping else ("LATER",)
+        attempts[k] = (ds, next((d for d in ds if d["outcome"] in moves_on), None))
     firsts: dict[str, tuple] = {}
     for (key, group, attempt), (ds, _) in attempts.items():
         a = _attempt(run, faults, key, group, attempt, ds, attempts.get((key, group, attempt - 1)),
@@ -179,8 +184,11 @@ def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None) -> Non
         seen[(key, group)].add(attempt)
         if any(d["outcome"] == "OK" for d in ds):
             consumed.add((key, group))
-        elif later is not None and attempt == 0 and (key, group, 0) in exp and x(exp[(key, group, 0)], "final_state") == DROPPED:
-            consumed.add((key, group))  # reference.broadcast: a broadcast instance's LATER is its message's end
+        elif later is not None and (key, group, attempt) in exp and x(exp[(key, group, attempt)], "final") \
+                and x(exp[(key, group, attempt)], "final_state") == DROPPED:
+            # reference.broadcast: a broadcast instance's LATER is its message's end; reference.pop: a
+            # remoting POP consumer acks the copy after its last attempt unseen
+            consumed.add((key, group))
     for mg in set(plans) | set(dlqs):
         m = _message(mg, plans.get(mg, ()), dlqs.get(mg, []), mg in consumed, seen.get(mg, set()), ended_ms)
         if m.pending and m.status in ("SEND_OK", "UNKNOWN"):

@@ -17,6 +17,7 @@ The file (``adapters/rocketmq/examples/apache-scripts.toml`` is a complete one):
     [capabilities]
     timer = true                        # 5.x timer messages; absent = false (those scenarios skip)
     async_deliver = true                # enableScheduleAsyncDeliver (4.9.3+); absent = false
+    pop = true                          # 5.x POP consumption; absent = false
 
     [env]                               # added to the harness's environment, for every component
     HOME = "{home}"

@@ -33,8 +33,8 @@ from hourglass.adapters.rundir import EventLog
 from hourglass.reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, consumer_fault
 from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY, unit_group
 from hourglass.reference.orderly import DEFAULT_SUSPEND_MS
-from hourglass.reference.pop import POP
-from hourglass.reference.plans import LATER, OK, answer_batch, by_ack_index, replay_cursor
+from hourglass.reference.pop import POP, SLOW_HOLD_PAST_MS, pop_answer
+from hourglass.reference.plans import CRASH, LATER, OK, SLOW, answer_batch, answer_word, by_ack_index, is_later, later_level, replay_cursor
 from hourglass.reference.rundir import consumer_events
 from hourglass.reference.timeout import DEFAULT_CONSUME_TIMEOUT_MIN, effective_timeout_min, hold_ms
 
@@ -212,6 +212,31 @@ class PlanFollower:
         failed = LATER in answer.outcomes
         return (LATER if failed else OK), answer.ack_index, answer.level
 
+    def on_pop(self, msg, queue) -> tuple[str, int]:
+        """Answer one POP delivery by its attempt's own plan entry (reference.pop.pop_answer): (answer,
+        the POP level asked for). A ``SLOW`` holds the listener until the copy's invisible time has run
+        out (its POP_CK's pop time + invisible time, + reference.pop.SLOW_HOLD_PAST_MS): the client then
+        drops the answer (ConsumeRequest.run, isPopTimeout) and the broker revives the copy."""
+        with self._lock:
+            event = self._event(msg, queue)
+            plan = self._cursor(event["key"], msg)[0]
+            word = pop_answer(plan, event["reconsume_times"])
+            event["ts_ms"], event["outcome"] = self.stamp(event["key"]), answer_word(word)
+            level = later_level(word) if is_later(word) and word != SLOW else 0
+            if level:
+                event["next_level"] = level
+            if word == SLOW:
+                event["timed_out"] = True
+            self._out.write(event, fsync=word == CRASH)
+            if word == CRASH:  # the consumer dies with every copy it holds (a scenario gives a POP group none)
+                self.die()
+        if word == SLOW:
+            ck = str(msg.getProperty("POP_CK") or "").split()  # ExtraInfoUtil: ckOffset popTime invisibleTime ...
+            until = int(ck[1]) + int(ck[2]) + SLOW_HOLD_PAST_MS if len(ck) > 2 and ck[1].isdigit() and ck[2].isdigit() else 0
+            self.stopping.wait(max(0, until - now_ms()) / 1000)
+            return OK, 0
+        return (LATER if event["outcome"] == LATER else OK), level
+
     def die(self) -> None:
         """End the process now, after recording its death (fsynced) where its deliveries are.
         Called with the lock held: no other delivery is recorded after the death."""
@@ -223,7 +248,7 @@ class PlanFollower:
         os._exit(status)
 
 
-def make_listener(follower: PlanFollower, batched: bool = False):
+def make_listener(follower: PlanFollower, batched: bool = False, popping: bool = False):
     from jpype import JImplements, JOverride
     from org.apache.rocketmq.client.consumer.listener import ConsumeConcurrentlyStatus
 
@@ -231,6 +256,11 @@ def make_listener(follower: PlanFollower, batched: bool = False):
     class Listener:
         @JOverride
         def consumeMessage(self, msgs, context):
+            if popping:  # one message a call (reference.pop.pop_answer)
+                answer, level = follower.on_pop(msgs[0], context.getMessageQueue())
+                if level:  # ConsumeMessagePopConcurrentlyService.changePopInvisibleTime's level
+                    context.setDelayLevelWhenNextConsume(level)
+                return ConsumeConcurrentlyStatus.RECONSUME_LATER if answer == LATER else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
             answer, ack, level = follower.on_batch(list(msgs), context.getMessageQueue(), batched)
             if level:  # ConsumeMessageConcurrentlyService.sendMessageBack sends it in the header
                 context.setDelayLevelWhenNextConsume(level)
@@ -310,7 +340,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--log-dir", required=True)
     ap.add_argument("--name", default="c")
     ap.add_argument("--batch-size", type=int, default=1)
-    ap.add_argument("--mode", choices=MODES + (POP,), default=CONCURRENTLY)
+    ap.add_argument("--mode", choices=MODES, default=CONCURRENTLY)
     ap.add_argument("--suspend-ms", type=int, default=DEFAULT_SUSPEND_MS)
     ap.add_argument("--instance", type=int, default=0)
     ap.add_argument("--consume-timeout", type=int, default=None, help="consumeTimeout, minutes (reference.timeout)")
@@ -363,7 +393,7 @@ def main() -> None:
         consumer.setSuspendCurrentQueueTimeMillis(args.suspend_ms)
         consumer.registerMessageListener(make_orderly_listener(follower))
     else:
-        consumer.registerMessageListener(make_listener(follower, args.batch_size > 1))
+        consumer.registerMessageListener(make_listener(follower, args.batch_size > 1, args.mode == POP))
     consumer.start()
     chan.write({"ready": True, "pid": os.getpid()})
     try:

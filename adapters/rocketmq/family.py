@@ -22,11 +22,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from hourglass.adapters.base import AdapterError, BrokerProfile, SystemInfo
-from hourglass.reference.contract import ASYNC_DELIVER, ROCKETMQ_ADAPTER, TIMER, ContractError, OptionError
+from hourglass.reference.contract import ASYNC_DELIVER, POP_CONSUMPTION, ROCKETMQ_ADAPTER, TIMER, ContractError, OptionError
 
 PREFIXES = ("rocketmq:", "dist:", "jars:", "cmd:")
 #: the first 5.x major: timer messages (a chain can do what every one of its versions can)
 TIMER_MAJOR = 5
+
+
+def capabilities_of(versions) -> set[str]:
+    """``timer`` (5.x timer messages) and ``pop`` (5.x POP consumption) unless a version before 5
+    runs, ``async_deliver`` unless one before 4.9.3 runs; a chain across one store can do what
+    every one of its versions can (a version that is no release number, a fork's, is taken at its
+    word: all)."""
+    out = {TIMER, ASYNC_DELIVER, POP_CONSUMPTION}
+    if any(v.split(".")[0].isdigit() and int(v.split(".")[0]) < TIMER_MAJOR for v in versions):
+        out -= {TIMER, POP_CONSUMPTION}
+    if any((r := _release(v)) is not None and r < ASYNC_DELIVER_SINCE for v in versions):
+        out.discard(ASYNC_DELIVER)
+    return out
 #: the first release with ScheduleMessageService's asynchronous delivery (enableScheduleAsyncDeliver:
 #: ISSUE #3449, first in rocketmq-all-4.9.3)
 ASYNC_DELIVER_SINCE = (4, 9, 3)
@@ -141,16 +154,7 @@ class RocketMQFamily:
                            namesrv_addr=spec.namesrv, fault_commands=self._fault_commands(spec))
 
     def capabilities(self, info: SystemInfo) -> set[str]:
-        """``timer`` (5.x timer messages) unless a version before 5 runs, ``async_deliver`` unless
-        one before 4.9.3 runs; a chain across one store can do what every one of its versions can
-        (a version that is no release number, a fork's, is taken at its word: both)."""
-        versions = info.details.get("versions") or [info.version]
-        out = {TIMER, ASYNC_DELIVER}
-        if any(v.split(".")[0].isdigit() and int(v.split(".")[0]) < TIMER_MAJOR for v in versions):
-            out.discard(TIMER)
-        if any((r := _release(v)) is not None and r < ASYNC_DELIVER_SINCE for v in versions):
-            out.discard(ASYNC_DELIVER)
-        return out
+        return capabilities_of(info.details.get("versions") or [info.version])
 
     def defects(self, spec_text: str) -> tuple[str, ...]:
         return ()

@@ -50,6 +50,7 @@ from pathlib import Path
 from hourglass.adapters.base import AdapterError
 from hourglass.adapters.phase import step
 from hourglass.adapters.rocketmq.jvm import SHADED_NOP_STATUS_LISTENER
+from hourglass.reference.contract import POP_CONSUMPTION, TIMER
 
 #: The newest 5.x with broker, namesrv, tools and client on Maven Central (checked 2026-11).
 LATEST = "5.5.0"
@@ -131,8 +132,9 @@ class Distribution:
 
     @property
     def capabilities(self) -> frozenset[str]:
-        """What it can do beyond delay levels and retry: ``timer`` (5.x timer messages)."""
-        return frozenset({"timer"}) if self.major >= 5 else frozenset()
+        """What it can do beyond delay levels and retry: ``timer`` (5.x timer messages) and ``pop``
+        (5.x POP consumption)."""
+        return frozenset({TIMER, POP_CONSUMPTION}) if self.major >= 5 else frozenset()
 
     def command(self, component: str, values: dict[str, str]):
         """``(argv, env)`` that starts ``component`` instead of the JVM of ``classpath()`` (a

@@ -35,11 +35,13 @@ from hourglass.adapters.base import AdapterError, BrokerProfile, ConsumerSpec, S
 from hourglass.adapters.parts import Part, PartsSystem
 from hourglass.adapters.rocketmq.clientlink import ClientError, ClientProcess, ConsumerProcess
 from hourglass.adapters.rocketmq.consumers import ConsumerProcesses
+from hourglass.adapters.rocketmq.family import capabilities_of
 from hourglass.adapters.rocketmq.provision import CHAIN_SEP, Distribution
 from hourglass.adapters.rocketmq.runtime import Runtime
 from hourglass.adapters.rocketmq.topology import Topology
 from hourglass.adapters.rocketmq.whitebox import broker_status
 from hourglass.reference.contract import CONSUME_STATS_SOURCE, ROCKETMQ_ADAPTER, queue_key
+from hourglass.reference.contract import POP_CONSUMPTION
 from hourglass.reference.pop import DEFAULT_RETRY_MAX_TIMES, POP
 
 
@@ -181,7 +183,7 @@ class RocketMQSystem(PartsSystem):
     def _pop_mode(self, spec: ConsumerSpec) -> None:
         """The broker's side of a POP group (reference.pop): the group and its topics exist, and the
         broker hands the group's queues out by POP (its request mode; 5.x only)."""
-        if not self.info.version.startswith("5."):
+        if POP_CONSUMPTION not in capabilities_of([self.info.version]):
             raise AdapterError(f"POP consumption needs RocketMQ 5.x; this broker is {self.info.version}")
         retry = spec.group_retry_max_times if spec.group_retry_max_times is not None else DEFAULT_RETRY_MAX_TIMES
         self.request("create_group", timeout_s=30, group=spec.group, retry_max_times=retry)

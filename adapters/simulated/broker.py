@@ -16,6 +16,7 @@ from typing import Callable
 from hourglass.adapters.simulated.clock import VirtualClock
 from hourglass.adapters.simulated.defects import Defect
 from hourglass.adapters.simulated.retry import ConsumerRetry
+from hourglass.adapters.simulated.pop import PopService
 from hourglass.adapters.simulated.schedule import ScheduleService
 from hourglass.adapters.simulated.store import MessageStore, StoredMessage
 from hourglass.reference.clock import BrokerClock, Step
@@ -36,7 +37,7 @@ SHUTDOWN_TAIL_MS = 300
 SHUTDOWN_MS = 1_000
 
 
-class SimBroker(ConsumerRetry, TimerWheel):
+class SimBroker(ConsumerRetry, TimerWheel, PopService):
     def __init__(self, clock: VirtualClock, profile: Profile, defects: frozenset[Defect], rng: random.Random,
                  put_failure_rate: float = 0.0, timers: bool = True, startup_ms: int = STARTUP_MS):
         self.clock = clock
@@ -77,6 +78,7 @@ class SimBroker(ConsumerRetry, TimerWheel):
         self.consumer_offsets_persisted: dict[tuple[str, str, int], int] = {}
         self.on_message: Callable[[StoredMessage], None] = lambda m: None  # consumers' notification
         self.on_ready: Callable[[], None] = lambda: None
+        self.pop_init()
 
     # --- tasks ------------------------------------------------------------------------------
     def at(self, ts_ms: int, task: Callable[[], None]) -> None:
@@ -136,6 +138,7 @@ class SimBroker(ConsumerRetry, TimerWheel):
             self._flush_timer_checkpoint()
         if self.timer_heap:
             self._wake_timers(max(now + self.profile.first_delay_ms, self._true_ms(self.timer_heap[0][0])))
+        self.pop_after_restart()
         self.on_ready()
 
     def stop(self, graceful: bool) -> None:

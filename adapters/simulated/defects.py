@@ -149,6 +149,24 @@ class Defect(enum.Enum):
     TIMER_LOST_ON_KILL = DefectInfo(
         "NO_LOSS", "the 5.x timer store keeps its wheel only in memory: a kill -9 loses every timer message "
         "not yet due", "timer messages pending across a kill (the timer suite)")
+    POP_UNACKED_NEVER_REVIVED = DefectInfo(
+        "NO_LOSS", "the POP revive service never revives a copy nobody answered (a fork's PopReviveService that "
+        "revives only checkpoints a changeInvisibleTime wrote): a copy whose invisible time ran out unanswered "
+        "is lost", "a POP group whose plan answers SLOW (conformance: pop-unanswered-revived)")
+    POP_REVIVE_IGNORES_CHANGE = DefectInfo(
+        "NOT_EARLY", "the broker acknowledges a changeInvisibleTime but keeps the pop's checkpoint: the copy is "
+        "revived at the pop's own invisible time, before the time the LATER asked for",
+        "a POP group with a pop invisible time below 10 s whose plan answers LATER (conformance: pop-later)")
+    POP_COUNT_RESET_ON_RESTART = DefectInfo(
+        "NO_DUPLICATE", "checkpoints read back after a broker restart revive their copies with reconsume count "
+        "0: the attempt the plan expects never comes and attempt 0 is delivered again",
+        "a POP group's copy invisible across a broker restart (chaos: pop-broker-restart-while-invisible)")
+    POP_WRONG_BACKOFF_STEP = DefectInfo(
+        "NOT_EARLY", "a POP consumer's LATER takes the backoff step before its reconsume count's (a fork's "
+        "changePopInvisibleTime indexing popDelayLevel as messageDelayLevel, level n at entry n - 1): a second "
+        "attempt comes 10 s after the answer instead of 30 s, and a first one's change fails (entry -1), so the "
+        "pop's own invisible time stands", "a POP group with a pop invisible time below 10 s whose plan answers "
+        "LATER (conformance: pop-later, pop-unanswered-revived)")
 
     @property
     def invariant(self) -> str:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hourglass.harness.scenario import ConsumerGroup, FaultStep, Message, Profile, Scenario
-from hourglass.reference.contract import ASYNC_DELIVER, TIMER
+from hourglass.reference.contract import ASYNC_DELIVER, POP_CONSUMPTION, TIMER
+from hourglass.reference.pop import POP
 from hourglass.reference.cluster import CONTROLLER, MASTER_SLAVE, TWO_MASTERS
 from hourglass.reference.clock import CLOCK_DRIFT
 from hourglass.reference.modes import BROADCASTING, ORDERLY
@@ -387,6 +388,44 @@ def broadcast_instance_crash() -> Scenario:
                     drain_margin_ms=BROADCAST_WATCH_MS)
 
 
+def _pop_in_hand(prefix: str, topic: str) -> tuple[Message, ...]:
+    """POP copies in every state at once: held past their invisible time (SLOW: unanswered until their
+    revive), answered LATER (their changed invisible time running), and plain ones consumed at once."""
+    plans = ((SLOW, OK), (LATER, OK), (), (SLOW, LATER, OK), (LATER, SLOW, OK))
+    return tuple(Message(f"{prefix}{i}", topic, at_ms=i * 100, plan=plans[i % len(plans)]) for i in range(10))
+
+
+def pop_broker_kill_while_invisible() -> Scenario:
+    """The broker is killed -9 while a POP group's copies are invisible (pop invisible time 8 s,
+    LATERs at 10 s) and back 3 s later: the checkpoints are stored messages of the revive topic, so
+    every copy is revived after the restart as its next attempt, late only by the outage; the
+    revive offset and the pop offsets since their last commit may make a copy come twice."""
+    group = (ConsumerGroup("cg-popkill", ("PopKill",), mode=POP, pop_invisible_ms=8_000),)
+    return Scenario("pop-broker-kill-while-invisible", _pop_in_hand("PK", "PopKill"), group,
+                    (FaultStep(2_500, "outage", duration_ms=3_000),), requires=(POP_CONSUMPTION,),
+                    description=pop_broker_kill_while_invisible.__doc__)
+
+
+def pop_broker_restart_while_invisible() -> Scenario:
+    """The broker restarts gracefully while a POP group's copies are invisible (pop invisible time
+    8 s): each is revived after the restart once due, as its next attempt (the count raised,
+    PopReviveService.reviveRetry) and once only (the revive offset committed at the stop)."""
+    group = (ConsumerGroup("cg-poprestart", ("PopRestart",), mode=POP, pop_invisible_ms=8_000),)
+    return Scenario("pop-broker-restart-while-invisible", _pop_in_hand("PR", "PopRestart"), group,
+                    (FaultStep(2_500, "restart", duration_ms=2_000),), requires=(POP_CONSUMPTION,),
+                    description=pop_broker_restart_while_invisible.__doc__)
+
+
+def pop_broker_restart_while_revive_due() -> Scenario:
+    """The broker restarts gracefully just as a POP group's revives fall due (pop invisible time 5 s,
+    the restart 5.5 s in, down 3 s): a revive the stop cut short is made after the start, once, with
+    the count raised."""
+    group = (ConsumerGroup("cg-popdue", ("PopDue",), mode=POP, pop_invisible_ms=5_000),)
+    return Scenario("pop-broker-restart-while-revive-due", _pop_in_hand("PD", "PopDue"), group,
+                    (FaultStep(5_500, "restart", duration_ms=3_000),), requires=(POP_CONSUMPTION,),
+                    description=pop_broker_restart_while_revive_due.__doc__)
+
+
 def _waiting(prefix: str, topic: str) -> tuple[Message, ...]:
     """90 messages over 9 s, levels 3..8 (every sixth retried once): at ``CLUSTER_DOWN_AT_MS`` the
     later half of them waits in the schedule queues."""
@@ -490,4 +529,7 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     orderly_rebalance(),  # a queue in handover may wait out an unlock delay and two rebalances (60 s): nightly
     consume_timeout(),  # the clean-up runs every consumeTimeout, a minute at least: nightly
     consume_timeout_dlq(),
+    pop_broker_kill_while_invisible(),
+    pop_broker_restart_while_invisible(),
+    pop_broker_restart_while_revive_due(),
 ) + CLUSTER

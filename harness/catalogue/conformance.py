@@ -13,8 +13,10 @@ from hourglass.reference.levels import parse_level_table
 from hourglass.reference.profile import LOCAL_RETRY_DELAY_MS
 from hourglass.reference.modes import BROADCASTING, ORDERLY
 from hourglass.reference.orderly import dlq_wait_ms
+from hourglass.reference.contract import POP_CONSUMPTION
+from hourglass.reference.pop import POP
 
-LATER, OK, CRASH = "LATER", "OK", "CRASH"
+LATER, OK, CRASH, SLOW = "LATER", "OK", "CRASH", "SLOW"
 
 
 def _one_group(name: str, topic: str, max_reconsume_times: int | None = None, instances: int = 1) -> tuple[ConsumerGroup, ...]:
@@ -156,6 +158,33 @@ def broadcast_every_instance() -> Scenario:
                     drain_margin_ms=BROADCAST_WATCH_MS)
 
 
+def pop_later() -> Scenario:
+    """A POP group (the remoting push consumer in POP mode, 5.x; pop invisible time 5 s): a LATER
+    changes the copy's invisible time to the POP table's level of its reconsume count (10 s, then
+    30 s: ConsumeMessagePopConcurrentlyService.changePopInvisibleTime) and the broker revives it
+    that long after the answer as the next attempt, with its count raised (PopReviveService), not
+    before and within the revive's lag after; a delayed message is popped once due."""
+    plans = {0: (LATER, OK), 1: (LATER, LATER, OK), 3: (LATER, OK)}
+    msgs = tuple(Message(f"PL{i}", "PopLater", at_ms=i * 100, delay_level=2 if i == 3 else 0, plan=plans.get(i, ()))
+                 for i in range(5))
+    group = (ConsumerGroup("cg-poplater", ("PopLater",), mode=POP, pop_invisible_ms=5_000),)
+    return Scenario("pop-later", msgs, group, requires=(POP_CONSUMPTION,), description=pop_later.__doc__)
+
+
+def pop_unanswered_revived() -> Scenario:
+    """A POP group (pop invisible time 5 s, maxReconsumeTimes 1) whose listener holds copies past
+    their invisible time (SLOW): the client drops the late answer (ConsumeRequest.run, isPopTimeout)
+    and the broker revives each copy its invisible time after its pop as the next attempt; a LATER
+    at the maximum leaves the invisible time as it is (checkNeedAckOrDelay: the message is younger
+    than the first level), and from 5.3.1 the copy above the maximum is acked by the client unseen:
+    the message ends there, in no DLQ (processPopResult)."""
+    plans = {0: (SLOW, OK), 1: (SLOW, LATER), 2: (LATER, SLOW)}
+    msgs = tuple(Message(f"PU{i}", "PopUnanswered", at_ms=i * 100, plan=plans.get(i, ())) for i in range(4))
+    group = (ConsumerGroup("cg-popunanswered", ("PopUnanswered",), max_reconsume_times=1, mode=POP, pop_invisible_ms=5_000),)
+    return Scenario("pop-unanswered-revived", msgs, group, requires=(POP_CONSUMPTION,),
+                    description=pop_unanswered_revived.__doc__)
+
+
 def custom_table() -> Scenario:
     """A custom 3-level table: its own delays, clamping to level 3, retries clamped to level 3."""
     prof = Profile(message_delay_level="2s 4s 6s")
@@ -191,6 +220,8 @@ CONFORMANCE: tuple[Scenario, ...] = tuple(
         orderly_suspend,
         orderly_dlq,
         broadcast_every_instance,
+        pop_later,
+        pop_unanswered_revived,
     )
 ) + LIMITS
 

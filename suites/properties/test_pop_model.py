@@ -136,3 +136,91 @@ def test_at_the_maximum_the_remoting_consumer_goes_by_age_and_a_grpc_group_by_it
     assert old is None  # acked: the message ends
     grpc = pop.PopGroup(pop.GRPC_SIMPLE, LATEST, invisible_ms=10_000, max_times=2)
     assert [pop.delivered(grpc, rt) for rt in range(4)] == [True, True, True, False]
+
+
+# --- the chains a POP group's plan makes, and the expected table of a POP group ------------------
+
+from hourglass.reference.contract import ContractError  # noqa: E402
+from hourglass.reference.expected import build_expected, rule_duplicate  # noqa: E402
+from hourglass.reference.profile import parse_profile  # noqa: E402
+
+T0 = 1_763_800_000_000
+
+
+def _pop_run(invisible_ms=5_000, release=(5, 5, 0), max_rt=16):
+    return {"run_id": "r", "profile": {"message_delay_level": "1s 2s 3s", "max_reconsume_times": max_rt,
+                                       "flush_delay_offset_interval_ms": 10_000, "slack_ms": 3000,
+                                       "pop_groups": {"g": {"invisible_ms": invisible_ms, "release": list(release)}}}}
+
+
+def _deliver(key, ts, rt, outcome, pop_ms, store=None, clo=0, **kw):
+    return {"type": "deliver", "ts_ms": ts, "key": key, "group": "g", "topic": "T", "queue_id": -1, "queue_offset": 0,
+            "queue_topic": "T", "commit_log_offset": clo, "msg_id": "m", "reconsume_times": rt, "born_ms": T0,
+            "store_ms": ts if store is None else store, "outcome": outcome, "pop_ms": pop_ms, **kw}
+
+
+@pytest.mark.parametrize("plan, release, last, state", [
+    (("LATER", "OK"), (5, 5, 0), 1, "CONSUMED"),
+    (("SLOW", "OK"), (5, 5, 0), 1, "CONSUMED"),
+    (("SLOW", "LATER", "OK"), (5, 5, 0), 1, "DROPPED"),  # the LATER at the maximum leaves nothing to deliver
+    (("LATER", "SLOW"), (5, 5, 0), 1, "DROPPED"),  # max 1: the copy with count 2 is acked unseen (5.3.1+)
+    (("LATER", "SLOW"), (5, 1, 4), 2, "CONSUMED"),  # before 5.3.1 it reaches the listener, which answers OK
+    ((), (5, 5, 0), 0, "CONSUMED"),
+])
+def test_each_attempt_not_acked_is_followed_by_the_revived_one(plan, release, last, state):
+    out = pop.pop_outcome(plan, pop.PopGroup(pop.POP, release, 5_000, max_times=1))
+    assert (out.last_attempt, out.final_state) == (last, state)
+
+
+@given(st.lists(st.sampled_from(["OK", "LATER", "SLOW", "LATER:2"]), max_size=8).map(tuple), st.integers(0, 10))
+def test_a_pop_attempt_is_answered_by_its_own_entry(plan, rt):
+    assert pop.pop_answer(plan, rt) == (plan[rt] if rt < len(plan) else "OK")
+
+
+def test_a_later_is_due_the_pop_level_after_the_answer_and_a_slow_copy_its_invisible_time_after_its_pop():
+    events = [{"type": "send", "ts_ms": T0, "key": "a", "topic": "T", "delay_level": 0, "status": "SEND_OK", "born_ms": T0,
+               "plan": ["LATER", "SLOW", "OK"]},
+              _deliver("a", T0 + 300, 0, "LATER", T0 + 250),
+              _deliver("a", T0 + 12_000, 1, "LATER", T0 + 11_990, clo=100, timed_out=True)]
+    rows = {r.attempt: r for r in build_expected(_pop_run(), events)}
+    assert [rows[k].queue_topic for k in (1, 2)] == ["%RETRY%g_T"] * 2
+    one, two = rows[1], rows[2]
+    assert (one.anchor_ms, one.delay_ms, one.earliest_ms) == (T0 + 300, 10_000, T0 + 10_300)  # changePopInvisibleTime
+    assert one.latest_ms == T0 + 10_300 + pop.revive_lag_ms(15_000, 1000, True) + 3000
+    assert (two.anchor_ms, two.delay_ms, two.earliest_ms) == (T0 + 11_990, 5_000, T0 + 16_990)  # the pop's own time
+    assert two.final and two.final_state == "CONSUMED"
+
+
+def test_on_5_3_3_the_window_adds_the_long_poll():
+    events = [{"type": "send", "ts_ms": T0, "key": "a", "topic": "T", "delay_level": 0, "status": "SEND_OK", "born_ms": T0,
+               "plan": ["LATER"]}, _deliver("a", T0 + 300, 0, "LATER", T0 + 250)]
+    row = next(r for r in build_expected(_pop_run(release=(5, 3, 3)), events) if r.attempt == 1)
+    assert row.latest_ms == T0 + 10_300 + 7_000 + 15_000 + 3000
+
+
+def test_a_second_revived_copy_needs_a_broker_kill_in_between():
+    run = _pop_run()
+    first, second = _deliver("a", T0 + 1000, 1, "OK", T0 + 990), _deliver("a", T0 + 9000, 1, "OK", T0 + 8990, clo=500)
+    assert not rule_duplicate(run, [], first, second).allowed
+    restart = [{"type": "fault", "ts_ms": T0 + 3000, "action": "stop", "target": "broker"},
+               {"type": "fault", "ts_ms": T0 + 5000, "action": "start", "target": "broker"}]
+    assert not rule_duplicate(run, restart, first, second).allowed  # a graceful stop commits the revive offset
+    kill = [{"type": "fault", "ts_ms": T0 + 3000, "action": "kill", "target": "broker"}]
+    assert rule_duplicate(run, kill, first, second).allowed
+
+
+def test_pop_wait_sums_the_invisible_times_the_plan_runs_through():
+    assert pop.pop_wait_ms(("LATER", "LATER", "OK"), 5_000, 16) == 10_000 + 30_000
+    assert pop.pop_wait_ms(("SLOW", "LATER:2", "OK"), 5_000, 16) == 5_000 + 60_000
+    assert pop.pop_wait_ms((), None, 16) == 0
+
+
+@pytest.mark.parametrize("entry, field", [({"invisible_ms": 100, "release": [5, 5, 0]}, "invisible_ms"),
+                                          ({"invisible_ms": 5000, "release": "5.5.0"}, "release"),
+                                          ("5000", "g")])
+def test_a_bad_pop_group_in_run_json_is_named(entry, field):
+    p = _pop_run()["profile"]
+    p["pop_groups"] = {"g": entry}
+    with pytest.raises(ContractError) as e:
+        parse_profile(p)
+    assert e.value.field == field

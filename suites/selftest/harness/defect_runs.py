@@ -21,6 +21,9 @@ PERSISTENCE_DEFECTS = [
 
 #: the defects of the 5.x timer store across a stop (caught by the timer suite)
 TIMER_DEFECTS = [Defect.TIMER_CHECKPOINT_IGNORED, Defect.TIMER_LOST_ON_KILL]
+#: the defects of POP consumption (reference.pop), each caught by two conformance or chaos scenarios
+POP_DEFECTS = [Defect.POP_UNACKED_NEVER_REVIVED, Defect.POP_REVIVE_IGNORES_CHANGE, Defect.POP_COUNT_RESET_ON_RESTART,
+               Defect.POP_WRONG_BACKOFF_STEP]
 
 
 def verdicts_by_defect(scenarios, defects, out: Path, clean_too=()) -> dict:

@@ -37,9 +37,10 @@ def test_a_chain_can_do_what_each_of_its_versions_can():
         def __init__(self, version, versions=None):
             self.info = SystemInfo("rocketmq", version, "process", {"versions": versions} if versions else {})
 
-    assert capabilities(Sys("5.5.0")) == {"timer", "async_deliver"}
-    assert capabilities(Sys("5.3.3+5.5.0", ["5.3.3", "5.5.0"])) == {"timer", "async_deliver"}
-    assert capabilities(Sys("4.9.7+5.5.0", ["4.9.7", "5.5.0"])) == {"async_deliver"}  # timer messages: 5.x only
+    assert capabilities(Sys("5.5.0")) == {"timer", "async_deliver", "pop"}
+    assert capabilities(Sys("5.3.3+5.5.0", ["5.3.3", "5.5.0"])) == {"timer", "async_deliver", "pop"}
+    # timer messages and POP consumption: 5.x only
+    assert capabilities(Sys("4.9.7+5.5.0", ["4.9.7", "5.5.0"])) == {"async_deliver"}
     # enableScheduleAsyncDeliver: 4.9.3 and later (ISSUE #3449)
     assert capabilities(Sys("4.9.2+4.9.7", ["4.9.2", "4.9.7"])) == set() and capabilities(Sys("4.9.3")) == {"async_deliver"}
 

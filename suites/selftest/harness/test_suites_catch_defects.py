@@ -17,7 +17,7 @@ from hourglass.harness.verdicts import assert_conforms, describe
 from hourglass.adapters.simulated.system import SIMULATED_CLUSTERS
 from hourglass.harness.catalogue.chaos import NIGHTLY
 from hourglass.harness.catalogue.conformance import CONFORMANCE
-from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, TIMER_DEFECTS, verdicts_by_defect
+from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, POP_DEFECTS, TIMER_DEFECTS, assert_caught_twice, verdicts_by_defect
 
 DEFECTS = list(Defect)
 
@@ -49,3 +49,5 @@ def test_suites_catch_the_defect(defect, verdicts_by_system):
         pytest.skip(f"{defect.slug}: not reached by conformance or chaos; caught by the timer suite "
                     "(test_timer_catches_defects)")
     assert caught, f"no suite scenario failed {defect.invariant} with {defect.slug} injected:\n" + "\n".join(describe(v) for v in verdicts)
+    if defect in POP_DEFECTS:  # issue 23: each POP defect by two scenarios at least
+        assert_caught_twice(defect, verdicts, "conformance and chaos")

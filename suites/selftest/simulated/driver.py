@@ -16,6 +16,7 @@ from hourglass.adapters.base import BrokerProfile, ConsumerSpec, SendRequest
 from hourglass.adapters.simulated import open_simulated
 from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, ORDERLY
 from hourglass.reference.orderly import DEFAULT_SUSPEND_MS
+from hourglass.reference.pop import POP, V1_NOTIFY_AGAIN
 from hourglass.reference.clock import waiting_levels
 from hourglass.reference.levels import parse_level_table
 from hourglass.reference.contract import validate_event
@@ -59,13 +60,14 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
                  drain_ms: int = 120_000, run_id: str | None = None, cluster: str = "single", batch_size: int = 1,
                  schedule_async_deliver: bool = False, group_retry_max_times: int | None = None,
                  orderly_suspend_ms: int | None = None, broadcasting: bool = False,
-                 consume_timeout_min: int | None = None, **options) -> Run:
+                 consume_timeout_min: int | None = None, pop_invisible_ms: int | None = None, **options) -> Run:
     """Execute the timeline (offsets after setup) and drain ``drain_ms`` of virtual time after the
     last step, restarting crashed consumers every 250 ms as the runner does. ``tmp`` becomes a run
     directory of the contract (run.json, events/harness.jsonl, events/consumer-*.jsonl).
     ``orderly_suspend_ms``: the groups consume orderly (reference.orderly), suspending this long;
     ``broadcasting``: they broadcast (reference.broadcast), each consumer a unit of its own;
-    ``consume_timeout_min``: the groups' consumeTimeout (reference.timeout: a SLOW's clean-up)."""
+    ``consume_timeout_min``: the groups' consumeTimeout (reference.timeout: a SLOW's clean-up);
+    ``pop_invisible_ms``: the groups consume by POP with this invisible time (reference.pop)."""
     events_dir = tmp / "events"
     events_dir.mkdir(parents=True, exist_ok=True)
     system = open_simulated(BrokerProfile(levels, flush_ms, cluster=cluster, schedule_async_deliver=schedule_async_deliver),
@@ -86,9 +88,10 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
     for g in groups:
         for i in range(consumers_per_group):
             mode = ((ORDERLY, orderly_suspend_ms) if orderly_suspend_ms is not None
+                    else (POP, DEFAULT_SUSPEND_MS) if pop_invisible_ms is not None
                     else (BROADCASTING if broadcasting else CONCURRENTLY, DEFAULT_SUSPEND_MS))
             system.start_consumer(ConsumerSpec(f"{g}-{i}", g, tuple(topics), max_reconsume_times, events_dir, batch_size,
-                                               group_retry_max_times, *mode, i, consume_timeout_min))
+                                               group_retry_max_times, *mode, i, consume_timeout_min, pop_invisible_ms))
     timeline = sorted([(f.at_ms, 0, i, f) for i, f in enumerate(faults)] + [(s.at_ms, 1, i, s) for i, s in enumerate(sends)])
     rng = random.Random(seed)
     for at, kind, _, item in timeline:
@@ -153,7 +156,9 @@ def run_scenario(tmp: Path, sends: list[Send], faults: list[Fault] = (), *, leve
                        "schedule_async_deliver": schedule_async_deliver,
                        **({"orderly_groups": {g: orderly_suspend_ms for g in groups}} if orderly_suspend_ms is not None else {}),
                        **({"broadcasting_groups": {g: consumers_per_group for g in groups}} if broadcasting else {}),
-                       **({"consume_timeouts": {g: consume_timeout_min for g in groups}} if consume_timeout_min else {})},
+                       **({"consume_timeouts": {g: consume_timeout_min for g in groups}} if consume_timeout_min else {}),
+                       **({"pop_groups": {g: {"invisible_ms": pop_invisible_ms, "release": list(V1_NOTIFY_AGAIN)} for g in groups}}
+                          if pop_invisible_ms is not None else {})},
            "started_ms": started, "ended_ms": now}
     (tmp / "run.json").write_text(json.dumps(run, indent=1))
     return Run(run, events, system, tmp)

@@ -45,6 +45,16 @@ def exposing(defect: Defect) -> tuple[list[Send], list[Fault], dict]:
         # others behind them; the drain outlasts the latest clean-up (2 minutes after a hold began)
         sends = [Send(i * 50, f"t{i}", plan=("LATER", "SLOW", "OK") if i % 2 == 0 else ("SLOW",)) for i in range(8)]
         return sends, [], {"consume_timeout_min": 1, "drain_ms": 200_000}
+    if defect in (Defect.POP_UNACKED_NEVER_REVIVED, Defect.POP_REVIVE_IGNORES_CHANGE, Defect.POP_WRONG_BACKOFF_STEP):
+        # a POP group (invisible 5 s): copies held past it (SLOW: revived 5 s after their pop) and
+        # answered LATER (changed to 10 s from the answer), the second LATER at 30 s
+        sends = [Send(i * 50, f"p{i}", plan=(("SLOW", "OK"), ("LATER", "OK"), ("LATER", "LATER", "OK"), ())[i % 4])
+                 for i in range(8)]
+        return sends, [], {"pop_invisible_ms": 5000}
+    if defect is Defect.POP_COUNT_RESET_ON_RESTART:
+        # a POP group's copies invisible (20 s) across a graceful restart of the broker
+        sends = [Send(i * 50, f"p{i}", plan=(("SLOW", "OK"), ("LATER", "OK"))[i % 2]) for i in range(6)]
+        return sends, [Fault(2000, "stop"), Fault(3000, "start")], {"pop_invisible_ms": 20_000}
     if defect is Defect.SKIPPED_DLQ:
         return [Send(0, "to-dlq", plan=("LATER",) * 3)], [], {"max_reconsume_times": 2}
     if defect is Defect.REORDER_WITHIN_LEVEL:
