@@ -445,10 +445,19 @@ def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: 
         last_w = next_window(popping, k - 1, ANSWERED_LATER, popped if popped is not None else answered, last, precision,
                              slack, asked, born)
         if first_w is not None and last_w is not None:
-            windows.append((answered, first_w.earliest_ms - answered, first_w.earliest_ms, last_w.latest_ms))
+            delay = first_w.earliest_ms - answered
+            earliest, latest = first_w.earliest_ms, last_w.latest_ms
+            if w.clock is not None:  # the new checkpoint is due in the broker's clock, from the change (true time)
+                earliest, latest = _pop_on_broker_clock(w.clock, answered, w.clock.broker_ms(answered) + delay,
+                                                        latest - last_w.earliest_ms + (last - answered))
+            windows.append((answered, delay, earliest, latest))
     if popped is not None and (answered is None or (w.outages and w.widen(popped, popped, answered)[1] is not None)):
         nw = next_window(popping, k - 1, NOT_ANSWERED, popped, None, precision, slack)
-        windows.append((popped, popping.invisible_ms, nw.earliest_ms, nw.latest_ms))
+        earliest, latest = nw.earliest_ms, nw.latest_ms
+        if w.clock is not None:  # pop_ms is the broker's reading (POP_CK): the revive is due in its clock
+            earliest, latest = _pop_on_broker_clock(w.clock, born if born is not None else popped - popping.invisible_ms,
+                                                    popped + popping.invisible_ms, nw.latest_ms - nw.earliest_ms)
+        windows.append((popped, popping.invisible_ms, earliest, latest))
     if not windows:
         return 0, None, None, None, None
     anchor, delay, earliest, latest = windows[0]
@@ -459,6 +468,15 @@ def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: 
     if w.outages:
         latest, widened = _joined(w.widen(anchor, earliest, latest), widened)
     return delay, earliest, latest, widened, anchor
+
+
+def _pop_on_broker_clock(clock: BrokerClock, from_ms: int, due_broker_ms: int, after_ms: int) -> tuple[int, int]:
+    """reference.clock: a POP checkpoint due at ``due_broker_ms`` in the broker's clock (a timer
+    message of the revive topic, PopReviveService comparing the broker's time) as a true-time window,
+    searched from ``from_ms``: the earliest and latest true moment the clock reads it, the latest
+    plus ``after_ms`` (the revive's lag and the slack)."""
+    lo, hi = clock.deadline_range(from_ms, due_broker_ms)
+    return lo, hi + after_ms
 
 
 def _retry_level(w: _Windows, outcome, k: int) -> tuple[int, int, int, int]:

@@ -252,6 +252,7 @@ class SimBroker(ConsumerRetry, TimerWheel, PopService):
         if self.timer_heap:
             self.timer_wake = None
             self._wake_timers(now)
+        self.pop_after_clock_change()
 
     # --- storing ----------------------------------------------------------------------------
     def put(self, proto: StoredMessage, topic: str, queue_id: int) -> StoredMessage:

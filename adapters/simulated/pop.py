@@ -81,8 +81,8 @@ class PopService:
         """PopReviveService.reviveRetry: an un-acked copy whose revive time this is goes to the POP
         retry topic with its count raised (a checkpoint changed since waits for its new time)."""
         key = (ck.group, ck.msg.commit_log_offset)
-        if self.checkpoints.get(key) is not ck or ck.revive_ms != revive_ms:
-            return
+        if self.checkpoints.get(key) is not ck or ck.revive_ms != revive_ms or self.wall_ms() < revive_ms:
+            return  # acked, changed since, or not due in the broker's clock (it stepped back: waited for again)
         if Defect.POP_UNACKED_NEVER_REVIVED in self.defects and not ck.changed:
             return  # the copy nobody answered stays invisible for ever
         del self.checkpoints[key]
@@ -90,6 +90,12 @@ class PopService:
         topic = pop_retry_topic(ck.group, ck.msg.topic)
         self.store.create_topic(topic, 1)
         self.put(replace(ck.msg, reconsume_times=count, delay_level=0, deliver_ms=0, real_topic=""), topic, 0)
+
+    def pop_after_clock_change(self) -> None:
+        """The revive service compares the broker's clock: every checkpoint is due again on the new
+        line (the first of the two tasks that finds it due revives it)."""
+        for ck in self.checkpoints.values():
+            self._revive_later(ck)
 
     def pop_after_restart(self) -> None:
         """The revive service reads the checkpoints back from the revive topic and goes on."""

@@ -426,6 +426,17 @@ def pop_broker_restart_while_revive_due() -> Scenario:
                     description=pop_broker_restart_while_revive_due.__doc__)
 
 
+def pop_clock_ahead_while_invisible() -> Scenario:
+    """The broker's wall clock steps 5 s ahead while a POP group's copies are invisible (pop
+    invisible time 8 s, LATERs at 10 s): their checkpoints are due in the broker's clock (timer
+    messages of the revive topic, PopReviveService), so a correct broker revives them up to 5 s
+    early in true time, each once, as its next attempt (reference.clock, reference.pop)."""
+    group = (ConsumerGroup("cg-popclock", ("PopClock",), mode=POP, pop_invisible_ms=8_000),)
+    return Scenario("pop-clock-ahead-while-invisible", _pop_in_hand("PT", "PopClock"), group,
+                    (FaultStep(at_ms=2_500, action="clock", offset_ms=CLOCK_AHEAD_MS),), requires=(POP_CONSUMPTION,),
+                    description=pop_clock_ahead_while_invisible.__doc__)
+
+
 def _waiting(prefix: str, topic: str) -> tuple[Message, ...]:
     """90 messages over 9 s, levels 3..8 (every sixth retried once): at ``CLUSTER_DOWN_AT_MS`` the
     later half of them waits in the schedule queues."""
@@ -532,4 +543,5 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     pop_broker_kill_while_invisible(),
     pop_broker_restart_while_invisible(),
     pop_broker_restart_while_revive_due(),
+    pop_clock_ahead_while_invisible(),
 ) + CLUSTER
