@@ -36,7 +36,7 @@ from hourglass.harness.catalogue import suite_of
 from hourglass.harness.scenario import Scenario
 from hourglass.reference.modes import BROADCASTING, ORDERLY
 from hourglass.reference.orderly import effective_suspend_ms
-from hourglass.reference.pop import POP, V1_NOTIFY_AGAIN, pop_invisible_ms
+from hourglass.reference.pop import POP_MODES, V1_NOTIFY_AGAIN
 from hourglass.reports.baseline import version_number
 from hourglass.reference.cluster import SINGLE, broker_targets
 from hourglass.reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, FLUSH_MOMENT, SEND_BACK_FAILED, VERSION_FIELD, consumer_fault, retry_topic
@@ -363,20 +363,14 @@ def _group_max_reconsume_times(sc: Scenario, version: str = "") -> dict:
     orderly = {c.group: effective_suspend_ms(c.suspend_ms) for c in sc.consumers if c.mode == ORDERLY}
     broadcasting = {c.group: c.instances for c in sc.consumers if c.mode == BROADCASTING}
     timeouts = {c.group: c.consume_timeout_min for c in sc.consumers if c.consume_timeout_min is not None}
-    popping = {c.group: {"invisible_ms": pop_invisible_ms(c.pop_invisible_ms), "release": _release(version)}
-               for c in sc.consumers if c.mode == POP}
+    parsed = version_number(version or "")  # 5.5.0 of 5.5.0-acme; none: the newest release the model knows
+    release = tuple(parsed.release) if parsed is not None else V1_NOTIFY_AGAIN
+    popping = {c.group: c.pop_profile(release) for c in sc.consumers if c.mode in POP_MODES}
     return {**({"max_reconsume_times_by_group": by_group} if by_group else {}),
             **({"pop_groups": popping} if popping else {}),
             **({"consume_timeouts": timeouts} if timeouts else {}),
             **({"orderly_groups": orderly} if orderly else {}),
             **({"broadcasting_groups": broadcasting} if broadcasting else {})}
-
-
-def _release(version: str) -> list[int]:
-    """A system's release numbers (``5.5.0`` of ``5.5.0-acme``); a version that names none is taken as
-    the newest release the model knows (reference.pop.V1_NOTIFY_AGAIN)."""
-    parsed = version_number(version or "")
-    return list(parsed.release) if parsed is not None else list(V1_NOTIFY_AGAIN)
 
 
 def consumer_spec(sc: Scenario, c, i: int, events_dir: Path) -> ConsumerSpec:

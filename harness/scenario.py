@@ -30,11 +30,13 @@ from jsonschema.exceptions import best_match
 
 from hourglass.harness.schema_errors import Found, explain
 from hourglass.reference.plans import CRASH, SLOW, later_level, parse_plan
-from hourglass.reference.pop import POP, POP_INVISIBLE_RANGE_MS
+from hourglass.reference.pop import (DEFAULT_RETRY_MAX_TIMES, DEFAULT_SIMPLE_INVISIBLE_MS, GRPC_INVISIBLE_RANGE_MS, GRPC_PUSH,
+                                     GRPC_PUSH_INVISIBLE_MS, GRPC_SIMPLE, POP, POP_INVISIBLE_RANGE_MS, POP_MODES,
+                                     pop_invisible_ms)
 from hourglass.reference.timeout import MAX_CONSUME_TIMEOUT_MIN, MIN_CONSUME_TIMEOUT_MIN
-from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY
+from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, GRPC_MODES, MODES, ORDERLY
 from hourglass.reference.orderly import SUSPEND_RANGE_MS
-from hourglass.reference.contract import ASYNC_DELIVER, CAPABILITIES, POP_CONSUMPTION, CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
+from hourglass.reference.contract import ASYNC_DELIVER, CAPABILITIES, GRPC, POP_CONSUMPTION, CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
 from hourglass.reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL, parse_level_table
 from hourglass.reference import faults as kinds
 from hourglass.reference.disk import DISK_WARNING_PERCENT_RANGE
@@ -150,6 +152,17 @@ class ConsumerGroup:
     #: (stopped gracefully): the group's membership changes and its queues move (a rebalance)
     join_at_ms: int | None = None
     leave_at_ms: int | None = None
+
+    def pop_profile(self, release: tuple[int, ...]) -> dict:
+        """run.json's ``pop_groups`` entry of this POP group (reference.profile) on a broker of
+        ``release``: its mode, the invisible time its consumer asks for (effective) and, for a gRPC
+        group, its maximum (the group's retryMaxTimes)."""
+        invisible = {POP: pop_invisible_ms(self.pop_invisible_ms), GRPC_PUSH: GRPC_PUSH_INVISIBLE_MS,
+                     GRPC_SIMPLE: self.pop_invisible_ms or DEFAULT_SIMPLE_INVISIBLE_MS}[self.mode]
+        entry = {"mode": self.mode, "invisible_ms": invisible, "release": list(release)}
+        if self.mode != POP:
+            entry["max_times"] = self.retry_max_times if self.retry_max_times is not None else DEFAULT_RETRY_MAX_TIMES
+        return entry
 
     def membership(self) -> list[tuple[int, str]]:
         """When the group's last instance joins (``start``) and leaves (``stop``), in order."""
@@ -314,7 +327,8 @@ def scenario_schema() -> dict:
                       "requires": ({"type": "array", "uniqueItems": True, "items": {"enum": list(KNOWN_REQUIREMENTS)}},
                                    "Capabilities the system must have, else the scenario is skipped: "
                                    "timer = 5.x timer messages, async_deliver = the schedule service's "
-                                   "asynchronous delivery (4.9.3+), pop = 5.x POP consumption."),
+                                   "asynchronous delivery (4.9.3+), pop = 5.x POP consumption, grpc = 5.x's gRPC "
+                                   "proxy and clients."),
                       "reach": ({"type": "array", "uniqueItems": True, "items": {"enum": list(REACH_NAMES)}},
                                 "The states the scenario exists to put the broker in, each proved from the run's "
                                 "events; a run that did not reach one is broken (never a pass): "
@@ -396,11 +410,16 @@ def _consumer_schema() -> dict:
                  "instance gets every message and keeps its own offsets; a LATER drops the message for that "
                  "instance: no retry) or pop (5.x: the broker hands the group's queues out by pop with an invisible "
                  "time; a LATER changes it to the POP level's time, LATER:n to level n's, a CRASH lets it run out, "
-                 "and the broker revives the copy as the next attempt; needs requires ['pop'])."),
+                 "and the broker revives the copy as the next attempt; needs requires ['pop']) or grpc-simple / "
+                 "grpc-push (5.x's gRPC SimpleConsumer / PushConsumer through the proxy: a LATER does not ack / "
+                 "answers FAILURE, the retry policy's backoff; maxAttempts = retry_max_times + 1, then the "
+                 "proxy's DLQ; needs requires ['grpc'])."),
         "pop_invisible_ms": ({"type": ["integer", "null"], "minimum": POP_INVISIBLE_RANGE_MS[0],
-                              "maximum": POP_INVISIBLE_RANGE_MS[1]},
+                              "maximum": GRPC_INVISIBLE_RANGE_MS[1]},
                              "pop: the consumer's popInvisibleTime, how long a popped copy stays invisible unless "
-                             "answered (DefaultMQPushConsumerImpl.popMessage uses 5000..300000); null: 60000."),
+                             "answered (DefaultMQPushConsumerImpl.popMessage uses 5000..300000); null: 60000. "
+                             "grpc-simple: the SimpleConsumer's invisible duration (the proxy takes 10000..43200000); "
+                             "null: 15000."),
         "suspend_ms": ({"type": ["integer", "null"], "minimum": SUSPEND_RANGE_MS[0], "maximum": SUSPEND_RANGE_MS[1]},
                        "orderly: suspendCurrentQueueTimeMillis, how long a failing queue waits before the message "
                        "is consumed again (ConsumeMessageOrderlyService clamps it to 10..30000); null: 1000."),
@@ -531,9 +550,10 @@ def _cross_check(raw: dict, where: str) -> None:
             fail(bad.field, bad.expected, bad.found)
     if raw.get("profile", {}).get("schedule_async_deliver") and ASYNC_DELIVER not in requires:
         fail("requires", f"a list with '{ASYNC_DELIVER}' (profile.schedule_async_deliver is true)", requires)
-    popping = [c["group"] for c in raw["consumers"] if c.get("mode") == POP]
-    if popping and POP_CONSUMPTION not in requires:
-        fail("requires", f"a list with '{POP_CONSUMPTION}' (group {popping[0]} consumes by pop)", requires)
+    for mode, capability in ((POP, POP_CONSUMPTION), *((m, GRPC) for m in GRPC_MODES)):
+        groups = [c["group"] for c in raw["consumers"] if c.get("mode") == mode]
+        if groups and capability not in requires:
+            fail("requires", f"a list with '{capability}' (group {groups[0]} consumes {mode})", requires)
     for i, c in enumerate(raw["consumers"]):
         # a group that no message reaches would only stand idle; most likely a misspelt topic
         if not sent & set(c["topics"]):
@@ -560,17 +580,15 @@ def _check_mode(raw: dict, i: int, fail) -> None:
     if mode != ORDERLY and c.get("suspend_ms") is not None:
         fail(f"consumers[{i}].suspend_ms", "null unless mode is orderly (only an orderly consumer suspends a queue)",
              c["suspend_ms"])
-    if mode != POP and c.get("pop_invisible_ms") is not None:
-        fail(f"consumers[{i}].pop_invisible_ms", "null unless mode is pop (only a POP consumer's copies turn invisible)",
-             c["pop_invisible_ms"])
+    _check_popping(raw, i, fail)
     _check_slow(raw, i, fail)
     for when in ("join_at_ms", "leave_at_ms"):
         if c.get(when) is None:
             continue
         if mode == BROADCASTING:
             fail(f"consumers[{i}].{when}", "null for a broadcasting group (every instance owes every message)", c[when])
-        if mode == POP:
-            fail(f"consumers[{i}].{when}", "null for a POP group (the broker hands out its queues: a member's coming "
+        if mode in POP_MODES:
+            fail(f"consumers[{i}].{when}", f"null for a {mode} group (the broker hands out its queues: a member's coming "
                  "and going is not modelled)", c[when])
         if c.get("instances", 1) < 2:
             fail(f"consumers[{i}].instances", f"2 or more: {when} moves the group's last instance in or out (one "
@@ -596,6 +614,33 @@ def _check_mode(raw: dict, i: int, fail) -> None:
                 elif mode != POP and word.startswith("LATER:"):
                     fail(f"messages[{j}].plan[{n}]", f"OK, LATER or CRASH: {m['topic']} is consumed {mode} by "
                          f"{c['group']} (its LATER asks for no delay level)", word)
+
+
+def _check_popping(raw: dict, i: int, fail) -> None:
+    """What a POP group allows (reference.pop): an invisible time only where the mode has one to set,
+    within what its client or the proxy takes; a gRPC group's answers are OK or LATER (a SimpleConsumer
+    that does not ack, a PushConsumer's FAILURE), its maximum is the group's retryMaxTimes."""
+    c = raw["consumers"][i]
+    mode, invisible = c.get("mode", CONCURRENTLY), c.get("pop_invisible_ms")
+    if invisible is not None:
+        ranges = {POP: POP_INVISIBLE_RANGE_MS, GRPC_SIMPLE: GRPC_INVISIBLE_RANGE_MS}
+        if mode not in ranges:
+            fail(f"consumers[{i}].pop_invisible_ms", "null unless mode is pop or grpc-simple (a push consumer's invisible "
+                 "time is the proxy's, renewed while it consumes)", invisible)
+        elif not ranges[mode][0] <= invisible <= ranges[mode][1]:
+            fail(f"consumers[{i}].pop_invisible_ms", f"{ranges[mode][0]}..{ranges[mode][1]} for a {mode} group", invisible)
+    if mode not in GRPC_MODES:
+        return
+    if c.get("max_reconsume_times") is not None:
+        fail(f"consumers[{i}].max_reconsume_times", f"null for a {mode} group (its maximum is the group's retryMaxTimes: "
+             "set retry_max_times)", c["max_reconsume_times"])
+    topics = set(c["topics"])
+    for j, m in enumerate(raw["messages"]):
+        if m["topic"] in topics:
+            for n, word in enumerate(m.get("plan", [])):
+                if word not in ("OK", "LATER"):
+                    fail(f"messages[{j}].plan[{n}]", f"OK or LATER: {m['topic']} is consumed {mode} by {c['group']} (a "
+                         "gRPC consumer acks or does not)", word)
 
 
 def _check_slow(raw: dict, i: int, fail) -> None:

@@ -20,7 +20,7 @@ from hourglass.reference.faults.process import START, START_PAUSED
 from hourglass.reference.contract import INVARIANTS
 from hourglass.reference.levels import parse_level_table
 from hourglass.reference.plans import plan_outcome
-from hourglass.reference.pop import POP, pop_wait_ms
+from hourglass.reference.pop import POP_MODES, V1_NOTIFY_AGAIN, PopGroup, pop_wait_ms
 from hourglass.reference.profile import FIRST_DELAY_MS, FIRST_FLUSH_DELAY_MS
 from hourglass.reference.timer import timer_ruling
 from hourglass.reference.retry import asked_retry_level, clamped_level
@@ -45,9 +45,11 @@ def message_wait_ms(scenario, m, table=None, now_ms: int | None = None) -> int:
         t += max(0, ruling.deliver_ms + p.timer_precision_ms - now) if ruling.accepted and ruling.timer else 0
     elif m.delay_level > 0:
         t += table.delay_ms(table.clamp(m.delay_level))
-    popping = next((c for c in scenario.consumers if m.topic in c.topics and c.mode == POP), None)
+    popping = next((c for c in scenario.consumers if m.topic in c.topics and c.mode in POP_MODES), None)
     if popping is not None:  # reference.pop: each attempt revived after its invisible time (the revive's lag left out)
-        return t + pop_wait_ms(tuple(m.plan), popping.pop_invisible_ms, mrt)
+        entry = popping.pop_profile(V1_NOTIFY_AGAIN)
+        return t + pop_wait_ms(tuple(m.plan), PopGroup(popping.mode, V1_NOTIFY_AGAIN, entry["invisible_ms"],
+                                                       entry.get("max_times", mrt)))
     out = plan_outcome(tuple(m.plan), mrt)
     timeout = effective_timeout_min(next((c.consume_timeout_min for c in scenario.consumers
                                           if m.topic in c.topics and c.consume_timeout_min is not None), None))

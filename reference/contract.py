@@ -113,9 +113,10 @@ CONSUME_STATS_SOURCE = "consumeStats"
 #: scenario's ``requires`` and of a system's capabilities: ``timer`` (5.x timer messages),
 #: ``async_deliver`` (the schedule service's asynchronous delivery, MessageStoreConfig.
 #: enableScheduleAsyncDeliver: 4.9.3+ and 5.x), ``pop`` (5.x POP consumption: the broker hands a
-#: group's queues out by pop, reference.pop)
-TIMER, ASYNC_DELIVER, POP_CONSUMPTION = "timer", "async_deliver", "pop"
-CAPABILITIES: tuple[str, ...] = (TIMER, ASYNC_DELIVER, POP_CONSUMPTION)
+#: group's queues out by pop, reference.pop), ``grpc`` (5.x's gRPC proxy and its clients' SimpleConsumer
+#: and PushConsumer, reference.pop)
+TIMER, ASYNC_DELIVER, POP_CONSUMPTION, GRPC = "timer", "async_deliver", "pop", "grpc"
+CAPABILITIES: tuple[str, ...] = (TIMER, ASYNC_DELIVER, POP_CONSUMPTION, GRPC)
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"

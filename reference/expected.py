@@ -47,7 +47,7 @@ from hourglass.reference.windows import OutageIndex, merge_outages
 from hourglass.reference.orderly import LOCK_RETRY_MS, send_back_refused
 from hourglass.reference.broadcast import broadcast_outcome
 from hourglass.reference.modes import group_of
-from hourglass.reference.pop import ANSWERED_LATER, NOT_ANSWERED, next_window, pop_outcome, pop_retry_topic, second_copy_allowed
+from hourglass.reference.pop import ANSWERED_LATER, GRPC_SIMPLE, NOT_ANSWERED, next_window, pop_outcome, pop_retry_topic, second_copy_allowed
 
 
 @dataclass(frozen=True)
@@ -261,7 +261,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     """Expected attempts of every message sent in the run, as tuples in :data:`EXPECTED_COLUMNS`
     order; see :func:`build_expected`."""
     profile = profile_from_run(run)
-    seen = _observed(events, frozenset(g for g, _ in profile.orderly_groups), frozenset(g for g, _, _ in profile.pop_groups))
+    seen = _observed(events, frozenset(g for g, _ in profile.orderly_groups), frozenset(g for g, _ in profile.pop_groups))
     faults = seen.faults
     outages = merge_outages(effect("store", faults))  # every fault family's (reference.faults)
     slack = profile.slack_ms
@@ -435,6 +435,8 @@ def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: 
     observation of attempt k-1 (its LATER, or its pop time): no window. Delay, earliest, latest,
     widened by, anchor."""
     answered, popped = seen.anchors.get((key, group, k - 1)), seen.pops.get((key, group, k - 1))
+    if popping.mode == GRPC_SIMPLE:  # a SimpleConsumer's LATER is no answer to the broker: its invisible duration runs out
+        answered = None
     asked = outcome.asked[k - 1] if k - 1 < len(outcome.asked) else 0
     precision, slack = w.profile.timer_precision_ms, w.profile.slack_ms
     windows = []

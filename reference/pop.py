@@ -223,6 +223,8 @@ EXPONENTIAL_DEFAULT = (5_000, 7_200_000, 2)
 GRPC_INVISIBLE_RANGE_MS = (10_000, 12 * 3600 * 1000)
 #: ProxyConfig.defaultInvisibleTimeMills: a PushConsumer's pops (auto-renewed while it consumes).
 GRPC_PUSH_INVISIBLE_MS = 60_000
+#: The invisible duration the harness's SimpleConsumer receives with when a scenario names none.
+DEFAULT_SIMPLE_INVISIBLE_MS = 15_000
 
 
 def max_attempts(retry_max_times: int = DEFAULT_RETRY_MAX_TIMES) -> int:
@@ -387,11 +389,10 @@ def pop_outcome(plan: tuple[str, ...], group: PopGroup):
     return PlanOutcome(attempt, "CONSUMED", tuple(crashes), tuple(asked))
 
 
-def pop_wait_ms(plan: tuple[str, ...], asked_invisible_ms: int | None, max_times: int) -> int:
-    """How long after its first pop a remoting POP group's message is done, for an estimate: the
-    invisible time before each attempt its plan leads to (:func:`pop_outcome`, :func:`next_window`),
-    the revive's lag left out, on the newest release the model knows."""
-    group = PopGroup(POP, V1_NOTIFY_AGAIN, pop_invisible_ms(asked_invisible_ms), max_times)
+def pop_wait_ms(plan: tuple[str, ...], group: PopGroup) -> int:
+    """How long after its first pop a POP group's message is done, for an estimate: the invisible
+    time before each attempt its plan leads to (:func:`pop_outcome`, :func:`next_window`), the
+    revive's lag left out."""
     out = pop_outcome(plan, group)
     t = 0
     for k in range(out.last_attempt):

@@ -14,7 +14,8 @@ from hourglass.reference.limits import MAX_MESSAGE_SIZE
 from hourglass.reference.levels import DEFAULT_LEVEL_TABLE, LevelTable, parse_level_table
 from hourglass.reference.modes import unit_group
 from hourglass.reference.orderly import SUSPEND_RANGE_MS
-from hourglass.reference.pop import POP, POP_INVISIBLE_RANGE_MS, PopGroup
+from hourglass.reference.pop import (DEFAULT_RETRY_MAX_TIMES, GRPC_INVISIBLE_RANGE_MS, GRPC_PUSH, GRPC_SIMPLE, POP,
+                                     POP_INVISIBLE_RANGE_MS, POP_MODES, PopGroup)
 from hourglass.reference.timeout import MAX_CONSUME_TIMEOUT_MIN, MIN_CONSUME_TIMEOUT_MIN
 
 #: DefaultMQPushConsumerImpl.getMaxReconsumeTimes: -1 (the consumer's default) means 16.
@@ -76,15 +77,16 @@ class Profile:
     broadcasting_groups: tuple[tuple[str, int], ...] = ()
     #: consumer groups that set their consumeTimeout (minutes; reference.timeout)
     consume_timeouts: tuple[tuple[str, int], ...] = ()
-    #: POP groups (reference.pop): the pop invisible time their consumers ask for (effective, ms) and
-    #: the broker's release (what its revive and client do differs by release)
-    pop_groups: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
+    #: POP groups (reference.pop): each group's mode (remoting POP, gRPC simple or push), its invisible
+    #: time (effective, ms), the broker's release (what its revive and client do differs by release)
+    #: and its maximum (remoting: the consumer's maxReconsumeTimes; gRPC: the group's retryMaxTimes)
+    pop_groups: tuple[tuple[str, PopGroup], ...] = ()
 
-    def pop_group(self, group: str | None):
-        """A POP group's ``reference.pop.PopGroup`` (its maximum: the consumer's), ``None`` for any other."""
-        for name, invisible, release in self.pop_groups:
+    def pop_group(self, group: str | None) -> PopGroup | None:
+        """A POP group's ``reference.pop.PopGroup``, ``None`` for any other group."""
+        for name, popping in self.pop_groups:
             if name == group:
-                return PopGroup(POP, release, invisible, self.max_reconsume_times_for(group))
+                return popping
         return None
 
     def consume_timeout_of(self, group: str | None) -> int | None:
@@ -175,7 +177,8 @@ def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
     consume_timeouts = tuple((group, _int(timeouts, group, None, lo, f"{where} consume_timeouts",
                                           f"the consumeTimeout in minutes, {lo}..{hi}", hi)) for group in sorted(timeouts))
     return Profile(
-        pop_groups=_pop_groups(profile.get("pop_groups") or {}, f"{where} pop_groups"),
+        pop_groups=_pop_groups(profile.get("pop_groups") or {}, f"{where} pop_groups", dict(groups),
+                               effective_max_reconsume_times(max_rt)),
         max_reconsume_times_by_group=tuple(groups),
         consume_timeouts=consume_timeouts,
         orderly_groups=orderly_groups,
@@ -203,24 +206,37 @@ def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
     )
 
 
-def _pop_groups(raw: Any, where: str) -> tuple[tuple[str, int, tuple[int, ...]], ...]:
-    """``pop_groups``: group -> {"invisible_ms": the consumer's pop invisible time, "release": the
-    broker's release as a list of ints, e.g. [5, 5, 0]}."""
+#: The invisible times each POP mode takes (ms): DefaultMQPushConsumerImpl.popMessage's range, the
+#: proxy's for a SimpleConsumer's receive (ReceiveMessageActivity), any for a PushConsumer's (the
+#: proxy's default, auto-renewed).
+_INVISIBLE_RANGES = {POP: POP_INVISIBLE_RANGE_MS, GRPC_SIMPLE: GRPC_INVISIBLE_RANGE_MS, GRPC_PUSH: (1, GRPC_INVISIBLE_RANGE_MS[1])}
+
+
+def _pop_groups(raw: Any, where: str, max_by_group: Mapping[str, int], max_rt: int) -> tuple[tuple[str, PopGroup], ...]:
+    """``pop_groups``: group -> {"mode": one of reference.pop.POP_MODES (default pop), "invisible_ms":
+    its invisible time, "release": the broker's release as a list of ints, e.g. [5, 5, 0],
+    "max_times": its maximum (default: the group's maxReconsumeTimes; gRPC: its retryMaxTimes, 16)}."""
+    fields = '{"mode", "invisible_ms", "release", "max_times"}'
     if not isinstance(raw, Mapping):
-        raise ContractError(where.rsplit(" ", 1)[0], "pop_groups", 'an object group -> {"invisible_ms", "release"}', raw)
+        raise ContractError(where.rsplit(" ", 1)[0], "pop_groups", f"an object group -> {fields}", raw)
     out = []
-    lo, hi = POP_INVISIBLE_RANGE_MS
     for group in sorted(raw):
         entry = raw[group]
         if not isinstance(entry, Mapping):
-            raise ContractError(where, group, 'an object {"invisible_ms", "release"}', entry)
-        invisible = _int(entry, "invisible_ms", None, lo, f"{where} {group}",
-                         f"the pop invisible time in ms, {lo}..{hi} (DefaultMQPushConsumerImpl.popMessage)", hi)
+            raise ContractError(where, group, f"an object {fields}", entry)
+        mode = entry.get("mode", POP)
+        if mode not in POP_MODES:
+            raise ContractError(f"{where} {group}", "mode", "one of " + ", ".join(POP_MODES), mode)
+        lo, hi = _INVISIBLE_RANGES[mode]
+        invisible = _int(entry, "invisible_ms", None, lo, f"{where} {group}", f"the invisible time in ms, {lo}..{hi}", hi)
         release = entry.get("release")
         if not (isinstance(release, list) and release and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
                                                               for v in release)):
             raise ContractError(f"{where} {group}", "release", "the broker's release as a list of ints, e.g. [5, 5, 0]", release)
-        out.append((group, invisible, tuple(release)))
+        default_max = max_by_group.get(group, max_rt) if mode == POP else DEFAULT_RETRY_MAX_TIMES
+        max_times = _int(entry, "max_times", default_max, 0, f"{where} {group}", f"an int 0..{MAX_RECONSUME_TIMES}",
+                         MAX_RECONSUME_TIMES)
+        out.append((group, PopGroup(mode, tuple(release), invisible, max_times)))
     return tuple(out)
 
 
@@ -259,7 +275,8 @@ def profile_to_json(profile: Profile) -> dict:
         "orderly_groups": dict(profile.orderly_groups),
         "broadcasting_groups": dict(profile.broadcasting_groups),
         "consume_timeouts": dict(profile.consume_timeouts),
-        "pop_groups": {g: {"invisible_ms": inv, "release": list(rel)} for g, inv, rel in profile.pop_groups},
+        "pop_groups": {g: {"mode": pg.mode, "invisible_ms": pg.invisible_ms, "release": list(pg.version), "max_times": pg.max_times}
+                       for g, pg in profile.pop_groups},
     }
 
 

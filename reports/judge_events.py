@@ -89,7 +89,7 @@ def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict]
     exp = {(r[_COL["key"]], r[_COL["group"]] or "", r[_COL["attempt"]]): r for r in rows}
     sends, delivered, dlqs, faults = _by_type(events)
     started_ms = int(run.get("started_ms") or 0)
-    popping = {g for g, _, _ in profile_from_run(run).pop_groups}
+    popping = {g for g, _ in profile_from_run(run).pop_groups}
     attempts = {}
     for k, ds in delivered.items():
         ds.sort(key=lambda d: d["ts_ms"])

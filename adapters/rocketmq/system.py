@@ -42,6 +42,7 @@ from hourglass.adapters.rocketmq.topology import Topology
 from hourglass.adapters.rocketmq.whitebox import broker_status
 from hourglass.reference.contract import CONSUME_STATS_SOURCE, ROCKETMQ_ADAPTER, queue_key
 from hourglass.reference.contract import POP_CONSUMPTION
+from hourglass.reference.modes import GRPC_MODES
 from hourglass.reference.pop import DEFAULT_RETRY_MAX_TIMES, POP
 
 
@@ -174,6 +175,8 @@ class RocketMQSystem(PartsSystem):
 
     # -- consuming ----------------------------------------------------------------------------
     def start_consumer(self, spec: ConsumerSpec) -> None:
+        if spec.mode in GRPC_MODES:  # the capability is not offered: a scenario that needs it is skipped before
+            raise AdapterError(f"a {spec.mode} consumer talks to the gRPC proxy, which this adapter does not start yet")
         if spec.mode == POP:
             self._pop_mode(spec)
         elif spec.group_retry_max_times is not None:  # the broker's side of the group, before its consumer

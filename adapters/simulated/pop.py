@@ -14,6 +14,11 @@ attempt by its plan entry (reference.pop.pop_answer; ConsumeMessagePopConcurrent
 LATER changes the invisible time to the POP level's (reference.pop.later_invisible_ms; at its maximum
 checkNeedAckOrDelay, reference.pop.at_max), a SLOW holds it past its invisible time (no answer). A copy above the maximum is acked unseen (5.3.1+ processPopResult).
 The simulator is the newest release the model knows: a revive wakes the waiting pops.
+
+The proxy's gRPC consumers (``grpc-simple``, ``grpc-push``) pop the same way: a SimpleConsumer's LATER
+does not ack (its invisible duration runs out), a PushConsumer's changes the invisible time to the
+group's retry policy's backoff of its delivery attempt (ProcessQueueImpl.nackMessage), and the proxy
+dead-letters a copy popped at maxAttempts (PopMessageResultFilterImpl) instead of handing it out.
 """
 
 from __future__ import annotations
@@ -24,8 +29,11 @@ from hourglass.adapters.simulated.consumers import SimConsumer
 from hourglass.adapters.simulated.defects import Defect
 from hourglass.adapters.simulated.store import StoredMessage
 from hourglass.reference.plans import CRASH, OK, SLOW, answer_word, is_later, later_level
-from hourglass.reference.pop import (ACKED, CHANGED, POP, REVIVE_MARGIN_MS, V1_NOTIFY_AGAIN, PopGroup, at_max, delivered,
-                                     later_invisible_ms, pop_answer, pop_invisible_ms, pop_retry_topic)
+from hourglass.reference.contract import dlq_topic
+from hourglass.reference.pop import (ACKED, CHANGED, DEFAULT_RETRY_MAX_TIMES, DEFAULT_SIMPLE_INVISIBLE_MS, GRPC_PUSH,
+                                     GRPC_PUSH_INVISIBLE_MS, POP, REVIVE_MARGIN_MS, V1_NOTIFY_AGAIN, PopGroup, at_max,
+                                     delivered, delivery_attempt, later_invisible_ms, pop_answer, pop_invisible_ms,
+                                     pop_retry_topic)
 
 #: How long the simulated revive scan takes after the margin (measured 0-2 s beyond it on 5.5.0).
 REVIVE_SCAN_MS = (0, 2000)
@@ -110,8 +118,12 @@ class PopSimConsumer(SimConsumer):
     def __init__(self, system, spec) -> None:
         super().__init__(system, spec)
         self.subscriptions = tuple(spec.topics) + tuple(pop_retry_topic(spec.group, t) for t in spec.topics)
-        self.invisible_ms = pop_invisible_ms(spec.pop_invisible_ms)
-        self.model = PopGroup(POP, V1_NOTIFY_AGAIN, self.invisible_ms, self.max_reconsume_times)
+        if spec.mode == POP:
+            self.invisible_ms, most = pop_invisible_ms(spec.pop_invisible_ms), self.max_reconsume_times
+        else:  # the proxy's: the SimpleConsumer's invisible duration or the push default; the group's retryMaxTimes
+            self.invisible_ms = GRPC_PUSH_INVISIBLE_MS if spec.mode == GRPC_PUSH else spec.pop_invisible_ms or DEFAULT_SIMPLE_INVISIBLE_MS
+            most = spec.group_retry_max_times if spec.group_retry_max_times is not None else DEFAULT_RETRY_MAX_TIMES
+        self.model = PopGroup(spec.mode, V1_NOTIFY_AGAIN, self.invisible_ms, most)
 
     def commit(self) -> None:
         """The broker moves a POP group's offset at each pop: nothing is committed by the client."""
@@ -137,6 +149,9 @@ class PopSimConsumer(SimConsumer):
         rt = msg.reconsume_times
         broker.pop(self.group, msg, rt, self.invisible_ms)
         if not delivered(self.model, rt):  # processPopResult (5.3.1+): above the maximum, acked unseen
+            if self.model.mode != POP:  # PopMessageResultFilterImpl: the proxy dead-letters it
+                broker.store.create_topic(dlq_topic(self.group), 1)
+                broker.put(replace(msg, delay_level=0, deliver_ms=0, real_topic=""), dlq_topic(self.group), 0)
             broker.ack(self.group, msg)
             return
         word = pop_answer(msg.plan, rt)
@@ -149,7 +164,12 @@ class PopSimConsumer(SimConsumer):
             self.die(crashed=True)
         elif outcome == OK:
             broker.ack(self.group, msg)
-        elif word != SLOW:  # a SLOW is held past the invisible time: the client drops its answer
+        elif self.model.mode == GRPC_PUSH:  # ProcessQueueImpl.nackMessage: the policy's backoff from now
+            attempt = delivery_attempt(rt)
+            if Defect.POP_WRONG_BACKOFF_STEP in broker.defects:
+                attempt -= 1  # the step before (attempt 1: none, at once)
+            broker.change_invisible(self.group, msg, self.model.policy.next_attempt_delay_ms(attempt) if attempt else 0)
+        elif word != SLOW and self.model.mode == POP:  # a SLOW is held past the invisible time: the client drops its answer
             self._later(msg, rt, level, now)
 
     def _later(self, msg: StoredMessage, rt: int, level: int, now: int) -> None:

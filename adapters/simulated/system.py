@@ -16,14 +16,14 @@ from hourglass.adapters.simulated.consumers import SimConsumer
 from hourglass.adapters.simulated.orderly import OrderlySimConsumer
 from hourglass.adapters.simulated.broadcast import BroadcastSimConsumer
 from hourglass.adapters.simulated.pop import PopSimConsumer
-from hourglass.reference.pop import POP
+from hourglass.reference.pop import POP_MODES
 from hourglass.reference.modes import BROADCASTING, ORDERLY
 from hourglass.adapters.simulated.defects import Defect
 from hourglass.adapters.simulated.parts import Broker as SimBrokerPart, Consumers, NameServer
 from hourglass.adapters.simulated.slave import Slave
 from hourglass.adapters.simulated.store import StoredMessage
 from hourglass.reference.cluster import MASTER_SLAVE, SINGLE
-from hourglass.reference.contract import ASYNC_DELIVER, FAULT_TARGETS, POP_CONSUMPTION, PERSISTED_SOURCE, SIMULATED_ADAPTER, retry_topic
+from hourglass.reference.contract import ASYNC_DELIVER, FAULT_TARGETS, GRPC, POP_CONSUMPTION, PERSISTED_SOURCE, SIMULATED_ADAPTER, retry_topic
 from hourglass.reference.levels import parse_level_table
 from hourglass.reference.plans import PlanCursor, parse_plan
 from hourglass.reference.profile import Profile, passed_through_values
@@ -76,7 +76,7 @@ class SimulatedSystem(PartsSystem):
         self._sent = 0
         self.info = SystemInfo(SIMULATED_ADAPTER, version, "virtual", {
             "defects": sorted(d.slug for d in defects), "seed": seed,
-            "capabilities": (["timer", POP_CONSUMPTION] if timers else []) + [ASYNC_DELIVER],
+            "capabilities": (["timer", POP_CONSUMPTION, GRPC] if timers else []) + [ASYNC_DELIVER],
         })
         self.cluster = profile.cluster if profile.cluster in SIMULATED_CLUSTERS else SINGLE
         self.info.details["cluster"] = self.cluster
@@ -180,7 +180,8 @@ class SimulatedSystem(PartsSystem):
         self.broker.store.create_topic(retry_topic(spec.group), 1)
         if spec.group_retry_max_times is not None:  # SubscriptionGroupConfig.retryMaxTimes, set by the admin API
             self.broker.group_retry_max_times[spec.group] = spec.group_retry_max_times
-        c = {ORDERLY: OrderlySimConsumer, BROADCASTING: BroadcastSimConsumer, POP: PopSimConsumer}.get(spec.mode, SimConsumer)(self, spec)
+        kind = PopSimConsumer if spec.mode in POP_MODES else {ORDERLY: OrderlySimConsumer, BROADCASTING: BroadcastSimConsumer}.get(spec.mode, SimConsumer)
+        c = kind(self, spec)
         self.consumers[spec.name] = c
         c.start()
 

@@ -13,8 +13,10 @@ from hourglass.reference.levels import parse_level_table
 from hourglass.reference.profile import LOCAL_RETRY_DELAY_MS
 from hourglass.reference.modes import BROADCASTING, ORDERLY
 from hourglass.reference.orderly import dlq_wait_ms
-from hourglass.reference.contract import POP_CONSUMPTION
-from hourglass.reference.pop import POP
+from hourglass.reference.contract import GRPC, POP_CONSUMPTION
+from hourglass.reference.pop import (ANSWERED_LATER, GRPC_PUSH, GRPC_PUSH_INVISIBLE_MS, GRPC_SIMPLE, POP, PopGroup,
+                                     next_window)
+from hourglass.reference.profile import TIMER_PRECISION_MS
 
 LATER, OK, CRASH, SLOW = "LATER", "OK", "CRASH", "SLOW"
 
@@ -185,6 +187,40 @@ def pop_unanswered_revived() -> Scenario:
                     description=pop_unanswered_revived.__doc__)
 
 
+def _grpc_dlq_margin(mode: str, invisible_ms: int, retry_max_times: int) -> int:
+    """How long a gRPC run waits after its last LATER for the proxy's DLQ entry: the copy is revived
+    once more (the last invisible time or backoff and the revive's lag, reference.pop.next_window on
+    a release whose revive does not wake the pop) and dead-lettered when popped (PopMessageResultFilterImpl)."""
+    group = PopGroup(mode, (5, 3, 3), invisible_ms, retry_max_times)
+    window = next_window(group, retry_max_times, ANSWERED_LATER, 0, 0, TIMER_PRECISION_MS, 3_000)
+    return window.latest_ms
+
+
+def grpc_simple_redelivery() -> Scenario:
+    """The gRPC SimpleConsumer through the proxy (5.x; invisible duration 10 s, the group's
+    retryMaxTimes 2): a message it does not ack comes again its invisible duration after the
+    receive, its delivery attempt one more (GrpcConverter: reconsume count + 1), and the proxy
+    dead-letters it at maxAttempts = retryMaxTimes + 1 (PopMessageResultFilterImpl) instead of
+    handing it out a fourth time."""
+    plans = {0: (LATER, OK), 1: (LATER, LATER, OK), 2: (LATER,) * 3}
+    msgs = tuple(Message(f"GS{i}", "GrpcSimple", at_ms=i * 100, plan=plans.get(i, ())) for i in range(4))
+    group = (ConsumerGroup("cg-grpcsimple", ("GrpcSimple",), retry_max_times=2, mode=GRPC_SIMPLE, pop_invisible_ms=10_000),)
+    return Scenario("grpc-simple-redelivery", msgs, group, requires=(GRPC,), description=grpc_simple_redelivery.__doc__,
+                    drain_margin_ms=_grpc_dlq_margin(GRPC_SIMPLE, 10_000, 2))
+
+
+def grpc_push_backoff() -> Scenario:
+    """The gRPC PushConsumer through the proxy (5.x; the group's retryMaxTimes 2): a FAILURE (LATER)
+    changes the copy's invisible time to the group's retry policy's backoff of its delivery attempt
+    (CustomizedRetryPolicy 1 s, 5 s, 10 s, …: ProcessQueueImpl.nackMessage), so the next attempt comes
+    that long after the answer; at maxAttempts the proxy dead-letters it."""
+    plans = {0: (LATER, OK), 1: (LATER, LATER, OK), 2: (LATER,) * 3}
+    msgs = tuple(Message(f"GP{i}", "GrpcPush", at_ms=i * 100, plan=plans.get(i, ())) for i in range(4))
+    group = (ConsumerGroup("cg-grpcpush", ("GrpcPush",), retry_max_times=2, mode=GRPC_PUSH),)
+    return Scenario("grpc-push-backoff", msgs, group, requires=(GRPC,), description=grpc_push_backoff.__doc__,
+                    drain_margin_ms=_grpc_dlq_margin(GRPC_PUSH, GRPC_PUSH_INVISIBLE_MS, 2))
+
+
 def custom_table() -> Scenario:
     """A custom 3-level table: its own delays, clamping to level 3, retries clamped to level 3."""
     prof = Profile(message_delay_level="2s 4s 6s")
@@ -222,6 +258,8 @@ CONFORMANCE: tuple[Scenario, ...] = tuple(
         broadcast_every_instance,
         pop_later,
         pop_unanswered_revived,
+        grpc_simple_redelivery,
+        grpc_push_backoff,
     )
 ) + LIMITS
 

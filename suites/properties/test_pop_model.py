@@ -210,9 +210,36 @@ def test_a_second_revived_copy_needs_a_broker_kill_in_between():
 
 
 def test_pop_wait_sums_the_invisible_times_the_plan_runs_through():
-    assert pop.pop_wait_ms(("LATER", "LATER", "OK"), 5_000, 16) == 10_000 + 30_000
-    assert pop.pop_wait_ms(("SLOW", "LATER:2", "OK"), 5_000, 16) == 5_000 + 60_000
-    assert pop.pop_wait_ms((), None, 16) == 0
+    remoting = pop.PopGroup(pop.POP, (5, 5, 0), 5_000)
+    assert pop.pop_wait_ms(("LATER", "LATER", "OK"), remoting) == 10_000 + 30_000
+    assert pop.pop_wait_ms(("SLOW", "LATER:2", "OK"), remoting) == 5_000 + 60_000
+    assert pop.pop_wait_ms((), remoting) == 0
+    push = pop.PopGroup(pop.GRPC_PUSH, (5, 5, 0), pop.GRPC_PUSH_INVISIBLE_MS, max_times=2)
+    assert pop.pop_wait_ms(("LATER", "LATER", "OK"), push) == 1_000 + 5_000  # CustomizedRetryPolicy
+    simple = pop.PopGroup(pop.GRPC_SIMPLE, (5, 5, 0), 10_000, max_times=2)
+    assert pop.pop_wait_ms(("LATER", "LATER", "LATER"), simple) == 20_000  # the third copy popped is dead-lettered
+
+
+def test_a_grpc_message_never_acked_goes_to_the_dlq_at_max_attempts():
+    simple = pop.PopGroup(pop.GRPC_SIMPLE, (5, 5, 0), 10_000, max_times=2)
+    out = pop.pop_outcome(("LATER",) * 5, simple)
+    assert (out.last_attempt, out.final_state) == (2, "DLQ")  # deliveries 1..3 = retryMaxTimes + 1
+
+
+def test_a_grpc_simple_row_is_anchored_at_the_pop_and_a_push_row_at_the_answer():
+    def rows(mode, invisible):
+        run = _pop_run(invisible_ms=invisible)
+        run["profile"]["pop_groups"]["g"].update(mode=mode, max_times=2)
+        events = [{"type": "send", "ts_ms": T0, "key": "a", "topic": "T", "delay_level": 0, "status": "SEND_OK",
+                   "born_ms": T0, "plan": ["LATER", "LATER", "LATER"]},
+                  _deliver("a", T0 + 300, 0, "LATER", T0 + 250), _deliver("a", T0 + 13_000, 1, "LATER", T0 + 12_990, clo=9)]
+        return {r.attempt: r for r in build_expected(run, events)}
+
+    simple = rows(pop.GRPC_SIMPLE, 10_000)
+    assert (simple[1].anchor_ms, simple[1].earliest_ms) == (T0 + 250, T0 + 10_250)
+    assert simple[2].final and simple[2].final_state == "DLQ"
+    push = rows(pop.GRPC_PUSH, pop.GRPC_PUSH_INVISIBLE_MS)
+    assert (push[1].anchor_ms, push[1].earliest_ms, push[2].earliest_ms) == (T0 + 300, T0 + 1_300, T0 + 18_000)
 
 
 @pytest.mark.parametrize("entry, field", [({"invisible_ms": 100, "release": [5, 5, 0]}, "invisible_ms"),
