@@ -101,12 +101,17 @@ V1_NOTIFY_AGAIN = (5, 5)
 
 
 def revived_notifies_pollers(version: tuple[int, ...], v2: bool = False) -> bool:
-    """PopReviveService.reviveRetry: up to 5.1.x a revived message wakes the pops waiting on its
-    topic (``notifyMessageArriving``); from 5.2.0 to 5.3.3 only a v2 retry topic does
-    (``PopLongPollingService.notifyMessageArrivingWithRetryTopic``), and a v1 revive waits for the
-    next pop: at worst the pop's whole long-poll (measured on 5.3.3: re-popped 5-6 s after due, all
-    at the end of one 15 s long-poll); from :data:`V1_NOTIFY_AGAIN` a v1 revive wakes them again."""
-    return version < (5, 2) or version >= V1_NOTIFY_AGAIN or v2
+    """Whether a revived copy is handed out at once to a pop that waits. PopReviveService.reviveRetry
+    up to 5.1.x calls ``notifyMessageArriving(topic, cid, -1)``, but the woken pop takes the retry
+    topic only by chance (PopMessageProcessor: ``randomQ % 5 == 0``, or when the normal topic left
+    room), and measured on 5.1.4 a revived copy was delivered 11.2 s after its store, at the end of
+    the long-poll (5.0.0 and 5.1.4 each had a revive that came after a window without the long-poll
+    once in a sweep of 5.x); from 5.2.0 to 5.3.3 only a v2 retry topic notifies
+    (``PopLongPollingService.notifyMessageArrivingWithRetryTopic``: measured on 5.3.3, re-popped 5-6 s
+    after due, at the end of one 15 s long-poll). From :data:`V1_NOTIFY_AGAIN` a v1 revive wakes the
+    pops (re-popped ~10 ms after the revive on 5.5.0). Where it does not, the window adds the pop's
+    long-poll (:func:`revive_lag_ms`)."""
+    return version >= V1_NOTIFY_AGAIN or v2
 
 
 def revive_lag_ms(long_poll_ms: int, timer_precision_ms: int, notified: bool) -> int:
