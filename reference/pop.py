@@ -346,13 +346,31 @@ def next_window(group: PopGroup, reconsume_times: int, ended: str, popped_ms: in
     if group.mode == GRPC_SIMPLE:  # no nack: the receive's invisible time runs out
         return redelivery(popped_ms, group.invisible_ms, lag, slack_ms)
     if reconsume_times >= group.max_times:  # ConsumeMessagePopConcurrentlyService.checkNeedAckOrDelay
-        what, invisible = at_max(answered_ms - (born_ms if born_ms is not None else answered_ms))
-        if what == ACKED:
+        age = answered_ms - (born_ms if born_ms is not None else answered_ms)
+        # the client reads the age when the listener has returned, just after the answer was recorded:
+        # near a level's boundary either level may be taken
+        windows = [w for w in (_at_max_window(group, a, popped_ms, answered_ms, lag, slack_ms)
+                               for a in (age, age + AT_MAX_ANSWER_SLACK_MS)) if w is not None]
+        if not windows:
             return None
-        if what == UNCHANGED:
-            return redelivery(popped_ms, group.invisible_ms, lag, slack_ms)
-        return redelivery(answered_ms, invisible, lag, slack_ms)
+        return Redelivery(min(w.earliest_ms for w in windows), max(w.latest_ms for w in windows))
     return redelivery(answered_ms, later_invisible_ms(reconsume_times, delay_level), lag, slack_ms)
+
+
+#: How long after a deliver event is recorded the client may read the message's age at its maximum
+#: (processConsumeResult runs once the listener returned): the age's uncertainty in :func:`next_window`.
+AT_MAX_ANSWER_SLACK_MS = 1000
+
+
+def _at_max_window(group: PopGroup, age_ms: int, popped_ms: int, answered_ms: int, lag: int, slack_ms: int) -> Redelivery | None:
+    """checkNeedAckOrDelay at a message's age: acked (None), the pop's own invisible time, or the
+    level its age reached (:func:`at_max`)."""
+    what, invisible = at_max(age_ms)
+    if what == ACKED:
+        return None
+    if what == UNCHANGED:
+        return redelivery(popped_ms, group.invisible_ms, lag, slack_ms)
+    return redelivery(answered_ms, invisible, lag, slack_ms)
 
 
 #: How long past a copy's invisible time a POP consumer's listener holds a ``SLOW`` copy: its result is

@@ -251,3 +251,13 @@ def test_a_bad_pop_group_in_run_json_is_named(entry, field):
     with pytest.raises(ContractError) as e:
         parse_profile(p)
     assert e.value.field == field
+
+
+def test_near_a_level_boundary_at_the_maximum_either_level_may_be_taken():
+    # the client reads the message's age when the listener has returned: 9.5 s at the recorded answer may be
+    # 10 s (the first level reached: 30 s) when checkNeedAckOrDelay runs
+    g = pop.PopGroup(pop.POP, (5, 1, 4), 5_000, max_times=1)
+    w = pop.next_window(g, 1, pop.ANSWERED_LATER, popped_ms=9_000, answered_ms=9_500, timer_precision_ms=1000, slack_ms=0,
+                        born_ms=0)
+    assert w.earliest_ms == 9_000 + 5_000  # the pop's own invisible time (younger than 10 s)
+    assert w.latest_ms == 9_500 + 30_000 + g.lag_ms(1000)  # or the first level's 30 s
