@@ -428,8 +428,9 @@ def _orderly_window(w: _Windows, seen: _Observed, key: str, group: str | None, k
 def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: int, outcome, born: int | None) -> tuple:
     """Retry ``k`` of a message in a POP group (reference.pop.next_window): attempt k-1 answered
     LATER is revived the POP level's invisible time after the answer (the change of its invisible
-    time, ConsumeMessagePopConcurrentlyService.changePopInvisibleTime); not answered (a CRASH), the
-    pop's own invisible time after its pop. Judged by the revived copy's store time (a new stored
+    time, ConsumeMessagePopConcurrentlyService.changePopInvisibleTime; a PushConsumer's FAILURE: the
+    retry policy's backoff); not answered (a SLOW, a SimpleConsumer's LATER), the pop's own invisible
+    time after its pop. Judged by the revived copy's store time (a new stored
     copy in the POP retry topic: PopReviveService.reviveRetry). A change that may have met a broker's
     outage may have failed: the pop's own invisible time stands then, so the window is both. No
     observation of attempt k-1 (its LATER, or its pop time): no window. Delay, earliest, latest,
