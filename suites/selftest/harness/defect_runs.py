@@ -10,6 +10,7 @@ from hourglass.adapters.simulated.defects import Defect
 from hourglass.harness.batch import BatchOptions, run_batch
 from hourglass.harness.runner import ScenarioRun
 from hourglass.harness.systems import SystemSpec, broker_profile
+from hourglass.reference.pop import POP_MODES
 
 #: the defects of the schedule offset's persistence (stale, rewound, lost, and the new classes)
 PERSISTENCE_DEFECTS = [
@@ -26,14 +27,26 @@ POP_DEFECTS = [Defect.POP_UNACKED_NEVER_REVIVED, Defect.POP_REVIVE_IGNORES_CHANG
                Defect.POP_WRONG_BACKOFF_STEP]
 
 
-def verdicts_by_defect(scenarios, defects, out: Path, clean_too=()) -> dict:
-    """``clean_too``: more scenarios for the clean simulator only (after ``scenarios``)."""
+def pops(scenario) -> bool:
+    """Whether a scenario's groups consume by POP (remoting or gRPC: reference.pop)."""
+    return any(c.mode in POP_MODES for c in scenario.consumers)
+
+
+def reaches(defect, scenario) -> bool:
+    """A POP defect lives in the POP paths only, every other one outside them: each simulator runs
+    the scenarios its defect can reach (the clean one runs all)."""
+    return (defect in POP_DEFECTS) == pops(scenario)
+
+
+def verdicts_by_defect(scenarios, defects, out: Path, clean_too=(), reaches=None) -> dict:
+    """``clean_too``: more scenarios for the clean simulator only (after ``scenarios``);
+    ``reaches(defect, scenario)``: whether a defect's simulator runs the scenario (default: all)."""
     from hourglass.reports.check import check_runs
 
     runs = {}
     for d in [None] + list(defects):
         spec = "simulated" if d is None else f"simulated[{d.slug}]"
-        todo = list(scenarios) + (list(clean_too) if d is None else [])
+        todo = [s for s in scenarios if d is None or reaches is None or reaches(d, s)] + (list(clean_too) if d is None else [])
         results, errors = run_batch(todo, BatchOptions(SystemSpec(spec), out / (d.slug if d else "clean"), progress=False))
         assert not errors, errors
         runs[d] = [r for r in results if not r.skipped]

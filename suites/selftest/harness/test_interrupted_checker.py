@@ -60,8 +60,12 @@ def _interrupt(argv: list[str], signals: list[int], when: bytes, cwd: Path) -> t
     env = {**os.environ, MARKER: marker, "PYTHONPATH": str(ROOT)}
     stderr = cwd / f"stderr-{marker}.txt"  # a file, not a pipe: a JVM left behind would hold a pipe open
     with stderr.open("wb") as err:
+        # SIGINT as a terminal delivers it: a shell without job control starts background commands
+        # with SIGINT ignored, and Python installs no handler for an ignored SIGINT (the Ctrl-C cases
+        # then ran to the end and exited 0 when CI was started with `&`)
         proc = subprocess.Popen([sys.executable, *argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=err)
+                                stdout=subprocess.DEVNULL, stderr=err,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         _wait_for(lambda: _marked(marker, when) or proc.poll() is not None, f"a process with {when!r}")
         assert proc.poll() is None, "the command ended before the moment to interrupt it"

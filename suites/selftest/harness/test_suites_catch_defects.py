@@ -1,7 +1,8 @@
 """The harness's own suites catch every defect of the simulated broker, end to end.
 
 The conformance and chaos catalogues run through the real runner and batch (virtual time) on the
-clean simulator and on one simulator per injected defect; all runs are checked in one Spark job.
+clean simulator and on one simulator per injected defect (each running the scenarios its defect can
+reach: a POP defect the POP and gRPC scenarios, every other defect the rest: ``defect_runs.reaches``); all runs are checked in one Spark job.
 The clean simulator must conform on every scenario (no false failure), and for each defect some
 scenario must fail the invariant that names it (the defect is caught) — or the defect is one of
 the persistence suite's, which ``test_persistence_catches_defects`` shows caught by two of its
@@ -17,7 +18,8 @@ from hourglass.harness.verdicts import assert_conforms, describe
 from hourglass.adapters.simulated.system import SIMULATED_CLUSTERS
 from hourglass.harness.catalogue.chaos import NIGHTLY
 from hourglass.harness.catalogue.conformance import CONFORMANCE
-from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, POP_DEFECTS, TIMER_DEFECTS, assert_caught_twice, verdicts_by_defect
+from suites.selftest.harness.defect_runs import (PERSISTENCE_DEFECTS, POP_DEFECTS, TIMER_DEFECTS, assert_caught_twice, reaches,
+                                                 verdicts_by_defect)
 
 DEFECTS = list(Defect)
 
@@ -28,7 +30,7 @@ SIMULATED = tuple(s for s in NIGHTLY if s.profile.cluster in SIMULATED_CLUSTERS)
 
 @pytest.fixture(scope="module")
 def verdicts_by_system(tmp_path_factory):
-    return verdicts_by_defect(CONFORMANCE + SIMULATED, DEFECTS, tmp_path_factory.mktemp("defects"))
+    return verdicts_by_defect(CONFORMANCE + SIMULATED, DEFECTS, tmp_path_factory.mktemp("defects"), reaches=reaches)
 
 
 def test_clean_simulator_conforms_on_every_suite_scenario(verdicts_by_system):
