@@ -30,9 +30,8 @@ from jsonschema.exceptions import best_match
 
 from hourglass.harness.schema_errors import Found, explain
 from hourglass.reference.plans import CRASH, SLOW, later_level, parse_plan
-from hourglass.reference.pop import (DEFAULT_RETRY_MAX_TIMES, DEFAULT_SIMPLE_INVISIBLE_MS, GRPC_INVISIBLE_RANGE_MS, GRPC_PUSH,
-                                     GRPC_PUSH_INVISIBLE_MS, GRPC_SIMPLE, POP, POP_INVISIBLE_RANGE_MS, POP_MODES,
-                                     pop_invisible_ms)
+from hourglass.reference.pop import (GRPC_INVISIBLE_RANGE_MS, GRPC_SIMPLE, POP, POP_INVISIBLE_RANGE_MS, POP_MODES,
+                                     mode_invisible_ms, mode_max_times)
 from hourglass.reference.timeout import MAX_CONSUME_TIMEOUT_MIN, MIN_CONSUME_TIMEOUT_MIN
 from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, GRPC_MODES, MODES, ORDERLY
 from hourglass.reference.orderly import SUSPEND_RANGE_MS
@@ -157,11 +156,9 @@ class ConsumerGroup:
         """run.json's ``pop_groups`` entry of this POP group (reference.profile) on a broker of
         ``release``: its mode, the invisible time its consumer asks for (effective) and, for a gRPC
         group, its maximum (the group's retryMaxTimes)."""
-        invisible = {POP: pop_invisible_ms(self.pop_invisible_ms), GRPC_PUSH: GRPC_PUSH_INVISIBLE_MS,
-                     GRPC_SIMPLE: self.pop_invisible_ms or DEFAULT_SIMPLE_INVISIBLE_MS}[self.mode]
-        entry = {"mode": self.mode, "invisible_ms": invisible, "release": list(release)}
-        if self.mode != POP:
-            entry["max_times"] = self.retry_max_times if self.retry_max_times is not None else DEFAULT_RETRY_MAX_TIMES
+        entry = {"mode": self.mode, "invisible_ms": mode_invisible_ms(self.mode, self.pop_invisible_ms), "release": list(release)}
+        if self.mode != POP:  # a remoting group's is its consumer's maxReconsumeTimes, in the profile already
+            entry["max_times"] = mode_max_times(self.mode, 0, self.retry_max_times)
         return entry
 
     def membership(self) -> list[tuple[int, str]]:
@@ -409,7 +406,7 @@ def _consumer_schema() -> dict:
                  "until maxReconsumeTimes sends it to the DLQ) or broadcasting (MessageModel.BROADCASTING: every "
                  "instance gets every message and keeps its own offsets; a LATER drops the message for that "
                  "instance: no retry) or pop (5.x: the broker hands the group's queues out by pop with an invisible "
-                 "time; a LATER changes it to the POP level's time, LATER:n to level n's, a CRASH lets it run out, "
+                 "time; a LATER changes it to the POP level's time, LATER:n to level n's, a SLOW lets it run out, "
                  "and the broker revives the copy as the next attempt; needs requires ['pop']) or grpc-simple / "
                  "grpc-push (5.x's gRPC SimpleConsumer / PushConsumer through the proxy: a LATER does not ack / "
                  "answers FAILURE, the retry policy's backoff; maxAttempts = retry_max_times + 1, then the "

@@ -232,6 +232,23 @@ GRPC_PUSH_INVISIBLE_MS = 60_000
 DEFAULT_SIMPLE_INVISIBLE_MS = 15_000
 
 
+def mode_invisible_ms(mode: str, asked_ms: int | None) -> int:
+    """The invisible time a POP group's pops take: the remoting consumer's popInvisibleTime
+    (:func:`pop_invisible_ms`), the SimpleConsumer's invisible duration (the harness's default when
+    none is asked), the proxy's default for a PushConsumer (renewed while it consumes)."""
+    if mode == POP:
+        return pop_invisible_ms(asked_ms)
+    return GRPC_PUSH_INVISIBLE_MS if mode == GRPC_PUSH else asked_ms or DEFAULT_SIMPLE_INVISIBLE_MS
+
+
+def mode_max_times(mode: str, consumer_max: int, group_retry_max_times: int | None) -> int:
+    """A POP group's maximum: the remoting consumer's maxReconsumeTimes, a gRPC group's retryMaxTimes
+    (the broker's default when not set; maxAttempts is one more: :func:`max_attempts`)."""
+    if mode == POP:
+        return consumer_max
+    return group_retry_max_times if group_retry_max_times is not None else DEFAULT_RETRY_MAX_TIMES
+
+
 def max_attempts(retry_max_times: int = DEFAULT_RETRY_MAX_TIMES) -> int:
     """GrpcClientSettingsManager.mergeSubscriptionData: ``retryMaxTimes + 1`` deliveries."""
     return retry_max_times + 1

@@ -95,6 +95,15 @@ class GroupHistory:
         return [item for _, item in sorted(self.by_key.get(key, ()), key=lambda x: x[0])]
 
 
+def pop_ck_times(msg) -> tuple[int | None, int | None]:
+    """A POP delivery's pop time and invisible time, from its ``POP_CK`` property
+    (ExtraInfoUtil.buildExtraInfo: "ckOffset popTime invisibleTime ..."); None where it has none."""
+    parts = str(msg.getProperty("POP_CK") or "").split()
+    popped = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+    invisible = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
+    return popped, invisible
+
+
 class PlanFollower:
     def __init__(self, group: str, events_file: Path, name: str = "c", orderly_max: int | None = None,
                  consume_timeout_min: int = DEFAULT_CONSUME_TIMEOUT_MIN):
@@ -144,9 +153,9 @@ class PlanFollower:
             "reconsume_times": int(msg.getReconsumeTimes()), "born_ms": int(msg.getBornTimestamp()),
             "store_ms": int(msg.getStoreTimestamp()),
         }
-        pop_ck = str(msg.getProperty("POP_CK") or "").split()  # ExtraInfoUtil.buildExtraInfo: ckOffset popTime ...
-        if len(pop_ck) > 1 and pop_ck[1].isdigit():
-            event["pop_ms"] = int(pop_ck[1])
+        popped, _ = pop_ck_times(msg)
+        if popped is not None:
+            event["pop_ms"] = popped
         sent_crc = msg.getUserProperty(BODY_CRC_PROPERTY)
         if sent_crc is not None and str(sent_crc) != str(event["body_crc"]):
             event["sent_body_crc"] = int(str(sent_crc))
@@ -231,8 +240,8 @@ class PlanFollower:
             if word == CRASH:  # the consumer dies with every copy it holds (a scenario gives a POP group none)
                 self.die()
         if word == SLOW:
-            ck = str(msg.getProperty("POP_CK") or "").split()  # ExtraInfoUtil: ckOffset popTime invisibleTime ...
-            until = int(ck[1]) + int(ck[2]) + SLOW_HOLD_PAST_MS if len(ck) > 2 and ck[1].isdigit() and ck[2].isdigit() else 0
+            popped, invisible = pop_ck_times(msg)
+            until = popped + invisible + SLOW_HOLD_PAST_MS if popped is not None and invisible is not None else 0
             self.stopping.wait(max(0, until - now_ms()) / 1000)
             return OK, 0
         return (LATER if event["outcome"] == LATER else OK), level

@@ -28,6 +28,10 @@ PREFIXES = ("rocketmq:", "dist:", "jars:", "cmd:")
 #: the first 5.x major: timer messages (a chain can do what every one of its versions can)
 TIMER_MAJOR = 5
 
+#: the first release with ScheduleMessageService's asynchronous delivery (enableScheduleAsyncDeliver:
+#: ISSUE #3449, first in rocketmq-all-4.9.3)
+ASYNC_DELIVER_SINCE = (4, 9, 3)
+
 
 def capabilities_of(versions) -> set[str]:
     """``timer`` (5.x timer messages) and ``pop`` (5.x POP consumption) unless a version before 5
@@ -40,9 +44,6 @@ def capabilities_of(versions) -> set[str]:
     if any((r := _release(v)) is not None and r < ASYNC_DELIVER_SINCE for v in versions):
         out.discard(ASYNC_DELIVER)
     return out
-#: the first release with ScheduleMessageService's asynchronous delivery (enableScheduleAsyncDeliver:
-#: ISSUE #3449, first in rocketmq-all-4.9.3)
-ASYNC_DELIVER_SINCE = (4, 9, 3)
 
 
 class RocketMQFamily:

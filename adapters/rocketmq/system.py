@@ -40,8 +40,7 @@ from hourglass.adapters.rocketmq.provision import CHAIN_SEP, Distribution
 from hourglass.adapters.rocketmq.runtime import Runtime
 from hourglass.adapters.rocketmq.topology import Topology
 from hourglass.adapters.rocketmq.whitebox import broker_status
-from hourglass.reference.contract import CONSUME_STATS_SOURCE, ROCKETMQ_ADAPTER, queue_key
-from hourglass.reference.contract import POP_CONSUMPTION
+from hourglass.reference.contract import CONSUME_STATS_SOURCE, POP_CONSUMPTION, ROCKETMQ_ADAPTER, queue_key
 from hourglass.reference.modes import GRPC_MODES
 from hourglass.reference.pop import DEFAULT_RETRY_MAX_TIMES, POP
 

@@ -12,8 +12,8 @@ stored messages: they outlive a restart, a kill -9 included, and the revive goes
 The consumer (:class:`PopSimConsumer`) pops its queues and the group's POP retry topics, answers each
 attempt by its plan entry (reference.pop.pop_answer; ConsumeMessagePopConcurrentlyService): OK acks, a
 LATER changes the invisible time to the POP level's (reference.pop.later_invisible_ms; at its maximum
-checkNeedAckOrDelay, reference.pop.at_max), a SLOW holds it past its invisible time (no answer). A copy above the maximum is acked unseen (5.3.1+ processPopResult).
-The simulator is the newest release the model knows: a revive wakes the waiting pops.
+checkNeedAckOrDelay, reference.pop.at_max), a SLOW holds it past its invisible time (no answer). A copy
+above the maximum is acked unseen (5.3.1+ processPopResult). The simulator is the newest release the model knows: a revive wakes the waiting pops.
 
 The proxy's gRPC consumers (``grpc-simple``, ``grpc-push``) pop the same way: a SimpleConsumer's LATER
 does not ack (its invisible duration runs out), a PushConsumer's changes the invisible time to the
@@ -30,10 +30,9 @@ from hourglass.adapters.simulated.defects import Defect
 from hourglass.adapters.simulated.store import StoredMessage
 from hourglass.reference.plans import CRASH, OK, SLOW, answer_word, is_later, later_level
 from hourglass.reference.contract import dlq_topic
-from hourglass.reference.pop import (ACKED, CHANGED, DEFAULT_RETRY_MAX_TIMES, DEFAULT_SIMPLE_INVISIBLE_MS, GRPC_PUSH,
-                                     GRPC_PUSH_INVISIBLE_MS, POP, REVIVE_MARGIN_MS, V1_NOTIFY_AGAIN, PopGroup, at_max,
-                                     delivered, delivery_attempt, later_invisible_ms, pop_answer, pop_invisible_ms,
-                                     pop_retry_topic)
+from hourglass.reference.pop import (ACKED, CHANGED, GRPC_PUSH, POP, REVIVE_MARGIN_MS, V1_NOTIFY_AGAIN, PopGroup, at_max,
+                                     delivered, delivery_attempt, later_invisible_ms, mode_invisible_ms, mode_max_times,
+                                     pop_answer, pop_retry_topic)
 
 #: How long the simulated revive scan takes after the margin (measured 0-2 s beyond it on 5.5.0).
 REVIVE_SCAN_MS = (0, 2000)
@@ -118,12 +117,9 @@ class PopSimConsumer(SimConsumer):
     def __init__(self, system, spec) -> None:
         super().__init__(system, spec)
         self.subscriptions = tuple(spec.topics) + tuple(pop_retry_topic(spec.group, t) for t in spec.topics)
-        if spec.mode == POP:
-            self.invisible_ms, most = pop_invisible_ms(spec.pop_invisible_ms), self.max_reconsume_times
-        else:  # the proxy's: the SimpleConsumer's invisible duration or the push default; the group's retryMaxTimes
-            self.invisible_ms = GRPC_PUSH_INVISIBLE_MS if spec.mode == GRPC_PUSH else spec.pop_invisible_ms or DEFAULT_SIMPLE_INVISIBLE_MS
-            most = spec.group_retry_max_times if spec.group_retry_max_times is not None else DEFAULT_RETRY_MAX_TIMES
-        self.model = PopGroup(spec.mode, V1_NOTIFY_AGAIN, self.invisible_ms, most)
+        self.invisible_ms = mode_invisible_ms(spec.mode, spec.pop_invisible_ms)
+        self.model = PopGroup(spec.mode, V1_NOTIFY_AGAIN, self.invisible_ms,
+                              mode_max_times(spec.mode, self.max_reconsume_times, spec.group_retry_max_times))
 
     def commit(self) -> None:
         """The broker moves a POP group's offset at each pop: nothing is committed by the client."""

@@ -386,3 +386,18 @@ def test_a_consumer_joining_again_is_started_once_while_other_runs_poll(tmp_path
     assert consumers.poll() == []  # another run's poll while it starts again
     joining.join()
     assert spawned == ["g-1", "g-1"] and consumers.procs["g-1"].alive()
+
+
+def test_a_pop_deliverys_pop_time_and_invisible_time_come_from_its_pop_ck():
+    from hourglass.adapters.rocketmq.consumer_proc import pop_ck_times
+
+    class Msg:
+        def __init__(self, ck):
+            self.ck = ck
+
+        def getProperty(self, name):
+            return self.ck if name == "POP_CK" else None
+
+    assert pop_ck_times(Msg("0 1795768142875 5000 2 0 hg-broker 1 0")) == (1795768142875, 5000)
+    assert pop_ck_times(Msg(None)) == (None, None)  # not a POP delivery
+    assert pop_ck_times(Msg("0 1795768142875")) == (1795768142875, None)

@@ -261,3 +261,14 @@ def test_near_a_level_boundary_at_the_maximum_either_level_may_be_taken():
                         born_ms=0)
     assert w.earliest_ms == 9_000 + 5_000  # the pop's own invisible time (younger than 10 s)
     assert w.latest_ms == 9_500 + 30_000 + g.lag_ms(1000)  # or the first level's 30 s
+
+
+def test_each_mode_takes_its_own_invisible_time_and_maximum():
+    assert pop.mode_invisible_ms(pop.POP, None) == pop.DEFAULT_POP_INVISIBLE_MS
+    assert pop.mode_invisible_ms(pop.POP, 1_000) == pop.DEFAULT_POP_INVISIBLE_MS  # outside the client's range
+    assert pop.mode_invisible_ms(pop.GRPC_SIMPLE, None) == pop.DEFAULT_SIMPLE_INVISIBLE_MS
+    assert pop.mode_invisible_ms(pop.GRPC_SIMPLE, 20_000) == 20_000
+    assert pop.mode_invisible_ms(pop.GRPC_PUSH, 20_000) == pop.GRPC_PUSH_INVISIBLE_MS
+    assert pop.mode_max_times(pop.POP, 3, 1) == 3  # the consumer's maxReconsumeTimes
+    assert pop.mode_max_times(pop.GRPC_PUSH, 3, 1) == 1  # the group's retryMaxTimes
+    assert pop.mode_max_times(pop.GRPC_SIMPLE, 3, None) == pop.DEFAULT_RETRY_MAX_TIMES
