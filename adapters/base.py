@@ -27,6 +27,7 @@ from hourglass.reference.faults.clock import DRIFTING_CLOCK, OWN_CLOCK
 from hourglass.reference.faults.disk import FILLABLE_STORE
 from hourglass.reference.faults.network import OWN_NETWORK
 from hourglass.reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL
+from hourglass.reference.pop import PROXY_NEEDED
 from hourglass.reference.timer import TimerRequest
 from hourglass.reference.profile import DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS, DEFAULT_MAX_RECONSUME_TIMES
 
@@ -62,6 +63,10 @@ class BrokerProfile:
     @property
     def own_network(self) -> bool:  # the broker in its own network namespace (partition, latency, loss)
         return OWN_NETWORK in self.needs
+
+    @property
+    def proxy(self) -> bool:  # 5.x's proxy in front of the brokers (a gRPC group: reference.pop)
+        return PROXY_NEEDED in self.needs
 
     @property
     def own_clock(self) -> bool:  # the broker's wall clock under the harness's control (clock steps)

@@ -27,6 +27,7 @@ from hourglass.reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
 from hourglass.harness.fit import MAX_WAIT_MS, fit_to_broker
 from hourglass.harness.scenario import Scenario
 from hourglass.reference import faults as kinds
+from hourglass.reference import pop
 from hourglass.reference.rundir import slug
 from hourglass.harness.summary import scenario_wait_ms
 from hourglass.harness.systems import SystemSpec, open_system
@@ -182,7 +183,8 @@ class Batch:
     def _open_and_run(self, job: Job, workdir: Path) -> None:
         first = job.scenarios[0]
         try:
-            needs = kinds.setup_needed(f for s in job.scenarios for f in s.faults)
+            needs = kinds.setup_needed(f for s in job.scenarios for f in s.faults) \
+                | pop.setup_needed(c.mode for s in job.scenarios for c in s.consumers)
             system = open_system(self.opts.system, first.profile, workdir, seed=first.seed, needs=needs)
         except Exception as e:  # noqa: BLE001 - e.g. an unknown system or version: every scenario is broken
             for s in job.scenarios:

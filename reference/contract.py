@@ -83,7 +83,9 @@ FAULT_ACTIONS: tuple[str, ...] = (*faults.event_actions(), SEND_BACK_FAILED)
 #: the broker processes a system may run (``reference.cluster``: a second one in a cluster
 #: topology); ``broker`` is the first, the only one of a single-broker system
 BROKER_TARGETS: tuple[str, ...] = ("broker", "broker-2")
-FAULT_TARGETS: tuple[str, ...] = BROKER_TARGETS + ("namesrv", "consumer", "proxy")
+#: 5.x's proxy, the gRPC clients' endpoint (a process of its own in front of the brokers)
+PROXY_TARGET = "proxy"
+FAULT_TARGETS: tuple[str, ...] = BROKER_TARGETS + ("namesrv", "consumer", PROXY_TARGET)
 EVENT_TYPES: tuple[str, ...] = ("send", "deliver", "dlq", "fault", "snapshot", "stall")
 #: ``source`` of a ``stall`` event: what measured a period in which a subject could not run
 #: (``reference.stalls`` says what each measures and what it explains)

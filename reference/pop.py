@@ -57,6 +57,14 @@ from hourglass.reference.plans import CRASH, OK, SLOW, PlanOutcome, is_later, la
 #: SimpleConsumer and PushConsumer.
 POP, GRPC_SIMPLE, GRPC_PUSH = "pop", "grpc-simple", "grpc-push"
 POP_MODES: tuple[str, ...] = (POP, GRPC_SIMPLE, GRPC_PUSH)
+#: What a system must be set up with for a group of a gRPC mode: the proxy in front of its brokers
+#: (a ``BrokerProfile.needs`` entry, like the fault families' setups).
+PROXY_NEEDED = "proxy"
+
+
+def setup_needed(modes) -> frozenset[str]:
+    """What a system must be set up with for groups of these consumption ``modes``."""
+    return frozenset({PROXY_NEEDED}) if any(m in (GRPC_SIMPLE, GRPC_PUSH) for m in modes) else frozenset()
 
 # --- the broker --------------------------------------------------------------------------------
 

@@ -26,6 +26,8 @@ from hourglass.adapters.rocketmq import process as _process
 from hourglass.adapters.rocketmq.process import tail_file
 from hourglass.adapters.rocketmq.consumer_proc import CRASH_EXIT
 from hourglass.adapters.rocketmq.jvm import now_ms
+from hourglass.adapters.rocketmq.provision import grpc_client_lib
+from hourglass.reference.modes import GRPC_MODES
 from hourglass.adapters.rundir import EventLog
 from hourglass.reference.contract import CONSUMER_DIED, CONSUMER_EXITED, consumer_fault
 from hourglass.reference.rundir import consumer_events
@@ -197,7 +199,7 @@ class ConsumerProcess(_LineProcess):
     harness asked for (:meth:`kill`, :meth:`terminate`) is the harness's fault event, not a death."""
 
     def __init__(self, spec: ConsumerSpec, lib_dir: Path, namesrv_addr: str, log_dir: Path,
-                 start_timeout_s: float = 90.0, restarted_after: str | None = None):
+                 start_timeout_s: float = 90.0, restarted_after: str | None = None, proxy_addr: str | None = None):
         self.spec = spec
         self.events_file = Path(spec.events_dir) / consumer_events(spec.name)
         self._death_lock = threading.Lock()
@@ -205,7 +207,12 @@ class ConsumerProcess(_LineProcess):
         self._ready = False  # a process that never started is a failed start, not a death
         self._death: str | None = None  # cause of its recorded death, once noticed
         self._noticed = False
-        argv = ["-m", "hourglass.adapters.rocketmq.consumer_proc", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
+        module = "consumer_proc"
+        if spec.mode in GRPC_MODES:  # the 5.x gRPC client, through the proxy (adapters.rocketmq.grpc_consumer_proc)
+            if proxy_addr is None:
+                raise AdapterError(f"a {spec.mode} consumer talks to 5.x's proxy, and this system runs none")
+            module = "grpc_consumer_proc"
+        argv = ["-m", f"hourglass.adapters.rocketmq.{module}", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
                 "--group", spec.group, "--max-reconsume-times", str(spec.max_reconsume_times),
                 "--events", str(self.events_file), "--log-dir", str(log_dir), "--name", spec.name,
                 "--batch-size", str(spec.batch_size), "--mode", spec.mode, "--suspend-ms", str(spec.suspend_ms),
@@ -216,6 +223,8 @@ class ConsumerProcess(_LineProcess):
             argv += ["--pop-invisible-ms", str(spec.pop_invisible_ms)]
         if restarted_after:  # the replacement records its own start, once its JVM is up
             argv += ["--restarted-after", restarted_after]
+        if proxy_addr is not None and spec.mode in GRPC_MODES:
+            argv += ["--proxy", proxy_addr, "--grpc-lib", str(grpc_client_lib())]
         for topic in spec.topics:
             argv += ["--topic", topic]
         super().__init__(argv, log_dir / f"consumer-{spec.name}.log", f"consumer {spec.name} (group {spec.group})")

@@ -36,7 +36,22 @@ class SystemPorts:
     namesrv_host_for_broker: str = "127.0.0.1"  # where the broker finds the name server (the veth's host end)
 
     def all(self) -> tuple[int, ...]:
-        return (self.namesrv, self.broker - 2, self.broker, self.broker + 1, self.controller)
+        return (self.namesrv, self.broker - 2, self.broker, self.broker + 1, self.controller, self.proxy_grpc,
+                self.proxy_remoting)
+
+    @property
+    def proxy_grpc(self) -> int:
+        """The proxy's gRPC port (5.x, ``grpcServerPort``): free in every base."""
+        return self.namesrv + 7
+
+    @property
+    def proxy_remoting(self) -> int:
+        """The proxy's remoting port (5.1+, ``remotingListenPort``)."""
+        return self.namesrv + 9
+
+    @property
+    def proxy_addr(self) -> str:
+        return f"127.0.0.1:{self.proxy_grpc}"
 
     @property
     def controller(self) -> int:
@@ -145,8 +160,12 @@ def lease_ports(base_hint: int = 19876, span: int = 1000, step: int = 10) -> Por
 MASTER_ROLE, SLAVE_ROLE = "ASYNC_MASTER", "SLAVE"
 
 
+#: brokerClusterName of the system's brokers (the proxy's rocketMQClusterName)
+CLUSTER_NAME = "HourglassCluster"
+
+
 def broker_config(dist: Distribution, profile: BrokerProfile, ports: SystemPorts, layout: StoreLayout,
-                  cluster: str = "HourglassCluster", broker_name: str = "hg-broker", slave: bool = False,
+                  cluster: str = CLUSTER_NAME, broker_name: str = "hg-broker", slave: bool = False,
                   controller: str | None = None) -> dict[str, str]:
     """``slave``: brokerId 1 of ``broker_name``, role SLAVE (it finds its master's HA address
     through the name server: the master listens on ``listenPort + 1``, advertised at ``brokerIP2``).

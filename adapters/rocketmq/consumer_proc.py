@@ -221,6 +221,10 @@ class PlanFollower:
         failed = LATER in answer.outcomes
         return (LATER if failed else OK), answer.ack_index, answer.level
 
+    def pop_times(self, msg) -> tuple[int | None, int | None]:
+        """A POP delivery's pop time and invisible time (:func:`pop_ck_times`)."""
+        return pop_ck_times(msg)
+
     def on_pop(self, msg, queue) -> tuple[str, int]:
         """Answer one POP delivery by its attempt's own plan entry (reference.pop.pop_answer): (answer,
         the POP level asked for). A ``SLOW`` holds the listener until the copy's invisible time has run
@@ -240,7 +244,7 @@ class PlanFollower:
             if word == CRASH:  # the consumer dies with every copy it holds (a scenario gives a POP group none)
                 self.die()
         if word == SLOW:
-            popped, invisible = pop_ck_times(msg)
+            popped, invisible = self.pop_times(msg)
             until = popped + invisible + SLOW_HOLD_PAST_MS if popped is not None and invisible is not None else 0
             self.stopping.wait(max(0, until - now_ms()) / 1000)
             return OK, 0

@@ -31,9 +31,10 @@ class ConsumerProcesses(Part):
     #: machine one of those requests can fail ("send request ... failed"): start it again, a few times
     CONSUMER_START_ATTEMPTS = 4
 
-    def __init__(self, lib_dir: Path, namesrv_addr: Callable[[], str], logs_dir: Path):
+    def __init__(self, lib_dir: Path, namesrv_addr: Callable[[], str], logs_dir: Path,
+                 proxy_addr: Callable[[], str | None] = lambda: None):
         super().__init__("consumer")
-        self.lib_dir, self.namesrv_addr, self.logs_dir = lib_dir, namesrv_addr, logs_dir
+        self.lib_dir, self.namesrv_addr, self.logs_dir, self.proxy_addr = lib_dir, namesrv_addr, logs_dir, proxy_addr
         self.procs: dict[str, ConsumerProcess] = {}
         self.specs: dict[str, ConsumerSpec] = {}
         self.stopped: set[str] = set()
@@ -64,7 +65,8 @@ class ConsumerProcesses(Part):
     def _spawn(self, spec: ConsumerSpec, restarted_after: str | None = None) -> ConsumerProcess:
         for attempt in range(1, self.CONSUMER_START_ATTEMPTS + 1):
             try:
-                return ConsumerProcess(spec, self.lib_dir, self.namesrv_addr(), self.logs_dir, restarted_after=restarted_after)
+                return ConsumerProcess(spec, self.lib_dir, self.namesrv_addr(), self.logs_dir, restarted_after=restarted_after,
+                                       proxy_addr=self.proxy_addr())
             except AdapterError:
                 if attempt == self.CONSUMER_START_ATTEMPTS:
                     raise

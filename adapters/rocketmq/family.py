@@ -22,7 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hourglass.adapters.base import AdapterError, BrokerProfile, SystemInfo
-from hourglass.reference.contract import ASYNC_DELIVER, POP_CONSUMPTION, ROCKETMQ_ADAPTER, TIMER, ContractError, OptionError
+from hourglass.reference.contract import (ASYNC_DELIVER, GRPC, POP_CONSUMPTION, PROXY_TARGET, ROCKETMQ_ADAPTER, TIMER, ContractError,
+                                          OptionError)
 
 PREFIXES = ("rocketmq:", "dist:", "jars:", "cmd:")
 #: the first 5.x major: timer messages (a chain can do what every one of its versions can)
@@ -155,7 +156,10 @@ class RocketMQFamily:
                            namesrv_addr=spec.namesrv, fault_commands=self._fault_commands(spec))
 
     def capabilities(self, info: SystemInfo) -> set[str]:
-        return capabilities_of(info.details.get("versions") or [info.version])
+        """:func:`capabilities_of` its versions, and ``grpc`` where a proxy runs in front of its
+        brokers (the harness started one: ``info.details['proxy']`` is its gRPC address)."""
+        found = capabilities_of(info.details.get("versions") or [info.version])
+        return found | {GRPC} if info.details.get(PROXY_TARGET) and POP_CONSUMPTION in found else found
 
     def defects(self, spec_text: str) -> tuple[str, ...]:
         return ()

@@ -32,6 +32,8 @@ class Launch:
     wait_for_interface: str | None = None
     env: tuple[tuple[str, str], ...] = ()
     jvm_props: tuple[str, ...] = ()  # -D options after the distribution's (the later one wins)
+    args: tuple[str, ...] | None = None  # the main class's arguments (default: -c <conf>)
+    lib_dir: Path | None = None  # the jars it runs from (default: the distribution's)
 
 
 def disk_warning_props(profile) -> tuple[str, ...]:
@@ -52,12 +54,14 @@ def launch_spec(launch: Launch) -> LaunchSpec:
                           log_file=launch.log_file, mounts=(launch.root,), ports=launch.ports, labels=labels,
                           command=argv, command_prefix=launch.prefix)
     props = ("-Duser.home=" + str(launch.home), "-Drocketmq.home.dir=" + str(launch.home))
+    lib = launch.lib_dir or launch.dist.lib_dir
     return LaunchSpec(
         command_prefix=launch.prefix, wait_for_interface=launch.wait_for_interface,
-        component=launch.component, main_class=MAIN_CLASS[launch.kind], classpath=launch.dist.classpath(),
-        jvm_opts=launch.dist.jvm_opts(launch.kind) + props + launch.jvm_props, args=("-c", str(launch.conf)),
+        component=launch.component, main_class=MAIN_CLASS[launch.kind], classpath=(str(lib / "*"),),
+        jvm_opts=launch.dist.jvm_opts(launch.kind) + props + launch.jvm_props,
+        args=launch.args if launch.args is not None else ("-c", str(launch.conf)),
         env=(("ROCKETMQ_HOME", str(launch.home)),) + launch.env, log_file=launch.log_file,
-        mounts=(launch.root, launch.dist.lib_dir), ports=launch.ports, labels=labels)
+        mounts=(launch.root, lib), ports=launch.ports, labels=labels)
 
 
 def note_processes(runtime: Runtime, component: str) -> None:

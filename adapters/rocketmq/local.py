@@ -18,6 +18,7 @@ from hourglass.adapters.rocketmq.logs import client_log_files, server_log_files
 from hourglass.adapters.rocketmq.iostall import FreezableStore
 from hourglass.adapters.rocketmq.machine import ClockControl, FillableStore, OwnNetwork
 from hourglass.adapters.rocketmq.provision import Distribution
+from hourglass.adapters.rocketmq.proxy import Proxy
 from hourglass.adapters.rocketmq.runtime import CpuQuota, Runtime
 from hourglass.adapters.rocketmq.servers import Broker, NameServer
 from hourglass.adapters.rocketmq.system import RocketMQSystem
@@ -25,7 +26,7 @@ from hourglass.adapters.rocketmq.topology import BrokerNode
 from hourglass.adapters.rocketmq.whitebox import last_offset_flush_ms, memory_snapshots, persisted_snapshots, timer_checkpoint
 from hourglass.reference.cluster import CONTROLLER
 from hourglass.reference.faults.io import FREEZABLE_STORE
-from hourglass.reference.contract import BROKER_TARGETS
+from hourglass.reference.contract import BROKER_TARGETS, PROXY_TARGET
 
 
 class LocalRocketMQSystem(RocketMQSystem):
@@ -40,6 +41,8 @@ class LocalRocketMQSystem(RocketMQSystem):
         self.parts = {"namesrv": NameServer(self, "namesrv", self.layout.home_dir)}
         self.parts.update({t: self._broker(node) for t, node in self.nodes.items()})
         self.parts["consumer"] = self.consumer
+        if profile.proxy and dist.major >= 5 and not self.topology.commands:  # the gRPC groups' endpoint
+            self.parts[PROXY_TARGET] = Proxy(self)
 
     def _broker(self, node: BrokerNode) -> Broker:
         if node.target != BROKER_TARGETS[0]:  # a second broker: its process only (reference.cluster)
@@ -77,6 +80,10 @@ class LocalRocketMQSystem(RocketMQSystem):
                 self.parts[target].wait_ready()
             if self.cluster == CONTROLLER:  # a send is acknowledged by both only once both are in sync
                 self._wait_replicas(set(self.nodes))
+            if PROXY_TARGET in self.parts:  # in front of registered brokers
+                self.parts[PROXY_TARGET].launch()
+                self.parts[PROXY_TARGET].wait_ready()
+                self.info.details[PROXY_TARGET] = self.ports.proxy_addr
             self._is_setup = True
         except BaseException:
             self.teardown()

@@ -58,6 +58,12 @@ LATEST = "5.5.0"
 GROUP_ID = "org.apache.rocketmq"
 SERVER_ARTIFACTS = ("rocketmq-broker", "rocketmq-namesrv", "rocketmq-tools", "rocketmq-client")
 EXAMPLE_ARTIFACT = "rocketmq-example"
+#: 5.x's proxy (the gRPC endpoint of the 5.x clients): fetched with its own transitive set into
+#: ``<version>/proxy`` the first time a run needs it (its 150 jars are not every run's)
+PROXY_ARTIFACT = "rocketmq-proxy"
+#: The 5.x gRPC Java client (apache/rocketmq-clients, its shaded jar: its gRPC, protobuf and netty
+#: relocated, so it loads beside the remoting client): SimpleConsumer, PushConsumer.
+GRPC_CLIENT_ARTIFACT, GRPC_CLIENT_VERSION = "rocketmq-client-java", "5.0.8"
 
 JDK17_FLAGS: tuple[str, ...] = (
     "--add-opens=java.base/java.nio=ALL-UNNAMED",
@@ -300,6 +306,45 @@ def _from_maven(system: str, version: str) -> Distribution:
         info = json.loads(marker.read_text())
     example = vdir / "example" if info.get("example") else None
     return Distribution(system, version, vdir / "lib", example, "maven", info)
+
+
+def proxy_lib(dist: Distribution) -> Path:
+    """The proxy's jars of ``dist``'s version (``rocketmq-proxy`` with its full transitive set),
+    fetched from Maven Central once; a local distribution's own ``lib`` when it has the proxy jar."""
+    if any(dist.lib_dir.glob(f"{PROXY_ARTIFACT}-*.jar")):
+        return dist.lib_dir
+    if dist.source != "maven":
+        raise ProvisionError(f"system {dist.system!r}: its jars hold no {PROXY_ARTIFACT} jar (the gRPC proxy)")
+    return _fetch_once(cache_root() / "rocketmq" / dist.version / "proxy", GROUP_ID, (PROXY_ARTIFACT,), dist.version,
+                       f"RocketMQ {dist.version}'s proxy", dist.system)
+
+
+def grpc_client_lib() -> Path:
+    """The gRPC Java client's jars (:data:`GRPC_CLIENT_ARTIFACT` and its API), fetched once."""
+    return _fetch_once(cache_root() / GRPC_CLIENT_ARTIFACT / GRPC_CLIENT_VERSION, GROUP_ID, (GRPC_CLIENT_ARTIFACT,),
+                       GRPC_CLIENT_VERSION, f"the gRPC Java client {GRPC_CLIENT_VERSION}", f"{GRPC_CLIENT_ARTIFACT}:{GRPC_CLIENT_VERSION}")
+
+
+def _fetch_once(vdir: Path, group: str, artifacts: tuple[str, ...], version: str, what: str, system: str) -> Path:
+    """``vdir/lib``: the runtime set of ``artifacts`` at ``version``, resolved once (a lock file
+    makes concurrent runs wait; ``vdir/resolved.json`` marks it done)."""
+    vdir.mkdir(parents=True, exist_ok=True)
+    with open(vdir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (vdir / "resolved.json").exists():
+            with step(f"downloading {what}"):
+                (vdir / "pom").mkdir(exist_ok=True)
+                (vdir / "pom" / "pom.xml").write_text(_pom(version, artifacts))
+                partial = vdir / "lib.partial"
+                proc = _mvn(vdir / "pom", "dependency:copy-dependencies", f"-DoutputDirectory={partial}", "-DincludeScope=runtime")
+                if proc.returncode != 0:
+                    tail = "\n".join(_ANSI.sub("", proc.stdout + proc.stderr).strip().splitlines()[-6:])
+                    raise ProvisionError(f"system {system!r}: Maven could not resolve {', '.join(artifacts)} {version}.\nmvn said:\n{tail}")
+                if (vdir / "lib").exists():
+                    _rmtree(vdir / "lib")
+                partial.rename(vdir / "lib")
+                (vdir / "resolved.json").write_text(json.dumps({"version": version, "artifacts": list(artifacts)}))
+    return vdir / "lib"
 
 
 def _fetch(system: str, version: str, vdir: Path) -> None:

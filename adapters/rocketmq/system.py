@@ -40,9 +40,9 @@ from hourglass.adapters.rocketmq.provision import CHAIN_SEP, Distribution
 from hourglass.adapters.rocketmq.runtime import Runtime
 from hourglass.adapters.rocketmq.topology import Topology
 from hourglass.adapters.rocketmq.whitebox import broker_status
-from hourglass.reference.contract import CONSUME_STATS_SOURCE, POP_CONSUMPTION, ROCKETMQ_ADAPTER, queue_key
+from hourglass.reference.contract import CONSUME_STATS_SOURCE, POP_CONSUMPTION, PROXY_TARGET, ROCKETMQ_ADAPTER, queue_key
 from hourglass.reference.modes import GRPC_MODES
-from hourglass.reference.pop import DEFAULT_RETRY_MAX_TIMES, POP
+from hourglass.reference.pop import DEFAULT_RETRY_MAX_TIMES, POP_MODES
 
 
 class WallClock:
@@ -72,7 +72,8 @@ class RocketMQSystem(PartsSystem):
         self.client: ClientProcess | None = None
         self.launched: set[str] = set()  # the servers the harness launched
         self.paused: set[str] = set()  # SIGSTOPped servers: white-box reads skip them
-        self.consumer = ConsumerProcesses(dist.lib_dir, lambda: self.namesrv_addr, self.layout.logs_dir)
+        self.consumer = ConsumerProcesses(dist.lib_dir, lambda: self.namesrv_addr, self.layout.logs_dir,
+                                          lambda: self.info.details.get(PROXY_TARGET))
         self.parts: dict[str, Part] = {}
         self._is_setup = False
         version = CHAIN_SEP.join(d.version for d in self.chain)
@@ -174,9 +175,9 @@ class RocketMQSystem(PartsSystem):
 
     # -- consuming ----------------------------------------------------------------------------
     def start_consumer(self, spec: ConsumerSpec) -> None:
-        if spec.mode in GRPC_MODES:  # the capability is not offered: a scenario that needs it is skipped before
-            raise AdapterError(f"a {spec.mode} consumer talks to the gRPC proxy, which this adapter does not start yet")
-        if spec.mode == POP:
+        if spec.mode in GRPC_MODES and not self.info.details.get(PROXY_TARGET):
+            raise AdapterError(f"a {spec.mode} consumer talks to 5.x's proxy, and this system runs none")
+        if spec.mode in POP_MODES:
             self._pop_mode(spec)
         elif spec.group_retry_max_times is not None:  # the broker's side of the group, before its consumer
             self.request("create_group", timeout_s=30, group=spec.group, retry_max_times=spec.group_retry_max_times)

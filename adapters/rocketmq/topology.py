@@ -11,7 +11,7 @@ from hourglass.adapters.base import AdapterError, BrokerProfile
 from hourglass.adapters.rocketmq import config as cfg
 from hourglass.adapters.rocketmq.provision import Distribution
 from hourglass.reference.cluster import CONTROLLER, MASTER_SLAVE, SINGLE, broker_targets
-from hourglass.reference.contract import BROKER_TARGETS
+from hourglass.reference.contract import BROKER_TARGETS, PROXY_TARGET
 
 #: the second broker's folder under the system's workdir (its store, home, logs of its own)
 SECOND_BROKER_DIR = "broker-2"
@@ -122,6 +122,8 @@ class Topology:
         """The config file ``component`` is launched with (a chain's broker: one per version)."""
         if component == BROKER_TARGETS[0] and len(self.chain) > 1:
             return self.layout.conf_dir / f"broker-{dist.version}.conf"
+        if component == PROXY_TARGET:  # ProxyConfig is JSON
+            return self.layout.conf_dir / "rmq-proxy.json"
         return self.layout.conf_dir / f"{component}.conf"
 
     def next_broker_dist(self) -> Distribution:

@@ -401,3 +401,84 @@ def test_a_pop_deliverys_pop_time_and_invisible_time_come_from_its_pop_ck():
     assert pop_ck_times(Msg("0 1795768142875 5000 2 0 hg-broker 1 0")) == (1795768142875, 5000)
     assert pop_ck_times(Msg(None)) == (None, None)  # not a POP delivery
     assert pop_ck_times(Msg("0 1795768142875")) == (1795768142875, None)
+
+
+# --- 5.x's proxy and the gRPC consumer (adapters.rocketmq.proxy, grpc_consumer_proc) ---------------
+
+def test_a_receipt_handle_gives_the_pop_time_and_the_stored_copys_place():
+    from hourglass.adapters.rocketmq.grpc_consumer_proc import receipt_fields
+
+    # ReceiptHandle.encode at rocketmq-all-5.3.3: startOffset popTime invisibleTime reviveQueueId topicType
+    # brokerName queueId offset commitLogOffset (and a trailing field on later releases)
+    got = receipt_fields("12 1795785283136 15000 3 2 hg-broker 1 7 104857 extra")
+    assert got == {"pop_ms": 1795785283136, "invisible_ms": 15000, "broker": "hg-broker", "queue_id": 1,
+                   "queue_offset": 7, "commit_log_offset": 104857}
+    assert receipt_fields("not a receipt handle") == {}
+    assert receipt_fields("12 x 15000 3 2 hg-broker 1 7 104857") == {}
+
+
+def test_the_grpc_capability_comes_with_a_running_proxy_on_5x_only():
+    from hourglass.adapters.base import SystemInfo
+    from hourglass.adapters.rocketmq.family import FAMILY
+    from hourglass.reference.contract import GRPC, POP_CONSUMPTION
+
+    with_proxy = FAMILY.capabilities(SystemInfo("rocketmq", "5.5.0", "process", {"proxy": "127.0.0.1:19883"}))
+    assert {GRPC, POP_CONSUMPTION} <= with_proxy
+    assert GRPC not in FAMILY.capabilities(SystemInfo("rocketmq", "5.5.0", "process", {}))
+    assert GRPC not in FAMILY.capabilities(SystemInfo("rocketmq", "4.9.7", "process", {"proxy": "127.0.0.1:19883"}))
+
+
+def test_a_grpc_group_needs_the_proxy_and_a_remoting_one_does_not():
+    from hourglass.adapters.base import BrokerProfile
+    from hourglass.reference import pop
+
+    assert pop.setup_needed(["concurrently", pop.POP]) == frozenset()
+    for mode in (pop.GRPC_SIMPLE, pop.GRPC_PUSH):
+        needs = pop.setup_needed(["concurrently", mode])
+        assert needs == {pop.PROXY_NEEDED}
+        assert BrokerProfile(needs=needs).proxy
+    assert not BrokerProfile().proxy
+
+
+def test_the_proxys_ports_are_the_systems_own_and_distinct():
+    from hourglass.adapters.rocketmq.config import SystemPorts
+
+    ports = SystemPorts(namesrv=19876, broker=19881)
+    assert len(set(ports.all())) == len(ports.all())
+    assert {ports.proxy_grpc, ports.proxy_remoting} <= set(ports.all())
+    assert ports.proxy_addr == f"127.0.0.1:{ports.proxy_grpc}"
+
+
+def test_the_proxy_is_launched_in_cluster_mode_from_its_own_jars(tmp_path, monkeypatch):
+    import json
+
+    from hourglass.adapters.base import BrokerProfile
+    from hourglass.adapters.rocketmq import proxy as proxy_mod
+    from hourglass.adapters.rocketmq.launch import launch_spec
+    from hourglass.adapters.rocketmq.local import LocalRocketMQSystem
+    from hourglass.adapters.rocketmq.config import SystemPorts
+    from hourglass.adapters.rocketmq.provision import Distribution
+    from hourglass.reference.pop import PROXY_NEEDED
+
+    lib, plib = tmp_path / "lib", tmp_path / "proxy-lib"
+    monkeypatch.setattr(proxy_mod, "proxy_lib", lambda dist: plib)
+    dist = Distribution("rocketmq:5.5.0", "5.5.0", lib)
+
+    class NoRuntime:
+        name = "process"
+
+    system = LocalRocketMQSystem(dist, NoRuntime(), tmp_path / "sys", BrokerProfile(needs=frozenset({PROXY_NEEDED})))
+    assert "proxy" in system.parts
+    system.layout.make()
+    system.topology.ports = SystemPorts(namesrv=19876, broker=19881)
+    spec = launch_spec(system.parts["proxy"].launch_args())
+    assert spec.main_class == "org.apache.rocketmq.proxy.ProxyStartup"
+    assert spec.classpath == (str(plib / "*"),) and plib in spec.mounts
+    conf = spec.args[spec.args.index("-pc") + 1]
+    assert spec.args[spec.args.index("-pm") + 1] == "cluster" and spec.args[spec.args.index("-n") + 1] == "127.0.0.1:19876"
+    written = json.loads(open(conf).read())
+    assert written["grpcServerPort"] == 19883 and written["namesrvAddr"] == "127.0.0.1:19876"
+    assert written["rocketMQClusterName"] == "HourglassCluster"
+    old = LocalRocketMQSystem(Distribution("rocketmq:4.9.7", "4.9.7", lib), NoRuntime(), tmp_path / "old",
+                              BrokerProfile(needs=frozenset({PROXY_NEEDED})))
+    assert "proxy" not in old.parts  # no proxy before 5.x: its gRPC scenarios are skipped (no capability)

@@ -1,0 +1,75 @@
+"""5.x's proxy, the gRPC endpoint of the 5.x clients, as a server of the system (fault target
+``proxy``): its own JVM in cluster mode (``ProxyStartup -pc <conf> -pm cluster -n <namesrv>``), so
+it can be killed, stopped and paused on its own, in front of the system's brokers.
+
+Its config (``rmq-proxy.json``, ``ProxyConfig``): the broker's cluster name, the name server, the
+gRPC port (``grpcServerPort``) and the remoting port (``remotingListenPort``, 5.1+; a key the
+release does not know is ignored). Ready once its gRPC port accepts a connection and its output
+printed ``rocketmq-proxy startup successfully`` (``ProxyStartup.main``, after the gRPC server
+started) once more than it had before this start: the gRPC clients themselves are the round trip.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import TYPE_CHECKING
+
+from hourglass.adapters.rocketmq import config as cfg
+from hourglass.adapters.rocketmq.launch import Launch
+from hourglass.adapters.rocketmq.provision import proxy_lib
+from hourglass.adapters.rocketmq.servers import Server
+from hourglass.reference.contract import PROXY_TARGET
+
+if TYPE_CHECKING:
+    from hourglass.adapters.rocketmq.system import RocketMQSystem
+
+#: what ProxyStartup.main prints once every service, the gRPC server included, has started
+STARTED_LINE = b"rocketmq-proxy startup successfully"
+#: ProxyMode.CLUSTER: the proxy reaches the brokers through the name server, in its own process
+CLUSTER_MODE = "cluster"
+
+
+class Proxy(Server):
+    kind = "proxy"
+
+    def __init__(self, system: "RocketMQSystem"):
+        super().__init__(system, PROXY_TARGET, system.layout.home_dir)
+        self.started_seen = 0  # the STARTED_LINEs in its output before the current start
+
+    @property
+    def log_file(self):
+        return self.system.layout.logs_dir / f"{self.target}.out"
+
+    def _started_lines(self) -> int:
+        try:
+            return self.log_file.read_bytes().count(STARTED_LINE)
+        except FileNotFoundError:
+            return 0
+
+    def launch(self) -> None:
+        self.started_seen = self._started_lines()
+        super().launch()
+
+    def start(self) -> None:
+        self.started_seen = self._started_lines()
+        super().start()
+
+    def launch_args(self) -> Launch:
+        topo = self.system.topology
+        ports, layout = topo.ports, topo.layout
+        conf = topo.conf_of(self.target, self.dist)
+        conf.write_text(json.dumps({"rocketMQClusterName": cfg.CLUSTER_NAME, "namesrvAddr": ports.namesrv_addr,
+                                    "grpcServerPort": ports.proxy_grpc, "remotingListenPort": ports.proxy_remoting,
+                                    "proxyMode": CLUSTER_MODE}, indent=1))
+        return Launch(component=self.target, kind=self.kind, dist=self.dist, home=self.home, conf=conf,
+                      log_file=self.log_file, root=layout.root, ports=(ports.proxy_grpc, ports.proxy_remoting),
+                      port=ports.proxy_grpc, namesrv=ports.namesrv_addr, store=layout.store_dir,
+                      args=("-pc", str(conf), "-pm", CLUSTER_MODE, "-n", ports.namesrv_addr), lib_dir=proxy_lib(self.dist))
+
+    def answers(self) -> bool:
+        if self._started_lines() <= self.started_seen:
+            return False
+        with socket.socket() as s:
+            s.settimeout(2)
+            return s.connect_ex(("127.0.0.1", self.system.topology.ports.proxy_grpc)) == 0
