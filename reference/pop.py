@@ -85,8 +85,10 @@ POP_RETRY_QUEUE_COUNT = 1
 #: DefaultMQPushConsumerImpl.BROKER_SUSPEND_MAX_TIME_MILLIS: the remoting consumer's pop long-poll.
 REMOTING_POP_LONG_POLL_MS = 15_000
 #: ProxyConfig.grpcClientConsumerMaxLongPollingTimeoutMillis: the most a gRPC receive waits (5.1+;
-#: 5.0.0's grpcClientConsumerLongPollingTimeoutMillis is the same 20 s).
+#: ReceiveMessageActivity.receiveMessage caps the client's own long-poll time with it). 5.0.x's
+#: grpcClientConsumerLongPollingTimeoutMillis caps it at 30 s (read at rocketmq-all-5.0.0).
 GRPC_LONG_POLL_MS = 20_000
+GRPC_LONG_POLL_MS_5_0 = 30_000
 
 
 def revive_time_ms(pop_ms: int, invisible_ms: int) -> int:
@@ -351,7 +353,9 @@ class PopGroup:
     v2: bool = False
 
     def long_poll_ms(self) -> int:
-        return REMOTING_POP_LONG_POLL_MS if self.mode == POP else GRPC_LONG_POLL_MS
+        if self.mode == POP:
+            return REMOTING_POP_LONG_POLL_MS
+        return GRPC_LONG_POLL_MS_5_0 if self.version < (5, 1) else GRPC_LONG_POLL_MS
 
     def lag_ms(self, timer_precision_ms: int) -> int:
         return revive_lag_ms(self.long_poll_ms(), timer_precision_ms, revived_notifies_pollers(self.version, self.v2))

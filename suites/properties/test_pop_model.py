@@ -119,6 +119,8 @@ def test_a_grpc_push_failure_backs_off_by_its_delivery_attempt():
     starts = [pop.next_window(g, rt, pop.ANSWERED_LATER, 0, 100, 1000, 0).earliest_ms for rt in range(4)]
     assert starts == [1100, 5100, 10_100, 30_100]
     assert pop.GRPC_LONG_POLL_MS == g.long_poll_ms() > pop.REMOTING_POP_LONG_POLL_MS
+    # 5.0.x's proxy caps a receive's long poll at 30 s (grpcClientConsumerLongPollingTimeoutMillis)
+    assert pop.PopGroup(pop.GRPC_PUSH, (5, 0, 0), invisible_ms=pop.GRPC_PUSH_INVISIBLE_MS).long_poll_ms() == 30_000
 
 
 @pytest.mark.parametrize("version, after_max", [((5, 3, 1), False), ((5, 3, 0), True)])
