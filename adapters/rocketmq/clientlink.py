@@ -199,7 +199,8 @@ class ConsumerProcess(_LineProcess):
     harness asked for (:meth:`kill`, :meth:`terminate`) is the harness's fault event, not a death."""
 
     def __init__(self, spec: ConsumerSpec, lib_dir: Path, namesrv_addr: str, log_dir: Path,
-                 start_timeout_s: float = 90.0, restarted_after: str | None = None, proxy_addr: str | None = None):
+                 start_timeout_s: float = 90.0, restarted_after: str | None = None,
+                 proxy_addr: tuple[str, bool] | None = None):
         self.spec = spec
         self.events_file = Path(spec.events_dir) / consumer_events(spec.name)
         self._death_lock = threading.Lock()
@@ -224,7 +225,7 @@ class ConsumerProcess(_LineProcess):
         if restarted_after:  # the replacement records its own start, once its JVM is up
             argv += ["--restarted-after", restarted_after]
         if proxy_addr is not None and spec.mode in GRPC_MODES:
-            argv += ["--proxy", proxy_addr, "--grpc-lib", str(grpc_client_lib())]
+            argv += ["--proxy", proxy_addr[0], "--grpc-lib", str(grpc_client_lib())] + (["--tls"] if proxy_addr[1] else [])
         for topic in spec.topics:
             argv += ["--topic", topic]
         super().__init__(argv, log_dir / f"consumer-{spec.name}.log", f"consumer {spec.name} (group {spec.group})")

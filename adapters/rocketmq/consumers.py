@@ -32,7 +32,7 @@ class ConsumerProcesses(Part):
     CONSUMER_START_ATTEMPTS = 4
 
     def __init__(self, lib_dir: Path, namesrv_addr: Callable[[], str], logs_dir: Path,
-                 proxy_addr: Callable[[], str | None] = lambda: None):
+                 proxy_addr: Callable[[], tuple[str, bool] | None] = lambda: None):
         super().__init__("consumer")
         self.lib_dir, self.namesrv_addr, self.logs_dir, self.proxy_addr = lib_dir, namesrv_addr, logs_dir, proxy_addr
         self.procs: dict[str, ConsumerProcess] = {}

@@ -157,6 +157,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--grpc-lib", required=True, help="the gRPC Java client's jars")
     ap.add_argument("--proxy", required=True, help="the proxy's gRPC endpoint, host:port")
+    ap.add_argument("--tls", action="store_true", help="the proxy takes TLS only (adapters.rocketmq.proxy.tls_only)")
     ap.add_argument("--lib", required=True, help="the system's own jars (its admin tools)")
     ap.add_argument("--namesrv", required=True)
     ap.add_argument("--group", required=True)
@@ -176,7 +177,7 @@ def _client(args):
     from org.apache.rocketmq.client.apis.consumer import FilterExpression, FilterExpressionType
 
     provider = ClientServiceProvider.loadService()
-    config = ClientConfiguration.newBuilder().setEndpoints(args.proxy).enableSsl(False) \
+    config = ClientConfiguration.newBuilder().setEndpoints(args.proxy).enableSsl(args.tls) \
         .setRequestTimeout(Duration.ofSeconds(10)).build()
     from java.util import HashMap
 

@@ -17,8 +17,8 @@ from hourglass.adapters.rocketmq.clientlink import ClientError
 from hourglass.adapters.rocketmq.logs import client_log_files, server_log_files
 from hourglass.adapters.rocketmq.iostall import FreezableStore
 from hourglass.adapters.rocketmq.machine import ClockControl, FillableStore, OwnNetwork
-from hourglass.adapters.rocketmq.provision import Distribution
-from hourglass.adapters.rocketmq.proxy import Proxy
+from hourglass.adapters.rocketmq.provision import Distribution, NotOnCentral, proxy_lib
+from hourglass.adapters.rocketmq.proxy import Proxy, tls_only
 from hourglass.adapters.rocketmq.runtime import CpuQuota, Runtime
 from hourglass.adapters.rocketmq.servers import Broker, NameServer
 from hourglass.adapters.rocketmq.system import RocketMQSystem
@@ -81,13 +81,24 @@ class LocalRocketMQSystem(RocketMQSystem):
             if self.cluster == CONTROLLER:  # a send is acknowledged by both only once both are in sync
                 self._wait_replicas(set(self.nodes))
             if PROXY_TARGET in self.parts:  # in front of registered brokers
-                self.parts[PROXY_TARGET].launch()
-                self.parts[PROXY_TARGET].wait_ready()
-                self.info.details[PROXY_TARGET] = self.ports.proxy_addr
+                self._start_proxy()
             self._is_setup = True
         except BaseException:
             self.teardown()
             raise
+
+    def _start_proxy(self) -> None:
+        """The proxy, where Maven Central has its version (else the system offers no gRPC: its
+        scenarios are skipped, the reason in run.json)."""
+        try:
+            proxy_lib(self.dist)
+        except NotOnCentral as e:
+            self.info.details["proxy_unavailable"] = str(e)
+            del self.parts[PROXY_TARGET]
+            return
+        self.parts[PROXY_TARGET].launch()
+        self.parts[PROXY_TARGET].wait_ready()
+        self.info.details.update({PROXY_TARGET: self.ports.proxy_addr, "proxy_tls": tls_only(self.dist.version)})
 
     def _prepare(self) -> None:
         """Folders, ports, the machine faults the profile asks for, the name server's config."""

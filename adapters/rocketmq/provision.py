@@ -107,6 +107,10 @@ class ProvisionError(AdapterError):
     """A system name that cannot be turned into runnable jars; says what was tried and what to do."""
 
 
+class NotOnCentral(ProvisionError):
+    """Maven Central has no such artifact at that version (e.g. rocketmq-proxy 5.1.2 and 5.1.4)."""
+
+
 @dataclass(frozen=True)
 class Distribution:
     system: str  # as the user wrote it
@@ -338,7 +342,11 @@ def _fetch_once(vdir: Path, group: str, artifacts: tuple[str, ...], version: str
                 partial = vdir / "lib.partial"
                 proc = _mvn(vdir / "pom", "dependency:copy-dependencies", f"-DoutputDirectory={partial}", "-DincludeScope=runtime")
                 if proc.returncode != 0:
-                    tail = "\n".join(_ANSI.sub("", proc.stdout + proc.stderr).strip().splitlines()[-6:])
+                    out = _ANSI.sub("", proc.stdout + proc.stderr)
+                    missing = [a for a in _missing_artifacts(out, version) if a in artifacts]
+                    if missing:
+                        raise NotOnCentral(f"system {system!r}: Maven Central has no {', '.join(missing)} {version}")
+                    tail = "\n".join(line for line in out.strip().splitlines() if line.startswith("[ERROR] Failed"))
                     raise ProvisionError(f"system {system!r}: Maven could not resolve {', '.join(artifacts)} {version}.\nmvn said:\n{tail}")
                 if (vdir / "lib").exists():
                     _rmtree(vdir / "lib")

@@ -28,6 +28,22 @@ if TYPE_CHECKING:
 STARTED_LINE = b"rocketmq-proxy startup successfully"
 #: ProxyMode.CLUSTER: the proxy reaches the brokers through the name server, in its own process
 CLUSTER_MODE = "cluster"
+#: GrpcServerBuilder.configSslContext at rocketmq-all-5.0.0 always puts TLS on the gRPC port (a
+#: self-signed certificate: grpcTlsTestModeEnable); from 5.1.0 TlsSystemConfig.tlsMode decides, its
+#: default PERMISSIVE taking plain connections too
+TLS_ONLY_BEFORE = (5, 1, 0)
+
+
+def tls_only(version: str) -> bool:
+    """Whether the proxy of ``version`` takes TLS connections only (a release number; a fork's: no)."""
+    parts = version.split("-")[0].split(".")
+    return all(p.isdigit() for p in parts) and tuple(int(p) for p in parts) < TLS_ONLY_BEFORE
+
+
+def endpoint(details: dict) -> tuple[str, bool] | None:
+    """The proxy a system runs, from its ``info.details``: (gRPC address, TLS only), or None."""
+    addr = details.get(PROXY_TARGET)
+    return (addr, bool(details.get("proxy_tls"))) if addr else None
 
 
 class Proxy(Server):

@@ -37,6 +37,7 @@ from hourglass.adapters.rocketmq.clientlink import ClientError, ClientProcess, C
 from hourglass.adapters.rocketmq.consumers import ConsumerProcesses
 from hourglass.adapters.rocketmq.family import capabilities_of
 from hourglass.adapters.rocketmq.provision import CHAIN_SEP, Distribution
+from hourglass.adapters.rocketmq.proxy import endpoint
 from hourglass.adapters.rocketmq.runtime import Runtime
 from hourglass.adapters.rocketmq.topology import Topology
 from hourglass.adapters.rocketmq.whitebox import broker_status
@@ -73,7 +74,7 @@ class RocketMQSystem(PartsSystem):
         self.launched: set[str] = set()  # the servers the harness launched
         self.paused: set[str] = set()  # SIGSTOPped servers: white-box reads skip them
         self.consumer = ConsumerProcesses(dist.lib_dir, lambda: self.namesrv_addr, self.layout.logs_dir,
-                                          lambda: self.info.details.get(PROXY_TARGET))
+                                          lambda: endpoint(self.info.details))
         self.parts: dict[str, Part] = {}
         self._is_setup = False
         version = CHAIN_SEP.join(d.version for d in self.chain)

@@ -482,3 +482,28 @@ def test_the_proxy_is_launched_in_cluster_mode_from_its_own_jars(tmp_path, monke
     old = LocalRocketMQSystem(Distribution("rocketmq:4.9.7", "4.9.7", lib), NoRuntime(), tmp_path / "old",
                               BrokerProfile(needs=frozenset({PROXY_NEEDED})))
     assert "proxy" not in old.parts  # no proxy before 5.x: its gRPC scenarios are skipped (no capability)
+
+
+def test_the_proxy_takes_tls_only_before_5_1_and_the_consumer_is_told(tmp_path):
+    from hourglass.adapters.rocketmq.proxy import endpoint, tls_only
+
+    assert tls_only("5.0.0") and not tls_only("5.1.0") and not tls_only("5.5.0") and not tls_only("trunk")
+    assert endpoint({}) is None
+    assert endpoint({"proxy": "127.0.0.1:19883", "proxy_tls": True}) == ("127.0.0.1:19883", True)
+
+
+def test_a_proxy_maven_central_lacks_is_told_apart_from_a_failed_download(tmp_path, monkeypatch):
+    import subprocess
+
+    from hourglass.adapters.rocketmq import provision
+
+    said = ("[ERROR] Failed to execute goal on project rocketmq-5.1.4: Could not resolve dependencies for project "
+            "hourglass.provision:rocketmq-5.1.4:pom:1: org.apache.rocketmq:rocketmq-proxy:jar:5.1.4 was not found in "
+            "https://repo.maven.apache.org/maven2")
+    monkeypatch.setattr(provision, "_mvn", lambda *a: subprocess.CompletedProcess([], 1, said, ""))
+    with pytest.raises(provision.NotOnCentral, match="Maven Central has no rocketmq-proxy 5.1.4"):
+        provision._fetch_once(tmp_path / "p", provision.GROUP_ID, ("rocketmq-proxy",), "5.1.4", "x", "rocketmq:5.1.4")
+    monkeypatch.setattr(provision, "_mvn", lambda *a: subprocess.CompletedProcess([], 1, "[ERROR] Failed: network", ""))
+    with pytest.raises(provision.ProvisionError) as e:
+        provision._fetch_once(tmp_path / "q", provision.GROUP_ID, ("rocketmq-proxy",), "5.5.0", "x", "rocketmq:5.5.0")
+    assert not isinstance(e.value, provision.NotOnCentral) and "network" in str(e.value)
