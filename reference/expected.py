@@ -46,8 +46,9 @@ from hourglass.reference.cluster import CONTROLLER, MASTER_SLAVE, REPLICA_SYNC_B
 from hourglass.reference.windows import OutageIndex, merge_outages
 from hourglass.reference.orderly import LOCK_RETRY_MS, send_back_refused
 from hourglass.reference.broadcast import broadcast_outcome
-from hourglass.reference.modes import group_of
-from hourglass.reference.pop import ANSWERED_LATER, GRPC_SIMPLE, NOT_ANSWERED, next_window, pop_outcome, pop_retry_topic, second_copy_allowed
+from hourglass.reference.modes import GRPC_MODES, group_of
+from hourglass.reference.pop import (ANSWERED_LATER, GRPC_SIMPLE, NOT_ANSWERED, grpc_client_outages, next_window, pop_outcome,
+                                     pop_retry_topic, second_copy_allowed)
 
 
 @dataclass(frozen=True)
@@ -255,6 +256,9 @@ class _Windows:
     retry_delays: list[int]  # attempt k -> delay of its level
     #: an orderly consumer's re-consume waits for the queue's lock after a broker outage (reference.orderly)
     widen_locked: Callable | None = None
+    #: a gRPC group's windows: by the brokers' outages and the proxy's as its clients live them
+    #: (reference.pop.grpc_client_outages); None: the proxy was never down (``widen`` then)
+    widen_grpc: Callable | None = None
 
 
 def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
@@ -282,7 +286,8 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                  local_lag=lambda ts, group, key: max(net_local(ts, group, key), down_lag(ts)),
                  back_lag=lambda ts, group, key: max(net_back(ts, group, key), down_lag(ts)),
                  back_failed=send_back_may_repeat(faults), retry_levels=retry_levels, retry_delays=retry_delays,
-                 widen_locked=OutageIndex(outages, LOCK_RETRY_MS, slack).widen if profile.orderly_groups else None)
+                 widen_locked=OutageIndex(outages, LOCK_RETRY_MS, slack).widen if profile.orderly_groups else None,
+                 widen_grpc=_widen_grpc(outages, faults, first_delay, slack))
     group_rt = dict(profile.max_reconsume_times_by_group)
     outcome_cache: dict[tuple, object] = {}
     rows: list[tuple] = []
@@ -436,6 +441,7 @@ def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: 
     observation of attempt k-1 (its LATER, or its pop time): no window. Delay, earliest, latest,
     widened by, anchor."""
     answered, popped = seen.anchors.get((key, group, k - 1)), seen.pops.get((key, group, k - 1))
+    widen = w.widen_grpc if popping.mode in GRPC_MODES and w.widen_grpc is not None else w.widen
     if popping.mode == GRPC_SIMPLE:  # a SimpleConsumer's LATER is no answer to the broker: its invisible duration runs out
         answered = None
     asked = outcome.asked[k - 1] if k - 1 < len(outcome.asked) else 0
@@ -454,7 +460,7 @@ def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: 
                 earliest, latest = _pop_on_broker_clock(w.clock, answered, w.clock.broker_ms(answered) + delay,
                                                         latest - last_w.earliest_ms + (last - answered))
             windows.append((answered, delay, earliest, latest))
-    if popped is not None and (answered is None or (w.outages and w.widen(popped, popped, answered)[1] is not None)):
+    if popped is not None and (answered is None or (w.outages or widen is not w.widen) and widen(popped, popped, answered)[1] is not None):
         nw = next_window(popping, k - 1, NOT_ANSWERED, popped, None, precision, slack)
         earliest, latest = nw.earliest_ms, nw.latest_ms
         if w.clock is not None:  # pop_ms is the broker's reading (POP_CK): the revive is due in its clock
@@ -468,9 +474,15 @@ def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: 
     if len(windows) > 1:
         earliest, latest = min(x[2] for x in windows), max(x[3] for x in windows)
         widened = "the change of the invisible time may have failed in a broker's outage: the pop's own invisible time may stand"
-    if w.outages:
-        latest, widened = _joined(w.widen(anchor, earliest, latest), widened)
+    if w.outages or widen is not w.widen:
+        latest, widened = _joined(widen(anchor, earliest, latest), widened)
     return delay, earliest, latest, widened, anchor
+
+
+def _widen_grpc(outages: list, faults: list, first_delay: int, slack: int) -> Callable | None:
+    """A gRPC group's widening (reference.pop.grpc_client_outages), or None without proxy outages."""
+    proxy = grpc_client_outages(effect("proxy", faults))
+    return OutageIndex(merge_outages(outages + proxy), first_delay, slack).widen if proxy else None
 
 
 def _pop_on_broker_clock(clock: BrokerClock, from_ms: int, due_broker_ms: int, after_ms: int) -> tuple[int, int]:

@@ -462,3 +462,75 @@ def delivered(group: PopGroup, reconsume_times: int) -> bool:
     if group.mode == POP:
         return not (drops_over_max(group.version) and reconsume_times > group.max_times)
     return not proxy_routes_to_dlq(reconsume_times, max_attempts(group.max_times))
+
+
+# --- the gRPC clients across an outage of the proxy ----------------------------------------------
+
+#: grpc-java's ExponentialBackoffPolicy, the channel's reconnect once its connection broke (the gRPC
+#: Java client shades grpc-java: java-5.0.8): initial 1 s, multiplier 1.6, jitter ±20 %, at most 120 s.
+RECONNECT_INITIAL_MS, RECONNECT_MULTIPLIER, RECONNECT_JITTER, RECONNECT_MAX_MS = 1_000, 1.6, 0.2, 120_000
+#: What a gRPC consumer waits after a failed call before the next (ProcessQueueImpl's
+#: RECEIVING_FAILURE_BACKOFF_DELAY, ACK_MESSAGE_FAILURE_BACKOFF_DELAY and
+#: CHANGE_INVISIBLE_DURATION_FAILURE_BACKOFF_DELAY at java-5.0.8: 1 s; the harness's SimpleConsumer
+#: the same), and the client's request timeout (the harness's ClientConfiguration.requestTimeout): an
+#: answer recorded this long before an outage may still be in flight when it begins.
+GRPC_RETRY_BACKOFF_MS, GRPC_REQUEST_TIMEOUT_MS = 1_000, 10_000
+
+
+def reconnect_lag_ms(outage_ms: int) -> int:
+    """How long after the proxy is back a gRPC client's channel may still wait to reconnect, its
+    outage having lasted ``outage_ms``: the reconnect attempt spanning the moment it came back is at
+    most one backoff interval long, and the n-th interval (at most (1 + jitter) x initial x 1.6^n)
+    starts only after the n before it, which together lasted at least (1 - jitter) x initial x
+    (1.6^n - 1) / 0.6 <= ``outage_ms``; plus one client retry backoff."""
+    lo_sum = (1 - RECONNECT_JITTER) * RECONNECT_INITIAL_MS / (RECONNECT_MULTIPLIER - 1)
+    growth = outage_ms / lo_sum + 1  # the largest 1.6^n the n intervals before may reach
+    interval = (1 + RECONNECT_JITTER) * RECONNECT_INITIAL_MS * growth
+    return int(min(interval, (1 + RECONNECT_JITTER) * RECONNECT_MAX_MS)) + GRPC_RETRY_BACKOFF_MS
+
+
+def grpc_client_outages(proxy_outages) -> list:
+    """The proxy's outages (reference.windows.Outage) as its gRPC clients live them: until their
+    channel reconnected (:func:`reconnect_lag_ms` after the proxy was ready again)."""
+    from hourglass.reference.windows import Outage
+
+    out = []
+    for o in proxy_outages:
+        if o.up_ms is None:
+            out.append(Outage(o.action, o.down_ms, None, f"proxy {o.action} at {o.down_ms}, never ready again"))
+            continue
+        back = o.up_ms + reconnect_lag_ms(o.up_ms - o.down_ms)
+        out.append(Outage(o.action, o.down_ms, back, f"proxy {o.action} at {o.down_ms}, ready at {o.up_ms}, its gRPC "
+                          f"clients reconnected by {back} (grpc-java's reconnect backoff)"))
+    return out
+
+
+def pop_outages(mode: str, faults) -> list:
+    """What may cut a POP group's copy off its answer or its listener: the brokers' and the
+    consumers' outages, and for a gRPC group the proxy's as its clients live them
+    (:func:`grpc_client_outages`), from a run's fault events."""
+    from hourglass.reference.faults import effect
+
+    faults = list(faults)
+    out = effect("store", faults) + effect("consumer", faults)
+    return out + grpc_client_outages(effect("proxy", faults)) if mode in (GRPC_SIMPLE, GRPC_PUSH) else out
+
+
+def unplanned_attempt(outages, previous_ok_ms: int | None, delivered_ms: int) -> str | None:
+    """Why a POP group's attempt the plan does not lead to may come, or None: an attempt after one
+    answered OK, when the ack may have been lost (an outage of the broker, or of the proxy for a gRPC
+    group, began within :data:`GRPC_REQUEST_TIMEOUT_MS` after the OK: the copy is revived as the
+    next attempt, PopReviveService); an attempt whose previous one was never delivered, when an
+    outage (the broker's or the proxy's, or a consumer's death) began before it: the broker popped
+    the copy and wrote its checkpoint, and the answer never reached the listener (a proxy or broker
+    killed mid-pop, a consumer killed with copies it had popped but not handed to its listener), so
+    the copy is revived with its count raised (``previous_ok_ms`` None). ``outages``: the run's
+    outages of the broker, the consumers and (gRPC) the proxy, as reference.windows.Outage."""
+    for o in outages:
+        if previous_ok_ms is not None and previous_ok_ms <= o.down_ms <= previous_ok_ms + GRPC_REQUEST_TIMEOUT_MS:
+            return (f"the ack of the OK at {previous_ok_ms} may have been lost: {o.describe()}; the copy was revived "
+                    "as the next attempt (PopReviveService)")
+        if previous_ok_ms is None and o.down_ms <= delivered_ms:
+            return (f"a copy popped before {o.describe()} may never have reached the listener; the broker revived it "
+                    "with its count raised (PopReviveService.reviveRetry)")
+    return None

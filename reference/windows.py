@@ -13,7 +13,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from hourglass.reference.contract import BROKER_TARGETS, CONSUMER_STARTED_BY_SCENARIO
+from hourglass.reference.contract import BROKER_TARGETS, CONSUMER_STARTED_BY_SCENARIO, PROXY_TARGET
 
 _DOWN = {"kill", "stop", "pause"}
 
@@ -98,6 +98,12 @@ def consumer_outages(faults: Iterable[Mapping]) -> list[Outage]:
     reference.expected's membership change)."""
     return broker_outages([f for f in faults if f.get("cause") != CONSUMER_STARTED_BY_SCENARIO],
                           target="consumer", ready_on_start=True)
+
+
+def proxy_outages(faults: Iterable[Mapping]) -> list[Outage]:
+    """5.x's proxy's outages (``target: proxy``, ready again at its ``ready``): the gRPC clients
+    receive and answer nothing meanwhile (reference.pop.grpc_client_outages)."""
+    return broker_outages(faults, target=PROXY_TARGET)
 
 
 def broker_outages(faults: Iterable[Mapping], target: str = "broker", ready_on_start: bool = False) -> list[Outage]:

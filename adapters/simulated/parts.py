@@ -1,5 +1,5 @@
 """The simulated system's fault targets (:mod:`adapters.parts`): the broker (every fault, its
-store, network and clock included), the name server, the consumers; ``broker-2`` is
+store, network and clock included), the name server, the consumers, 5.x's proxy; ``broker-2`` is
 :class:`adapters.simulated.slave.Slave`."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from hourglass.adapters.base import NotReady
 from hourglass.adapters.parts import Part, faculties
 from hourglass.adapters.simulated.broker import DOWN, SHUTDOWN_MS, STARTING, UP
+from hourglass.reference.contract import PROXY_TARGET
 
 if TYPE_CHECKING:
     from hourglass.adapters.simulated.system import SimulatedSystem
@@ -157,3 +158,23 @@ class Consumers(Part):
         for c in self.system.consumers.values():
             c.paused = False
             c.schedule_pull()
+
+
+class Proxy(Part):
+    """5.x's proxy: while it is down (killed, stopped, paused) the gRPC consumers receive and answer
+    nothing (their copies' invisible times run on at the broker); back, they receive again."""
+
+    def __init__(self, system: "SimulatedSystem"):
+        super().__init__(PROXY_TARGET)
+        self.system = system
+
+    def stop(self) -> None:
+        self.system.proxy_up = False
+
+    kill = pause = stop
+
+    def start(self) -> None:
+        self.system.proxy_up = True
+        self.system.on_broker_ready()  # every live consumer pulls again
+
+    resume = start

@@ -130,6 +130,8 @@ class PopSimConsumer(SimConsumer):
         broker = self.system.broker
         if inc != self.incarnation or not self.alive or self.paused or not broker.reachable:
             return
+        if self.model.mode != POP and not self.system.proxy_up:  # a gRPC consumer receives through the proxy
+            return
         for topic, qid in self.system.owned_queues(self):
             q = broker.store.queues.get((topic, qid), ())
             offsets = broker.consumer_offsets

@@ -9,7 +9,7 @@ import random
 import zlib
 
 from hourglass.adapters.base import AdapterError, BrokerProfile, ConsumerSpec, SendRequest, SendResult, SystemInfo
-from hourglass.adapters.parts import Part, PartsSystem
+from hourglass.adapters.parts import PartsSystem
 from hourglass.adapters.simulated.broker import PAUSED, STARTUP_MS, UP, SimBroker
 from hourglass.adapters.simulated.clock import VirtualClock
 from hourglass.adapters.simulated.consumers import SimConsumer
@@ -19,11 +19,12 @@ from hourglass.adapters.simulated.pop import PopSimConsumer
 from hourglass.reference.pop import POP_MODES
 from hourglass.reference.modes import BROADCASTING, ORDERLY
 from hourglass.adapters.simulated.defects import Defect
-from hourglass.adapters.simulated.parts import Broker as SimBrokerPart, Consumers, NameServer
+from hourglass.adapters.simulated.parts import Broker as SimBrokerPart, Consumers, NameServer, Proxy
 from hourglass.adapters.simulated.slave import Slave
 from hourglass.adapters.simulated.store import StoredMessage
 from hourglass.reference.cluster import MASTER_SLAVE, SINGLE
-from hourglass.reference.contract import ASYNC_DELIVER, FAULT_TARGETS, GRPC, POP_CONSUMPTION, PERSISTED_SOURCE, SIMULATED_ADAPTER, retry_topic
+from hourglass.reference.contract import (ASYNC_DELIVER, FAULT_TARGETS, GRPC, POP_CONSUMPTION, PERSISTED_SOURCE, PROXY_TARGET,
+                                          SIMULATED_ADAPTER, retry_topic)
 from hourglass.reference.levels import parse_level_table
 from hourglass.reference.plans import PlanCursor, parse_plan
 from hourglass.reference.profile import Profile, passed_through_values
@@ -83,9 +84,10 @@ class SimulatedSystem(PartsSystem):
         if profile.cluster != self.cluster:
             self.info.details["cluster_unsupported"] = "the simulator runs one broker, or a master and its slave"
         self.slave = Slave(self) if self.cluster == MASTER_SLAVE else None  # broker-2: the master's slave
-        #: the fault targets (adapters.parts); a proxy is not modelled: its faults change nothing
+        self.proxy_up = True  # 5.x's proxy, in front of the gRPC consumers (adapters.simulated.parts.Proxy)
+        #: the fault targets (adapters.parts)
         self.parts = {"broker": SimBrokerPart(self), "namesrv": NameServer(self), "consumer": Consumers(self),
-                      "proxy": Part("proxy"), **({self.slave.target: self.slave} if self.slave is not None else {})}
+                      PROXY_TARGET: Proxy(self), **({self.slave.target: self.slave} if self.slave is not None else {})}
 
     # --- Lifecycle --------------------------------------------------------------------------
     def setup(self) -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hourglass.harness.scenario import ConsumerGroup, FaultStep, Message, Profile, Scenario
-from hourglass.reference.contract import ASYNC_DELIVER, POP_CONSUMPTION, TIMER
-from hourglass.reference.pop import POP
+from hourglass.reference.contract import ASYNC_DELIVER, GRPC, POP_CONSUMPTION, PROXY_TARGET, TIMER
+from hourglass.reference.pop import GRPC_PUSH, GRPC_SIMPLE, POP
 from hourglass.reference.cluster import CONTROLLER, MASTER_SLAVE, TWO_MASTERS
 from hourglass.reference.clock import CLOCK_DRIFT
 from hourglass.reference.modes import BROADCASTING, ORDERLY
@@ -437,6 +437,47 @@ def pop_clock_ahead_while_invisible() -> Scenario:
                     description=pop_clock_ahead_while_invisible.__doc__)
 
 
+def _grpc_in_hand(prefix: str) -> tuple[tuple[Message, ...], tuple[ConsumerGroup, ...]]:
+    """A SimpleConsumer (invisible duration 10 s) and a PushConsumer (the default retry policy: 1 s,
+    5 s, ...) of their own topics, each with copies in every state at once: answered LATER (invisible,
+    or backing off), LATER twice, and plain ones acked at once."""
+    plans = ((LATER, OK), (), (LATER, LATER, OK), (OK,))
+    msgs = tuple(Message(f"{prefix}{kind}{i}", f"{prefix}Grpc{kind}", at_ms=i * 150, plan=plans[i % len(plans)])
+                 for kind in ("S", "P") for i in range(8))
+    groups = (ConsumerGroup(f"cg-{prefix.lower()}s", (f"{prefix}GrpcS",), mode=GRPC_SIMPLE, pop_invisible_ms=10_000),
+              ConsumerGroup(f"cg-{prefix.lower()}p", (f"{prefix}GrpcP",), mode=GRPC_PUSH))
+    return msgs, groups
+
+
+def grpc_proxy_kill_while_invisible() -> Scenario:
+    """5.x's proxy is killed -9 while its gRPC consumers' copies are invisible or backing off, and
+    started 3 s later: the checkpoints are the broker's, so every copy comes again as its next
+    attempt, late only by the outage and the clients' reconnect (grpc-java's backoff); an ack or a
+    pop the kill cut off may bring one attempt more, or skip one (reference.pop.unplanned_attempt)."""
+    msgs, groups = _grpc_in_hand("GK")
+    return Scenario("grpc-proxy-kill-while-invisible", msgs, groups,
+                    (FaultStep(2_500, "outage", target=PROXY_TARGET, duration_ms=3_000),), requires=(GRPC,),
+                    description=grpc_proxy_kill_while_invisible.__doc__)
+
+
+def grpc_proxy_restart_while_invisible() -> Scenario:
+    """5.x's proxy restarts gracefully while its gRPC consumers' copies are invisible or backing off:
+    as its kill, without the kill's cut-off pops."""
+    msgs, groups = _grpc_in_hand("GR")
+    return Scenario("grpc-proxy-restart-while-invisible", msgs, groups,
+                    (FaultStep(2_500, "restart", target=PROXY_TARGET, duration_ms=2_000),), requires=(GRPC,),
+                    description=grpc_proxy_restart_while_invisible.__doc__)
+
+
+def grpc_broker_kill_while_invisible() -> Scenario:
+    """The broker behind 5.x's proxy is killed -9 while the gRPC consumers' copies are invisible or
+    backing off, and back 3 s later: every copy is revived after the restart as its next attempt,
+    late only by the outage (reference.pop, as pop-broker-kill-while-invisible)."""
+    msgs, groups = _grpc_in_hand("GB")
+    return Scenario("grpc-broker-kill-while-invisible", msgs, groups, (FaultStep(2_500, "outage", duration_ms=3_000),),
+                    requires=(GRPC,), description=grpc_broker_kill_while_invisible.__doc__)
+
+
 def _waiting(prefix: str, topic: str) -> tuple[Message, ...]:
     """90 messages over 9 s, levels 3..8 (every sixth retried once): at ``CLUSTER_DOWN_AT_MS`` the
     later half of them waits in the schedule queues."""
@@ -544,4 +585,7 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     pop_broker_restart_while_invisible(),
     pop_broker_restart_while_revive_due(),
     pop_clock_ahead_while_invisible(),
+    grpc_proxy_kill_while_invisible(),
+    grpc_proxy_restart_while_invisible(),
+    grpc_broker_kill_while_invisible(),
 ) + CLUSTER

@@ -209,7 +209,8 @@ def setup_needed(fault_steps: Iterable) -> frozenset[str]:
 def effect(channel: str, faults: Iterable[Mapping], **kw) -> list:
     """The outages every family adds to a window channel from a run's fault events, unmerged:
     ``store`` (the brokers ``targets`` serve no write or re-put), ``unknown_send`` (a send that
-    timed out may still be stored until then), ``consumer`` (a consumer re-consumes late)."""
+    timed out may still be stored until then), ``consumer`` (a consumer re-consumes late), ``proxy``
+    (5.x's proxy serves its gRPC clients nothing)."""
     faults = list(faults)
     out: list = []
     for f in families():

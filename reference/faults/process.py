@@ -48,5 +48,6 @@ FAMILY = Family(
         Primitive(PAUSE, heals=RESUME), Primitive(RESUME),
     ),
     event_only=(READY, STOPPED),
-    effects={"store": "hourglass.reference.windows:cluster_outages", "consumer": "hourglass.reference.windows:consumer_outages"},
+    effects={"store": "hourglass.reference.windows:cluster_outages", "consumer": "hourglass.reference.windows:consumer_outages",
+             "proxy": "hourglass.reference.windows:proxy_outages"},
 )

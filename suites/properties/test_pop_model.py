@@ -3,8 +3,10 @@ RocketMQ's source (the methods each rule names), and the chains the rules make t
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from hourglass.reference import pop
@@ -145,6 +147,7 @@ def test_at_the_maximum_the_remoting_consumer_goes_by_age_and_a_grpc_group_by_it
 from hourglass.reference.contract import ContractError  # noqa: E402
 from hourglass.reference.expected import build_expected, rule_duplicate  # noqa: E402
 from hourglass.reference.profile import parse_profile  # noqa: E402
+from hourglass.reference.windows import Outage  # noqa: E402
 
 T0 = 1_763_800_000_000
 
@@ -274,3 +277,67 @@ def test_each_mode_takes_its_own_invisible_time_and_maximum():
     assert pop.mode_max_times(pop.POP, 3, 1) == 3  # the consumer's maxReconsumeTimes
     assert pop.mode_max_times(pop.GRPC_PUSH, 3, 1) == 1  # the group's retryMaxTimes
     assert pop.mode_max_times(pop.GRPC_SIMPLE, 3, None) == pop.DEFAULT_RETRY_MAX_TIMES
+
+
+# --- the gRPC clients across the proxy's outages (reference.pop.reconnect_lag_ms, unplanned_attempt) ---
+
+@given(st.integers(0, 600_000), st.lists(st.floats(-1.0, 1.0), min_size=40, max_size=40))
+def test_a_grpc_channel_reconnects_within_the_bound_after_the_proxy_is_back(outage_ms, jitters):
+    # grpc-java's ExponentialBackoffPolicy: attempt 0 at once, then each interval initial x 1.6^i (capped), jittered
+    at, current = 0.0, float(pop.RECONNECT_INITIAL_MS)
+    for j in jitters:
+        if at >= outage_ms:
+            break
+        at += current * (1 + pop.RECONNECT_JITTER * j)
+        current = min(current * pop.RECONNECT_MULTIPLIER, pop.RECONNECT_MAX_MS)
+    assume(at >= outage_ms)
+    assert at - outage_ms + pop.GRPC_RETRY_BACKOFF_MS <= pop.reconnect_lag_ms(outage_ms)
+
+
+def test_the_reconnect_bound_grows_with_the_outage_and_stops_at_the_backoffs_maximum():
+    lags = [pop.reconnect_lag_ms(d) for d in (0, 3_000, 10_000, 60_000, 10**8)]
+    assert lags == sorted(lags) and lags[0] < 3_000 < lags[2]
+    assert lags[-1] == 144_000 + pop.GRPC_RETRY_BACKOFF_MS
+
+
+def _proxy_faults(down, ready):
+    return [{"type": "fault", "ts_ms": down, "action": "kill", "target": "proxy"},
+            {"type": "fault", "ts_ms": ready - 10, "action": "start", "target": "proxy"},
+            {"type": "fault", "ts_ms": ready, "action": "ready", "target": "proxy"}]
+
+
+def test_a_lost_ack_or_a_lost_pop_is_allowed_only_next_to_an_outage():
+    outages = pop.grpc_client_outages([Outage("kill", T0 + 5_000, T0 + 9_000)])
+    assert outages[0].up_ms == T0 + 9_000 + pop.reconnect_lag_ms(4_000)
+    assert pop.unplanned_attempt(outages, T0 + 1_000, T0 + 20_000) is not None  # OK 4 s before the kill: ack in flight
+    assert pop.unplanned_attempt(outages, T0 - 6_000, T0 + 20_000) is None  # acked long before
+    assert pop.unplanned_attempt(outages, None, T0 + 20_000) is not None  # a pop the kill cut off
+    assert pop.unplanned_attempt(outages, None, T0 + 4_000) is None  # before any outage
+    assert pop.unplanned_attempt([], T0, T0 + 20_000) is None
+
+
+@pytest.mark.parametrize("killed, violations", [(True, 0), (False, 1)])
+def test_an_attempt_after_an_ok_passes_retry_schedule_only_when_the_proxy_may_have_lost_the_ack(killed, violations):
+    from hourglass.reports.judge_events import judge_bucket
+
+    run = _pop_run(invisible_ms=10_000)
+    run["profile"]["pop_groups"]["g"].update(mode=pop.GRPC_SIMPLE, max_times=2)
+    events = [{"type": "send", "ts_ms": T0, "key": "a", "topic": "T", "delay_level": 0, "status": "SEND_OK", "born_ms": T0,
+               "plan": []},
+              _deliver("a", T0 + 300, 0, "OK", T0 + 250), _deliver("a", T0 + 10_400, 1, "OK", T0 + 10_390, clo=9)]
+    events += _proxy_faults(T0 + 2_000, T0 + 6_000) if killed else []
+    rows = judge_bucket(run, events, T0 + 60_000, 1000)
+    found = [r for r in rows if r[2] == "v" and json.loads(r[8])["invariant"] == "RETRY_SCHEDULE"]
+    assert len(found) == violations
+
+
+def test_a_proxy_outage_widens_a_grpc_window_by_the_clients_reconnect():
+    run = _pop_run(invisible_ms=pop.GRPC_PUSH_INVISIBLE_MS)
+    run["profile"]["pop_groups"]["g"].update(mode=pop.GRPC_PUSH, max_times=2)
+    events = [{"type": "send", "ts_ms": T0, "key": "a", "topic": "T", "delay_level": 0, "status": "SEND_OK", "born_ms": T0,
+               "plan": ["LATER", "OK"]}, _deliver("a", T0 + 300, 0, "LATER", T0 + 250)]
+    plain = {r.attempt: r for r in build_expected(run, events)}[1]
+    down, ready = T0 + 500, T0 + 6_000
+    widened = {r.attempt: r for r in build_expected(run, events + _proxy_faults(down, ready))}[1]
+    assert plain.widened_by is None and widened.widened_by
+    assert widened.latest_ms >= max(plain.latest_ms, ready + pop.reconnect_lag_ms(ready - down))
