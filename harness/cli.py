@@ -143,6 +143,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--image", default=os.environ.get("HOURGLASS_IMAGE"), help="an existing broker image, e.g. apache/rocketmq:5.3.3")
     p.add_argument("--namesrv", default=os.environ.get("HOURGLASS_NAMESRV"),
                    help="--runtime external: HOST:PORT of the existing cluster's name server")
+    p.add_argument("--proxy", default=os.environ.get("HOURGLASS_PROXY"),
+                   help="--runtime external: HOST:PORT of the cluster's 5.x proxy (its gRPC port): its gRPC scenarios run")
     p.add_argument("--faults", default=os.environ.get("HOURGLASS_FAULTS"),
                    help="--runtime external: TOML file of fault commands ([broker] kill = \"...\", stop, start, pause, "
                         "resume; [namesrv] ...); scenarios needing a fault without a command are skipped")
@@ -169,7 +171,7 @@ def _generated(p: argparse.ArgumentParser) -> None:
 def system_spec(args, system: str):
     from hourglass.harness.systems import SystemSpec
 
-    return SystemSpec(system, args.runtime, args.image, args.namesrv, args.faults)
+    return SystemSpec(system, args.runtime, args.image, args.namesrv, args.faults, args.proxy)
 
 
 def check_inputs(args, systems: list[str], option: str = "--system") -> Path:
@@ -379,7 +381,7 @@ def cmd_main(args) -> int:
         f"--hg-max-systems={args.max_systems}", f"--hg-max-wait={args.max_wait}", f"--junitxml={out / 'junit-suite.xml'}",
     ]
     for option, value in (("image", args.image), ("baseline", args.baseline), ("master", args.master),
-                          ("namesrv", args.namesrv), ("faults", args.faults)):
+                          ("namesrv", args.namesrv), ("faults", args.faults), ("proxy", args.proxy)):
         if value:
             argv.append(f"--hg-{option}={value}")
     argv.extend(f"--hg-spark-conf={key}={value}" for key, value in args.conf)

@@ -40,6 +40,8 @@ def pytest_addoption(parser):
     g.addoption("--hg-image", default=os.environ.get("HOURGLASS_IMAGE"), help="an existing broker image (e.g. apache/rocketmq:5.3.3)")
     g.addoption("--hg-namesrv", default=os.environ.get("HOURGLASS_NAMESRV"),
                 help="--hg-runtime external: HOST:PORT of the existing cluster's name server")
+    g.addoption("--hg-proxy", default=os.environ.get("HOURGLASS_PROXY"),
+                help="--hg-runtime external: HOST:PORT of the cluster's 5.x proxy (its gRPC port): its gRPC scenarios run")
     g.addoption("--hg-faults", default=os.environ.get("HOURGLASS_FAULTS"),
                 help="--hg-runtime external: TOML file of fault commands (see python -m hourglass run --help)")
     g.addoption("--hg-out", default=os.environ.get("HOURGLASS_OUT"), help="where run directories and reports go (default: runs/<timestamp>)")
@@ -92,7 +94,7 @@ def session_options(config) -> SessionOptions:
     o = config.getoption
     return SessionOptions(o("--hg-runtime"), o("--hg-image"), o("--hg-namesrv"), o("--hg-faults"), o("--hg-max-systems"),
                           o("--hg-max-wait"), o("--hg-baseline"), o("--hg-master"), dict(o("--hg-spark-conf")),
-                          o("--hg-progress"), o("--hg-progress-interval"))
+                          o("--hg-progress"), o("--hg-progress-interval"), proxy=o("--hg-proxy"))
 
 
 def _register(hs: Session, system: str, scenario) -> None:

@@ -32,6 +32,7 @@ class SessionOptions:
     spark_conf: dict[str, str] = field(default_factory=dict)
     progress: str = "auto"  # auto: real systems only; always: virtual-time systems too; off
     progress_interval_s: float = 5.0
+    proxy: str | None = None  # external runtime: the cluster's 5.x proxy
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ class Session:
         from hourglass.harness.systems import SystemSpec
 
         o = self.options
-        spec = SystemSpec(system, o.runtime, o.image, o.namesrv, o.faults)
+        spec = SystemSpec(system, o.runtime, o.image, o.namesrv, o.faults, o.proxy)
         return BatchOptions(spec, sys_dir, o.max_systems, progress=o.progress != "off", progress_interval_s=o.progress_interval_s,
                             progress_out=self.progress_out, progress_virtual=o.progress == "always",
                             max_wait_ms=MAX_WAIT_MS if o.max_wait_s is None else int(o.max_wait_s * 1000))

@@ -23,6 +23,7 @@ class SystemSpec:
     image: str | None = None
     namesrv: str | None = None  # external runtime: the cluster's name server
     faults_file: str | None = None  # external runtime: TOML of fault commands
+    proxy: str | None = None  # external runtime: the cluster's 5.x proxy (its gRPC endpoint)
 
     def __post_init__(self):
         family = self.family

@@ -50,7 +50,7 @@ def docker_engine_answers(timeout_s: float = 10.0) -> bool:
 def open_system(system: str = "rocketmq:latest", runtime: str = "auto", workdir: Path | None = None,
                 profile: BrokerProfile | None = None, image: str | None = None, *, base_port: int = 19876,
                 labels: dict | None = None, namesrv_addr: str | None = None,
-                fault_commands: dict[str, str] | None = None):
+                fault_commands: dict[str, str] | None = None, proxy_addr: str | None = None):
     """A :class:`~adapters.rocketmq.system.RocketMQSystem`, not yet started (call ``setup()``):
     a :class:`~adapters.rocketmq.local.LocalRocketMQSystem` for the process and container runtimes,
     an :class:`~adapters.rocketmq.external_system.ExternalRocketMQSystem` for the external one."""
@@ -91,5 +91,5 @@ def open_system(system: str = "rocketmq:latest", runtime: str = "auto", workdir:
 
         if not namesrv_addr:
             raise AdapterError("runtime 'external': namesrv_addr (host:port of the cluster's name server) is required")
-        return ExternalRocketMQSystem(dist, ExternalRuntime(fault_commands or {}), workdir, profile, namesrv_addr)
+        return ExternalRocketMQSystem(dist, ExternalRuntime(fault_commands or {}), workdir, profile, namesrv_addr, proxy_addr)
     return LocalRocketMQSystem(dist, rt, workdir, profile, base_port=base_port, chain=chain)

@@ -10,7 +10,7 @@ Harness-facing API::
 
 Keys are ``<action>:<component>`` with action ``start``/``stop``/``kill``/``pause``/``resume``
 (``disk_full``/``disk_free``: fill the broker's store above its disk-full ratio, and free it) and
-component ``broker``/``namesrv``. A fault without a command raises :class:`AdapterError` naming the
+component ``broker``/``namesrv``/``proxy`` (the 5.x proxy ``--proxy`` names). A fault without a command raises :class:`AdapterError` naming the
 key it looked for. The harness starts nothing here, so ``close()`` stops nothing; the client and
 consumer processes are still the harness's own and are cleaned up by the system.
 """
@@ -25,11 +25,11 @@ from pathlib import Path
 from hourglass.adapters.base import AdapterError
 from hourglass.adapters.parts import PROCESS_ACTIONS
 from hourglass.adapters.rocketmq.runtime import LaunchSpec
-from hourglass.reference.contract import ContractError, OptionError
+from hourglass.reference.contract import PROXY_TARGET, ContractError, OptionError
 from hourglass.reference.disk import DISK_ACTIONS
 
 ACTIONS = (*PROCESS_ACTIONS, *DISK_ACTIONS)
-COMPONENTS = ("broker", "namesrv")
+COMPONENTS = ("broker", "namesrv", PROXY_TARGET)
 
 
 def load_fault_commands(path) -> dict[str, str]:
@@ -66,16 +66,17 @@ def load_fault_commands(path) -> dict[str, str]:
 _NAMESRV = re.compile(r"(?P<host>[A-Za-z0-9._-]+):(?P<port>\d{1,5})")
 
 
-def check_namesrv(addr: str | None) -> str:
-    """``--namesrv``: HOST:PORT (several separated by ';', as the client takes them). A malformed
-    one is a usage error (:class:`OptionError`) naming the address at fault."""
-    expected = "HOST:PORT of the cluster's name server, port 1..65535, several separated by ';' (required by --runtime external)"
+def check_namesrv(addr: str | None, option: str = "--namesrv", expected: str | None = None) -> str:
+    """``--namesrv``: HOST:PORT (several separated by ';', as the client takes them); ``--proxy``
+    (``option``) one HOST:PORT. A malformed one is a usage error (:class:`OptionError`) naming the
+    address at fault."""
+    expected = expected or "HOST:PORT of the cluster's name server, port 1..65535, several separated by ';' (required by --runtime external)"
     if not addr:
-        raise OptionError("--namesrv", None, expected, "none")
-    for a in addr.split(";"):
+        raise OptionError(option, None, expected, "none")
+    for a in addr.split(";") if option == "--namesrv" else (addr,):
         m = _NAMESRV.fullmatch(a)
         if not m or not 1 <= int(m["port"]) <= 65535:
-            raise OptionError("--namesrv", None, expected, a)
+            raise OptionError(option, None, expected, a)
     return addr
 
 

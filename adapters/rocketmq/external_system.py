@@ -17,7 +17,8 @@ from hourglass.adapters.rocketmq.provision import Distribution
 from hourglass.adapters.rocketmq.servers import Broker, NameServer
 from hourglass.adapters.rocketmq.system import RocketMQSystem
 from hourglass.adapters.rocketmq.whitebox import memory_snapshots
-from hourglass.reference.contract import BROKER_TARGETS
+from hourglass.adapters.rocketmq.proxy import ProxyEndpoint, tls_only
+from hourglass.reference.contract import BROKER_TARGETS, PROXY_TARGET
 from hourglass.reference.disk import DISK_ACTIONS
 
 NO_NETWORK_COMMANDS = "the external runtime has no commands for network faults yet"
@@ -26,7 +27,7 @@ NO_CLOCK_COMMAND = "the external runtime has no command to step a broker's clock
 
 class ExternalRocketMQSystem(RocketMQSystem):
     def __init__(self, dist: Distribution, runtime: ExternalRuntime, workdir: Path, profile: BrokerProfile,
-                 namesrv_addr: str):
+                 namesrv_addr: str, proxy_addr: str | None = None):
         super().__init__(dist, runtime, workdir, profile, external=True)
         self._namesrv_addr = namesrv_addr
         net, clock = Refused(NO_NETWORK_COMMANDS), Refused(NO_CLOCK_COMMAND)
@@ -35,6 +36,9 @@ class ExternalRocketMQSystem(RocketMQSystem):
         self.parts.update({t: Broker(self, node, faculties(disk=CommandStore(runtime, t), network=net, clock=clock))
                            for t, node in self.nodes.items()})
         self.parts["consumer"] = self.consumer
+        if proxy_addr:  # its gRPC clients' endpoint, faulted by the user's [proxy] commands
+            self.parts[PROXY_TARGET] = ProxyEndpoint(self, proxy_addr)
+            self.info.details.update({PROXY_TARGET: proxy_addr, "proxy_tls": tls_only(dist.version)})
 
     @property
     def namesrv_addr(self) -> str:
@@ -57,6 +61,8 @@ class ExternalRocketMQSystem(RocketMQSystem):
                 raise NotReady(f"external cluster at {self.namesrv_addr}: no broker registered")
             self.topology.broker_name = sorted(names)[0]
             self.parts[BROKER_TARGETS[0]].wait_ready()
+            if PROXY_TARGET in self.parts:
+                self.parts[PROXY_TARGET].wait_ready()
             self._is_setup = True
         except BaseException:
             self.teardown()

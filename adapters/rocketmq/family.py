@@ -106,10 +106,12 @@ class RocketMQFamily:
 
         if spec.runtime == "external":
             check_namesrv(spec.namesrv)
+            if spec.proxy:
+                check_namesrv(spec.proxy, "--proxy", "HOST:PORT of the cluster's 5.x proxy (its gRPC port), port 1..65535")
             self._fault_commands(spec)
-        elif spec.namesrv or spec.faults_file:
-            raise OptionError("--namesrv" if spec.namesrv else "--faults", None, "--runtime external (it names an existing cluster)",
-                                f"--runtime {spec.runtime}")
+        elif spec.namesrv or spec.faults_file or spec.proxy:
+            given = "--namesrv" if spec.namesrv else "--faults" if spec.faults_file else "--proxy"
+            raise OptionError(given, None, "--runtime external (it names an existing cluster)", f"--runtime {spec.runtime}")
 
     def _check_cmd(self, spec, where: str) -> None:
         """A ``cmd:`` file: it checks (errors name the file and field), its programs are there, its
@@ -153,7 +155,7 @@ class RocketMQFamily:
         from hourglass.adapters.rocketmq import open_system
 
         return open_system(system=spec.spec, runtime=spec.runtime, workdir=workdir, profile=profile, image=spec.image,
-                           namesrv_addr=spec.namesrv, fault_commands=self._fault_commands(spec))
+                           namesrv_addr=spec.namesrv, fault_commands=self._fault_commands(spec), proxy_addr=spec.proxy)
 
     def capabilities(self, info: SystemInfo) -> set[str]:
         """:func:`capabilities_of` its versions, and ``grpc`` where a proxy runs in front of its

@@ -46,11 +46,28 @@ def endpoint(details: dict) -> tuple[str, bool] | None:
     return (addr, bool(details.get("proxy_tls"))) if addr else None
 
 
-class Proxy(Server):
+class ProxyEndpoint(Server):
+    """A proxy at ``addr`` (an external cluster's: ``--proxy``): ready once its gRPC port accepts a
+    connection; its faults are its runtime's (the user's ``[proxy]`` commands)."""
+
     kind = "proxy"
 
-    def __init__(self, system: "RocketMQSystem"):
+    def __init__(self, system: "RocketMQSystem", addr: str):
         super().__init__(system, PROXY_TARGET, system.layout.home_dir)
+        self.addr = addr
+
+    def answers(self) -> bool:
+        host, port = self.addr.rsplit(":", 1)
+        with socket.socket() as s:
+            s.settimeout(2)
+            return s.connect_ex((host, int(port))) == 0
+
+
+class Proxy(ProxyEndpoint):
+    """The proxy the harness starts: its own JVM in cluster mode."""
+
+    def __init__(self, system: "RocketMQSystem"):
+        super().__init__(system, system.topology.ports.proxy_addr if system.topology.ports else "")
         self.started_seen = 0  # the STARTED_LINEs in its output before the current start
 
     @property
@@ -84,8 +101,5 @@ class Proxy(Server):
                       args=("-pc", str(conf), "-pm", CLUSTER_MODE, "-n", ports.namesrv_addr), lib_dir=proxy_lib(self.dist))
 
     def answers(self) -> bool:
-        if self._started_lines() <= self.started_seen:
-            return False
-        with socket.socket() as s:
-            s.settimeout(2)
-            return s.connect_ex(("127.0.0.1", self.system.topology.ports.proxy_grpc)) == 0
+        self.addr = self.system.topology.ports.proxy_addr  # leased at setup, after the part was made
+        return self._started_lines() > self.started_seen and super().answers()

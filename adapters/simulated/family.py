@@ -44,7 +44,7 @@ class SimulatedFamily:
     def ignored_options(self, spec) -> tuple[tuple[str, str], ...]:
         """The options given that mean nothing to a broker in this process."""
         given = (("--runtime", "external" if spec.runtime == "external" else None), ("--namesrv", spec.namesrv),
-                 ("--faults", spec.faults_file), ("--image", spec.image))
+                 ("--faults", spec.faults_file), ("--image", spec.image), ("--proxy", spec.proxy))
         return tuple((name, value) for name, value in given if value)
 
     def ignored_why(self) -> str:

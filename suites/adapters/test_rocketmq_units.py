@@ -507,3 +507,23 @@ def test_a_proxy_maven_central_lacks_is_told_apart_from_a_failed_download(tmp_pa
     with pytest.raises(provision.ProvisionError) as e:
         provision._fetch_once(tmp_path / "q", provision.GROUP_ID, ("rocketmq-proxy",), "5.5.0", "x", "rocketmq:5.5.0")
     assert not isinstance(e.value, provision.NotOnCentral) and "network" in str(e.value)
+
+
+def test_an_external_clusters_proxy_is_its_grpc_endpoint_faulted_by_the_users_commands(tmp_path):
+    from hourglass.adapters.base import BrokerProfile
+    from hourglass.adapters.rocketmq.external import ExternalRuntime, load_fault_commands
+    from hourglass.adapters.rocketmq.external_system import ExternalRocketMQSystem
+    from hourglass.adapters.rocketmq.family import FAMILY
+    from hourglass.adapters.rocketmq.provision import Distribution
+    from hourglass.reference.contract import GRPC
+
+    faults = tmp_path / "faults.toml"
+    faults.write_text('[proxy]\nkill = "ssh p1 pkill -9 -f ProxyStartup"\nstart = "ssh p1 systemctl start rmq-proxy"\n')
+    commands = load_fault_commands(faults)
+    system = ExternalRocketMQSystem(Distribution("rocketmq:5.5.0", "5.5.0", tmp_path), ExternalRuntime(commands),
+                                    tmp_path / "sys", BrokerProfile(), "127.0.0.1:9876", "10.0.0.7:8081")
+    assert GRPC in FAMILY.capabilities(system.info)
+    assert system.cannot("kill", "proxy") is None and "stop:proxy" in system.cannot("stop", "proxy")
+    bare = ExternalRocketMQSystem(Distribution("rocketmq:5.5.0", "5.5.0", tmp_path), ExternalRuntime({}),
+                                  tmp_path / "bare", BrokerProfile(), "127.0.0.1:9876")
+    assert GRPC not in FAMILY.capabilities(bare.info) and "proxy" not in bare.parts

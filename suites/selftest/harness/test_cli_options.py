@@ -81,13 +81,14 @@ def test_an_option_the_command_would_ignore_is_a_usage_error(command, option, sc
     ["--namesrv", "127.0.0.1:9876"],
     ["--faults", "faults.toml"],
     ["--image", "apache/rocketmq:5.3.3"],
+    ["--proxy", "127.0.0.1:8081"],
 ])
 def test_cluster_options_with_a_simulated_system_are_usage_errors(option, scenario_file, tmp_path, capsys):
     assert main(["run", "--scenario", str(scenario_file), "--system", "simulated", *option, "--out", str(tmp_path / "o")]) == EXIT_USAGE
     _one_line_usage(capsys, option[0], "--system simulated")
 
 
-@pytest.mark.parametrize("option", [["--namesrv", "127.0.0.1:9876"], ["--faults", "faults.toml"]])
+@pytest.mark.parametrize("option", [["--namesrv", "127.0.0.1:9876"], ["--faults", "faults.toml"], ["--proxy", "127.0.0.1:8081"]])
 def test_namesrv_and_faults_need_the_external_runtime(option, scenario_file, tmp_path, capsys):
     assert main(["run", "--scenario", str(scenario_file), "--system", "rocketmq:4.9.7", "--runtime", "process", *option,
                  "--out", str(tmp_path / "o")]) == EXIT_USAGE
@@ -99,6 +100,13 @@ def test_a_malformed_name_server_is_a_usage_error(addr, scenario_file, tmp_path,
     assert main(["run", "--scenario", str(scenario_file), "--system", "rocketmq:4.9.7", "--runtime", "external",
                  "--namesrv", addr, "--out", str(tmp_path / "o")]) == EXIT_USAGE
     _one_line_usage(capsys, "--namesrv", "port 1..65535", repr(addr.split(";")[-1]) if addr else "'none'")
+
+
+@pytest.mark.parametrize("addr", ["127.0.0.1:99999", "127.0.0.1:8081;127.0.0.2:8081", ":8081"])
+def test_a_malformed_proxy_is_a_usage_error(addr, scenario_file, tmp_path, capsys):
+    assert main(["run", "--scenario", str(scenario_file), "--system", "rocketmq:5.5.0", "--runtime", "external",
+                 "--namesrv", "127.0.0.1:9876", "--proxy", addr, "--out", str(tmp_path / "o")]) == EXIT_USAGE
+    _one_line_usage(capsys, "--proxy", "5.x proxy")
 
 
 @pytest.mark.parametrize("option", [["--count", "0"], ["--count", "-1"], ["--max-systems", "0"], ["--repeat", "0"],
