@@ -27,7 +27,7 @@ from hourglass.reference.faults.clock import DRIFTING_CLOCK, OWN_CLOCK
 from hourglass.reference.faults.disk import FILLABLE_STORE
 from hourglass.reference.faults.network import OWN_NETWORK
 from hourglass.reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL
-from hourglass.reference.pop import PROXY_NEEDED
+from hourglass.reference.pop import PROXY_CLUSTER, PROXY_NEEDED
 from hourglass.reference.timer import TimerRequest
 from hourglass.reference.profile import DEFAULT_FLUSH_DELAY_OFFSET_INTERVAL_MS, DEFAULT_MAX_RECONSUME_TIMES
 
@@ -52,6 +52,7 @@ class BrokerProfile:
     cluster: str = "single"  # reference.cluster: the brokers the system runs
     schedule_async_deliver: bool = False  # MessageStoreConfig.enableScheduleAsyncDeliver (reference.profile)
     disk_warning_percent: int | None = None  # rocketmq.broker.diskSpaceWarningLevelRatio (reference.disk)
+    proxy_mode: str = PROXY_CLUSTER  # how 5.x's proxy runs, when ``needs`` asks for it (reference.pop.PROXY_MODES)
     #: what the system must be set up for before its broker starts, for the fault steps its
     #: scenarios take (``reference.faults``: each step kind's ``setup``, e.g. ``fillable_store``)
     needs: frozenset[str] = frozenset()

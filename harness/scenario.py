@@ -30,12 +30,13 @@ from jsonschema.exceptions import best_match
 
 from hourglass.harness.schema_errors import Found, explain
 from hourglass.reference.plans import CRASH, SLOW, later_level, parse_plan
-from hourglass.reference.pop import (GRPC_INVISIBLE_RANGE_MS, GRPC_SIMPLE, POP, POP_INVISIBLE_RANGE_MS, POP_MODES,
+from hourglass.reference.pop import (PROXY_CLUSTER, PROXY_LOCAL, PROXY_MODES, GRPC_INVISIBLE_RANGE_MS, GRPC_SIMPLE, POP, POP_INVISIBLE_RANGE_MS, POP_MODES,
                                      mode_invisible_ms, mode_max_times)
 from hourglass.reference.timeout import MAX_CONSUME_TIMEOUT_MIN, MIN_CONSUME_TIMEOUT_MIN
 from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, GRPC_MODES, MODES, ORDERLY
 from hourglass.reference.orderly import SUSPEND_RANGE_MS
-from hourglass.reference.contract import ASYNC_DELIVER, CAPABILITIES, GRPC, POP_CONSUMPTION, CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, ContractError
+from hourglass.reference.contract import (ASYNC_DELIVER, CAPABILITIES, GRPC, POP_CONSUMPTION, CHOSEN_LEVEL_WORD, FAULT_TARGETS, PLAN_WORDS, PROXY_TARGET,
+                                          ContractError)
 from hourglass.reference.levels import DEFAULT_MESSAGE_DELAY_LEVEL, parse_level_table
 from hourglass.reference import faults as kinds
 from hourglass.reference.disk import DISK_WARNING_PERCENT_RANGE
@@ -103,6 +104,7 @@ class Profile:
     timer_flush_interval_ms: int = TIMER_FLUSH_INTERVAL_MS  # timerFlushIntervalMs (5.x)
     timer_roll_window_slot: int = TIMER_ROLL_WINDOW_SLOT  # timerRollWindowSlot (5.x)
     disk_warning_percent: int | None = None  # diskSpaceWarningLevelRatio (reference.disk; None: the harness's)
+    proxy_mode: str = PROXY_CLUSTER  # how 5.x's proxy runs for the gRPC groups (reference.pop.PROXY_MODES)
 
     def to_run_profile(self) -> dict:
         return asdict(self)
@@ -479,6 +481,10 @@ def _profile_schema() -> dict:
                     "The brokers the system runs (reference.cluster): single (one broker, target broker), "
                     + ", ".join(f"{c} (broker-2 is {what})" for c, what in SECOND_BROKER.items())
                     + ". Fault steps reach the second broker with target broker-2."),
+        "proxy_mode": ({"enum": list(PROXY_MODES)},
+                       "How 5.x's proxy runs for the gRPC groups (ProxyStartup -pm): cluster (its own process in front of "
+                       "the brokers, fault target proxy) or local (in the broker's process, which it starts: fault the "
+                       "broker; a proxy fault step is refused)."),
         "schedule_async_deliver": ({"type": "boolean"},
                                    "The schedule service's asynchronous delivery (enableScheduleAsyncDeliver, 4.9.3+): "
                                    "due messages are re-put without waiting and the offset follows the puts in order. "
@@ -559,6 +565,9 @@ def _cross_check(raw: dict, where: str) -> None:
     max_level = len(table.split(" "))
     for i in range(len(raw.get("faults", []))):
         _check_fault(raw["faults"], i, raw.get("profile", {}).get("cluster", SINGLE), max_level, fail)
+        if raw["faults"][i].get("target") == PROXY_TARGET and raw.get("profile", {}).get("proxy_mode") == PROXY_LOCAL:
+            fail(f"faults[{i}].target", "not proxy: with profile.proxy_mode local the proxy runs in the broker's process "
+                 "(fault the broker)", PROXY_TARGET)
     warning = raw.get("profile", {}).get("disk_warning_percent")
     for i, f in enumerate(raw.get("faults", [])):  # reference.disk: a fill to a ratio must be above the broker's
         if f["action"] == FILL_TO and (warning is None or f.get("fill_percent", 0) <= warning):
@@ -833,7 +842,7 @@ def _build(raw: dict) -> Scenario:
                                after=None if f.get("after") is None else FaultAnchor(**f["after"]),
                                **{p.name: int(f.get(p.name, 0)) for p in kinds.params()})
                      for f in raw.get("faults", [])),
-        profile=Profile(**{k: (int(v) if k not in ("message_delay_level", "cluster", "schedule_async_deliver")
+        profile=Profile(**{k: (int(v) if k not in ("message_delay_level", "cluster", "schedule_async_deliver", "proxy_mode")
                                and v is not None else v) for k, v in prof.items()}),
         seed=int(raw.get("seed", 0)),
         description=raw.get("description", ""),

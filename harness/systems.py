@@ -75,7 +75,8 @@ def check_options_used(specs: list[SystemSpec], option: str = "--system") -> Non
 def broker_profile(p: Profile, needs: frozenset[str] = frozenset()) -> BrokerProfile:
     return BrokerProfile(message_delay_level=p.message_delay_level, flush_delay_offset_interval_ms=p.flush_delay_offset_interval_ms,
                          cluster=p.cluster, needs=frozenset(needs), schedule_async_deliver=p.schedule_async_deliver,
-                         extra=passed_through_config(p.to_run_profile()), disk_warning_percent=p.disk_warning_percent)
+                         extra=passed_through_config(p.to_run_profile()), disk_warning_percent=p.disk_warning_percent,
+                         proxy_mode=p.proxy_mode)
 
 
 def open_system(spec: SystemSpec, profile: Profile, workdir: Path, seed: int = 0,

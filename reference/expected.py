@@ -48,7 +48,7 @@ from hourglass.reference.orderly import LOCK_RETRY_MS, send_back_refused
 from hourglass.reference.broadcast import broadcast_outcome
 from hourglass.reference.modes import GRPC_MODES, group_of
 from hourglass.reference.pop import (ANSWERED_LATER, GRPC_SIMPLE, NOT_ANSWERED, grpc_client_outages, next_window, pop_outcome,
-                                     pop_retry_topic, second_copy_allowed)
+                                     pop_retry_topic, proxy_outages_of, second_copy_allowed)
 
 
 @dataclass(frozen=True)
@@ -287,7 +287,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                  back_lag=lambda ts, group, key: max(net_back(ts, group, key), down_lag(ts)),
                  back_failed=send_back_may_repeat(faults), retry_levels=retry_levels, retry_delays=retry_delays,
                  widen_locked=OutageIndex(outages, LOCK_RETRY_MS, slack).widen if profile.orderly_groups else None,
-                 widen_grpc=_widen_grpc(outages, faults, first_delay, slack))
+                 widen_grpc=_widen_grpc(outages, faults, first_delay, slack, profile.proxy_mode))
     group_rt = dict(profile.max_reconsume_times_by_group)
     outcome_cache: dict[tuple, object] = {}
     rows: list[tuple] = []
@@ -479,9 +479,9 @@ def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: 
     return delay, earliest, latest, widened, anchor
 
 
-def _widen_grpc(outages: list, faults: list, first_delay: int, slack: int) -> Callable | None:
+def _widen_grpc(outages: list, faults: list, first_delay: int, slack: int, proxy_mode: str) -> Callable | None:
     """A gRPC group's widening (reference.pop.grpc_client_outages), or None without proxy outages."""
-    proxy = grpc_client_outages(effect("proxy", faults))
+    proxy = grpc_client_outages(proxy_outages_of(faults, proxy_mode))
     return OutageIndex(merge_outages(outages + proxy), first_delay, slack).widen if proxy else None
 
 

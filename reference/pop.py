@@ -62,6 +62,14 @@ POP_MODES: tuple[str, ...] = (POP, GRPC_SIMPLE, GRPC_PUSH)
 PROXY_NEEDED = "proxy"
 
 
+#: How the proxy runs (ProxyStartup's -pm, ProxyMode): its own process in front of the brokers
+#: (cluster), or in the broker's process, the broker started by it (local: ProxyStartup.createBrokerController).
+PROXY_CLUSTER, PROXY_LOCAL = "cluster", "local"
+PROXY_MODES: tuple[str, ...] = (PROXY_CLUSTER, PROXY_LOCAL)
+#: why a proxy in the broker's process takes no fault of its own
+PROXY_IN_BROKER = "the proxy runs in the broker's process (proxy_mode local): fault the broker"
+
+
 def setup_needed(modes) -> frozenset[str]:
     """What a system must be set up with for groups of these consumption ``modes``."""
     return frozenset({PROXY_NEEDED}) if any(m in (GRPC_SIMPLE, GRPC_PUSH) for m in modes) else frozenset()
@@ -505,7 +513,17 @@ def grpc_client_outages(proxy_outages) -> list:
     return out
 
 
-def pop_outages(mode: str, faults) -> list:
+def proxy_outages_of(faults, proxy_mode: str = PROXY_CLUSTER) -> list:
+    """The proxy's outages (reference.windows.Outage) from a run's fault events: its own process's
+    (``target: proxy``); in local mode the first broker's, whose process it is."""
+    from hourglass.reference.faults import effect
+    from hourglass.reference.windows import broker_outages
+
+    faults = list(faults)
+    return broker_outages(faults) if proxy_mode == PROXY_LOCAL else effect("proxy", faults)
+
+
+def pop_outages(mode: str, faults, proxy_mode: str = PROXY_CLUSTER) -> list:
     """What may cut a POP group's copy off its answer or its listener: the brokers' and the
     consumers' outages, and for a gRPC group the proxy's as its clients live them
     (:func:`grpc_client_outages`), from a run's fault events."""
@@ -513,7 +531,9 @@ def pop_outages(mode: str, faults) -> list:
 
     faults = list(faults)
     out = effect("store", faults) + effect("consumer", faults)
-    return out + grpc_client_outages(effect("proxy", faults)) if mode in (GRPC_SIMPLE, GRPC_PUSH) else out
+    if mode in (GRPC_SIMPLE, GRPC_PUSH):
+        out += grpc_client_outages(proxy_outages_of(faults, proxy_mode))
+    return out
 
 
 def unplanned_attempt(outages, previous_ok_ms: int | None, delivered_ms: int) -> str | None:

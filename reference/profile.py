@@ -14,7 +14,7 @@ from hourglass.reference.limits import MAX_MESSAGE_SIZE
 from hourglass.reference.levels import DEFAULT_LEVEL_TABLE, LevelTable, parse_level_table
 from hourglass.reference.modes import unit_group
 from hourglass.reference.orderly import SUSPEND_RANGE_MS
-from hourglass.reference.pop import (DEFAULT_RETRY_MAX_TIMES, GRPC_INVISIBLE_RANGE_MS, GRPC_PUSH, GRPC_SIMPLE, POP,
+from hourglass.reference.pop import (PROXY_CLUSTER, PROXY_MODES, DEFAULT_RETRY_MAX_TIMES, GRPC_INVISIBLE_RANGE_MS, GRPC_PUSH, GRPC_SIMPLE, POP,
                                      POP_INVISIBLE_RANGE_MS, POP_MODES, PopGroup)
 from hourglass.reference.timeout import MAX_CONSUME_TIMEOUT_MIN, MIN_CONSUME_TIMEOUT_MIN
 
@@ -81,6 +81,9 @@ class Profile:
     #: time (effective, ms), the broker's release (what its revive and client do differs by release)
     #: and its maximum (remoting: the consumer's maxReconsumeTimes; gRPC: the group's retryMaxTimes)
     pop_groups: tuple[tuple[str, PopGroup], ...] = ()
+    #: how 5.x's proxy runs for the gRPC groups (reference.pop.PROXY_MODES): in local mode the
+    #: broker's outages are the proxy's
+    proxy_mode: str = PROXY_CLUSTER
 
     def pop_group(self, group: str | None) -> PopGroup | None:
         """A POP group's ``reference.pop.PopGroup``, ``None`` for any other group."""
@@ -203,7 +206,15 @@ def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
         timer_roll_window_slot=_int(profile, "timer_roll_window_slot", TIMER_ROLL_WINDOW_SLOT, 2, where,
                                     "an int >= 2 (slots)"),
         schedule_async_deliver=_bool(profile, "schedule_async_deliver", DEFAULT_SCHEDULE_ASYNC_DELIVER, where),
+        proxy_mode=_proxy_mode(profile, where),
     )
+
+
+def _proxy_mode(profile: Mapping[str, Any], where: str) -> str:
+    value = profile.get("proxy_mode", PROXY_CLUSTER)
+    if value not in PROXY_MODES:
+        raise ContractError(where, "proxy_mode", f"one of {', '.join(PROXY_MODES)} (how 5.x's proxy runs)", value)
+    return value
 
 
 #: The invisible times each POP mode takes (ms): DefaultMQPushConsumerImpl.popMessage's range, the
@@ -272,6 +283,7 @@ def profile_to_json(profile: Profile) -> dict:
         "timer_roll_window_slot": profile.timer_roll_window_slot,
         "max_reconsume_times_by_group": dict(profile.max_reconsume_times_by_group),
         "schedule_async_deliver": profile.schedule_async_deliver,
+        "proxy_mode": profile.proxy_mode,
         "orderly_groups": dict(profile.orderly_groups),
         "broadcasting_groups": dict(profile.broadcasting_groups),
         "consume_timeouts": dict(profile.consume_timeouts),

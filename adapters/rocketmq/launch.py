@@ -34,6 +34,7 @@ class Launch:
     jvm_props: tuple[str, ...] = ()  # -D options after the distribution's (the later one wins)
     args: tuple[str, ...] | None = None  # the main class's arguments (default: -c <conf>)
     lib_dir: Path | None = None  # the jars it runs from (default: the distribution's)
+    main: str | None = None  # the MAIN_CLASS key it runs (default: its kind's)
 
 
 def disk_warning_props(profile) -> tuple[str, ...]:
@@ -57,7 +58,7 @@ def launch_spec(launch: Launch) -> LaunchSpec:
     lib = launch.lib_dir or launch.dist.lib_dir
     return LaunchSpec(
         command_prefix=launch.prefix, wait_for_interface=launch.wait_for_interface,
-        component=launch.component, main_class=MAIN_CLASS[launch.kind], classpath=(str(lib / "*"),),
+        component=launch.component, main_class=MAIN_CLASS[launch.main or launch.kind], classpath=(str(lib / "*"),),
         jvm_opts=launch.dist.jvm_opts(launch.kind) + props + launch.jvm_props,
         args=launch.args if launch.args is not None else ("-c", str(launch.conf)),
         env=(("ROCKETMQ_HOME", str(launch.home)),) + launch.env, log_file=launch.log_file,

@@ -18,7 +18,7 @@ from hourglass.adapters.rocketmq.logs import client_log_files, server_log_files
 from hourglass.adapters.rocketmq.iostall import FreezableStore
 from hourglass.adapters.rocketmq.machine import ClockControl, FillableStore, OwnNetwork
 from hourglass.adapters.rocketmq.provision import Distribution, NotOnCentral, proxy_lib
-from hourglass.adapters.rocketmq.proxy import Proxy, tls_only
+from hourglass.adapters.rocketmq.proxy import InBrokerProxy, Proxy, tls_only
 from hourglass.adapters.rocketmq.runtime import CpuQuota, Runtime
 from hourglass.adapters.rocketmq.servers import Broker, NameServer
 from hourglass.adapters.rocketmq.system import RocketMQSystem
@@ -27,6 +27,7 @@ from hourglass.adapters.rocketmq.whitebox import last_offset_flush_ms, memory_sn
 from hourglass.reference.cluster import CONTROLLER
 from hourglass.reference.faults.io import FREEZABLE_STORE
 from hourglass.reference.contract import BROKER_TARGETS, PROXY_TARGET
+from hourglass.reference.pop import PROXY_CLUSTER, PROXY_LOCAL
 
 
 class LocalRocketMQSystem(RocketMQSystem):
@@ -42,7 +43,8 @@ class LocalRocketMQSystem(RocketMQSystem):
         self.parts.update({t: self._broker(node) for t, node in self.nodes.items()})
         self.parts["consumer"] = self.consumer
         if profile.proxy and dist.major >= 5 and not self.topology.commands:  # the gRPC groups' endpoint
-            self.parts[PROXY_TARGET] = Proxy(self)
+            self.proxy_local = profile.proxy_mode == PROXY_LOCAL
+            self.parts[PROXY_TARGET] = InBrokerProxy(self) if self.proxy_local else Proxy(self)
 
     def _broker(self, node: BrokerNode) -> Broker:
         if node.target != BROKER_TARGETS[0]:  # a second broker: its process only (reference.cluster)
@@ -88,20 +90,28 @@ class LocalRocketMQSystem(RocketMQSystem):
             raise
 
     def _start_proxy(self) -> None:
-        """The proxy, where Maven Central has its version (else the system offers no gRPC: its
-        scenarios are skipped, the reason in run.json)."""
+        """The proxy in front of the brokers (cluster mode), or the one the broker's process runs
+        (local mode) answering."""
+        if not self.proxy_local:  # local mode: the broker's process runs it, fetched before the broker's start
+            self.parts[PROXY_TARGET].launch()
+        self.parts[PROXY_TARGET].wait_ready()
+        self.info.details.update({PROXY_TARGET: self.ports.proxy_addr, "proxy_tls": tls_only(self.dist.version),
+                                  "proxy_mode": PROXY_LOCAL if self.proxy_local else PROXY_CLUSTER})
+
+    def _proxy_jars(self) -> None:
+        """The proxy's jars, where Maven Central has its version; else the system runs no proxy and
+        offers no gRPC (its scenarios are skipped, the reason in run.json)."""
         try:
             proxy_lib(self.dist)
         except NotOnCentral as e:
             self.info.details["proxy_unavailable"] = str(e)
             del self.parts[PROXY_TARGET]
-            return
-        self.parts[PROXY_TARGET].launch()
-        self.parts[PROXY_TARGET].wait_ready()
-        self.info.details.update({PROXY_TARGET: self.ports.proxy_addr, "proxy_tls": tls_only(self.dist.version)})
+            self.proxy_local = False
 
     def _prepare(self) -> None:
         """Folders, ports, the machine faults the profile asks for, the name server's config."""
+        if PROXY_TARGET in self.parts:
+            self._proxy_jars()
         topo, details = self.topology, self.info.details
         if self.profile.fillable_store:
             self.store.mount(details)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hourglass.adapters.rocketmq import config as cfg
@@ -20,14 +21,13 @@ from hourglass.adapters.rocketmq.launch import Launch
 from hourglass.adapters.rocketmq.provision import proxy_lib
 from hourglass.adapters.rocketmq.servers import Server
 from hourglass.reference.contract import PROXY_TARGET
+from hourglass.reference.pop import PROXY_CLUSTER, PROXY_IN_BROKER, PROXY_LOCAL
 
 if TYPE_CHECKING:
     from hourglass.adapters.rocketmq.system import RocketMQSystem
 
 #: what ProxyStartup.main prints once every service, the gRPC server included, has started
 STARTED_LINE = b"rocketmq-proxy startup successfully"
-#: ProxyMode.CLUSTER: the proxy reaches the brokers through the name server, in its own process
-CLUSTER_MODE = "cluster"
 #: GrpcServerBuilder.configSslContext at rocketmq-all-5.0.0 always puts TLS on the gRPC port (a
 #: self-signed certificate: grpcTlsTestModeEnable); from 5.1.0 TlsSystemConfig.tlsMode decides, its
 #: default PERMISSIVE taking plain connections too
@@ -44,6 +44,22 @@ def endpoint(details: dict) -> tuple[str, bool] | None:
     """The proxy a system runs, from its ``info.details``: (gRPC address, TLS only), or None."""
     addr = details.get(PROXY_TARGET)
     return (addr, bool(details.get("proxy_tls"))) if addr else None
+
+
+def write_proxy_conf(topology, dist) -> Path:
+    """The proxy's config (ProxyConfig, JSON) for ``topology``'s ports, written; its path."""
+    ports = topology.ports
+    conf = topology.conf_of(PROXY_TARGET, dist)
+    conf.write_text(json.dumps({"rocketMQClusterName": cfg.CLUSTER_NAME, "namesrvAddr": ports.namesrv_addr,
+                                "grpcServerPort": ports.proxy_grpc, "remotingListenPort": ports.proxy_remoting}, indent=1))
+    return conf
+
+
+def local_mode_args(topology, dist, broker_conf: Path) -> tuple[str, ...]:
+    """ProxyStartup's arguments in local mode: it starts the broker of ``broker_conf`` in its own
+    process (ProxyStartup.createBrokerController), and the proxy in front of it."""
+    conf = write_proxy_conf(topology, dist)
+    return ("-pm", PROXY_LOCAL, "-bc", str(broker_conf), "-pc", str(conf), "-n", topology.ports.namesrv_addr)
 
 
 class ProxyEndpoint(Server):
@@ -91,15 +107,27 @@ class Proxy(ProxyEndpoint):
     def launch_args(self) -> Launch:
         topo = self.system.topology
         ports, layout = topo.ports, topo.layout
-        conf = topo.conf_of(self.target, self.dist)
-        conf.write_text(json.dumps({"rocketMQClusterName": cfg.CLUSTER_NAME, "namesrvAddr": ports.namesrv_addr,
-                                    "grpcServerPort": ports.proxy_grpc, "remotingListenPort": ports.proxy_remoting,
-                                    "proxyMode": CLUSTER_MODE}, indent=1))
+        conf = write_proxy_conf(topo, self.dist)
         return Launch(component=self.target, kind=self.kind, dist=self.dist, home=self.home, conf=conf,
                       log_file=self.log_file, root=layout.root, ports=(ports.proxy_grpc, ports.proxy_remoting),
                       port=ports.proxy_grpc, namesrv=ports.namesrv_addr, store=layout.store_dir,
-                      args=("-pc", str(conf), "-pm", CLUSTER_MODE, "-n", ports.namesrv_addr), lib_dir=proxy_lib(self.dist))
+                      args=("-pc", str(conf), "-pm", PROXY_CLUSTER, "-n", ports.namesrv_addr), lib_dir=proxy_lib(self.dist))
 
     def answers(self) -> bool:
         self.addr = self.system.topology.ports.proxy_addr  # leased at setup, after the part was made
         return self._started_lines() > self.started_seen and super().answers()
+
+
+class InBrokerProxy(ProxyEndpoint):
+    """The proxy in the broker's process (local mode): ready once its gRPC port answers; every
+    fault of it is the broker's (reference.pop.PROXY_IN_BROKER)."""
+
+    def __init__(self, system: "RocketMQSystem"):
+        super().__init__(system, "")
+
+    def cannot(self, action: str) -> str | None:
+        return PROXY_IN_BROKER
+
+    def answers(self) -> bool:
+        self.addr = self.system.topology.ports.proxy_addr
+        return super().answers()

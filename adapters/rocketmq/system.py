@@ -73,6 +73,7 @@ class RocketMQSystem(PartsSystem):
         self.client: ClientProcess | None = None
         self.launched: set[str] = set()  # the servers the harness launched
         self.paused: set[str] = set()  # SIGSTOPped servers: white-box reads skip them
+        self.proxy_local = False  # 5.x's proxy runs in the first broker's process (ProxyStartup -pm local)
         self.consumer = ConsumerProcesses(dist.lib_dir, lambda: self.namesrv_addr, self.layout.logs_dir,
                                           lambda: endpoint(self.info.details))
         self.parts: dict[str, Part] = {}

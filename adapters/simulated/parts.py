@@ -10,6 +10,7 @@ from hourglass.adapters.base import NotReady
 from hourglass.adapters.parts import Part, faculties
 from hourglass.adapters.simulated.broker import DOWN, SHUTDOWN_MS, STARTING, UP
 from hourglass.reference.contract import PROXY_TARGET
+from hourglass.reference.pop import PROXY_IN_BROKER
 
 if TYPE_CHECKING:
     from hourglass.adapters.simulated.system import SimulatedSystem
@@ -164,9 +165,12 @@ class Proxy(Part):
     """5.x's proxy: while it is down (killed, stopped, paused) the gRPC consumers receive and answer
     nothing (their copies' invisible times run on at the broker); back, they receive again."""
 
-    def __init__(self, system: "SimulatedSystem"):
+    def __init__(self, system: "SimulatedSystem", local: bool = False):
         super().__init__(PROXY_TARGET)
-        self.system = system
+        self.system, self.local = system, local
+
+    def cannot(self, action: str) -> str | None:
+        return PROXY_IN_BROKER if self.local else super().cannot(action)
 
     def stop(self) -> None:
         self.system.proxy_up = False

@@ -16,7 +16,7 @@ from hourglass.adapters.simulated.consumers import SimConsumer
 from hourglass.adapters.simulated.orderly import OrderlySimConsumer
 from hourglass.adapters.simulated.broadcast import BroadcastSimConsumer
 from hourglass.adapters.simulated.pop import PopSimConsumer
-from hourglass.reference.pop import POP_MODES
+from hourglass.reference.pop import POP_MODES, PROXY_LOCAL
 from hourglass.reference.modes import BROADCASTING, ORDERLY
 from hourglass.adapters.simulated.defects import Defect
 from hourglass.adapters.simulated.parts import Broker as SimBrokerPart, Consumers, NameServer, Proxy
@@ -87,7 +87,7 @@ class SimulatedSystem(PartsSystem):
         self.proxy_up = True  # 5.x's proxy, in front of the gRPC consumers (adapters.simulated.parts.Proxy)
         #: the fault targets (adapters.parts)
         self.parts = {"broker": SimBrokerPart(self), "namesrv": NameServer(self), "consumer": Consumers(self),
-                      PROXY_TARGET: Proxy(self), **({self.slave.target: self.slave} if self.slave is not None else {})}
+                      PROXY_TARGET: Proxy(self, profile.proxy_mode == PROXY_LOCAL), **({self.slave.target: self.slave} if self.slave is not None else {})}
 
     # --- Lifecycle --------------------------------------------------------------------------
     def setup(self) -> None:

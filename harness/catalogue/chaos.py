@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from hourglass.harness.scenario import ConsumerGroup, FaultStep, Message, Profile, Scenario
 from hourglass.reference.contract import ASYNC_DELIVER, GRPC, POP_CONSUMPTION, PROXY_TARGET, TIMER
-from hourglass.reference.pop import GRPC_PUSH, GRPC_SIMPLE, POP
+from hourglass.reference.pop import GRPC_PUSH, GRPC_SIMPLE, POP, PROXY_LOCAL
 from hourglass.reference.cluster import CONTROLLER, MASTER_SLAVE, TWO_MASTERS
 from hourglass.reference.clock import CLOCK_DRIFT
 from hourglass.reference.modes import BROADCASTING, ORDERLY
@@ -478,6 +478,17 @@ def grpc_broker_kill_while_invisible() -> Scenario:
                     requires=(GRPC,), description=grpc_broker_kill_while_invisible.__doc__)
 
 
+def grpc_local_broker_kill_while_invisible() -> Scenario:
+    """The proxy in the broker's process (local mode: ProxyStartup starts the broker), killed -9
+    with it while the gRPC consumers' copies are invisible or backing off, and back 3 s later: the
+    broker's outage is the proxy's, so every copy comes again as its next attempt, late by the
+    outage and the clients' reconnect (reference.pop.proxy_outages_of)."""
+    msgs, groups = _grpc_in_hand("GL")
+    return Scenario("grpc-local-broker-kill-while-invisible", msgs, groups, (FaultStep(2_500, "outage", duration_ms=3_000),),
+                    profile=Profile(proxy_mode=PROXY_LOCAL), requires=(GRPC,),
+                    description=grpc_local_broker_kill_while_invisible.__doc__)
+
+
 def _waiting(prefix: str, topic: str) -> tuple[Message, ...]:
     """90 messages over 9 s, levels 3..8 (every sixth retried once): at ``CLUSTER_DOWN_AT_MS`` the
     later half of them waits in the schedule queues."""
@@ -588,4 +599,5 @@ NIGHTLY: tuple[Scenario, ...] = SHORT + (
     grpc_proxy_kill_while_invisible(),
     grpc_proxy_restart_while_invisible(),
     grpc_broker_kill_while_invisible(),
+    grpc_local_broker_kill_while_invisible(),
 ) + CLUSTER

@@ -63,13 +63,15 @@ class RetrySchedule(Invariant):
 def _unplanned(a: Attempt, prev: list | None) -> str | None:
     """In a POP group: why attempt ``a`` may come though its previous one was never delivered or
     answered OK (reference.pop.unplanned_attempt), or None."""
-    popping = profile_from_run(a.run).pop_group(a.group)
+    profile = profile_from_run(a.run)
+    popping = profile.pop_group(a.group)
     if popping is None:
         return None
     oks = [d["ts_ms"] for d in prev or () if d.get("outcome") == "OK"]
     if prev and not oks:
         return None
-    return pop.unplanned_attempt(pop.pop_outages(popping.mode, a.faults), oks[-1] if oks else None, a.deliveries[0]["ts_ms"])
+    return pop.unplanned_attempt(pop.pop_outages(popping.mode, a.faults, profile.proxy_mode), oks[-1] if oks else None,
+                                 a.deliveries[0]["ts_ms"])
 
 
 def _expect(out: Judgements, attempt: int, delay: int) -> None:

@@ -527,3 +527,31 @@ def test_an_external_clusters_proxy_is_its_grpc_endpoint_faulted_by_the_users_co
     bare = ExternalRocketMQSystem(Distribution("rocketmq:5.5.0", "5.5.0", tmp_path), ExternalRuntime({}),
                                   tmp_path / "bare", BrokerProfile(), "127.0.0.1:9876")
     assert GRPC not in FAMILY.capabilities(bare.info) and "proxy" not in bare.parts
+
+
+def test_in_local_mode_the_broker_is_started_by_the_proxy_and_takes_its_faults(tmp_path, monkeypatch):
+    from hourglass.adapters.base import BrokerProfile
+    from hourglass.adapters.rocketmq import servers
+    from hourglass.adapters.rocketmq.config import SystemPorts
+    from hourglass.adapters.rocketmq.launch import launch_spec
+    from hourglass.adapters.rocketmq.local import LocalRocketMQSystem
+    from hourglass.adapters.rocketmq.provision import Distribution
+    from hourglass.reference.pop import PROXY_IN_BROKER, PROXY_LOCAL, PROXY_NEEDED
+
+    plib = tmp_path / "proxy-lib"
+    monkeypatch.setattr(servers, "proxy_lib", lambda dist: plib)
+
+    class NoRuntime:
+        name = "process"
+
+        def cannot(self, action, component):
+            return None
+
+    system = LocalRocketMQSystem(Distribution("rocketmq:5.5.0", "5.5.0", tmp_path / "lib"), NoRuntime(), tmp_path / "sys",
+                                 BrokerProfile(needs=frozenset({PROXY_NEEDED}), proxy_mode=PROXY_LOCAL))
+    system.layout.make()
+    system.topology.ports = SystemPorts(namesrv=19876, broker=19881)
+    spec = launch_spec(system.parts["broker"].launch_args())
+    assert spec.main_class == "org.apache.rocketmq.proxy.ProxyStartup" and spec.classpath == (str(plib / "*"),)
+    assert spec.args[:2] == ("-pm", "local") and spec.args[spec.args.index("-bc") + 1].endswith("broker.conf")
+    assert system.cannot("kill", "proxy") == PROXY_IN_BROKER and system.cannot("kill", "broker") is None

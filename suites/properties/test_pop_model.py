@@ -341,3 +341,13 @@ def test_a_proxy_outage_widens_a_grpc_window_by_the_clients_reconnect():
     widened = {r.attempt: r for r in build_expected(run, events + _proxy_faults(down, ready))}[1]
     assert plain.widened_by is None and widened.widened_by
     assert widened.latest_ms >= max(plain.latest_ms, ready + pop.reconnect_lag_ms(ready - down))
+
+
+def test_in_local_mode_the_brokers_outage_is_the_proxys():
+    faults = [{"type": "fault", "ts_ms": T0, "action": "kill", "target": "broker"},
+              {"type": "fault", "ts_ms": T0 + 3_000, "action": "start", "target": "broker"},
+              {"type": "fault", "ts_ms": T0 + 4_000, "action": "ready", "target": "broker"}]
+    assert pop.proxy_outages_of(faults) == []
+    local = pop.proxy_outages_of(faults, pop.PROXY_LOCAL)
+    assert [(o.down_ms, o.up_ms) for o in local] == [(T0, T0 + 4_000)]
+    assert max(o.up_ms for o in pop.pop_outages(pop.GRPC_PUSH, faults, pop.PROXY_LOCAL)) == T0 + 4_000 + pop.reconnect_lag_ms(4_000)
