@@ -73,7 +73,8 @@ def plan_jobs(scenarios: list[Scenario], virtual: bool) -> list[Job]:
         if s.faults:  # a consumer fault acts on every consumer of a system: alone too
             alone.append(Job((s,), False))
         else:
-            key = s.profile  # one broker runs one profile
+            # one broker runs one profile; the gRPC groups' system runs a proxy too, the others none
+            key = (s.profile, pop.setup_needed(c.mode for c in s.consumers))
             shared.setdefault(key, []).append(s)
     # the faulting jobs are usually the longest: start them first
     return alone + [Job(tuple(v), True) for v in shared.values()]

@@ -653,8 +653,10 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
     if (first["store_ms"], first["ts_ms"]) > (second["store_ms"], second["ts_ms"]):
         first, second = second, first
     if profile.pop_groups and timer_slot_ms is None and profile.pop_group(first.get("group")) is not None:
-        allowed, reason = second_copy_allowed([f for f in faults if f.get("type", "fault") == "fault"],
-                                              first["store_ms"], second["store_ms"])
+        popping = profile.pop_group(first.get("group"))
+        fault_events = [f for f in faults if f.get("type", "fault") == "fault"]
+        grpc = grpc_client_outages(proxy_outages_of(fault_events, profile.proxy_mode)) if popping.mode in GRPC_MODES else ()
+        allowed, reason = second_copy_allowed(fault_events, first["store_ms"], second["store_ms"], grpc_outages=grpc)
         return DuplicateRuling(allowed, "scheduler", reason)
     if first.get("outcome") == CRASH and first.get("reconsume_times", 0) > 0:
         return DuplicateRuling(True, "consumer", f"the first delivery (at {first['ts_ms']}) was a local re-consume "

@@ -317,7 +317,20 @@ def grpc_end(retry_max_times: int = DEFAULT_RETRY_MAX_TIMES) -> tuple[int, str, 
     return max_attempts(retry_max_times), "DLQ", dlq_topic("{group}")
 
 
-def second_copy_allowed(faults, first_store_ms: int, second_store_ms: int, kill_actions=("kill",)) -> tuple[bool, str]:
+#: What a gRPC consumer waits after a failed call before the next (ProcessQueueImpl's
+#: RECEIVING_FAILURE_BACKOFF_DELAY, ACK_MESSAGE_FAILURE_BACKOFF_DELAY and
+#: CHANGE_INVISIBLE_DURATION_FAILURE_BACKOFF_DELAY at java-5.0.8: 1 s; the harness's SimpleConsumer
+#: the same), and the client's request timeout (the harness's ClientConfiguration.requestTimeout): an
+#: answer recorded this long before an outage may still be in flight when it begins.
+GRPC_RETRY_BACKOFF_MS, GRPC_REQUEST_TIMEOUT_MS = 1_000, 10_000
+#: How long before a revived copy's store the answer that led to it may have come: a PushConsumer's
+#: FAILURE changes the invisible time to its backoff, at most the pop's own invisible time away, and
+#: the change may take the client's request timeout.
+ANSWER_BEFORE_REVIVE_MS = GRPC_PUSH_INVISIBLE_MS + GRPC_REQUEST_TIMEOUT_MS
+
+
+def second_copy_allowed(faults, first_store_ms: int, second_store_ms: int, kill_actions=("kill",),
+                        grpc_outages=()) -> tuple[bool, str]:
     """Two stored copies of one attempt of a message in a POP group (the later stored at
     ``second_store_ms``): PopReviveService.consumeReviveMessage commits the revive offset after a
     round, so a broker killed between a revive and that commit revives the checkpoint again when it
@@ -330,6 +343,10 @@ def second_copy_allowed(faults, first_store_ms: int, second_store_ms: int, kill_
                 and first_store_ms <= f["ts_ms"] <= second_store_ms:
             return True, (f"a second revived copy after the broker kill at {f['ts_ms']}: the revive offset was not "
                           "committed (PopReviveService), so the checkpoint was revived again")
+    for o in grpc_outages:  # a gRPC group: the proxy's outages as its clients live them (grpc_client_outages)
+        if o.down_ms <= second_store_ms and (o.up_ms is None or o.up_ms >= first_store_ms - ANSWER_BEFORE_REVIVE_MS):
+            return True, (f"a change of the invisible time the outage ({o.describe()}) cut off was retried by the client "
+                          "with the same receipt handle: a second checkpoint (ChangeInvisibleTimeProcessor), revived again")
     return False, (f"a second stored copy of the same attempt (stored at {first_store_ms} and {second_store_ms}) with no "
                    "broker kill in between: a POP revive raises the count (PopReviveService.reviveRetry), and only a "
                    "kill before the revive offset's commit revives a checkpoint twice")
@@ -477,12 +494,6 @@ def delivered(group: PopGroup, reconsume_times: int) -> bool:
 #: grpc-java's ExponentialBackoffPolicy, the channel's reconnect once its connection broke (the gRPC
 #: Java client shades grpc-java: java-5.0.8): initial 1 s, multiplier 1.6, jitter ±20 %, at most 120 s.
 RECONNECT_INITIAL_MS, RECONNECT_MULTIPLIER, RECONNECT_JITTER, RECONNECT_MAX_MS = 1_000, 1.6, 0.2, 120_000
-#: What a gRPC consumer waits after a failed call before the next (ProcessQueueImpl's
-#: RECEIVING_FAILURE_BACKOFF_DELAY, ACK_MESSAGE_FAILURE_BACKOFF_DELAY and
-#: CHANGE_INVISIBLE_DURATION_FAILURE_BACKOFF_DELAY at java-5.0.8: 1 s; the harness's SimpleConsumer
-#: the same), and the client's request timeout (the harness's ClientConfiguration.requestTimeout): an
-#: answer recorded this long before an outage may still be in flight when it begins.
-GRPC_RETRY_BACKOFF_MS, GRPC_REQUEST_TIMEOUT_MS = 1_000, 10_000
 
 
 def reconnect_lag_ms(outage_ms: int) -> int:
@@ -539,15 +550,16 @@ def pop_outages(mode: str, faults, proxy_mode: str = PROXY_CLUSTER) -> list:
 def unplanned_attempt(outages, previous_ok_ms: int | None, delivered_ms: int) -> str | None:
     """Why a POP group's attempt the plan does not lead to may come, or None: an attempt after one
     answered OK, when the ack may have been lost (an outage of the broker, or of the proxy for a gRPC
-    group, began within :data:`GRPC_REQUEST_TIMEOUT_MS` after the OK: the copy is revived as the
+    group, lasted into the :data:`GRPC_REQUEST_TIMEOUT_MS` after the OK: the copy is revived as the
     next attempt, PopReviveService); an attempt whose previous one was never delivered, when an
     outage (the broker's or the proxy's, or a consumer's death) began before it: the broker popped
     the copy and wrote its checkpoint, and the answer never reached the listener (a proxy or broker
     killed mid-pop, a consumer killed with copies it had popped but not handed to its listener), so
     the copy is revived with its count raised (``previous_ok_ms`` None). ``outages``: the run's
     outages of the broker, the consumers and (gRPC) the proxy, as reference.windows.Outage."""
-    for o in outages:
-        if previous_ok_ms is not None and previous_ok_ms <= o.down_ms <= previous_ok_ms + GRPC_REQUEST_TIMEOUT_MS:
+    for o in outages:  # an outage over the OK's ack: begun by its request timeout, not over before the OK
+        if previous_ok_ms is not None and o.down_ms <= previous_ok_ms + GRPC_REQUEST_TIMEOUT_MS \
+                and (o.up_ms is None or o.up_ms >= previous_ok_ms):
             return (f"the ack of the OK at {previous_ok_ms} may have been lost: {o.describe()}; the copy was revived "
                     "as the next attempt (PopReviveService)")
         if previous_ok_ms is None and o.down_ms <= delivered_ms:

@@ -351,3 +351,19 @@ def test_in_local_mode_the_brokers_outage_is_the_proxys():
     local = pop.proxy_outages_of(faults, pop.PROXY_LOCAL)
     assert [(o.down_ms, o.up_ms) for o in local] == [(T0, T0 + 4_000)]
     assert max(o.up_ms for o in pop.pop_outages(pop.GRPC_PUSH, faults, pop.PROXY_LOCAL)) == T0 + 4_000 + pop.reconnect_lag_ms(4_000)
+
+
+def test_an_ok_answered_while_the_proxy_was_already_stopping_may_lose_its_ack():
+    # seen on 5.5.0: a graceful stop of the proxy took 41 s, the SimpleConsumer's OK came inside it
+    stopping = [Outage("stop", T0, T0 + 47_000)]
+    assert pop.unplanned_attempt(stopping, T0 + 9_600, T0 + 73_000) is not None
+    assert pop.unplanned_attempt(stopping, T0 + 50_000, T0 + 73_000) is None  # acked after it was back
+
+
+def test_a_second_copy_of_a_grpc_attempt_is_allowed_only_next_to_a_proxy_outage():
+    # seen on 5.5.0: a FAILURE 155 ms before a proxy kill -9; its change of the invisible time retried after
+    kill = pop.grpc_client_outages([Outage("kill", T0 + 155, T0 + 8_725)])
+    assert pop.second_copy_allowed([], T0 + 3_316, T0 + 15_520, grpc_outages=kill)[0]
+    assert not pop.second_copy_allowed([], T0 + 3_316, T0 + 15_520)[0]
+    far = pop.grpc_client_outages([Outage("kill", T0 - 600_000, T0 - 590_000)])
+    assert not pop.second_copy_allowed([], T0 + 3_316, T0 + 15_520, grpc_outages=far)[0]

@@ -71,6 +71,13 @@ def test_faulting_scenarios_get_their_own_system_others_share_per_table():
     assert sorted([tuple(s.name for s in j.scenarios) for j in jobs if j.shared]) == [("a", "b"), ("c",)]
 
 
+def test_grpc_scenarios_share_a_system_with_a_proxy_and_the_others_one_without():
+    grpc = [Scenario(n, (Message("k", "T"),), (ConsumerGroup("g", ("T",), mode="grpc-push"),), (), Profile(),
+                     requires=("grpc",)) for n in ("g1", "g2")]
+    jobs = plan_jobs([_sc("a"), grpc[0], _sc("b"), grpc[1]], virtual=False)
+    assert sorted(tuple(s.name for s in j.scenarios) for j in jobs) == [("a", "b"), ("g1", "g2")]
+
+
 def test_virtual_systems_run_each_scenario_alone():
     jobs = plan_jobs([_sc("a"), _sc("b")], virtual=True)
     assert [len(j.scenarios) for j in jobs] == [1, 1] and not any(j.shared for j in jobs)
