@@ -173,12 +173,7 @@ def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
     broadcasting_groups = tuple((group, _int(broadcasting, group, None, 1, f"{where} broadcasting_groups",
                                              "the group's instance count (an int >= 1)"))
                                 for group in sorted(broadcasting))
-    timeouts = profile.get("consume_timeouts") or {}
-    if not isinstance(timeouts, Mapping):
-        raise ContractError(where, "consume_timeouts", "an object group -> consumeTimeout (minutes)", timeouts)
-    lo, hi = MIN_CONSUME_TIMEOUT_MIN, MAX_CONSUME_TIMEOUT_MIN
-    consume_timeouts = tuple((group, _int(timeouts, group, None, lo, f"{where} consume_timeouts",
-                                          f"the consumeTimeout in minutes, {lo}..{hi}", hi)) for group in sorted(timeouts))
+    consume_timeouts = _consume_timeouts(profile, where)
     return Profile(
         pop_groups=_pop_groups(profile.get("pop_groups") or {}, f"{where} pop_groups", dict(groups),
                                effective_max_reconsume_times(max_rt)),
@@ -208,6 +203,15 @@ def parse_profile(profile: Any, where: str = "run.json profile") -> Profile:
         schedule_async_deliver=_bool(profile, "schedule_async_deliver", DEFAULT_SCHEDULE_ASYNC_DELIVER, where),
         proxy_mode=_proxy_mode(profile, where),
     )
+
+
+def _consume_timeouts(profile: Mapping[str, Any], where: str) -> tuple[tuple[str, int], ...]:
+    timeouts = profile.get("consume_timeouts") or {}
+    if not isinstance(timeouts, Mapping):
+        raise ContractError(where, "consume_timeouts", "an object group -> consumeTimeout (minutes)", timeouts)
+    lo, hi = MIN_CONSUME_TIMEOUT_MIN, MAX_CONSUME_TIMEOUT_MIN
+    return tuple((group, _int(timeouts, group, None, lo, f"{where} consume_timeouts",
+                              f"the consumeTimeout in minutes, {lo}..{hi}", hi)) for group in sorted(timeouts))
 
 
 def _proxy_mode(profile: Mapping[str, Any], where: str) -> str:
