@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hourglass.adapters.rocketmq import config as cfg
+from hourglass.adapters.rocketmq.family import _release
 from hourglass.adapters.rocketmq.launch import Launch
 from hourglass.adapters.rocketmq.provision import proxy_lib
 from hourglass.adapters.rocketmq.servers import Server
@@ -36,8 +37,8 @@ TLS_ONLY_BEFORE = (5, 1, 0)
 
 def tls_only(version: str) -> bool:
     """Whether the proxy of ``version`` takes TLS connections only (a release number; a fork's: no)."""
-    parts = version.split("-")[0].split(".")
-    return all(p.isdigit() for p in parts) and tuple(int(p) for p in parts) < TLS_ONLY_BEFORE
+    release = _release(version)
+    return release is not None and release < TLS_ONLY_BEFORE
 
 
 def endpoint(details: dict) -> tuple[str, bool] | None:
