@@ -31,7 +31,7 @@ from pathlib import Path
 from hourglass.adapters.base import AdapterError
 from hourglass.adapters.rocketmq import process as _process
 from hourglass.adapters.rocketmq.process import process_start_time
-from hourglass.adapters.rocketmq.image import ImageRef, engine, ensure_image, lib_dir_of, named_image
+from hourglass.adapters.rocketmq.image import ImageRef, engine, ensure_image, image_jars, lib_dir_of, named_image
 from hourglass.adapters.rocketmq.runtime import LaunchSpec, StartsItsComponents
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # before testcontainers is imported
@@ -166,6 +166,12 @@ class ContainerRuntime(StartsItsComponents):
         _process.install_cleanup_handlers()
 
     # --- image ---------------------------------------------------------------------------------
+
+    def ships(self, artifact: str) -> bool:
+        """A named image (the user's, e.g. ``apache/rocketmq:5.3.3``) runs its own jars of
+        ``artifact`` when its lib has them; an image built here holds the distribution's only."""
+        return bool(self.image_name) and any(j.startswith(f"{artifact}-") and j.endswith(".jar")
+                                             for j in image_jars(self.client, self.ensure_image()))
 
     def ensure_image(self) -> ImageRef:
         if self._image is None:

@@ -405,6 +405,20 @@ def probe_java_major(client, image: str) -> int:
     return major
 
 
+def image_jars(client, image: ImageRef) -> tuple[str, ...]:
+    """The jar names in an image's lib dir, listed once (cached by image id)."""
+    image_id = client.images.get(image.tag).id.split(":")[-1]
+    cached = cache_dir() / f"jars-{image_id[:24]}.json"
+    if cached.exists():
+        return tuple(json.loads(cached.read_text())["jars"])
+    output = client.containers.run(image.tag, entrypoint=["ls", "-1", image.lib_dir], command=[],
+                                   network_mode="none", remove=True, stdout=True, stderr=True,
+                                   labels={"hourglass": "1", "hourglass.role": "probe"})
+    jars = tuple(sorted(n for n in output.decode(errors="replace").split() if n.endswith(".jar")))
+    cached.write_text(json.dumps({"image": image.tag, "lib_dir": image.lib_dir, "jars": list(jars)}))
+    return jars
+
+
 def main(argv: list[str]) -> int:
     """``python -m hourglass.adapters.rocketmq.image [SYSTEM ...]``: build (or find) the images of the given
     systems (default ``rocketmq:latest``) ahead of a run, and print how long that took."""

@@ -17,8 +17,8 @@ from hourglass.adapters.rocketmq.clientlink import ClientError
 from hourglass.adapters.rocketmq.logs import client_log_files, server_log_files
 from hourglass.adapters.rocketmq.iostall import FreezableStore
 from hourglass.adapters.rocketmq.machine import ClockControl, FillableStore, OwnNetwork
-from hourglass.adapters.rocketmq.provision import Distribution, NotOnCentral, proxy_lib
-from hourglass.adapters.rocketmq.proxy import InBrokerProxy, Proxy, tls_only
+from hourglass.adapters.rocketmq.provision import Distribution, NotOnCentral
+from hourglass.adapters.rocketmq.proxy import InBrokerProxy, Proxy, proxy_jars, tls_only
 from hourglass.adapters.rocketmq.runtime import CpuQuota, Runtime
 from hourglass.adapters.rocketmq.servers import Broker, NameServer
 from hourglass.adapters.rocketmq.system import RocketMQSystem
@@ -102,7 +102,7 @@ class LocalRocketMQSystem(RocketMQSystem):
         """The proxy's jars, where Maven Central has its version; else the system runs no proxy and
         offers no gRPC (its scenarios are skipped, the reason in run.json)."""
         try:
-            proxy_lib(self.dist)
+            proxy_jars(self.dist, self.runtime)
         except NotOnCentral as e:
             self.info.details["proxy_unavailable"] = str(e)
             del self.parts[PROXY_TARGET]

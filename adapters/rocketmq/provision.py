@@ -300,16 +300,23 @@ def _missing_artifacts(output: str, version: str) -> list[str]:
 
 def _from_maven(system: str, version: str) -> Distribution:
     vdir = cache_root() / "rocketmq" / version
-    vdir.mkdir(parents=True, exist_ok=True)
-    marker = vdir / "resolved.json"
-    with open(vdir / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not marker.exists():
-            with step(f"downloading RocketMQ {version} jars"):
-                _fetch(system, version, vdir)
-        info = json.loads(marker.read_text())
+    hint = (". Versions on Maven Central: 'python -m hourglass.adapters.rocketmq.provision --list'; a fork's own "
+            "build works as 'dist:/path/to/distribution' or 'jars:/path/to/lib'")
+    info = _fetch_once(vdir, SERVER_ARTIFACTS, version, f"RocketMQ {version} jars", system, hint=hint,
+                       extra=lambda: {"example": _fetch_example(version, vdir)})
     example = vdir / "example" if info.get("example") else None
     return Distribution(system, version, vdir / "lib", example, "maven", info)
+
+
+def _fetch_example(version: str, vdir: Path) -> bool:
+    """The example jar only (its dependencies are client/common, already in lib); False when Maven
+    Central lacks it at ``version``."""
+    ex_build = vdir / "pom-example"
+    ex_build.mkdir(exist_ok=True)
+    (ex_build / "pom.xml").write_text(_pom(version, (EXAMPLE_ARTIFACT,)))
+    ex = _mvn(ex_build, "dependency:copy-dependencies", f"-DoutputDirectory={vdir / 'example'}",
+              f"-DincludeArtifactIds={EXAMPLE_ARTIFACT}")
+    return ex.returncode == 0 and any((vdir / "example").glob("*.jar"))
 
 
 def proxy_lib(dist: Distribution) -> Path:
@@ -319,72 +326,57 @@ def proxy_lib(dist: Distribution) -> Path:
         return dist.lib_dir
     if dist.source != "maven":
         raise ProvisionError(f"system {dist.system!r}: its jars hold no {PROXY_ARTIFACT} jar (the gRPC proxy)")
-    return _fetch_once(cache_root() / "rocketmq" / dist.version / "proxy", GROUP_ID, (PROXY_ARTIFACT,), dist.version,
-                       f"RocketMQ {dist.version}'s proxy", dist.system)
+    vdir = cache_root() / "rocketmq" / dist.version / "proxy"
+    _fetch_once(vdir, (PROXY_ARTIFACT,), dist.version, f"RocketMQ {dist.version}'s proxy", dist.system)
+    return vdir / "lib"
 
 
 def grpc_client_lib() -> Path:
     """The gRPC Java client's jars (:data:`GRPC_CLIENT_ARTIFACT` and its API), fetched once."""
-    return _fetch_once(cache_root() / GRPC_CLIENT_ARTIFACT / GRPC_CLIENT_VERSION, GROUP_ID, (GRPC_CLIENT_ARTIFACT,),
-                       GRPC_CLIENT_VERSION, f"the gRPC Java client {GRPC_CLIENT_VERSION}", f"{GRPC_CLIENT_ARTIFACT}:{GRPC_CLIENT_VERSION}")
-
-
-def _fetch_once(vdir: Path, group: str, artifacts: tuple[str, ...], version: str, what: str, system: str) -> Path:
-    """``vdir/lib``: the runtime set of ``artifacts`` at ``version``, resolved once (a lock file
-    makes concurrent runs wait; ``vdir/resolved.json`` marks it done)."""
-    vdir.mkdir(parents=True, exist_ok=True)
-    with open(vdir / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (vdir / "resolved.json").exists():
-            with step(f"downloading {what}"):
-                (vdir / "pom").mkdir(exist_ok=True)
-                (vdir / "pom" / "pom.xml").write_text(_pom(version, artifacts))
-                partial = vdir / "lib.partial"
-                proc = _mvn(vdir / "pom", "dependency:copy-dependencies", f"-DoutputDirectory={partial}", "-DincludeScope=runtime")
-                if proc.returncode != 0:
-                    out = _ANSI.sub("", proc.stdout + proc.stderr)
-                    missing = [a for a in _missing_artifacts(out, version) if a in artifacts]
-                    if missing:
-                        raise NotOnCentral(f"system {system!r}: Maven Central has no {', '.join(missing)} {version}")
-                    tail = "\n".join(line for line in out.strip().splitlines() if line.startswith("[ERROR] Failed"))
-                    raise ProvisionError(f"system {system!r}: Maven could not resolve {', '.join(artifacts)} {version}.\nmvn said:\n{tail}")
-                if (vdir / "lib").exists():
-                    _rmtree(vdir / "lib")
-                partial.rename(vdir / "lib")
-                (vdir / "resolved.json").write_text(json.dumps({"version": version, "artifacts": list(artifacts)}))
+    vdir = cache_root() / GRPC_CLIENT_ARTIFACT / GRPC_CLIENT_VERSION
+    _fetch_once(vdir, (GRPC_CLIENT_ARTIFACT,), GRPC_CLIENT_VERSION, f"the gRPC Java client {GRPC_CLIENT_VERSION}",
+                f"{GRPC_CLIENT_ARTIFACT}:{GRPC_CLIENT_VERSION}")
     return vdir / "lib"
 
 
-def _fetch(system: str, version: str, vdir: Path) -> None:
-    build = vdir / "pom"
-    build.mkdir(exist_ok=True)
-    (build / "pom.xml").write_text(_pom(version, SERVER_ARTIFACTS))
-    tmp_lib = vdir / "lib.partial"
-    proc = _mvn(build, "dependency:copy-dependencies", f"-DoutputDirectory={tmp_lib}", "-DincludeScope=runtime")
+def _fetch_once(vdir: Path, artifacts: tuple[str, ...], version: str, what: str, system: str, *,
+                hint: str = "", extra=None) -> dict:
+    """Resolve the runtime set of ``artifacts`` at ``version`` into ``vdir/lib`` once and return
+    ``vdir/resolved.json`` (written last, so a half-done download is redone; a lock file makes
+    concurrent runs wait). ``extra()`` adds fields to it after the jars are in place."""
+    vdir.mkdir(parents=True, exist_ok=True)
+    marker = vdir / "resolved.json"
+    with open(vdir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            with step(f"downloading {what}"):
+                _copy_dependencies(vdir, artifacts, version, system, hint)
+                info = {"version": version, "artifacts": list(artifacts),
+                        "jars": len(list((vdir / "lib").glob("*.jar")))}
+                info.update(extra() if extra else {})
+                marker.write_text(json.dumps(info, indent=1))
+        return json.loads(marker.read_text())
+
+
+def _copy_dependencies(vdir: Path, artifacts: tuple[str, ...], version: str, system: str, hint: str) -> None:
+    """Maven's ``dependency:copy-dependencies`` of ``artifacts`` into ``vdir/lib``; an artifact Maven
+    Central lacks at ``version`` is :class:`NotOnCentral`, any other failure a ProvisionError with
+    Maven's own error lines."""
+    (vdir / "pom").mkdir(exist_ok=True)
+    (vdir / "pom" / "pom.xml").write_text(_pom(version, artifacts))
+    partial = vdir / "lib.partial"
+    proc = _mvn(vdir / "pom", "dependency:copy-dependencies", f"-DoutputDirectory={partial}", "-DincludeScope=runtime")
     if proc.returncode != 0:
         out = _ANSI.sub("", proc.stdout + proc.stderr)  # Maven colours its output even in batch mode
         missing = _missing_artifacts(out, version)
-        what = f"Maven Central has no {', '.join(missing)} {version}" if missing else "Maven could not resolve it"
-        tail = "\n".join(out.strip().splitlines()[-6:])
-        raise ProvisionError(
-            f"system {system!r}: {what}. Versions on Maven Central: "
-            f"'python -m hourglass.adapters.rocketmq.provision --list'; a fork's own build works as "
-            f"'dist:/path/to/distribution' or 'jars:/path/to/lib'.\nmvn said:\n{tail}"
-        )
-    # the example jar only (its dependencies are client/common, already in lib)
-    ex_build = vdir / "pom-example"
-    ex_build.mkdir(exist_ok=True)
-    (ex_build / "pom.xml").write_text(_pom(version, (EXAMPLE_ARTIFACT,)))
-    ex = _mvn(ex_build, "dependency:copy-dependencies", f"-DoutputDirectory={vdir / 'example'}",
-              f"-DincludeArtifactIds={EXAMPLE_ARTIFACT}")
-    lib = vdir / "lib"
-    if lib.exists():
-        _rmtree(lib)
-    tmp_lib.rename(lib)
-    jars = sorted(p.name for p in lib.glob("*.jar"))
-    (vdir / "resolved.json").write_text(json.dumps(
-        {"version": version, "jars": len(jars), "example": ex.returncode == 0 and any((vdir / "example").glob("*.jar"))},
-        indent=1))
+        errors = [line for line in out.strip().splitlines() if line.startswith("[ERROR]")]
+        said = "\n".join(errors[:6] or out.strip().splitlines()[-6:])
+        if missing:
+            raise NotOnCentral(f"system {system!r}: Maven Central has no {', '.join(missing)} {version}{hint}.\nmvn said:\n{said}")
+        raise ProvisionError(f"system {system!r}: Maven could not resolve {', '.join(artifacts)} {version}{hint}.\nmvn said:\n{said}")
+    if (vdir / "lib").exists():
+        _rmtree(vdir / "lib")
+    partial.rename(vdir / "lib")
 
 
 def _rmtree(path: Path) -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from hourglass.adapters.rocketmq import config as cfg
 from hourglass.adapters.rocketmq.family import _release
 from hourglass.adapters.rocketmq.launch import Launch
-from hourglass.adapters.rocketmq.provision import proxy_lib
+from hourglass.adapters.rocketmq.provision import PROXY_ARTIFACT, proxy_lib
 from hourglass.adapters.rocketmq.servers import Server
 from hourglass.reference.contract import PROXY_TARGET
 from hourglass.reference.pop import PROXY_CLUSTER, PROXY_IN_BROKER, PROXY_LOCAL
@@ -54,6 +54,13 @@ def write_proxy_conf(topology, dist) -> Path:
     conf.write_text(json.dumps({"rocketMQClusterName": cfg.CLUSTER_NAME, "namesrvAddr": ports.namesrv_addr,
                                 "grpcServerPort": ports.proxy_grpc, "remotingListenPort": ports.proxy_remoting}, indent=1))
     return conf
+
+
+def proxy_jars(dist, runtime) -> Path:
+    """The jars the proxy runs from: a user's image's own when it ships ``rocketmq-proxy`` (the
+    distribution's lib, which the container runtime maps to the image's), else the release's from
+    Maven Central (provision.proxy_lib): a fork's image is tested with its own proxy."""
+    return dist.lib_dir if runtime.ships(PROXY_ARTIFACT) else proxy_lib(dist)
 
 
 def local_mode_args(topology, dist, broker_conf: Path) -> tuple[str, ...]:
@@ -112,7 +119,7 @@ class Proxy(ProxyEndpoint):
         return Launch(component=self.target, kind=self.kind, dist=self.dist, home=self.home, conf=conf,
                       log_file=self.log_file, root=layout.root, ports=(ports.proxy_grpc, ports.proxy_remoting),
                       port=ports.proxy_grpc, namesrv=ports.namesrv_addr, store=layout.store_dir,
-                      args=("-pc", str(conf), "-pm", PROXY_CLUSTER, "-n", ports.namesrv_addr), lib_dir=proxy_lib(self.dist))
+                      args=("-pc", str(conf), "-pm", PROXY_CLUSTER, "-n", ports.namesrv_addr), lib_dir=proxy_jars(self.dist, self.runtime))
 
     def answers(self) -> bool:
         self.addr = self.system.topology.ports.proxy_addr  # leased at setup, after the part was made

@@ -105,6 +105,10 @@ class Runtime(Protocol):
         """Perform ``action`` on ``component`` by the user's command (the external runtime); a
         runtime that starts its components has no such commands and raises AdapterError."""
 
+    def ships(self, artifact: str) -> bool:
+        """Whether the jars it runs from hold ``artifact`` beyond the distribution's (a user's
+        image with RocketMQ's proxy, as the official 5.x images have): then it runs that one."""
+
     def close(self) -> None:
         """Kill and remove everything this runtime started. Idempotent; safe in finally/atexit."""
 
@@ -120,6 +124,9 @@ class StartsItsComponents:
 
     def run(self, action: str, component: str) -> None:
         raise AdapterError(f"the {self.name} runtime runs no fault commands (asked for {action}:{component})")
+
+    def ships(self, artifact: str) -> bool:
+        return False
 
 
 class CpuQuota:

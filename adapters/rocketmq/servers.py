@@ -19,7 +19,7 @@ from hourglass.adapters.rocketmq.clientlink import ClientError
 from hourglass.adapters.rocketmq.launch import Launch, disk_warning_props, launch_spec, note_processes
 from hourglass.adapters.rocketmq.logs import server_log_tail
 from hourglass.adapters.rocketmq.machine import ClockControl, OwnNetwork
-from hourglass.adapters.rocketmq.provision import Distribution, proxy_lib
+from hourglass.adapters.rocketmq.provision import Distribution
 from hourglass.adapters.rocketmq.topology import BrokerNode
 from hourglass.reference.clock import CLOCK_DRIFT
 from hourglass.reference.faults.cpu import THROTTLE
@@ -212,10 +212,10 @@ class Broker(Server):
         on_host = self.runtime.name == "process"
         local = self.first and self.system.proxy_local  # ProxyStartup starts the broker (adapters.rocketmq.proxy)
         if local:
-            from hourglass.adapters.rocketmq.proxy import local_mode_args
+            from hourglass.adapters.rocketmq.proxy import local_mode_args, proxy_jars
         return Launch(component=self.target, kind=self.kind, dist=dist, home=self.home, conf=conf,
                       main="proxy" if local else None, args=local_mode_args(topo, dist, conf) if local else None,
-                      lib_dir=proxy_lib(dist) if local else None,
+                      lib_dir=proxy_jars(dist, self.runtime) if local else None,
                       log_file=topo.layout.logs_dir / f"{self.target}.out", root=topo.layout.root,
                       ports=(ports.broker - 2, ports.broker, ports.broker + 1), port=ports.broker,
                       namesrv=f"{own.namesrv_host_for_broker}:{own.namesrv}" if self.first else own.namesrv_addr,

@@ -102,3 +102,27 @@ def test_a_base_image_by_name_is_probed_for_its_java(unique_lib, client, monkeyp
     tags.append(ref.tag)
     assert (ref.source, ref.java_major) == ("built", 17)  # `java -version` in it (once per image id)
     assert client.images.get(ref.tag).attrs["Config"]["Labels"][img.LABEL_JAVA_MAJOR] == "17"
+
+
+def test_a_named_image_with_the_proxy_runs_its_own_proxy(unique_lib, client, tmp_path):
+    """A user's image holding rocketmq-proxy (the official 5.x images do, a fork's its own build):
+    the proxy runs from the image's lib, not from Maven Central's jars of the release."""
+    from hourglass.adapters.rocketmq.provision import PROXY_ARTIFACT, Distribution
+    from hourglass.adapters.rocketmq.proxy import proxy_jars
+
+    lib, tags = unique_lib
+    with zipfile.ZipFile(lib / f"{PROXY_ARTIFACT}-0.0.0-fork.jar", "w") as jar:
+        jar.writestr("proxy.txt", "a fork's proxy")
+    built = img.ensure_image(lib, client, lambda line: None)
+    tags.append(built.tag)
+    assert f"{PROXY_ARTIFACT}-0.0.0-fork.jar" in img.image_jars(client, img.named_image(built.tag, client))
+    host = Distribution("rocketmq:5.5.0", "5.5.0", tmp_path / "host-lib")  # the release's jars, no proxy among them
+    named = ContainerRuntime(lib, tmp_path / "named", image=built.tag)
+    own = ContainerRuntime(lib, tmp_path / "own")  # an image built here from the distribution
+    try:
+        assert named.ships(PROXY_ARTIFACT) and not named.ships("rocketmq-nothing")
+        assert proxy_jars(host, named) == host.lib_dir  # mapped to the image's lib by the container runtime
+        assert not own.ships(PROXY_ARTIFACT)
+    finally:
+        named.close()
+        own.close()

@@ -467,6 +467,9 @@ def test_the_proxy_is_launched_in_cluster_mode_from_its_own_jars(tmp_path, monke
     class NoRuntime:
         name = "process"
 
+        def ships(self, artifact):
+            return False
+
     system = LocalRocketMQSystem(dist, NoRuntime(), tmp_path / "sys", BrokerProfile(needs=frozenset({PROXY_NEEDED})))
     assert "proxy" in system.parts
     system.layout.make()
@@ -502,11 +505,31 @@ def test_a_proxy_maven_central_lacks_is_told_apart_from_a_failed_download(tmp_pa
             "https://repo.maven.apache.org/maven2")
     monkeypatch.setattr(provision, "_mvn", lambda *a: subprocess.CompletedProcess([], 1, said, ""))
     with pytest.raises(provision.NotOnCentral, match="Maven Central has no rocketmq-proxy 5.1.4"):
-        provision._fetch_once(tmp_path / "p", provision.GROUP_ID, ("rocketmq-proxy",), "5.1.4", "x", "rocketmq:5.1.4")
+        provision._fetch_once(tmp_path / "p", ("rocketmq-proxy",), "5.1.4", "x", "rocketmq:5.1.4")
     monkeypatch.setattr(provision, "_mvn", lambda *a: subprocess.CompletedProcess([], 1, "[ERROR] Failed: network", ""))
     with pytest.raises(provision.ProvisionError) as e:
-        provision._fetch_once(tmp_path / "q", provision.GROUP_ID, ("rocketmq-proxy",), "5.5.0", "x", "rocketmq:5.5.0")
+        provision._fetch_once(tmp_path / "q", ("rocketmq-proxy",), "5.5.0", "x", "rocketmq:5.5.0")
     assert not isinstance(e.value, provision.NotOnCentral) and "network" in str(e.value)
+
+
+def test_the_proxy_runs_from_maven_central_unless_the_runtime_ships_its_own(tmp_path, monkeypatch):
+    from hourglass.adapters.rocketmq import proxy
+    from hourglass.adapters.rocketmq.process import ProcessRuntime
+    from hourglass.adapters.rocketmq.provision import Distribution
+
+    dist = Distribution("rocketmq:5.5.0", "5.5.0", tmp_path / "lib")
+    monkeypatch.setattr(proxy, "proxy_lib", lambda d: tmp_path / "central" / d.version / "proxy" / "lib")
+    rt = ProcessRuntime()
+    try:
+        assert proxy.proxy_jars(dist, rt) == tmp_path / "central" / "5.5.0" / "proxy" / "lib"
+    finally:
+        rt.close()
+
+    class Ships:
+        def ships(self, artifact):
+            return artifact == proxy.PROXY_ARTIFACT
+
+    assert proxy.proxy_jars(dist, Ships()) == dist.lib_dir
 
 
 def test_an_external_clusters_proxy_is_its_grpc_endpoint_faulted_by_the_users_commands(tmp_path):
@@ -531,7 +554,7 @@ def test_an_external_clusters_proxy_is_its_grpc_endpoint_faulted_by_the_users_co
 
 def test_in_local_mode_the_broker_is_started_by_the_proxy_and_takes_its_faults(tmp_path, monkeypatch):
     from hourglass.adapters.base import BrokerProfile
-    from hourglass.adapters.rocketmq import servers
+    from hourglass.adapters.rocketmq import proxy
     from hourglass.adapters.rocketmq.config import SystemPorts
     from hourglass.adapters.rocketmq.launch import launch_spec
     from hourglass.adapters.rocketmq.local import LocalRocketMQSystem
@@ -539,13 +562,16 @@ def test_in_local_mode_the_broker_is_started_by_the_proxy_and_takes_its_faults(t
     from hourglass.reference.pop import PROXY_IN_BROKER, PROXY_LOCAL, PROXY_NEEDED
 
     plib = tmp_path / "proxy-lib"
-    monkeypatch.setattr(servers, "proxy_lib", lambda dist: plib)
+    monkeypatch.setattr(proxy, "proxy_lib", lambda dist: plib)
 
     class NoRuntime:
         name = "process"
 
         def cannot(self, action, component):
             return None
+
+        def ships(self, artifact):
+            return False
 
     system = LocalRocketMQSystem(Distribution("rocketmq:5.5.0", "5.5.0", tmp_path / "lib"), NoRuntime(), tmp_path / "sys",
                                  BrokerProfile(needs=frozenset({PROXY_NEEDED}), proxy_mode=PROXY_LOCAL))
