@@ -224,6 +224,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("ack_index", "int", False),  # ... and the batch's ack index the listener returned (-1: none consumed)
         _f("timed_out", "bool", False),  # a SLOW: held past consumeTimeout, sent back by the clean-up (reference.timeout)
         _f("pop_ms", "int", False),  # a POP delivery: when the broker popped it (its POP_CK's popTime, reference.pop)
+        _f("ack_failed", "str", False),  # a gRPC SimpleConsumer's OK whose ack the proxy refused: its error
     ),
     "dlq": (
         _f("key", "str"),

@@ -47,7 +47,8 @@ from hourglass.reference.windows import OutageIndex, merge_outages
 from hourglass.reference.orderly import LOCK_RETRY_MS, send_back_refused
 from hourglass.reference.broadcast import broadcast_outcome
 from hourglass.reference.modes import GRPC_MODES, group_of
-from hourglass.reference.pop import (ANSWERED_LATER, GRPC_SIMPLE, NOT_ANSWERED, grpc_client_outages, next_window, pop_outcome,
+from hourglass.reference.pop import (ANSWERED_LATER, GRPC_REQUEST_TIMEOUT_MS, GRPC_SIMPLE, NOT_ANSWERED, grpc_broker_outages,
+                                     grpc_client_outages, next_window, pop_outcome,
                                      pop_retry_topic, proxy_outages_of, second_copy_allowed)
 
 
@@ -460,7 +461,9 @@ def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: 
                 earliest, latest = _pop_on_broker_clock(w.clock, answered, w.clock.broker_ms(answered) + delay,
                                                         latest - last_w.earliest_ms + (last - answered))
             windows.append((answered, delay, earliest, latest))
-    if popped is not None and (answered is None or (w.outages or widen is not w.widen) and widen(popped, popped, answered)[1] is not None):
+    # a change answered up to the client's request timeout before an outage may still be in flight when
+    # it begins (widen: an OutageIndex's, whose outages it asks)
+    if popped is not None and (answered is None or widen.__self__.touches(popped, answered + GRPC_REQUEST_TIMEOUT_MS)):
         nw = next_window(popping, k - 1, NOT_ANSWERED, popped, None, precision, slack)
         earliest, latest = nw.earliest_ms, nw.latest_ms
         if w.clock is not None:  # pop_ms is the broker's reading (POP_CK): the revive is due in its clock
@@ -480,8 +483,9 @@ def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: 
 
 
 def _widen_grpc(outages: list, faults: list, first_delay: int, slack: int, proxy_mode: str) -> Callable | None:
-    """A gRPC group's widening (reference.pop.grpc_client_outages), or None without proxy outages."""
-    proxy = grpc_client_outages(proxy_outages_of(faults, proxy_mode))
+    """A gRPC group's widening (reference.pop.grpc_client_outages, grpc_broker_outages), or None
+    when it lives no outage beyond the brokers'."""
+    proxy = grpc_client_outages(proxy_outages_of(faults, proxy_mode)) + grpc_broker_outages(faults, proxy_mode)
     return OutageIndex(merge_outages(outages + proxy), first_delay, slack).widen if proxy else None
 
 
@@ -610,10 +614,13 @@ def sent_back_copies(previous_attempt: Iterable[Mapping], faults: Iterable[Mappi
     being an attempt of its own. A LATER whose send-back failed may store one more
     (:func:`reference.network.send_back_may_repeat`: timed out in a cut, TCP retransmits it beside the
     client's re-send; or the client logged the failure, and the request it gave up on was stored too).
+    In a POP group an OK whose ack the proxy refused (``ack_failed``, a SimpleConsumer's) is revived
+    like a LATER (PopReviveService: its checkpoint was never acked).
     ``previous_attempt``: the deliveries of attempt k-1; ``faults``: the run's fault events."""
     repeats = send_back_may_repeat(faults)
     laters = [d for d in previous_attempt if d.get("outcome") == "LATER"]
-    return len(laters) + sum(1 for d in laters if repeats(d["ts_ms"], d.get("group"), d.get("key")))
+    unacked = sum(1 for d in previous_attempt if d.get("outcome") == "OK" and d.get("ack_failed"))
+    return len(laters) + unacked + sum(1 for d in laters if repeats(d["ts_ms"], d.get("group"), d.get("key")))
 
 
 _I_SLOT = EXPECTED_COLUMNS.index("timer_slot_ms")
@@ -655,7 +662,8 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
     if profile.pop_groups and timer_slot_ms is None and profile.pop_group(first.get("group")) is not None:
         popping = profile.pop_group(first.get("group"))
         fault_events = [f for f in faults if f.get("type", "fault") == "fault"]
-        grpc = grpc_client_outages(proxy_outages_of(fault_events, profile.proxy_mode)) if popping.mode in GRPC_MODES else ()
+        grpc = grpc_client_outages(proxy_outages_of(fault_events, profile.proxy_mode)) \
+            + grpc_broker_outages(fault_events, profile.proxy_mode) if popping.mode in GRPC_MODES else ()
         allowed, reason = second_copy_allowed(fault_events, first["store_ms"], second["store_ms"], grpc_outages=grpc)
         return DuplicateRuling(allowed, "scheduler", reason)
     if first.get("outcome") == CRASH and first.get("reconsume_times", 0) > 0:
@@ -706,6 +714,11 @@ def _consumer_redelivery(faults: list[Mapping], first: Mapping, second: Mapping,
     if first.get("outcome") == CRASH:
         return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after a CRASH answer at {first['ts_ms']}")
     lo, hi = first["ts_ms"], second["ts_ms"]
+    # a POP copy is out of its queue from its pop, which may come well before its listener's turn (a
+    # push consumer hands out what it popped earlier): PopMessageProcessor.popMsgFromQueue commits the
+    # pop's offset in memory (ConsumerOffsetManager.commitOffset), persisted every
+    # flushConsumerOffsetInterval (BrokerController), so a broker killed after the pop pops it again
+    lo = min(lo, first.get("pop_ms") or lo)
     for f in sorted(faults, key=lambda f: f["ts_ms"]):
         if not lo <= f["ts_ms"] <= hi:
             continue

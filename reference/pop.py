@@ -524,6 +524,28 @@ def grpc_client_outages(proxy_outages) -> list:
     return out
 
 
+#: The proxy resolves the broker of a receipt handle (an ack, a change of the invisible time) and of a
+#: receive through its topic-route cache (ClusterMessageService.resolveBrokerAddrInReceiptHandle,
+#: TopicRouteService.getBrokerAddr), a Caffeine cache refreshed this long after it was written
+#: (ProxyConfig.topicRouteServiceCacheRefreshSeconds, ...ExpiredInSeconds at 5.0.0: 20 s at every
+#: 5.x tag): what it read while a broker was down stands until then, so for that long after the
+#: broker is back the proxy answers INVALID_RECEIPT_HANDLE ("cannot find broker") or no route.
+PROXY_ROUTE_REFRESH_MS = 20_000
+
+
+def proxy_route_outages(broker_outages, proxy_mode: str = PROXY_CLUSTER) -> list:
+    """A broker's outages as a proxy in its own process (cluster mode) serves them: until its route
+    cache was refreshed (:data:`PROXY_ROUTE_REFRESH_MS` after the broker was back). In local mode the
+    proxy is the broker's process, restarted with it, its cache empty: none beyond the broker's own."""
+    from hourglass.reference.windows import Outage
+
+    if proxy_mode == PROXY_LOCAL:
+        return []
+    return [Outage(o.action, o.down_ms, o.up_ms + PROXY_ROUTE_REFRESH_MS,
+                   f"{o.describe()}; the proxy's route to it refreshed by {o.up_ms + PROXY_ROUTE_REFRESH_MS} "
+                   "(TopicRouteService's cache)") for o in broker_outages if o.up_ms is not None]
+
+
 def proxy_outages_of(faults, proxy_mode: str = PROXY_CLUSTER) -> list:
     """The proxy's outages (reference.windows.Outage) from a run's fault events: its own process's
     (``target: proxy``); in local mode the first broker's, whose process it is."""
@@ -537,19 +559,28 @@ def proxy_outages_of(faults, proxy_mode: str = PROXY_CLUSTER) -> list:
 def pop_outages(mode: str, faults, proxy_mode: str = PROXY_CLUSTER) -> list:
     """What may cut a POP group's copy off its answer or its listener: the brokers' and the
     consumers' outages, and for a gRPC group the proxy's as its clients live them
-    (:func:`grpc_client_outages`), from a run's fault events."""
+    (:func:`grpc_client_outages`) and the brokers' as the proxy serves them (:func:`grpc_broker_outages`),
+    from a run's fault events."""
     from hourglass.reference.faults import effect
 
     faults = list(faults)
     out = effect("store", faults) + effect("consumer", faults)
     if mode in (GRPC_SIMPLE, GRPC_PUSH):
-        out += grpc_client_outages(proxy_outages_of(faults, proxy_mode))
+        out += grpc_client_outages(proxy_outages_of(faults, proxy_mode)) + grpc_broker_outages(faults, proxy_mode)
     return out
+
+
+def grpc_broker_outages(faults, proxy_mode: str = PROXY_CLUSTER) -> list:
+    """The brokers' process outages as a gRPC group lives them through a proxy of its own process
+    (:func:`proxy_route_outages`), from a run's fault events."""
+    from hourglass.reference.windows import broker_outages
+
+    return proxy_route_outages(broker_outages(list(faults)), proxy_mode)
 
 
 def unplanned_attempt(outages, previous_ok_ms: int | None, delivered_ms: int) -> str | None:
     """Why a POP group's attempt the plan does not lead to may come, or None: an attempt after one
-    answered OK, when the ack may have been lost (an outage of the broker, or of the proxy for a gRPC
+    answered OK (any of its deliveries: a broker killed after a pop pops the copy again), when the ack may have been lost (an outage of the broker, or of the proxy for a gRPC
     group, lasted into the :data:`GRPC_REQUEST_TIMEOUT_MS` after the OK: the copy is revived as the
     next attempt, PopReviveService); an attempt whose previous one was never delivered, when an
     outage (the broker's or the proxy's, or a consumer's death) began before it: the broker popped

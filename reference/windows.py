@@ -181,6 +181,11 @@ class OutageIndex:
         self.ups = [o.up_ms if o.up_ms is not None else 2**62 for o in outages]
         self.first_delay_ms, self.slack_ms = first_delay_ms, slack_ms
 
+    def touches(self, from_ms: int, to_ms: int) -> bool:
+        """Whether an outage overlaps ``[from_ms, to_ms]``."""
+        i = bisect_left(self.ups, from_ms)
+        return i < len(self.ups) and self.outages[i].down_ms <= to_ms
+
     def widen(self, anchor_ms: int, earliest_ms: int, latest_base_ms: int) -> tuple[int | None, str | None]:
         i = bisect_left(self.ups, anchor_ms)  # outages are disjoint and in time order
         if i == len(self.ups) or self.outages[i].down_ms > latest_base_ms:

@@ -240,6 +240,7 @@ class PlanFollower:
                 event["next_level"] = level
             if word == SLOW:
                 event["timed_out"] = True
+            self.answering(event, msg)
             self._out.write(event, fsync=word == CRASH)
             if word == CRASH:  # the consumer dies with every copy it holds (a scenario gives a POP group none)
                 self.die()
@@ -249,6 +250,10 @@ class PlanFollower:
             self.stopping.wait(max(0, until - now_ms()) / 1000)
             return OK, 0
         return (LATER if event["outcome"] == LATER else OK), level
+
+    def answering(self, event: dict, msg) -> None:
+        """Before a POP delivery's event is written: a consumer that acks by itself (a gRPC
+        SimpleConsumer) acks an OK here and records a refused ack in it."""
 
     def die(self) -> None:
         """End the process now, after recording its death (fsynced) where its deliveries are.

@@ -35,7 +35,7 @@ from hourglass.adapters.rocketmq.jvm import Channel, describe, now_ms, start_jvm
 from hourglass.adapters.rundir import EventLog
 from hourglass.reference.contract import BODY_CRC_PROPERTY, PLAN_PROPERTY, consumer_fault
 from hourglass.reference.pop import GRPC_PUSH, GRPC_SIMPLE, mode_invisible_ms
-from hourglass.reference.plans import LATER
+from hourglass.reference.plans import LATER, OK
 
 #: how long a receive waits for messages (the proxy holds it at most GRPC_LONG_POLL_MS)
 AWAIT_S = 10
@@ -106,6 +106,18 @@ class GrpcFollower(PlanFollower):
     def __init__(self, *args, copies: StoredCopies, **kwargs):
         super().__init__(*args, **kwargs)
         self.copies = copies
+        self.ack = None  # a SimpleConsumer's ack (run_simple); a PushConsumer's client acks by itself
+
+    def answering(self, event: dict, view) -> None:
+        """A SimpleConsumer acks an OK before its event is written, which records a refused ack
+        (``ack_failed``: the proxy's error; the broker revives the copy)."""
+        if self.ack is None or event["outcome"] != OK:
+            return
+        try:
+            self.ack(view)
+        except Exception as e:  # noqa: BLE001 - a Java exception: its receipt refused, or the proxy down
+            event["ack_failed"] = describe(e)
+            print(f"hourglass: ack {view.getMessageId()}: {describe(e)}", file=sys.stderr, flush=True)
 
     def _event(self, view, _queue) -> dict:
         keys = list(view.getKeys())
@@ -195,6 +207,7 @@ def run_simple(args, follower: GrpcFollower, stop: threading.Event):
     consumer = provider.newSimpleConsumerBuilder().setClientConfiguration(config).setConsumerGroup(args.group) \
         .setAwaitDuration(Duration.ofSeconds(AWAIT_S)).setSubscriptionExpressions(subs).build()
     invisible = Duration.ofMillis(mode_invisible_ms(GRPC_SIMPLE, args.pop_invisible_ms))
+    follower.ack = consumer.ack
 
     def loop():
         while not stop.is_set():
@@ -205,13 +218,8 @@ def run_simple(args, follower: GrpcFollower, stop: threading.Event):
                     print(f"hourglass: receive: {describe(e)}", file=sys.stderr, flush=True)
                     stop.wait(1.0)  # before the next receive from a proxy that did not answer
                 continue
-            for view in views:
-                answer, _ = follower.on_pop(view, None)
-                if answer != LATER:
-                    try:
-                        consumer.ack(view)
-                    except Exception as e:  # noqa: BLE001 - its receipt expired (a SLOW) or the proxy is down
-                        print(f"hourglass: ack {view.getMessageId()}: {describe(e)}", file=sys.stderr, flush=True)
+            for view in views:  # an OK is acked as it is recorded (GrpcFollower.answering)
+                follower.on_pop(view, None)
 
     thread = threading.Thread(target=loop, name="hg-grpc-simple", daemon=True)
     thread.start()

@@ -67,11 +67,16 @@ def _unplanned(a: Attempt, prev: list | None) -> str | None:
     popping = profile.pop_group(a.group)
     if popping is None:
         return None
+    refused = [d for d in prev or () if d.get("outcome") == "OK" and d.get("ack_failed")]
+    if refused:  # the consumer saw its ack fail: the checkpoint was never acked, and revived
+        return f"the ack of the OK at {refused[0]['ts_ms']} failed ({refused[0]['ack_failed']}): the copy was revived"
     oks = [d["ts_ms"] for d in prev or () if d.get("outcome") == "OK"]
     if prev and not oks:
         return None
-    return pop.unplanned_attempt(pop.pop_outages(popping.mode, a.faults, profile.proxy_mode), oks[-1] if oks else None,
-                                 a.deliveries[0]["ts_ms"])
+    outages = pop.pop_outages(popping.mode, a.faults, profile.proxy_mode)
+    # any OK of it (a broker kill may have popped its copy twice: reference.expected._consumer_redelivery)
+    whys = (pop.unplanned_attempt(outages, ok, a.deliveries[0]["ts_ms"]) for ok in oks or (None,))
+    return next((why for why in whys if why is not None), None)
 
 
 def _expect(out: Judgements, attempt: int, delay: int) -> None:

@@ -367,3 +367,64 @@ def test_a_second_copy_of_a_grpc_attempt_is_allowed_only_next_to_a_proxy_outage(
     assert not pop.second_copy_allowed([], T0 + 3_316, T0 + 15_520)[0]
     far = pop.grpc_client_outages([Outage("kill", T0 - 600_000, T0 - 590_000)])
     assert not pop.second_copy_allowed([], T0 + 3_316, T0 + 15_520, grpc_outages=far)[0]
+
+
+def _broker_kill(down, ready):
+    return [{"type": "fault", "ts_ms": down, "action": "kill", "target": "broker"},
+            {"type": "fault", "ts_ms": ready - 10, "action": "start", "target": "broker"},
+            {"type": "fault", "ts_ms": ready, "action": "ready", "target": "broker"}]
+
+
+def test_after_a_brokers_restart_its_proxy_serves_it_only_once_its_route_cache_refreshed():
+    # seen on 5.3.3 and 5.4.0: acks refused (INVALID_RECEIPT_HANDLE) up to 20 s and more after the broker was ready
+    faults = _broker_kill(T0, T0 + 20_000)
+    route = pop.grpc_broker_outages(faults)
+    assert [(o.down_ms, o.up_ms) for o in route] == [(T0, T0 + 20_000 + pop.PROXY_ROUTE_REFRESH_MS)]
+    assert pop.grpc_broker_outages(faults, pop.PROXY_LOCAL) == []  # restarted with the broker: its cache empty
+    ok_after_ready = T0 + 30_000
+    assert pop.unplanned_attempt(pop.pop_outages(pop.GRPC_SIMPLE, faults), ok_after_ready, T0 + 45_000) is not None
+    assert pop.unplanned_attempt(pop.pop_outages(pop.POP, faults), ok_after_ready, T0 + 45_000) is None  # no proxy
+
+
+def test_a_copy_popped_before_a_broker_kill_may_be_popped_again_though_its_listener_answered_after():
+    # seen on 5.4.0 (local mode): a PushConsumer answered at +21 s a copy it popped at +14 s; the broker was killed at +16 s
+    run = _pop_run()
+    kill = _broker_kill(T0 + 16_000, T0 + 30_000)
+    first, again = _deliver("a", T0 + 21_000, 0, "LATER", T0 + 14_000), _deliver("a", T0 + 36_000, 0, "LATER", T0 + 35_900)
+    assert rule_duplicate(run, kill, first, again).allowed
+    popped_after = dict(first, pop_ms=T0 + 20_000)  # popped from the restarted broker: its offset was committed
+    assert not rule_duplicate(run, kill, popped_after, again).allowed
+
+
+def test_an_ok_whose_ack_the_proxy_refused_is_revived_like_a_later():
+    from hourglass.reference.expected import sent_back_copies
+
+    refused = _deliver("a", T0, 0, "OK", T0, ack_failed="BadRequestException: INVALID_RECEIPT_HANDLE")
+    assert sent_back_copies([refused, _deliver("a", T0 + 9_000, 0, "OK", T0 + 9_000)]) == 1
+    assert sent_back_copies([refused, dict(refused, ts_ms=T0 + 9_000)]) == 2  # popped twice, refused twice: two revives
+
+
+@pytest.mark.parametrize("refused, violations", [(True, 0), (False, 1)])
+def test_an_attempt_after_a_refused_ack_passes_retry_schedule(refused, violations):
+    from hourglass.reports.judge_events import judge_bucket
+
+    run = _pop_run(invisible_ms=10_000)
+    run["profile"]["pop_groups"]["g"].update(mode=pop.GRPC_SIMPLE, max_times=2)
+    ok = _deliver("a", T0 + 300, 0, "OK", T0 + 250, **({"ack_failed": "INVALID_RECEIPT_HANDLE"} if refused else {}))
+    events = [{"type": "send", "ts_ms": T0, "key": "a", "topic": "T", "delay_level": 0, "status": "SEND_OK", "born_ms": T0,
+               "plan": []}, ok, _deliver("a", T0 + 10_400, 1, "OK", T0 + 10_390, clo=9)]
+    rows = judge_bucket(run, events, T0 + 60_000, 1000)
+    found = [r for r in rows if r[2] == "v" and json.loads(r[8])["invariant"] == "RETRY_SCHEDULE"]
+    assert len(found) == violations
+
+
+def test_a_change_still_in_flight_when_the_broker_is_killed_may_leave_the_pops_own_invisible_time():
+    # seen on 5.4.0: a PushConsumer's FAILURE 42 ms before a broker kill came back 60 s after its pop
+    run = _pop_run(invisible_ms=pop.GRPC_PUSH_INVISIBLE_MS)
+    run["profile"]["pop_groups"]["g"].update(mode=pop.GRPC_PUSH, max_times=2)
+    events = [{"type": "send", "ts_ms": T0, "key": "a", "topic": "T", "delay_level": 0, "status": "SEND_OK", "born_ms": T0,
+               "plan": ["LATER", "OK"]}, _deliver("a", T0 + 300, 0, "LATER", T0 + 250)]
+    row = {r.attempt: r for r in build_expected(run, events + _broker_kill(T0 + 342, T0 + 20_000))}[1]
+    assert row.latest_ms >= T0 + 250 + pop.GRPC_PUSH_INVISIBLE_MS
+    far = {r.attempt: r for r in build_expected(run, events + _broker_kill(T0 + 15_000, T0 + 20_000))}[1]
+    assert far.latest_ms < T0 + 250 + pop.GRPC_PUSH_INVISIBLE_MS  # killed after the change was done
