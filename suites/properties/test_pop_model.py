@@ -316,19 +316,22 @@ def test_a_lost_ack_or_a_lost_pop_is_allowed_only_next_to_an_outage():
     assert pop.unplanned_attempt([], T0, T0 + 20_000) is None
 
 
-@pytest.mark.parametrize("killed, violations", [(True, 0), (False, 1)])
-def test_an_attempt_after_an_ok_passes_retry_schedule_only_when_the_proxy_may_have_lost_the_ack(killed, violations):
+def _retry_after_ok(ok: dict, faults=()) -> int:
+    """RETRY_SCHEDULE's violations when a SimpleConsumer's copy comes again after ``ok``."""
     from hourglass.reports.judge_events import judge_bucket
 
     run = _pop_run(invisible_ms=10_000)
     run["profile"]["pop_groups"]["g"].update(mode=pop.GRPC_SIMPLE, max_times=2)
     events = [{"type": "send", "ts_ms": T0, "key": "a", "topic": "T", "delay_level": 0, "status": "SEND_OK", "born_ms": T0,
-               "plan": []},
-              _deliver("a", T0 + 300, 0, "OK", T0 + 250), _deliver("a", T0 + 10_400, 1, "OK", T0 + 10_390, clo=9)]
-    events += _proxy_faults(T0 + 2_000, T0 + 6_000) if killed else []
+               "plan": []}, ok, _deliver("a", T0 + 10_400, 1, "OK", T0 + 10_390, clo=9), *faults]
     rows = judge_bucket(run, events, T0 + 60_000, 1000)
-    found = [r for r in rows if r[2] == "v" and json.loads(r[8])["invariant"] == "RETRY_SCHEDULE"]
-    assert len(found) == violations
+    return len([r for r in rows if r[2] == "v" and json.loads(r[8])["invariant"] == "RETRY_SCHEDULE"])
+
+
+@pytest.mark.parametrize("killed, violations", [(True, 0), (False, 1)])
+def test_an_attempt_after_an_ok_passes_retry_schedule_only_when_the_proxy_may_have_lost_the_ack(killed, violations):
+    faults = _proxy_faults(T0 + 2_000, T0 + 6_000) if killed else []
+    assert _retry_after_ok(_deliver("a", T0 + 300, 0, "OK", T0 + 250), faults) == violations
 
 
 def test_a_proxy_outage_widens_a_grpc_window_by_the_clients_reconnect():
@@ -406,16 +409,8 @@ def test_an_ok_whose_ack_the_proxy_refused_is_revived_like_a_later():
 
 @pytest.mark.parametrize("refused, violations", [(True, 0), (False, 1)])
 def test_an_attempt_after_a_refused_ack_passes_retry_schedule(refused, violations):
-    from hourglass.reports.judge_events import judge_bucket
-
-    run = _pop_run(invisible_ms=10_000)
-    run["profile"]["pop_groups"]["g"].update(mode=pop.GRPC_SIMPLE, max_times=2)
     ok = _deliver("a", T0 + 300, 0, "OK", T0 + 250, **({"ack_failed": "INVALID_RECEIPT_HANDLE"} if refused else {}))
-    events = [{"type": "send", "ts_ms": T0, "key": "a", "topic": "T", "delay_level": 0, "status": "SEND_OK", "born_ms": T0,
-               "plan": []}, ok, _deliver("a", T0 + 10_400, 1, "OK", T0 + 10_390, clo=9)]
-    rows = judge_bucket(run, events, T0 + 60_000, 1000)
-    found = [r for r in rows if r[2] == "v" and json.loads(r[8])["invariant"] == "RETRY_SCHEDULE"]
-    assert len(found) == violations
+    assert _retry_after_ok(ok) == violations
 
 
 def test_a_change_still_in_flight_when_the_broker_is_killed_may_leave_the_pops_own_invisible_time():
