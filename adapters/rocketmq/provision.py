@@ -124,9 +124,6 @@ class Distribution:
     def major(self) -> int:
         return int(self.version.split(".", 1)[0])
 
-    def classpath(self) -> tuple[str, ...]:
-        return (str(self.lib_dir / "*"),)
-
     def example_classpath(self) -> tuple[str, ...] | None:
         if self.example_dir is None:
             return None
@@ -147,7 +144,7 @@ class Distribution:
         return frozenset({TIMER, POP_CONSUMPTION}) if self.major >= 5 else frozenset()
 
     def command(self, component: str, values: dict[str, str]):
-        """``(argv, env)`` that starts ``component`` instead of the JVM of ``classpath()`` (a
+        """``(argv, env)`` that starts ``component`` instead of the JVM of its jars (a
         ``cmd:`` system), or None: a released version runs its main class."""
         return None
 

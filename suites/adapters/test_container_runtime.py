@@ -55,7 +55,7 @@ class Pair:
 
     def spec(self, component: str) -> LaunchSpec:
         return LaunchSpec(
-            component=component, main_class=MAIN_CLASS[component], classpath=self.dist.classpath(),
+            component=component, main_class=MAIN_CLASS[component], classpath=(str(self.dist.lib_dir / "*"),),
             jvm_opts=self.dist.jvm_opts(component) + (f"-Duser.home={self.home}",),
             args=("-c", str(self.layout.conf_dir / f"{component}.conf")),
             env=(("ROCKETMQ_HOME", str(self.home)),), log_file=self.layout.logs_dir / f"{component}.out",
