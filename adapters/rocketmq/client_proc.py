@@ -150,6 +150,17 @@ class Client:
             self.admin.setMessageRequestMode(addr, topic, group, MessageRequestMode.POP, 0, 5000)
         return {"brokers": addrs}
 
+    def start_offsets(self, topic: str, group: str) -> dict:
+        """Commit ``group``'s offset on every queue of ``topic`` at the queue's first message (admin
+        updateConsumeOffset), so its first pop starts there: the proxy pops with ConsumeInitMode.MAX
+        (ReceiveMessageActivity), and before 5.2.0 a group with no offset starts at the queue's last
+        message (PopMessageProcessor.getPopOffset: max - 1), skipping what was stored before."""
+        addrs = self.brokers()
+        stats = self.admin.examineTopicStats(topic).getOffsetTable()
+        for mq in stats.keySet():
+            self.admin.updateConsumeOffset(addrs[str(mq.getBrokerName())], group, mq, stats.get(mq).getMinOffset())
+        return {"queues": int(stats.size())}
+
     def broker_config(self) -> dict:
         """Admin getBrokerConfig of every broker: address -> {key: value} as the broker reports it."""
         out = {}
@@ -286,6 +297,7 @@ def serve(client: Client, chan: Channel) -> None:
         "create_topic": lambda a: client.create_topic(a["topic"], int(a.get("queues", 4))),
         "create_group": lambda a: client.create_group(a["group"], int(a["retry_max_times"])),
         "set_pop_mode": lambda a: client.set_pop_mode(a["topic"], a["group"]),
+        "start_offsets": lambda a: client.start_offsets(a["topic"], a["group"]),
         "send": lambda a: client.send(a["message"], int(a.get("timeout_ms", 3000))),
         "send_batch": lambda a: client.send_batch(a["messages"], int(a.get("threads", 8)), int(a.get("timeout_ms", 3000))),
         "read_dlq": lambda a: client.read_dlq(a["group"]),

@@ -195,6 +195,8 @@ class RocketMQSystem(PartsSystem):
         for topic in spec.topics:
             self.create_topic(topic)
             self.request("set_pop_mode", timeout_s=30, topic=topic, group=spec.group)
+            if spec.mode in GRPC_MODES:  # the remoting consumer starts from the first offset by itself (CONSUME_FROM_FIRST_OFFSET)
+                self.request("start_offsets", timeout_s=30, topic=topic, group=spec.group)
 
     def poll_consumers(self) -> list[str]:
         return self.consumer.poll()
