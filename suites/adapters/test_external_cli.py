@@ -54,7 +54,7 @@ def cluster(tmp_path_factory):
         system.teardown()
 
 
-@pytest.mark.slow  # nightly (about 70 s): CI keeps the default-table run on an external cluster
+@pytest.mark.slow  # nightly (about 70 s)
 def test_two_runs_in_a_row_on_one_cluster_both_pass(cluster, tmp_path):
     files = []
     for sc in (DELAYED, TO_DLQ, NEEDS_KILL, OTHER_TABLE):
@@ -91,6 +91,7 @@ def test_skips_are_decided_before_the_run_and_say_why(cluster, tmp_path, capsys)
     assert code == 2  # nothing ran: no verdict on the broker, never a pass
 
 
+@pytest.mark.slow  # nightly (about 140 s): CI keeps the skips decided before a run on an external cluster
 def test_a_cluster_with_the_default_table_gets_the_conformance_that_fits(tmp_path_factory, capsys):
     """RocketMQ's default table (1s 5s 10s 30s 1m … 2h): each scenario keeps the messages done
     within the budget on it, says what it left out, and the verdicts are judged against that table."""

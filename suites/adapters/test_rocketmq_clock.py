@@ -39,6 +39,7 @@ def test_the_timer_of_4_9_2_stalls_every_level_after_a_step_back(tmp_path):
     assert late and all(k.startswith("CL") for k in late)  # the messages sent after the step
 
 
+@SLOW  # nightly: CI keeps a stepped clock on 4.9.7 (the drift is the same fault's other mode)
 @pytest.mark.parametrize("system,scenario", _cases(clock_slow_while_due(), clock_fast_while_due()))
 def test_a_drifting_broker_clock_re_puts_on_its_own_clock(system, scenario, tmp_path):
     _, v, _, events = run_and_check(scenario, system, "process", tmp_path)

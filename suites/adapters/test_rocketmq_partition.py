@@ -76,7 +76,7 @@ def test_latency_delays_what_the_broker_sends_but_moves_no_re_put(system_name, t
 
 @pytest.mark.skipif(netns.unavailable() is not None, reason=str(netns.unavailable()))
 @pytest.mark.parametrize("runtime", process_first_runtimes())
-@pytest.mark.parametrize("system", [pytest.param("rocketmq:4.9.7", id="4.9.7"),
+@pytest.mark.parametrize("system", [pytest.param("rocketmq:4.9.7", id="4.9.7", marks=pytest.mark.slow),
                                     pytest.param("rocketmq:latest", id="latest", marks=pytest.mark.slow)])
 def test_packet_loss_slows_the_broker_s_answers_but_moves_no_re_put(system, runtime, tmp_path):
     before = _ours()

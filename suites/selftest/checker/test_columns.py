@@ -20,8 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hourglass.adapters.simulated.defects import Defect
-from hourglass.harness.batch import BatchOptions, run_batch
-from hourglass.harness.systems import SystemSpec
+from suites.selftest.harness.defect_runs import simulate
 from hourglass.reference.profile import LOCAL_RETRY_DELAY_MS
 from hourglass.reports.judge_columnar import judge_table
 from hourglass.reports.judge_events import judge_bucket
@@ -95,15 +94,9 @@ def _load(run_dir: Path) -> tuple[dict, list[dict]]:
 
 @pytest.fixture(scope="module")
 def simulated_runs(tmp_path_factory) -> list[tuple[dict, list[dict]]]:
-    out = tmp_path_factory.mktemp("columns")
-    runs = []
     scenarios = list(CONFORMANCE + NIGHTLY) + sample(seed=11, count=12)
-    for d in [None] + list(Defect):
-        spec = "simulated" if d is None else f"simulated[{d.slug}]"
-        results, errors = run_batch(scenarios, BatchOptions(SystemSpec(spec), out / (d.slug if d else "clean"), progress=False))
-        assert not errors, errors
-        runs += [_load(Path(r.run_dir)) for r in results if not r.skipped]
-    return runs
+    runs = simulate(scenarios, list(Defect), tmp_path_factory.mktemp("columns"))
+    return [_load(Path(run_dir)) for rs in runs.values() for _, run_dir in rs]
 
 
 def test_simulated_runs_judged_alike(simulated_runs):

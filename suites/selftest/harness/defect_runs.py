@@ -3,6 +3,7 @@ Spark job: the verdicts by defect (``None``: clean), each list in the scenarios'
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from hourglass.adapters.simulated import open_simulated
@@ -43,15 +44,31 @@ def verdicts_by_defect(scenarios, defects, out: Path, clean_too=(), reaches=None
     ``reaches(defect, scenario)``: whether a defect's simulator runs the scenario (default: all)."""
     from hourglass.reports.check import check_runs
 
-    runs = {}
-    for d in [None] + list(defects):
-        spec = "simulated" if d is None else f"simulated[{d.slug}]"
-        todo = [s for s in scenarios if d is None or reaches is None or reaches(d, s)] + (list(clean_too) if d is None else [])
-        results, errors = run_batch(todo, BatchOptions(SystemSpec(spec), out / (d.slug if d else "clean"), progress=False))
-        assert not errors, errors
-        runs[d] = [r for r in results if not r.skipped]
-    verdicts = {v["run_id"]: v for v in check_runs([r.run_dir for rs in runs.values() for r in rs])}
-    return {d: [verdicts[r.run_id] for r in rs] for d, rs in runs.items()}
+    runs = simulate(scenarios, defects, out, clean_too, reaches)
+    verdicts = {v["run_id"]: v for v in check_runs([run_dir for rs in runs.values() for _, run_dir in rs])}
+    return {d: [verdicts[run_id] for run_id, _ in rs] for d, rs in runs.items()}
+
+
+def simulate(scenarios, defects, out: Path, clean_too=(), reaches=None) -> dict:
+    """Each run's id and directory by defect (``None``: clean), the runs in the scenarios' order.
+    The simulators run in virtual time, each batch on one core: one process per core (spawned:
+    this process may hold a JVM, which a fork would copy half-alive)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    todo = {d: [s for s in scenarios if d is None or reaches is None or reaches(d, s)] + (list(clean_too) if d is None else [])
+            for d in [None] + list(defects)}
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {d: pool.submit(_simulate, d.slug if d else None, sc, out / (d.slug if d else "clean")) for d, sc in todo.items()}
+        return {d: f.result() for d, f in futures.items()}
+
+
+def _simulate(slug: str | None, scenarios: list, out: Path) -> list[tuple[str, Path]]:
+    """One simulator's batch (``slug``: its defect, None the clean one): each run's id and directory."""
+    spec = "simulated" if slug is None else f"simulated[{slug}]"
+    results, errors = run_batch(scenarios, BatchOptions(SystemSpec(spec), out, progress=False))
+    assert not errors, errors
+    return [(r.run_id, r.run_dir) for r in results if not r.skipped]
 
 
 def run_on_simulator(tmp_path: Path, scenario, defects=()):
