@@ -123,12 +123,6 @@ def job_left_s(lefts: list[float], shared: bool, started: bool, c: Costs) -> flo
     return runs + (c.teardown_s if runs > 0 or not started else 0.0)
 
 
-def job_estimate_s(waits_s: list[float], shared: bool, c: Costs = COSTS) -> float:
-    """A job's length before it starts, from its scenarios' waits (alone on the machine)."""
-    runs = len(waits_s) if shared else 1
-    return job_left_s([scenario_left_s("queued", {}, w, None, 0.0, c, job_runs=runs) for w in waits_s], shared, False, c)
-
-
 def runs_left_s(running: list[float], queued: list[float], slots: int) -> float:
     """When the last job ends: the running ones hold their slots for what they have left, the
     queued ones take the first slot free, in order."""

@@ -78,15 +78,6 @@ def test_grpc_scenarios_share_a_system_with_a_proxy_and_the_others_one_without()
     assert sorted(tuple(s.name for s in j.scenarios) for j in jobs) == [("a", "b"), ("g1", "g2")]
 
 
-def test_the_longest_job_starts_first():
-    from dataclasses import replace
-
-    short_alone = _sc("k", faults=(FaultStep(10, "kill_restart"),))
-    long_shared = [replace(_sc(n), messages=(Message("k", "T", delay_level=5),)) for n in ("a", "b")]
-    jobs = plan_jobs([short_alone, *long_shared], virtual=False)
-    assert [tuple(s.name for s in j.scenarios) for j in jobs] == [("a", "b"), ("k",)]
-
-
 def test_virtual_systems_run_each_scenario_alone():
     jobs = plan_jobs([_sc("a"), _sc("b")], virtual=True)
     assert [len(j.scenarios) for j in jobs] == [1, 1] and not any(j.shared for j in jobs)
