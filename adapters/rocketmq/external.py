@@ -112,6 +112,9 @@ class ExternalRuntime:
             raise AdapterError(f"external runtime: {key} command exited {proc.returncode}: {cmd}\n"
                                f"{self._last_output[component]}")
 
+    def ships(self, artifact: str) -> bool:
+        return False  # it launches nothing: the cluster's proxy is the user's (--proxy)
+
     def launch(self, spec: LaunchSpec) -> None:
         raise AdapterError(f"external runtime: the cluster is not started by the harness (asked to launch {spec.component})")
 
