@@ -28,6 +28,7 @@ OLD, NEW = "4.9.7", "5.5.0"
 SCENARIO = "persist-backlog-beforeflush-graceful-fast-tworestarts"
 
 
+@pytest.mark.slow  # nightly (about 60 s): CI's hour goes to the suites
 @pytest.mark.parametrize("runtime_name", process_first_runtimes())
 @pytest.mark.parametrize("chain", [f"rocketmq:{OLD}+{NEW}"])
 def test_an_upgrade_and_a_rollback_on_one_store_keep_the_offsets(chain, runtime_name, tmp_path):

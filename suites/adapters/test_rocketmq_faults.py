@@ -20,6 +20,7 @@ def _ok_keys(events: list[dict]) -> set[str]:
     return {e["key"] for e in events if e["type"] == "deliver" and e["outcome"] == "OK"}
 
 
+@pytest.mark.ci_runtime("process")  # CI's suites run on the container runtime: kill9-during-delivery
 def test_kill_9_with_delayed_messages_in_flight_loses_none(own_system, names, tmp_path):
     system = own_system()
     system.create_topic(names["topic"])
@@ -48,6 +49,7 @@ PERSISTS_LAGGING_SCHEDULE_OFFSET = {
 }
 
 
+@pytest.mark.ci_runtime("process")  # CI's suites run on the container runtime: graceful-restart-while-due
 def test_graceful_stop_writes_delay_offset_json(own_system, names, tmp_path, request):
     system = own_system()
     if system.info.version in PERSISTS_LAGGING_SCHEDULE_OFFSET:

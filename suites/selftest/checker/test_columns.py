@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hourglass.adapters.simulated.defects import Defect
-from suites.selftest.harness.defect_runs import simulate
+from suites.selftest.harness.defect_runs import reaches, simulate
 from hourglass.reference.profile import LOCAL_RETRY_DELAY_MS
 from hourglass.reports.judge_columnar import judge_table
 from hourglass.reports.judge_events import judge_bucket
@@ -95,7 +95,8 @@ def _load(run_dir: Path) -> tuple[dict, list[dict]]:
 @pytest.fixture(scope="module")
 def simulated_runs(tmp_path_factory) -> list[tuple[dict, list[dict]]]:
     scenarios = list(CONFORMANCE + NIGHTLY) + sample(seed=11, count=12)
-    runs = simulate(scenarios, list(Defect), tmp_path_factory.mktemp("columns"))
+    # each defect on the scenarios it can reach (the others are clean runs again)
+    runs = simulate(scenarios, list(Defect), tmp_path_factory.mktemp("columns"), reaches=reaches)
     return [_load(Path(run_dir)) for rs in runs.values() for _, run_dir in rs]
 
 
