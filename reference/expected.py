@@ -47,8 +47,8 @@ from hourglass.reference.windows import OutageIndex, merge_outages
 from hourglass.reference.orderly import LOCK_RETRY_MS, send_back_refused
 from hourglass.reference.broadcast import broadcast_outcome
 from hourglass.reference.modes import GRPC_MODES, group_of
-from hourglass.reference.pop import (ANSWERED_LATER, GRPC_REQUEST_TIMEOUT_MS, GRPC_SIMPLE, NOT_ANSWERED, grpc_broker_outages,
-                                     grpc_client_outages, next_window, pop_outcome,
+from hourglass.reference.pop import (ANSWERED_LATER, GRPC_PUSH, GRPC_REQUEST_TIMEOUT_MS, GRPC_SIMPLE, NOT_ANSWERED,
+                                     grpc_broker_outages, grpc_client_outages, proxy_clear_ms, next_window, pop_outcome,
                                      pop_retry_topic, proxy_outages_of, second_copy_allowed)
 
 
@@ -260,6 +260,7 @@ class _Windows:
     #: a gRPC group's windows: by the brokers' outages and the proxy's as its clients live them
     #: (reference.pop.grpc_client_outages); None: the proxy was never down (``widen`` then)
     widen_grpc: Callable | None = None
+    faults: list = field(default_factory=list)  # the run's fault events (reference.pop.proxy_clear_ms)
 
 
 def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
@@ -288,7 +289,7 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
                  back_lag=lambda ts, group, key: max(net_back(ts, group, key), down_lag(ts)),
                  back_failed=send_back_may_repeat(faults), retry_levels=retry_levels, retry_delays=retry_delays,
                  widen_locked=OutageIndex(outages, LOCK_RETRY_MS, slack).widen if profile.orderly_groups else None,
-                 widen_grpc=_widen_grpc(outages, faults, first_delay, slack, profile.proxy_mode))
+                 widen_grpc=_widen_grpc(outages, faults, first_delay, slack, profile.proxy_mode), faults=faults)
     group_rt = dict(profile.max_reconsume_times_by_group)
     outcome_cache: dict[tuple, object] = {}
     rows: list[tuple] = []
@@ -477,6 +478,11 @@ def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: 
     if len(windows) > 1:
         earliest, latest = min(x[2] for x in windows), max(x[3] for x in windows)
         widened = "the change of the invisible time may have failed in a broker's outage: the pop's own invisible time may stand"
+    cleared = proxy_clear_ms(w.faults, popped, answered, w.profile.proxy_mode) \
+        if popping.mode == GRPC_PUSH and popped is not None else None
+    if cleared is not None and cleared < earliest:  # the stopping proxy set its receipt handle's invisible time to 1 s
+        earliest = cleared
+        widened = _joined((latest, widened), "the proxy's graceful stop cleared its receipt handle (1 s: ReceiptHandleProcessor.clearAllHandle)")[1]
     if w.outages or widen is not w.widen:
         latest, widened = _joined(widen(anchor, earliest, latest), widened)
     return delay, earliest, latest, widened, anchor

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 from hourglass.reference.broadcast import DROPPED  # a message consumed by nobody, in no DLQ: one word for both
 from hourglass.reference.cluster import is_broker
-from hourglass.reference.contract import dlq_topic
+from hourglass.reference.contract import PROXY_TARGET, dlq_topic
 from hourglass.reference.plans import CRASH, OK, SLOW, PlanOutcome, is_later, later_level
 
 #: Consumption modes of a POP group: the remoting push consumer in POP mode, and the proxy's gRPC
@@ -527,8 +527,8 @@ def grpc_client_outages(proxy_outages) -> list:
 #: The proxy resolves the broker of a receipt handle (an ack, a change of the invisible time) and of a
 #: receive through its topic-route cache (ClusterMessageService.resolveBrokerAddrInReceiptHandle,
 #: TopicRouteService.getBrokerAddr), a Caffeine cache refreshed this long after it was written
-#: (ProxyConfig.topicRouteServiceCacheRefreshSeconds, ...ExpiredInSeconds at 5.0.0: 20 s at every
-#: 5.x tag): what it read while a broker was down stands until then, so for that long after the
+#: (ProxyConfig.topicRouteServiceCacheRefreshSeconds, ...ExpiredInSeconds at 5.0.0: 20 s, read at
+#: 5.0.0, 5.2.0 and 5.3.3): what it read while a broker was down stands until then, so for that long after the
 #: broker is back the proxy answers INVALID_RECEIPT_HANDLE ("cannot find broker") or no route.
 PROXY_ROUTE_REFRESH_MS = 20_000
 
@@ -544,6 +544,33 @@ def proxy_route_outages(broker_outages, proxy_mode: str = PROXY_CLUSTER) -> list
     return [Outage(o.action, o.down_ms, o.up_ms + PROXY_ROUTE_REFRESH_MS,
                    f"{o.describe()}; the proxy's route to it refreshed by {o.up_ms + PROXY_ROUTE_REFRESH_MS} "
                    "(TopicRouteService's cache)") for o in broker_outages if o.up_ms is not None]
+
+
+#: ReceiptHandleProcessor.clearAllHandle (DefaultReceiptHandleManager from 5.3.0), run by the proxy's
+#: shutdown: every receipt handle it still renews for a PushConsumer (its receives auto-renew) gets
+#: ProxyConfig.invisibleTimeMillisWhenClear as its invisible time (1 s, read at 5.0.0 and 5.3.3), so a copy
+#: held through a graceful stop of the proxy may be revived a second after its clear.
+PROXY_CLEAR_INVISIBLE_MS = 1_000
+
+
+def proxy_clear_ms(faults, popped_ms: int, answered_ms: int | None, proxy_mode: str = PROXY_CLUSTER) -> int | None:
+    """The earliest a PushConsumer's copy popped at ``popped_ms`` may be revived by a graceful stop
+    of the proxy that cleared its receipt handle (:data:`PROXY_CLEAR_INVISIBLE_MS` after the stop
+    began, or after the pop when the stopping proxy popped it), its answer at ``answered_ms`` not
+    through before the stop began (within the request timeout); None without such a stop. In local
+    mode the proxy stops with the first broker. ``faults``: the run's fault events."""
+    target = "broker" if proxy_mode == PROXY_LOCAL else PROXY_TARGET
+    stops = sorted((f for f in faults if f.get("target") == target and f.get("action") in ("stop", "stopped")),
+                   key=lambda f: f["ts_ms"])
+    began = None
+    for f in stops:
+        if f["action"] == "stop":
+            began = f["ts_ms"]
+            continue
+        if began is not None and popped_ms <= f["ts_ms"] and (answered_ms is None or began <= answered_ms + GRPC_REQUEST_TIMEOUT_MS):
+            return max(began, popped_ms) + PROXY_CLEAR_INVISIBLE_MS
+        began = None
+    return None
 
 
 def proxy_outages_of(faults, proxy_mode: str = PROXY_CLUSTER) -> list:

@@ -423,3 +423,21 @@ def test_a_change_still_in_flight_when_the_broker_is_killed_may_leave_the_pops_o
     assert row.latest_ms >= T0 + 250 + pop.GRPC_PUSH_INVISIBLE_MS
     far = {r.attempt: r for r in build_expected(run, events + _broker_kill(T0 + 15_000, T0 + 20_000))}[1]
     assert far.latest_ms < T0 + 250 + pop.GRPC_PUSH_INVISIBLE_MS  # killed after the change was done
+
+
+def test_a_graceful_stop_of_the_proxy_may_revive_a_held_pushconsumer_copy_a_second_after_its_clear():
+    # seen on 5.0.0: a FAILURE answered during the proxy's 31 s graceful stop came back 4.4 s later, before its 5 s backoff
+    stop = [{"type": "fault", "ts_ms": T0 + 1_000, "action": "stop", "target": "proxy"},
+            {"type": "fault", "ts_ms": T0 + 32_000, "action": "stopped", "target": "proxy"}]
+    assert pop.proxy_clear_ms(stop, T0 + 30_000, T0 + 30_040) == T0 + 30_000 + pop.PROXY_CLEAR_INVISIBLE_MS
+    assert pop.proxy_clear_ms(stop, T0 + 33_000, T0 + 33_040) is None  # popped after the proxy was gone
+    assert pop.proxy_clear_ms(stop, T0 - 20_000, T0 - 19_000) is None  # answered long before the stop began
+    run = _pop_run(invisible_ms=pop.GRPC_PUSH_INVISIBLE_MS)
+    run["profile"]["pop_groups"]["g"].update(mode=pop.GRPC_PUSH, max_times=3)
+    events = [{"type": "send", "ts_ms": T0, "key": "a", "topic": "T", "delay_level": 0, "status": "SEND_OK", "born_ms": T0,
+               "plan": ["LATER", "LATER", "OK"]}, _deliver("a", T0 + 300, 0, "LATER", T0 + 250),
+              _deliver("a", T0 + 30_040, 1, "LATER", T0 + 30_000, clo=9)]
+    plain = {r.attempt: r for r in build_expected(run, events)}[2]
+    cleared = {r.attempt: r for r in build_expected(run, events + stop)}[2]
+    assert plain.earliest_ms == T0 + 30_040 + pop.RetryPolicy().next_attempt_delay_ms(2)
+    assert cleared.earliest_ms == T0 + 30_000 + pop.PROXY_CLEAR_INVISIBLE_MS and "clearAllHandle" in cleared.widened_by
