@@ -528,7 +528,7 @@ def grpc_client_outages(proxy_outages) -> list:
 #: receive through its topic-route cache (ClusterMessageService.resolveBrokerAddrInReceiptHandle,
 #: TopicRouteService.getBrokerAddr), a Caffeine cache refreshed this long after it was written
 #: (ProxyConfig.topicRouteServiceCacheRefreshSeconds, ...ExpiredInSeconds at 5.0.0: 20 s, read at
-#: 5.0.0, 5.2.0 and 5.3.3): what it read while a broker was down stands until then, so for that long after the
+#: 5.0.0, 5.2.0 and 5.3.3, and in the 5.4.0 and 5.5.0 jars): what it read while a broker was down stands until then, so for that long after the
 #: broker is back the proxy answers INVALID_RECEIPT_HANDLE ("cannot find broker") or no route.
 PROXY_ROUTE_REFRESH_MS = 20_000
 
@@ -548,7 +548,8 @@ def proxy_route_outages(broker_outages, proxy_mode: str = PROXY_CLUSTER) -> list
 
 #: ReceiptHandleProcessor.clearAllHandle (DefaultReceiptHandleManager from 5.3.0), run by the proxy's
 #: shutdown: every receipt handle it still renews for a PushConsumer (its receives auto-renew) gets
-#: ProxyConfig.invisibleTimeMillisWhenClear as its invisible time (1 s, read at 5.0.0 and 5.3.3), so a copy
+#: ProxyConfig.invisibleTimeMillisWhenClear as its invisible time (1 s: read at 5.0.0 and 5.3.3, and in the
+#: 5.4.0 and 5.5.0 jars), so a copy
 #: held through a graceful stop of the proxy may be revived a second after its clear.
 PROXY_CLEAR_INVISIBLE_MS = 1_000
 
