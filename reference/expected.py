@@ -48,8 +48,8 @@ from hourglass.reference.orderly import LOCK_RETRY_MS, send_back_refused
 from hourglass.reference.broadcast import broadcast_outcome
 from hourglass.reference.modes import GRPC_MODES, group_of
 from hourglass.reference.pop import (ANSWERED_LATER, GRPC_PUSH, GRPC_REQUEST_TIMEOUT_MS, GRPC_SIMPLE, NOT_ANSWERED,
-                                     grpc_broker_outages, grpc_client_outages, proxy_clear_ms, next_window, pop_outcome,
-                                     pop_retry_topic, proxy_outages_of, second_copy_allowed)
+                                     grpc_outages, proxy_clear_ms, next_window, pop_outcome,
+                                     pop_retry_topic, second_copy_allowed)
 
 
 @dataclass(frozen=True)
@@ -491,7 +491,7 @@ def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: 
 def _widen_grpc(outages: list, faults: list, first_delay: int, slack: int, proxy_mode: str) -> Callable | None:
     """A gRPC group's widening (reference.pop.grpc_client_outages, grpc_broker_outages), or None
     when it lives no outage beyond the brokers'."""
-    proxy = grpc_client_outages(proxy_outages_of(faults, proxy_mode)) + grpc_broker_outages(faults, proxy_mode)
+    proxy = grpc_outages(faults, proxy_mode)
     return OutageIndex(merge_outages(outages + proxy), first_delay, slack).widen if proxy else None
 
 
@@ -668,8 +668,7 @@ def rule_duplicate(run: Mapping, faults: Iterable[Mapping], first: Mapping, seco
     if profile.pop_groups and timer_slot_ms is None and profile.pop_group(first.get("group")) is not None:
         popping = profile.pop_group(first.get("group"))
         fault_events = [f for f in faults if f.get("type", "fault") == "fault"]
-        grpc = grpc_client_outages(proxy_outages_of(fault_events, profile.proxy_mode)) \
-            + grpc_broker_outages(fault_events, profile.proxy_mode) if popping.mode in GRPC_MODES else ()
+        grpc = grpc_outages(fault_events, profile.proxy_mode) if popping.mode in GRPC_MODES else ()
         allowed, reason = second_copy_allowed(fault_events, first["store_ms"], second["store_ms"], grpc_outages=grpc)
         return DuplicateRuling(allowed, "scheduler", reason)
     if first.get("outcome") == CRASH and first.get("reconsume_times", 0) > 0:

@@ -594,8 +594,15 @@ def pop_outages(mode: str, faults, proxy_mode: str = PROXY_CLUSTER) -> list:
     faults = list(faults)
     out = effect("store", faults) + effect("consumer", faults)
     if mode in (GRPC_SIMPLE, GRPC_PUSH):
-        out += grpc_client_outages(proxy_outages_of(faults, proxy_mode)) + grpc_broker_outages(faults, proxy_mode)
+        out += grpc_outages(faults, proxy_mode)
     return out
+
+
+def grpc_outages(faults, proxy_mode: str = PROXY_CLUSTER) -> list:
+    """What a gRPC group lives beyond the brokers' own outages: the proxy's as its clients live
+    them and the brokers' as the proxy serves them, from a run's fault events."""
+    faults = list(faults)
+    return grpc_client_outages(proxy_outages_of(faults, proxy_mode)) + grpc_broker_outages(faults, proxy_mode)
 
 
 def grpc_broker_outages(faults, proxy_mode: str = PROXY_CLUSTER) -> list:
