@@ -75,6 +75,16 @@ from hourglass.reference.network import SEND_BACK_FAILS_AFTER_MS, send_back_meet
 from hourglass.reference.faults import effect
 from hourglass.reference.windows import Outage, cluster_outages, merge_outages
 
+#: How long a broker the name server dropped may stay out of its routes, and a new topic's route
+#: unknown: the name server forgets a broker at once when the broker's channel closes or errs
+#: (BrokerHousekeepingService.onChannelClose / onChannelException -> RouteInfoManager.onChannelDestroy),
+#: and a broker closes that channel itself when one of its requests to the name server times out
+#: (NettyRemotingClient.invokeSync: clientCloseSocketIfTimeout, true by default); a topic's own
+#: registration (registerIncrementBrokerData) can fail the same way. BrokerController's periodic
+#: registerBrokerAll brings both back, every registerNameServerPeriod clamped to 10-60 s (read at
+#: 4.9.7, 5.0.0 and 5.3.3; the harness's brokers run it every 10 s, a cluster of a user's every 30 s).
+REGISTERED_WITHIN_MS = 60_000
+
 SINGLE = "single"
 TWO_MASTERS = "two-masters"
 MASTER_SLAVE = "master-slave"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hourglass.reference.cluster import REGISTERED_WITHIN_MS
 from hourglass.reference.contract import dlq_topic, retry_topic
 
 __all__ = ["retry_topic", "dlq_topic", "requested_retry_level", "retry_level", "asked_retry_level", "clamped_level", "goes_to_dlq",
@@ -21,9 +22,9 @@ DLQ_QUEUE_COUNT = 1
 #: How long after the send-back that routes a message to the DLQ the name server may still not know
 #: ``%DLQ%group`` (a reader finds no route): TopicConfigManager.createTopicInSendMessageBackMethod
 #: registers a new topic at once (registerIncrementBrokerData / registerSingleTopicAll), and if that
-#: registration fails (a starved broker, a name server that did not answer) BrokerController's
-#: periodic registerBrokerAll brings it, every registerNameServerPeriod clamped to at most 60 s.
-DLQ_ROUTABLE_WITHIN_MS = 60_000
+#: registration fails (a starved broker, a name server that did not answer) the broker's periodic
+#: registration brings it (:data:`reference.cluster.REGISTERED_WITHIN_MS`).
+DLQ_ROUTABLE_WITHIN_MS = REGISTERED_WITHIN_MS
 
 
 def requested_retry_level(attempt: int) -> int:

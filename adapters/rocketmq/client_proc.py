@@ -38,6 +38,7 @@ import sys
 import threading
 from pathlib import Path
 
+from hourglass.adapters.rocketmq.clientlink import NO_BROKER
 from hourglass.adapters.rocketmq.helpers import helper_classes
 from hourglass.adapters.rocketmq.jvm import Channel, describe, now_ms, start_jvm
 from hourglass.reference.limits import CLIENT_MAX_MESSAGE_SIZE
@@ -79,6 +80,13 @@ class Client:
                 out[str(name)] = str(addr)
         return out
 
+    def masters(self) -> dict[str, str]:
+        """:meth:`brokers`, for a command that acts on every broker: none routed is an error."""
+        out = self.brokers()
+        if not out:
+            raise RuntimeError(NO_BROKER)
+        return out
+
     def members(self) -> dict[str, dict[str, str]]:
         """Every registered broker: name -> {brokerId: address} (masters are id 0)."""
         info = self.admin.examineBrokerClusterInfo()
@@ -112,9 +120,7 @@ class Client:
     def create_topic(self, topic: str, queues: int = 4, perm: int = 6) -> dict:
         from org.apache.rocketmq.common import TopicConfig
 
-        addrs = list(self.brokers().values())
-        if not addrs:
-            raise RuntimeError("no broker registered with the name server")
+        addrs = list(self.masters().values())
         for addr in addrs:
             self.admin.createAndUpdateTopicConfig(addr, TopicConfig(topic, queues, queues, perm))
         return {"brokers": addrs}
@@ -135,7 +141,7 @@ class Client:
             raise RuntimeError("this client has no SubscriptionGroupConfig class")
         config.setGroupName(group)
         config.setRetryMaxTimes(retry_max_times)
-        addrs = list(self.brokers().values())
+        addrs = list(self.masters().values())
         for addr in addrs:
             self.admin.createAndUpdateSubscriptionGroupConfig(addr, config)
         return {"brokers": addrs}
@@ -145,7 +151,7 @@ class Client:
         QueryAssignmentProcessor.setMessageRequestMode; both must exist on the broker)."""
         from org.apache.rocketmq.common.message import MessageRequestMode
 
-        addrs = list(self.brokers().values())
+        addrs = list(self.masters().values())
         for addr in addrs:
             self.admin.setMessageRequestMode(addr, topic, group, MessageRequestMode.POP, 0, 5000)
         return {"brokers": addrs}
@@ -155,7 +161,7 @@ class Client:
         updateConsumeOffset), so its first pop starts there: the proxy pops with ConsumeInitMode.MAX
         (ReceiveMessageActivity), and before 5.2.0 a group with no offset starts at the queue's last
         message (PopMessageProcessor.getPopOffset: max - 1), skipping what was stored before."""
-        addrs = self.brokers()
+        addrs = self.masters()
         stats = self.admin.examineTopicStats(topic).getOffsetTable()
         for mq in stats.keySet():
             self.admin.updateConsumeOffset(addrs[str(mq.getBrokerName())], group, mq, stats.get(mq).getMinOffset())
@@ -164,7 +170,7 @@ class Client:
     def broker_config(self) -> dict:
         """Admin getBrokerConfig of every broker: address -> {key: value} as the broker reports it."""
         out = {}
-        for addr in self.brokers().values():
+        for addr in self.masters().values():
             props = self.admin.getBrokerConfig(addr)
             out[addr] = {str(k): str(props.get(k)) for k in props.stringPropertyNames()}
         return {"brokers": out}

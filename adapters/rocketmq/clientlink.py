@@ -182,6 +182,11 @@ class ClientProcess(_LineProcess):
         self.kill()
 
 
+#: The client process's answer to an admin command on every broker while the name server routes
+#: none (a broker it dropped registers again: reference.cluster.REGISTERED_WITHIN_MS).
+NO_BROKER = "no broker registered with the name server"
+
+
 class ClientError(AdapterError):
     def __init__(self, cmd: str, error: str):
         self.cmd, self.error = cmd, error

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from hourglass.adapters.base import AdapterError, BrokerProfile, ConsumerSpec, SendRequest, SendResult, SystemInfo
 from hourglass.adapters.parts import Part, PartsSystem
-from hourglass.adapters.rocketmq.clientlink import ClientError, ClientProcess, ConsumerProcess
+from hourglass.adapters.rocketmq.clientlink import NO_BROKER, ClientError, ClientProcess, ConsumerProcess
 from hourglass.adapters.rocketmq.consumers import ConsumerProcesses
 from hourglass.adapters.rocketmq.family import capabilities_of
 from hourglass.adapters.rocketmq.provision import CHAIN_SEP, Distribution
@@ -41,6 +41,7 @@ from hourglass.adapters.rocketmq.proxy import endpoint
 from hourglass.adapters.rocketmq.runtime import Runtime
 from hourglass.adapters.rocketmq.topology import Topology
 from hourglass.adapters.rocketmq.whitebox import broker_status
+from hourglass.reference.cluster import REGISTERED_WITHIN_MS
 from hourglass.reference.contract import CONSUME_STATS_SOURCE, POP_CONSUMPTION, PROXY_TARGET, ROCKETMQ_ADAPTER, queue_key
 from hourglass.reference.modes import GRPC_MODES
 from hourglass.reference.pop import DEFAULT_RETRY_MAX_TIMES, POP_MODES
@@ -148,20 +149,34 @@ class RocketMQSystem(PartsSystem):
     def broker_status(self, addrs: list[str] | None = None) -> dict | None:
         return broker_status(self.request, self.info.details, addrs=addrs)
 
-    # -- producing ----------------------------------------------------------------------------
-    #: a topic's creation is an admin call with RocketMQ's own 5 s timeout: on a starved broker (a
-    #: busy host, reference.stalls) it can time out; creating a topic again is harmless
-    CREATE_TOPIC_ATTEMPTS = 4
+    # -- admin on every broker ---------------------------------------------------------------
+    #: an admin call has RocketMQ's own 5 s timeout: on a starved broker (a busy host,
+    #: reference.stalls) it can time out; each of these commands is harmless to repeat
+    ADMIN_ATTEMPTS = 4
+
+    def admin(self, cmd: str, **args) -> dict:
+        """An admin command on every broker the name server routes (``create_topic``, ``create_group``,
+        ``set_pop_mode``, ``start_offsets``, ``broker_config``): again after a timeout, up to
+        :data:`ADMIN_ATTEMPTS` times, and while the name server routes no broker, until one it dropped
+        has registered again (``reference.cluster.REGISTERED_WITHIN_MS``): then it is an error."""
+        registered_by = time.monotonic() + REGISTERED_WITHIN_MS / 1000
+        timeouts = 0
+        while True:
+            try:
+                return self.request(cmd, timeout_s=30, **args)
+            except ClientError as e:
+                if NO_BROKER in e.error and time.monotonic() < registered_by:
+                    time.sleep(1.0)  # poll interval: the broker's periodic registration brings it back
+                    continue
+                timeouts += "Timeout" in e.error
+                if "Timeout" not in e.error or timeouts >= self.ADMIN_ATTEMPTS:
+                    raise
+                time.sleep(timeouts)
 
     def create_topic(self, topic: str, queues: int = 4) -> None:
-        for attempt in range(1, self.CREATE_TOPIC_ATTEMPTS + 1):
-            try:
-                self.request("create_topic", timeout_s=30, topic=topic, queues=queues)
-                return
-            except ClientError as e:
-                if attempt == self.CREATE_TOPIC_ATTEMPTS or "Timeout" not in e.error:
-                    raise
-                time.sleep(attempt)
+        self.admin("create_topic", topic=topic, queues=queues)
+
+    # -- producing ----------------------------------------------------------------------------
 
     def send(self, req: SendRequest, timeout_ms: int = 3000) -> SendResult:
         res = self.request("send", timeout_s=timeout_ms / 1000 + 30, message=_message(req), timeout_ms=timeout_ms)
@@ -182,7 +197,7 @@ class RocketMQSystem(PartsSystem):
         if spec.mode in POP_MODES:
             self._pop_mode(spec)
         elif spec.group_retry_max_times is not None:  # the broker's side of the group, before its consumer
-            self.request("create_group", timeout_s=30, group=spec.group, retry_max_times=spec.group_retry_max_times)
+            self.admin("create_group", group=spec.group, retry_max_times=spec.group_retry_max_times)
         self.consumer.add(spec, self.create_topic)
 
     def _pop_mode(self, spec: ConsumerSpec) -> None:
@@ -191,12 +206,12 @@ class RocketMQSystem(PartsSystem):
         if POP_CONSUMPTION not in capabilities_of([self.info.version]):
             raise AdapterError(f"POP consumption needs RocketMQ 5.x; this broker is {self.info.version}")
         retry = spec.group_retry_max_times if spec.group_retry_max_times is not None else DEFAULT_RETRY_MAX_TIMES
-        self.request("create_group", timeout_s=30, group=spec.group, retry_max_times=retry)
+        self.admin("create_group", group=spec.group, retry_max_times=retry)
         for topic in spec.topics:
             self.create_topic(topic)
-            self.request("set_pop_mode", timeout_s=30, topic=topic, group=spec.group)
+            self.admin("set_pop_mode", topic=topic, group=spec.group)
             if spec.mode in GRPC_MODES:  # the remoting consumer starts from the first offset by itself (CONSUME_FROM_FIRST_OFFSET)
-                self.request("start_offsets", timeout_s=30, topic=topic, group=spec.group)
+                self.admin("start_offsets", topic=topic, group=spec.group)
 
     def poll_consumers(self) -> list[str]:
         return self.consumer.poll()
@@ -218,9 +233,7 @@ class RocketMQSystem(PartsSystem):
     # -- reading ------------------------------------------------------------------------------
     def broker_config(self) -> dict[str, str]:
         """The first registered broker's configuration (getBrokerConfig)."""
-        brokers = self.request("broker_config", timeout_s=30)["brokers"]
-        if not brokers:
-            raise AdapterError("getBrokerConfig: no broker registered with the name server")
+        brokers = self.admin("broker_config")["brokers"]
         return brokers[sorted(brokers)[0]]
 
     def read_dlq(self, group: str) -> list[dict]:
