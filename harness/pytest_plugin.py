@@ -59,6 +59,9 @@ def pytest_addoption(parser):
     g.addoption("--hg-suite-systems", action="append", default=[], metavar="SUITE=SYSTEM[,SYSTEM...]",
                 help="run SUITE's scenarios (conformance, chaos, persistence) on these of the --hg-system systems "
                      "only; the others' are deselected (repeatable; CI's hour: tox -e tests)")
+    g.addoption("--hg-retries", type=int, default=int(os.environ.get("HOURGLASS_RETRIES", "1")),
+                help="run a scenario once more, this many times, when its run ends undecided or broken (a host's "
+                     "stall, a broker that would not start); a violation is never retried (default 1, docs/ci.md)")
     g.addoption("--hg-max-wait", type=float, default=float(os.environ.get("HOURGLASS_MAX_WAIT_S", MAX_WAIT_MS / 1000)),
                 help="on a cluster that runs another delay table: leave out messages not done within this many "
                      f"seconds on its table (default {MAX_WAIT_MS // 1000})")
@@ -83,6 +86,8 @@ def pytest_configure(config):
             config.addinivalue_line("markers", f"{mark}: a scenario test on a {family.name} system")
     out = config.getoption("--hg-out") or f"runs/{run_stamp()}"
     config._hourglass = Session(Path(out).resolve(), session_options(config))
+    if config.getoption("--hg-retries") < 0:
+        raise pytest.UsageError("--hg-retries (HOURGLASS_RETRIES) must be 0 or more")
     if config.getoption("--hg-progress-interval") <= 0:
         raise pytest.UsageError("--hg-progress-interval (HOURGLASS_PROGRESS_INTERVAL_S) must be more than 0 seconds")
     config._hourglass.progress_out = _uncaptured_stderr()
@@ -94,7 +99,8 @@ def session_options(config) -> SessionOptions:
     o = config.getoption
     return SessionOptions(o("--hg-runtime"), o("--hg-image"), o("--hg-namesrv"), o("--hg-faults"), o("--hg-max-systems"),
                           o("--hg-max-wait"), o("--hg-baseline"), o("--hg-master"), dict(o("--hg-spark-conf")),
-                          o("--hg-progress"), o("--hg-progress-interval"), proxy=o("--hg-proxy"))
+                          o("--hg-progress"), o("--hg-progress-interval"), proxy=o("--hg-proxy"),
+                          retries=o("--hg-retries"))
 
 
 def _register(hs: Session, system: str, scenario) -> None:
@@ -268,3 +274,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr.section("hourglass")
     for b in hs.batches:
         tr.write_line(f"{b['system']}: {b['scenarios']} scenarios in {batch_seconds(b['wall_s'], b['check_s'])} -> {b['dir']}/index.html")
+        for name in b.get("retried", ()):
+            v = hs.verdicts[(b["system"], name)]
+            firsts = "; ".join(f"{e['status']}: {str(e.get('why'))[:200]}" for e in v["earlier"])
+            tr.write_line(f"  {name}: run again ({firsts}) -> {v.get('run_dir')}")

@@ -33,6 +33,7 @@ class SessionOptions:
     progress: str = "auto"  # auto: real systems only; always: virtual-time systems too; off
     progress_interval_s: float = 5.0
     proxy: str | None = None  # external runtime: the cluster's 5.x proxy
+    retries: int = 0  # runs once more, this many times, what ends undecided or broken (reports.verdict.RETRIED)
 
 
 @dataclass(frozen=True)
@@ -138,16 +139,50 @@ class Session:
         sys_dir = self.out_dir / system_dirname(system)
         sys_dir.mkdir(parents=True, exist_ok=True)
         lock_out(self.out_dir)
-        batch = run_and_check(scenarios, self.batch_options(system, sys_dir), self.options.baseline, self.options.master,
-                              dict(self.options.spark_conf))
+        batch = self._attempts(system, scenarios, sys_dir)
         for sc in scenarios:
             self.verdicts[(system, sc.name)] = batch.verdicts[sc.name]
         if not record:
             return
         self.batches.append({"system": system, "dir": str(sys_dir), "wall_s": round(batch.wall_s, 1),
-                             "check_s": round(batch.check_s, 1), "scenarios": len(scenarios)})
+                             "check_s": round(batch.check_s, 1), "scenarios": len(scenarios),
+                             "retried": sorted(n for n, v in batch.verdicts.items() if v.get("earlier"))})
         write_summary(sys_dir, system, [self.verdicts[(system, s.name)] for s in scenarios], batch.wall_s, scenarios,
                       batch.check_s)
+
+    def _attempts(self, system: str, scenarios: list, sys_dir: Path) -> BatchRun:
+        """The batch, then up to ``retries`` more of the scenarios whose run ended undecided or
+        broken (reports.verdict.RETRIED: never a violation), each on a system of its own; a
+        scenario's verdict is its last attempt's, with the ones before under ``earlier``."""
+        from hourglass.reports.verdict import retried
+
+        def once(batch_scenarios: list) -> BatchRun:
+            return run_and_check(batch_scenarios, self.batch_options(system, sys_dir), self.options.baseline,
+                                 self.options.master, dict(self.options.spark_conf))
+
+        batch = once(scenarios)
+        verdicts, wall_s, check_s = dict(batch.verdicts), batch.wall_s, batch.check_s
+        for _ in range(self.options.retries):
+            again = [s for s in scenarios if retried(verdicts[s.name])]
+            if not again:
+                break
+            batch = once(again)
+            wall_s, check_s = wall_s + batch.wall_s, check_s + batch.check_s
+            for s in again:
+                before = verdicts[s.name]
+                verdicts[s.name] = {**batch.verdicts[s.name], "earlier": [*before.get("earlier", ()), earlier_attempt(before)]}
+        return BatchRun(verdicts, wall_s, check_s)
+
+
+def earlier_attempt(verdict: dict) -> dict:
+    """What a retried attempt left in its scenario's verdict: its status, its run and why it
+    decided nothing (the break, or its first undecided example's reason)."""
+    from hourglass.reports.verdict import status
+
+    undecided = verdict.get("undecided") or {}
+    examples = undecided.get("examples") or [{}]
+    return {"status": status(verdict), "run_id": verdict.get("run_id"), "run_dir": verdict.get("run_dir"),
+            "why": verdict.get("broken") or examples[0].get("reason")}
 
 
 def batch_verdicts(scenarios, results, errors: dict[str, str], baseline, master: str | None,

@@ -41,6 +41,8 @@ def describe(verdict: dict) -> str:
         out.append(f"  interrupted: {verdict['interrupted']}")
     if verdict.get("undecided"):
         out.append(f"  undecided: {verdict['undecided']}")
+    for n, e in enumerate(verdict.get("earlier") or (), 1):  # harness.session: the attempts CI's retry rule ran before
+        out.append(f"  attempt {n} of {len(verdict['earlier']) + 1}: {e.get('status')} ({str(e.get('why'))[:500]}) {e.get('run_dir')}")
     for name in INVARIANTS:
         inv = verdict.get("invariants", {}).get(name, {})
         if inv.get("passed") is False:

@@ -179,6 +179,14 @@ EXIT_USAGE = 64
 #: Ranking when several runs are summed up: a violation wins over everything (it must never be
 #: retried away), then a broken run, then an undecided one.
 _RANK = (VIOLATED, BROKEN, UNDECIDED, PASSED)
+#: What CI runs once more (docs/ci.md, the action's ``retry``, the plugin's ``--hg-retries``): what
+#: the harness, its host or its infrastructure left without a verdict. Never a violation.
+RETRIED = frozenset({UNDECIDED, BROKEN})
+
+
+def retried(verdict: Mapping) -> bool:
+    """Whether a run with ``verdict`` is run once more under CI's retry rule (:data:`RETRIED`)."""
+    return status(verdict) in RETRIED
 
 
 def gating_violations(verdict: Mapping) -> int:
