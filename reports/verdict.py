@@ -185,8 +185,9 @@ RETRIED = frozenset({UNDECIDED, BROKEN})
 
 
 def retried(verdict: Mapping) -> bool:
-    """Whether a run with ``verdict`` is run once more under CI's retry rule (:data:`RETRIED`)."""
-    return status(verdict) in RETRIED
+    """Whether a run with ``verdict`` is run once more under CI's retry rule (:data:`RETRIED`); a
+    scenario the system cannot run (``skipped``: no verdict asked of it) never is."""
+    return not verdict.get("skipped") and status(verdict) in RETRIED
 
 
 def gating_violations(verdict: Mapping) -> int:

@@ -19,6 +19,7 @@ STALLED = {"passed": None, "invariants": {}, "undecided": {"messages": 1, "examp
 BROKEN_RUN = {"passed": None, "invariants": {}, "broken": "ClientError: no broker registered with the name server"}
 VIOLATION = {"passed": False, "invariants": {"NO_LOSS": {"passed": False, "violations": 1, "checked": 3}}}
 PASS = {"passed": True, "invariants": {}}
+SKIPPED = {"passed": None, "invariants": {}, "skipped": "rocketmq 4.9.7 has no pop"}
 
 
 @dataclass(frozen=True)
@@ -45,20 +46,20 @@ def _session(tmp_path, monkeypatch, attempts: list[dict[str, dict]], retries: in
     return hs, asked
 
 
-def test_undecided_and_broken_runs_run_once_more_and_a_violation_or_a_pass_never(tmp_path, monkeypatch):
+def test_undecided_and_broken_runs_run_once_more_and_a_violation_a_pass_or_a_skip_never(tmp_path, monkeypatch):
     hs, asked = _session(tmp_path, monkeypatch, [
-        {"stalled": STALLED, "broken": BROKEN_RUN, "violated": VIOLATION, "passed": PASS},
+        {"stalled": STALLED, "broken": BROKEN_RUN, "violated": VIOLATION, "passed": PASS, "skipped": SKIPPED},
         {"stalled": PASS, "broken": BROKEN_RUN},
     ])
     hs._run("simulated")
-    assert asked == [["stalled", "broken", "violated", "passed"], ["stalled", "broken"]]
+    assert asked == [["stalled", "broken", "violated", "passed", "skipped"], ["stalled", "broken"]]
     final = {name: hs.verdicts[("simulated", name)] for name in ("stalled", "broken", "violated", "passed")}
     assert {n: status(v) for n, v in final.items()} == {"stalled": PASSED, "broken": BROKEN, "violated": VIOLATED, "passed": PASSED}
     assert final["stalled"]["run_id"] == "stalled-2"
     assert final["stalled"]["earlier"] == [{"status": UNDECIDED, "run_id": "stalled-1", "run_dir": "/runs/stalled-1",
                                             "why": STALLED["undecided"]["examples"][0]["reason"]}]
     assert final["broken"]["earlier"][0]["why"] == BROKEN_RUN["broken"]
-    assert "earlier" not in final["violated"] and "earlier" not in final["passed"]
+    assert not any("earlier" in hs.verdicts[("simulated", n)] for n in ("violated", "passed", "skipped"))
     assert hs.batches[0]["retried"] == ["broken", "stalled"]
     assert hs.batches[0]["wall_s"] == 20.0 and hs.batches[0]["check_s"] == 4.0  # both attempts' time
 
