@@ -257,9 +257,11 @@ class _Windows:
     retry_delays: list[int]  # attempt k -> delay of its level
     #: an orderly consumer's re-consume waits for the queue's lock after a broker outage (reference.orderly)
     widen_locked: Callable | None = None
-    #: a gRPC group's windows: by the brokers' outages and the proxy's as its clients live them
-    #: (reference.pop.grpc_client_outages); None: the proxy was never down (``widen`` then)
-    widen_grpc: Callable | None = None
+    #: the brokers' outages behind ``widen`` (reference.windows.OutageIndex: its ``touches`` too)
+    index: OutageIndex | None = None
+    #: a gRPC group's outages: the brokers' and the proxy's as its clients live them
+    #: (reference.pop.grpc_outages); None: it lives none beyond the brokers' (``index`` then)
+    grpc_index: OutageIndex | None = None
     faults: list = field(default_factory=list)  # the run's fault events (reference.pop.proxy_clear_ms)
 
 
@@ -281,15 +283,16 @@ def build_expected_rows(run: Mapping, events: Iterable[Mapping]) -> list[tuple]:
     unknown_outages = merge_outages(outages + effect("unknown_send", faults))
     net_local, net_back, down_lag = local_retry_lag_ms(faults), send_back_lag_ms(faults), down_broker_lag_ms(faults)
     retry_levels, retry_delays = _retry_levels(profile, seen.sends)
+    index = OutageIndex(outages, first_delay, slack)
     w = _Windows(profile=profile, clock=BrokerClock.from_faults(faults),  # reference.clock: due times in the broker's clock
-                 outages=outages, widen=OutageIndex(outages, first_delay, slack).widen, widen_on=widen_on,
+                 outages=outages, widen=index.widen, widen_on=widen_on, index=index,
                  consumer_outages=consumer_outages, widen_local=OutageIndex(consumer_outages, 0, slack).widen,
                  unknown_outages=unknown_outages,
                  local_lag=lambda ts, group, key: max(net_local(ts, group, key), down_lag(ts)),
                  back_lag=lambda ts, group, key: max(net_back(ts, group, key), down_lag(ts)),
                  back_failed=send_back_may_repeat(faults), retry_levels=retry_levels, retry_delays=retry_delays,
                  widen_locked=OutageIndex(outages, LOCK_RETRY_MS, slack).widen if profile.orderly_groups else None,
-                 widen_grpc=_widen_grpc(outages, faults, first_delay, slack, profile.proxy_mode), faults=faults)
+                 grpc_index=_grpc_index(outages, faults, first_delay, slack, profile.proxy_mode), faults=faults)
     group_rt = dict(profile.max_reconsume_times_by_group)
     outcome_cache: dict[tuple, object] = {}
     rows: list[tuple] = []
@@ -443,7 +446,7 @@ def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: 
     observation of attempt k-1 (its LATER, or its pop time): no window. Delay, earliest, latest,
     widened by, anchor."""
     answered, popped = seen.anchors.get((key, group, k - 1)), seen.pops.get((key, group, k - 1))
-    widen = w.widen_grpc if popping.mode in GRPC_MODES and w.widen_grpc is not None else w.widen
+    index = w.grpc_index if popping.mode in GRPC_MODES and w.grpc_index is not None else w.index
     if popping.mode == GRPC_SIMPLE:  # a SimpleConsumer's LATER is no answer to the broker: its invisible duration runs out
         answered = None
     asked = outcome.asked[k - 1] if k - 1 < len(outcome.asked) else 0
@@ -462,9 +465,8 @@ def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: 
                 earliest, latest = _pop_on_broker_clock(w.clock, answered, w.clock.broker_ms(answered) + delay,
                                                         latest - last_w.earliest_ms + (last - answered))
             windows.append((answered, delay, earliest, latest))
-    # a change answered up to the client's request timeout before an outage may still be in flight when
-    # it begins (widen: an OutageIndex's, whose outages it asks)
-    if popped is not None and (answered is None or widen.__self__.touches(popped, answered + GRPC_REQUEST_TIMEOUT_MS)):
+    # a change answered up to the client's request timeout before an outage may still be in flight when it begins
+    if popped is not None and (answered is None or index.touches(popped, answered + GRPC_REQUEST_TIMEOUT_MS)):
         nw = next_window(popping, k - 1, NOT_ANSWERED, popped, None, precision, slack)
         earliest, latest = nw.earliest_ms, nw.latest_ms
         if w.clock is not None:  # pop_ms is the broker's reading (POP_CK): the revive is due in its clock
@@ -483,16 +485,16 @@ def _pop_window(w: _Windows, seen: _Observed, key: str, group: str, popping, k: 
     if cleared is not None and cleared < earliest:  # the stopping proxy set its receipt handle's invisible time to 1 s
         earliest = cleared
         widened = _joined((latest, widened), "the proxy's graceful stop cleared its receipt handle (1 s: ReceiptHandleProcessor.clearAllHandle)")[1]
-    if w.outages or widen is not w.widen:
-        latest, widened = _joined(widen(anchor, earliest, latest), widened)
+    if w.outages or index is not w.index:
+        latest, widened = _joined(index.widen(anchor, earliest, latest), widened)
     return delay, earliest, latest, widened, anchor
 
 
-def _widen_grpc(outages: list, faults: list, first_delay: int, slack: int, proxy_mode: str) -> Callable | None:
-    """A gRPC group's widening (reference.pop.grpc_client_outages, grpc_broker_outages), or None
-    when it lives no outage beyond the brokers'."""
+def _grpc_index(outages: list, faults: list, first_delay: int, slack: int, proxy_mode: str) -> OutageIndex | None:
+    """A gRPC group's outages (reference.pop.grpc_outages) indexed, or None when it lives no outage
+    beyond the brokers'."""
     proxy = grpc_outages(faults, proxy_mode)
-    return OutageIndex(merge_outages(outages + proxy), first_delay, slack).widen if proxy else None
+    return OutageIndex(merge_outages(outages + proxy), first_delay, slack) if proxy else None
 
 
 def _pop_on_broker_clock(clock: BrokerClock, from_ms: int, due_broker_ms: int, after_ms: int) -> tuple[int, int]:

@@ -560,17 +560,12 @@ def proxy_clear_ms(faults, popped_ms: int, answered_ms: int | None, proxy_mode: 
     began, or after the pop when the stopping proxy popped it), its answer at ``answered_ms`` not
     through before the stop began (within the request timeout); None without such a stop. In local
     mode the proxy stops with the first broker. ``faults``: the run's fault events."""
+    from hourglass.reference.windows import periods
+
     target = "broker" if proxy_mode == PROXY_LOCAL else PROXY_TARGET
-    stops = sorted((f for f in faults if f.get("target") == target and f.get("action") in ("stop", "stopped")),
-                   key=lambda f: f["ts_ms"])
-    began = None
-    for f in stops:
-        if f["action"] == "stop":
-            began = f["ts_ms"]
-            continue
-        if began is not None and popped_ms <= f["ts_ms"] and (answered_ms is None or began <= answered_ms + GRPC_REQUEST_TIMEOUT_MS):
+    for began, stopped, _ in periods(faults, "stop", "stopped", target):
+        if stopped is not None and popped_ms <= stopped and (answered_ms is None or began <= answered_ms + GRPC_REQUEST_TIMEOUT_MS):
             return max(began, popped_ms) + PROXY_CLEAR_INVISIBLE_MS
-        began = None
     return None
 
 
