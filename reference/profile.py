@@ -85,6 +85,13 @@ class Profile:
     #: broker's outages are the proxy's
     proxy_mode: str = PROXY_CLUSTER
 
+    @property
+    def whole_history_groups(self) -> list[str]:
+        """The groups whose every delivery the model reads, not only the LATERs: an orderly group's
+        (its queue's lock and suspends: reference.expected._orderly_outcome) and a POP group's (its
+        pop times, and a retry after a CRASH: reference.expected._pop_window, reference.pop.NOT_ACKED)."""
+        return [g for g, _ in self.orderly_groups] + [g for g, _ in self.pop_groups]
+
     def pop_group(self, group: str | None) -> PopGroup | None:
         """A POP group's ``reference.pop.PopGroup``, ``None`` for any other group."""
         for name, popping in self.pop_groups:

@@ -173,9 +173,7 @@ def _expected(out: Judgements, run: dict, sends: list[dict], deliv: pa.Table, un
     says which the bucket saw)."""
     laters = pc.equal(deliv.column("outcome"), "LATER")
     profile = profile_from_run(run)
-    # the model reads every attempt of an orderly group (reference.expected._orderly_outcome) and of a
-    # POP group (its pop times: reference.expected._pop_window)
-    every = [g for g, _ in profile.orderly_groups] + [g for g, _ in profile.pop_groups]
+    every = profile.whole_history_groups
     if every:
         laters = pc.or_(laters, pc.is_in(deliv.column("group"), value_set=pa.array(every)))
     laters = _dicts(deliv.filter(laters), DELIVER_FIELDS)
@@ -281,9 +279,8 @@ def _judge_plain(out: Judgements, run, rows, sends_t, deliv, dlq_t, ended_ms, ti
     _timing(c, deliv)
     slow = c.slow
     profile = profile_from_run(run)
-    # QUEUE_ORDER spans keys: the dict path emits an orderly group's rows (reports.queue_order); a POP
-    # group's retry follows a CRASH too (reference.pop.NOT_ACKED): the dict path judges it
-    by_dicts = [g for g, _ in profile.orderly_groups] + [g for g, _ in profile.pop_groups]
+    # the dict path judges them (QUEUE_ORDER spans keys: reports.queue_order emits an orderly group's rows)
+    by_dicts = profile.whole_history_groups
     if by_dicts:
         slow[c.d_key[pc.is_in(deliv.column("group"), value_set=pa.array(by_dicts)).to_numpy(zero_copy_only=False)]] = True
     for unit in UNITS:

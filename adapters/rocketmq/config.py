@@ -26,6 +26,7 @@ from pathlib import Path
 
 from hourglass.adapters.base import AdapterError, BrokerProfile
 from hourglass.adapters.rocketmq.provision import Distribution
+from hourglass.reference.contract import TIMER
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,7 @@ def broker_config(dist: Distribution, profile: BrokerProfile, ports: SystemPorts
         "registerNameServerPeriod": "10000",
         "waitTimeMillsInSendQueue": "1000",
     }
-    if "timer" in dist.capabilities:  # the 5.x timer wheel
+    if TIMER in dist.capabilities:  # the 5.x timer wheel
         conf.update({
             "timerWheelEnable": "true",  # timerPrecisionMs, timerMaxDelaySec: the profile's (BrokerProfile.extra)
             "mappedFileSizeTimerLog": str(16 * 1024 * 1024),

@@ -50,7 +50,6 @@ from pathlib import Path
 from hourglass.adapters.base import AdapterError
 from hourglass.adapters.phase import step
 from hourglass.adapters.rocketmq.jvm import SHADED_NOP_STATUS_LISTENER
-from hourglass.reference.contract import POP_CONSUMPTION, TIMER
 
 #: The newest 5.x with broker, namesrv, tools and client on Maven Central (checked 2026-11).
 LATEST = "5.5.0"
@@ -139,9 +138,11 @@ class Distribution:
 
     @property
     def capabilities(self) -> frozenset[str]:
-        """What it can do beyond delay levels and retry: ``timer`` (5.x timer messages) and ``pop``
-        (5.x POP consumption)."""
-        return frozenset({TIMER, POP_CONSUMPTION}) if self.major >= 5 else frozenset()
+        """What its version can do beyond delay levels and retry (the family's rule:
+        :func:`adapters.rocketmq.family.capabilities_of`)."""
+        from hourglass.adapters.rocketmq.family import capabilities_of
+
+        return frozenset(capabilities_of([self.version]))
 
     def command(self, component: str, values: dict[str, str]):
         """``(argv, env)`` that starts ``component`` instead of the JVM of its jars (a
