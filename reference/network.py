@@ -89,8 +89,11 @@ CLIENT_SEND_TIMEOUT_MS = 3_000
 #: how much later than usual a send-back that meets a partition gives up
 SEND_BACK_FAILS_AFTER_MS = SEND_BACK_TIMEOUT_MS + CLIENT_SEND_TIMEOUT_MS
 #: DefaultMQPushConsumerImpl.sendMessageBack's ERROR line, 4.9.x (the group only) and 5.x (the
-#: group, and the message with its keys); group 1: the group, group 2: the message
-SEND_BACK_FAILURE_MARKS = ("sendMessageBack Exception, ", "Failed to send message back, consumerGroup=")
+#: group, and the message with its keys), and ConsumeMessageOrderlyService.sendMessageBack's (an
+#: orderly consumer's send to the DLQ, 4.9.x and 5.x: "sendMessageBack exception, group: <group> msg:
+#: MessageExt […KEYS=<key>…]"); group 1: the group, group 2: the message
+SEND_BACK_FAILURE_MARKS = ("sendMessageBack Exception, ", "Failed to send message back, consumerGroup=",
+                           "sendMessageBack exception, group: ")
 _SEND_BACK_FAILURE = re.compile("(?:" + "|".join(map(re.escape, SEND_BACK_FAILURE_MARKS)) + r")([^\s,]+)(.*)")
 _LOGGED_KEYS = re.compile(r"KEYS=([^,}\s]+)")
 #: how far before its time a log line may have been written (RocketMQ's own patterns print seconds)

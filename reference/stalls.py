@@ -229,3 +229,31 @@ def not_observed(host: Mapping | None) -> str | None:
     if host.get(HOST_VIRTUAL):
         return None
     return host.get(HOST_NOT_OBSERVED)
+
+
+#: What a client does after its send-back failed, beyond the model's own allowance of one more copy
+#: of the retry (reference.network.send_back_may_repeat): DefaultMQPushConsumerImpl.sendMessageBack
+#: re-sends the retry through the client's producer, whose own retries (retryTimesWhenSendFailed 2,
+#: "sendKernelImpl exception, resend at once") each may store a copy, and every try after the first
+#: carries no reconsume count (DefaultMQProducerImpl.sendKernelImpl clears PROPERTY_RECONSUME_TIME on
+#: the first: seen on 5.5.0, a %RETRY% copy with reconsume_times 0); an orderly consumer whose DLQ
+#: send fails consumes the message again past its maximum (ConsumeMessageOrderlyService
+#: .checkReconsumeTimes), while the send it gave up on may be stored (read at 4.9.7 and 5.3.3). The
+#: invariants these copies and attempts break:
+RESENT_INVARIANTS = ("NO_DUPLICATE", "RETRY_SCHEDULE", "DLQ_ROUTING")
+
+
+def explain_resent(stalls: Iterable[Mapping], failed_ms: int, give_up_ms: int) -> tuple[bool, str]:
+    """(covered, reason) for what a client did after a send-back it logged failed at ``failed_ms``:
+    covered when the broker or its host was recorded stalled within ``give_up_ms`` before it (the
+    time the client waited for the broker's answer) — the host's stall explains the failure, and
+    what the client's re-sends stored then is undecided — not covered when nothing was recorded."""
+    meanwhile = [s for s in stalls if counted_ms(s, local=False) > 0  # what explains a re-put: PSI's *some* is context only
+                 and int(s["from_ms"]) <= failed_ms and int(s["from_ms"]) + int(s["stalled_ms"]) >= failed_ms - give_up_ms]
+    if not meanwhile:
+        return False, "no stall of the host or the broker was recorded while the client's send-back waited"
+    largest = max(meanwhile, key=lambda s: counted_ms(s, local=False))
+    return True, (f"the client's send-back failed while the {largest.get('subject') or HOST} stalled "
+                  f"({largest['source']}: {counted_ms(largest, local=False)} ms): what the client's re-sends stored then — copies "
+                  f"with their reconsume count dropped (DefaultMQProducerImpl.sendKernelImpl), an orderly consumer's "
+                  f"re-consume past its maximum (ConsumeMessageOrderlyService.checkReconsumeTimes) — is undecided")

@@ -221,6 +221,7 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, o
         got["violations"], got["pending"] = stalls.reclassify(got["violations"], got["pending"], stalls.lags(unkeyed.get(rid, [])))
         # a late attempt the host's or the broker's recorded stalls explain is undecided: reference.stalls
         got["violations"], got["pending"] = stalls.host_reclassify(got["violations"], got["pending"], unkeyed.get(rid, []), run)
+        got["violations"], got["pending"] = stalls.resent_reclassify(got["violations"], got["pending"], unkeyed.get(rid, []), run)
         vdf = _violation_frame(got["violations"])
         if accepted is not None:
             vdf = accepted.mark(vdf, run)

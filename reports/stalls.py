@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from hourglass.reference import stalls as rule
+from hourglass.reference.network import LOG_RESOLUTION_MS
 from hourglass.reference.contract import CONSUME_STATS_SOURCE, parse_queue_key
 
 INVARIANT = "NO_LOSS"
@@ -127,6 +128,38 @@ def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterab
                           "cause": HOST_STALL_CAUSE})
         else:
             keep.append(dict(v, detail=f"{v.get('detail') or ''}; {reason}"))
+    return keep, moved
+
+
+def resent_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping
+                      ) -> tuple[list[dict], list[dict]]:
+    """``violations`` and ``pending`` with the violations of a key whose client logged its send-back
+    failed (a ``send_back_failed`` fault of its group, of its key where the line named one, before
+    the violation was observed) while the broker or its host was recorded stalled moved to pending
+    (:func:`reference.stalls.explain_resent`): the client's re-sends explain them, and the host's
+    stall explains the failure."""
+    from hourglass.reference.contract import SEND_BACK_FAILED
+    from hourglass.reference.network import SEND_BACK_FAILS_AFTER_MS
+
+    if (run.get("host") or {}).get(rule.HOST_VIRTUAL) or rule.not_observed(run.get("host")):
+        return violations, pending
+    unkeyed = list(unkeyed)
+    failures = [f for f in unkeyed if f.get("type") == "fault" and f.get("action") == SEND_BACK_FAILED and f.get("group")]
+    if not failures:
+        return violations, pending
+    recorded = [e for e in unkeyed if e.get("type") == "stall"]
+    keep, moved = [], list(pending)
+    for v in violations:
+        failed = [] if v.get("accepted") or v.get("invariant") not in rule.RESENT_INVARIANTS else [
+            f for f in failures if f["group"] == v.get("group") and f.get("key") in (None, v.get("key"))
+            and int(f["ts_ms"]) - LOG_RESOLUTION_MS <= int(v.get("observed_ms") or 0)]
+        explained = next((why for ok, why in (rule.explain_resent(recorded, int(f["ts_ms"]), SEND_BACK_FAILS_AFTER_MS + LOG_RESOLUTION_MS)
+                                              for f in failed) if ok), None)
+        if explained is None:
+            keep.append(v)
+        else:
+            moved.append({"invariant": v["invariant"], "key": v["key"], "attempt": v.get("attempt"), "detail": explained,
+                          "cause": HOST_STALL_CAUSE})
     return keep, moved
 
 

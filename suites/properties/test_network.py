@@ -126,6 +126,10 @@ def test_a_send_back_the_client_logged_failed_moves_the_retry_and_the_local_re_c
      "mq=MessageQueue [topic=T, brokerName=b, queueId=0], message=MessageExt [brokerName=b, queueId=0, "
      "toString()=Message{topic='T', flag=0, properties={MIN_OFFSET=0, KEYS=k-17, HG_PLAN=LATER}, body=[1]}]",
      ("g1", "k-17")),
+    # ConsumeMessageOrderlyService.sendMessageBack (an orderly consumer's send to the DLQ), seen on 5.5.0
+    ("2026-11-28 06:07:27 ERROR ConsumeMessageThread_od_5 - sendMessageBack exception, group: od_cg msg: MessageExt "
+     "[brokerName=hg-broker, queueId=0, reconsumeTimes=3, toString()=Message{topic='OD', flag=0, properties={KEYS=OD0, "
+     "HG_PLAN=LATER}, body=[64]}]", ("od_cg", "OD0")),
     ("2026-11-25 15:22:20,647 WARN RocketmqClient - send a request command to channel <127.0.0.1:10911> failed.", None),
 ])
 def test_the_clients_send_back_failure_lines_of_4_9_and_5_x_name_the_group_and_the_key(line, parsed):
