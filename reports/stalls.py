@@ -124,8 +124,7 @@ def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterab
                                             local=LOCAL_RECONSUME in str(v.get("detail") or ""),
                                             observed_until_ms=run.get("ended_ms"))
         if covered:
-            moved.append({"invariant": TIMING_INVARIANT, "key": v["key"], "attempt": v.get("attempt"), "detail": reason,
-                          "cause": HOST_STALL_CAUSE})
+            moved.append(_by_host(v, reason))
         else:
             keep.append(dict(v, detail=f"{v.get('detail') or ''}; {reason}"))
     return keep, moved
@@ -150,17 +149,27 @@ def resent_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iter
     recorded = [e for e in unkeyed if e.get("type") == "stall"]
     keep, moved = [], list(pending)
     for v in violations:
-        failed = [] if v.get("accepted") or v.get("invariant") not in rule.RESENT_INVARIANTS else [
-            f for f in failures if f["group"] == v.get("group") and f.get("key") in (None, v.get("key"))
-            and int(f["ts_ms"]) - LOG_RESOLUTION_MS <= int(v.get("observed_ms") or 0)]
-        explained = next((why for ok, why in (rule.explain_resent(recorded, int(f["ts_ms"]), SEND_BACK_FAILS_AFTER_MS + LOG_RESOLUTION_MS)
-                                              for f in failed) if ok), None)
+        explained = None
+        if not v.get("accepted") and v.get("invariant") in rule.RESENT_INVARIANTS:
+            for f in failures:
+                if f["group"] != v.get("group") or f.get("key") not in (None, v.get("key")) \
+                        or int(f["ts_ms"]) - LOG_RESOLUTION_MS > int(v.get("observed_ms") or 0):
+                    continue
+                covered, why = rule.explain_resent(recorded, int(f["ts_ms"]), SEND_BACK_FAILS_AFTER_MS + LOG_RESOLUTION_MS)
+                if covered:
+                    explained = why
+                    break
         if explained is None:
             keep.append(v)
         else:
-            moved.append({"invariant": v["invariant"], "key": v["key"], "attempt": v.get("attempt"), "detail": explained,
-                          "cause": HOST_STALL_CAUSE})
+            moved.append(_by_host(v, explained))
     return keep, moved
+
+
+def _by_host(violation: Mapping, reason: str) -> dict:
+    """The pending row of a violation the host's recorded stalls explain (``cause`` host)."""
+    return {"invariant": violation["invariant"], "key": violation["key"], "attempt": violation.get("attempt"),
+            "detail": reason, "cause": HOST_STALL_CAUSE}
 
 
 def host_summary(run: Mapping, unkeyed: Iterable[Mapping]) -> dict:

@@ -168,8 +168,10 @@ class RocketMQSystem(PartsSystem):
                 if NO_BROKER in e.error and time.monotonic() < registered_by:
                     time.sleep(1.0)  # poll interval: the broker's periodic registration brings it back
                     continue
-                timeouts += "Timeout" in e.error
-                if "Timeout" not in e.error or timeouts >= self.ADMIN_ATTEMPTS:
+                if "Timeout" not in e.error:
+                    raise
+                timeouts += 1
+                if timeouts >= self.ADMIN_ATTEMPTS:
                     raise
                 time.sleep(timeouts)
 
