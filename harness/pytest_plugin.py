@@ -62,6 +62,9 @@ def pytest_addoption(parser):
     g.addoption("--hg-retries", type=int, default=int(os.environ.get("HOURGLASS_RETRIES", "1")),
                 help="run a scenario once more, this many times, when its run ends undecided or broken (a host's "
                      "stall, a broker that would not start); a violation is never retried (default 1, docs/ci.md)")
+    g.addoption("--hg-flaky", choices=("pass", "fail"), default=os.environ.get("HOURGLASS_FLAKY") or "pass",
+                help="a scenario that passed only when run again (flaky: named in the summaries either way): "
+                     "pass (default) or fail its test (HOURGLASS_FLAKY; docs/ci.md)")
     g.addoption("--hg-max-wait", type=float, default=float(os.environ.get("HOURGLASS_MAX_WAIT_S", MAX_WAIT_MS / 1000)),
                 help="on a cluster that runs another delay table: leave out messages not done within this many "
                      f"seconds on its table (default {MAX_WAIT_MS // 1000})")
@@ -211,7 +214,26 @@ def hg_verdict(request, scenario, hg_system):
         from hourglass.harness.verdicts import describe
 
         pytest.fail(f"the run is broken, no verdict on the broker: {verdict['broken'][:300]}\n{describe(verdict)}", pytrace=False)
+    flaky_check(verdict, request.node.user_properties, request.config.getoption("--hg-flaky"))
     return verdict
+
+
+def flaky_check(verdict: dict, properties: list, when_flaky: str) -> None:
+    """A scenario that passed only when run again (``reports.verdict.flaky``): named in the test's
+    JUnit properties (``hourglass_flaky``: what the attempts before said; a property CI tools read),
+    and failed when ``--hg-flaky fail`` asks so."""
+    from hourglass.reports.verdict import flaky
+
+    if not flaky(verdict):
+        return
+    properties.append(("hourglass_flaky", _earlier_words(verdict)))
+    if when_flaky == "fail":
+        pytest.fail(f"flaky: passed only when run again ({_earlier_words(verdict)}) -> {verdict.get('run_dir')}", pytrace=False)
+
+
+def _earlier_words(verdict: dict) -> str:
+    """The attempts before a scenario's last, in words: each one's status and why."""
+    return "; ".join(f"{e['status']}: {str(e.get('why'))[:200]}" for e in verdict.get("earlier", ()))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -276,5 +298,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line(f"{b['system']}: {b['scenarios']} scenarios in {batch_seconds(b['wall_s'], b['check_s'])} -> {b['dir']}/index.html")
         for name in b.get("retried", ()):
             v = hs.verdicts[(b["system"], name)]
-            firsts = "; ".join(f"{e['status']}: {str(e.get('why'))[:200]}" for e in v["earlier"])
-            tr.write_line(f"  {name}: run again ({firsts}) -> {v.get('run_dir')}")
+            what = "FLAKY, passed only when run again" if name in b.get("flaky", ()) else "run again"
+            tr.write_line(f"  {name}: {what} ({_earlier_words(v)}) -> {v.get('run_dir')}")
+    flaky_n = sum(len(b.get("flaky", ())) for b in hs.batches)
+    if flaky_n:
+        tr.write_line(f"hourglass: {flaky_n} flaky scenario(s): passed only when run again (--hg-flaky fail makes them fail)",
+                      yellow=True, bold=True)

@@ -132,6 +132,7 @@ class Session:
 
     def _run(self, system: str, record: bool = True) -> None:
         from hourglass.harness.outdir import lock_out
+        from hourglass.reports.verdict import flaky
 
         scenarios = list(self.pending.pop(system, {}).values())
         if not scenarios:
@@ -146,7 +147,8 @@ class Session:
             return
         self.batches.append({"system": system, "dir": str(sys_dir), "wall_s": round(batch.wall_s, 1),
                              "check_s": round(batch.check_s, 1), "scenarios": len(scenarios),
-                             "retried": sorted(n for n, v in batch.verdicts.items() if v.get("earlier"))})
+                             "retried": sorted(n for n, v in batch.verdicts.items() if v.get("earlier")),
+                             "flaky": sorted(n for n, v in batch.verdicts.items() if flaky(v))})
         write_summary(sys_dir, system, [self.verdicts[(system, s.name)] for s in scenarios], batch.wall_s, scenarios,
                       batch.check_s)
 
@@ -227,6 +229,7 @@ def write_summary(sys_dir: Path, system: str, verdicts: list[dict], wall_s: floa
     the batch's runs; ``check_s``: their check (None: not measured)."""
     from hourglass.harness.summary import split_skipped, write_index, write_markdown
     from hourglass.reference.contract import VERSION_FIELD
+    from hourglass.reports.verdict import flaky
     from hourglass.reports.version import hourglass_version
 
     longest_wait_s = max((expected_wait_s(s) for s in scenarios), default=0)
@@ -238,6 +241,8 @@ def write_summary(sys_dir: Path, system: str, verdicts: list[dict], wall_s: floa
         "longest_scenario_wait_s": round(longest_wait_s, 1),
         "ratio": round(wall_s / longest_wait_s, 2) if longest_wait_s else None,
         "verdicts": judged,
+        # passed only on CI's retry (reports.verdict.FLAKY): counted apart, never plain green
+        "flaky": [v.get("scenario") or v.get("run_id") for v in judged if flaky(v)],
         "skipped": [{"scenario": v.get("scenario"), "reason": v["skipped"]} for v in skipped],
     }, indent=1, default=str))
     write_index(sys_dir, system, verdicts, wall_s, longest_wait_s)

@@ -26,7 +26,7 @@ from hourglass.reference.timer import timer_ruling
 from hourglass.reference.retry import asked_retry_level, clamped_level
 from hourglass.reference.timeout import effective_timeout_min, sent_back_within
 from hourglass.reports.timetext import start_words, with_offsets
-from hourglass.reports.verdict import BROKEN, EXIT_CODES, PASSED, UNDECIDED, VIOLATED, status
+from hourglass.reports.verdict import BROKEN, FLAKY, PASSED, UNDECIDED, VIOLATED, shown_status, status
 
 
 def message_wait_ms(scenario, m, table=None, now_ms: int | None = None) -> int:
@@ -152,7 +152,7 @@ def write_index(out_dir: Path, system: str, verdicts: list[dict], wall_s: float,
     for v in verdicts:
         rep = v.get("report")
         link = f'<a href="{html.escape(str(Path(rep).relative_to(out_dir)))}">{html.escape(v.get("run_id", "?"))}</a>' if rep and Path(rep).is_relative_to(out_dir) else html.escape(v.get("run_id", "?"))
-        state = "FAIL" if status(v) == VIOLATED else status(v)
+        state = "FAIL" if status(v) == VIOLATED else shown_status(v)
         cells = "".join(_cell(v.get("invariants", {}).get(n, {})) for n in INVARIANTS)
         why = v.get("broken") or v.get("interrupted")
         err = f'<div class="err">{html.escape(why)}</div>' if why else ""
@@ -171,7 +171,7 @@ def write_index(out_dir: Path, system: str, verdicts: list[dict], wall_s: float,
 
 
 SUMMARY_MD = "summary.md"
-_MARK = {PASSED: "✅", VIOLATED: "❌", UNDECIDED: "⏳", BROKEN: "⚠️"}
+_MARK = {PASSED: "✅", FLAKY: "🔁", VIOLATED: "❌", UNDECIDED: "⏳", BROKEN: "⚠️"}
 _SKIPPED_MARK = "⏭️"
 
 
@@ -207,16 +207,16 @@ def markdown_summary(system: str, verdicts: list[dict], wall_s: float, check_s: 
     row per run: its status, failed invariants and the first explanation of each failure (a broken
     or interrupted run: why); the skipped scenarios counted in the header and listed with their reason."""
     verdicts, skipped = split_skipped(verdicts)
-    counts = {st: 0 for st in EXIT_CODES}
+    counts = {st: 0 for st in _MARK}
     for v in verdicts:
-        counts[status(v)] += 1
+        counts[shown_status(v)] += 1
     head = ", ".join(f"{_MARK[st]} {n} {st}" for st, n in counts.items() if n or st == PASSED)
     if skipped:
         head += f", {_SKIPPED_MARK} {len(skipped)} skipped"
     lines = [f"### Hourglass — `{_md(system)}`", "", f"{len(verdicts)} runs in {batch_seconds(wall_s, check_s)}: {head}", "",
              "| run | status | failed invariants | first explanation |", "|---|---|---|---|"]
     for v in verdicts:
-        st = status(v)
+        st = shown_status(v)
         failed = failures(v)
         why = [e for _, e in failed] + ([start_words(v["started_ms"])] if failed and v.get("started_ms") else [])
         reason = v.get("broken") or v.get("interrupted")
@@ -224,6 +224,8 @@ def markdown_summary(system: str, verdicts: list[dict], wall_s: float, check_s: 
             why.append(f"{'broken' if v.get('broken') else 'interrupted'}: {reason}")
         if st == UNDECIDED and not reason and (v.get("undecided") or {}).get("examples"):
             why.append(v["undecided"]["examples"][0].get("reason", ""))
+        if st == FLAKY:
+            why.extend(f"passed only on its retry; before: {e.get('status')}: {e.get('why') or '—'}" for e in v["earlier"])
         lines.append(f"| {_md(v.get('scenario') or v.get('run_id', '?'))} | {_MARK[st]} {st} | "
                      f"{_md('; '.join(n for n, _ in failed)) or '—'} | {'<br>'.join(_md(w) for w in why if w) or '—'} |")
     for v in skipped:

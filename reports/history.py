@@ -21,7 +21,8 @@ Outcomes (a cell): ``passed``, ``violated``, ``undecided``, ``broken`` (:mod:`re
 ``skipped`` (the system could not run the scenario), ``unchecked`` (the run exercised no message
 of that invariant). The row ``(run)`` is the run as a whole (:func:`reports.verdict.status`); an
 invariant gets a row where some run passed, violated or left it undecided. Flakiness of a row:
-violated / judged (passed or violated) runs; *flaky* when it both passed and violated in the window.
+violated / judged (passed or violated) runs; *flaky* when it both passed and violated in the window,
+or a run passed only on CI's retry (``reports.verdict.FLAKY``, its run row).
 
 ``history.json``::
 
@@ -58,7 +59,8 @@ from urllib.parse import quote
 from hourglass.reference.contract import INVARIANTS, VERSION_FIELD, ContractError
 from hourglass.reference.rundir import REPORT_HTML, RUN_JSON, VERDICT_JSON, find_dirs
 from hourglass.reports.checked import Checked, scan_checked, subdirs
-from hourglass.reports.verdict import BROKEN, PASSED, UNDECIDED, UNDECIDED_BY_HOST, VIOLATED, gating_violations, mark_broken, status
+from hourglass.reports.verdict import (BROKEN, FLAKY, PASSED, UNDECIDED, UNDECIDED_BY_HOST, VIOLATED, gating_violations,
+                                      mark_broken, shown_status, status)
 
 HISTORY_HTML, HISTORY_JSON = "history.html", "history.json"
 SUMMARY_JSON, INDEX_HTML = "summary.json", "index.html"  # harness.session.write_summary's, beside a system's runs
@@ -67,7 +69,7 @@ RUN_ROW = "(run)"
 #: run.json's (and summary.json's) record of the Hourglass that made a run (reference.contract's
 #: run fields; absent in runs made before it was recorded)
 #: the outcomes as the page colours them, in the order the legend lists them
-OUTCOMES = (PASSED, VIOLATED, UNDECIDED, BROKEN, SKIPPED, UNCHECKED)
+OUTCOMES = (PASSED, FLAKY, VIOLATED, UNDECIDED, BROKEN, SKIPPED, UNCHECKED)
 _STAMP = re.compile(r"(\d{8}T\d{6})(?:\.(\d{3}))?(?:-\d+)?$")
 
 
@@ -198,7 +200,7 @@ def outcome(entry: Entry, invariant: str) -> str:
         return SKIPPED
     st = status(v)
     if invariant == RUN_ROW:
-        return st
+        return shown_status(v)  # a pass only on CI's retry: flaky, never plain green
     e = (v.get("invariants") or {}).get(invariant) or {}
     if e.get("passed") is False and gating_violations({"invariants": {invariant: e}}) > 0:
         return VIOLATED
@@ -251,10 +253,11 @@ def _row(invariant: str, entries: list[Entry], batch_id: dict[Path, str], out_di
     cells = [{"batch": batch_id[e.batch], "outcome": outcome(e, invariant), "run_id": e.run_id,
               "href": _href(e.target, out_dir), "note": _cell_note(e, invariant)} for e in entries]
     seen = [c["outcome"] for c in cells]
-    judged, violated = sum(o in (PASSED, VIOLATED) for o in seen), seen.count(VIOLATED)
+    judged, violated = sum(o in (PASSED, FLAKY, VIOLATED) for o in seen), seen.count(VIOLATED)
     said = [o for o in seen if o != UNCHECKED]  # a run that exercised no message of it says nothing new
     return {"invariant": invariant, "cells": cells, "judged": judged, "violated": violated,
-            "flakiness": round(violated / judged, 3) if judged else None, "flaky": violated > 0 and PASSED in seen,
+            "flakiness": round(violated / judged, 3) if judged else None,
+            "flaky": (violated > 0 and PASSED in seen) or FLAKY in seen,
             "latest": said[-1] if said else None, "previous": said[-2] if len(said) > 1 else None,
             "changed": len(said) > 1 and said[-1] != said[-2]}
 
@@ -304,7 +307,8 @@ def build_history(paths: list[str], out_dir: Path, marker: str | None = None) ->
         systems[system] = {"batches": [b["id"] for b in batches if system in b["systems"]], "scenarios": scenarios}
     return {"out": str(out_dir), "batches": batches, "systems": systems,
             "runs": sum(b["runs"] for b in batches), "skipped": sum(b["skipped"] for b in batches),
-            "flaky": _pairs(systems, lambda r: r["flaky"] and r["invariant"] != RUN_ROW),
+            "flaky": _pairs(systems, lambda r: r["flaky"] and (r["invariant"] != RUN_ROW
+                                                                or any(c["outcome"] == FLAKY for c in r["cells"]))),
             "latest_failures": _pairs(systems, lambda r: (r["latest"] == VIOLATED and r["invariant"] != RUN_ROW)
                                       or (r["latest"] == BROKEN and r["invariant"] == RUN_ROW)),
             "problems": [{"where": p.where, "reason": str(p)} for p in problems]}
@@ -349,7 +353,7 @@ tbody.sc{border-top:1px solid #ccc}tr.run td.name{font-weight:600}tr.inv td.name
 td.cells{white-space:nowrap;text-align:center;padding:1px 2px}th.b{font-weight:400;font-size:11px;color:#555;
 writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;padding:4px 2px;text-align:left}
 .o{display:inline-block;width:13px;height:13px;margin:0 1px;border-radius:2px;vertical-align:middle;text-decoration:none}
-.passed{background:#2e9e4f}.violated{background:#d93025}.undecided{background:#f2a900}.broken{background:#7b1fa2}
+.passed{background:#2e9e4f}.flaky{background:#ff7043}.violated{background:#d93025}.undecided{background:#f2a900}.broken{background:#7b1fa2}
 .skipped{background:#9e9e9e}.unchecked{background:#fff;border:1px solid #ccc;width:11px;height:11px}
 .badge{font-size:11px;padding:0 4px;border-radius:3px;margin-left:4px;color:#fff}.b-changed{background:#1a73e8}
 .b-flaky{background:#e8710a}.rate{font-variant-numeric:tabular-nums;color:#444}.flaky .rate{color:#e8710a;font-weight:600}

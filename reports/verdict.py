@@ -190,6 +190,23 @@ def retried(verdict: Mapping) -> bool:
     return not verdict.get("skipped") and status(verdict) in RETRIED
 
 
+#: A run that passed only when CI's retry rule ran its scenario once more (its verdict's ``earlier``:
+#: the attempts before, each undecided or broken): never plain green — every summary, JUnit and the
+#: history say it apart, and ``--hg-flaky fail`` (HOURGLASS_FLAKY) fails it (docs/ci.md).
+FLAKY = "flaky"
+
+
+def flaky(verdict: Mapping) -> bool:
+    """Whether ``verdict`` passed only on a retry (:data:`FLAKY`)."""
+    return bool(verdict.get("earlier")) and status(verdict) == PASSED
+
+
+def shown_status(verdict: Mapping) -> str:
+    """The status a summary shows: :func:`status`, with a pass on a retry shown as :data:`FLAKY`
+    (its exit code stays a pass's: :data:`EXIT_CODES` has no flaky)."""
+    return FLAKY if flaky(verdict) else status(verdict)
+
+
 def gating_violations(verdict: Mapping) -> int:
     """Violations that gate: all of them minus those a baseline accepts."""
     return sum(int(e.get("violations") or 0) - int(e.get("accepted") or 0)

@@ -78,3 +78,39 @@ def test_no_retry_when_retries_is_0(tmp_path, monkeypatch):
     hs, asked = _session(tmp_path, monkeypatch, [{"stalled": STALLED}], retries=0)
     hs._run("simulated")
     assert asked == [["stalled"]] and status(hs.verdicts[("simulated", "stalled")]) == UNDECIDED
+
+
+def test_a_pass_only_on_the_retry_is_flaky_in_every_summary_never_plain_green(tmp_path, monkeypatch):
+    from hourglass.harness.session import write_summary
+    from hourglass.reports.verdict import FLAKY, shown_status
+
+    hs, _ = _session(tmp_path, monkeypatch, [{"stalled": STALLED, "passed": PASS}, {"stalled": PASS}])
+    hs._run("simulated")
+    (batch,) = hs.batches
+    assert batch["flaky"] == ["stalled"] and batch["retried"] == ["stalled"]
+    final = {n: hs.verdicts[("simulated", n)] for n in ("stalled", "passed")}
+    assert {n: shown_status(v) for n, v in final.items()} == {"stalled": FLAKY, "passed": PASSED}
+    verdicts = [dict(v, scenario=n) for n, v in final.items()]
+    write_summary(tmp_path / "sys", "simulated", verdicts, 10.0, [], 2.0)
+    import json
+
+    summary = json.loads((tmp_path / "sys" / "summary.json").read_text())
+    assert summary["flaky"] == ["stalled"]
+    md = (tmp_path / "sys" / "summary.md").read_text()
+    assert "🔁 1 flaky" in md and "✅ 1 passed" in md
+    assert "| stalled | 🔁 flaky |" in md and "passed only on its retry; before: undecided: arrived 996 ms" in md
+    assert "<td>flaky</td>" in (tmp_path / "sys" / "index.html").read_text()
+
+
+def test_a_flaky_scenario_is_a_junit_property_and_fails_its_test_when_asked():
+    from hourglass.harness.pytest_plugin import flaky_check
+
+    verdict = {**PASS, "run_dir": "/runs/x-2", "earlier": [{"status": UNDECIDED, "why": "stalled"}]}
+    props: list = []
+    flaky_check(verdict, props, "pass")
+    assert props == [("hourglass_flaky", "undecided: stalled")]
+    with pytest.raises(pytest.fail.Exception, match=r"flaky: passed only when run again \(undecided: stalled\)"):
+        flaky_check(verdict, [], "fail")
+    plain: list = []
+    flaky_check(PASS, plain, "fail")  # a pass at the first attempt is no flaky one
+    assert plain == []
