@@ -96,9 +96,12 @@ def eta_timeline(out: Path, batch_wall_s: float, verdicts_s: float, spark_warm_s
 def bench_suite(system: str, runtime: str, out: Path) -> dict:
     from hourglass.harness.cli import main as cli_main
 
+    from hourglass.harness.footprint import Footprint
+
     load_before = _load()
     started = time.monotonic()
-    code = cli_main(["run", "--suite", "conformance", "--system", system, "--runtime", runtime, "--out", str(out)])
+    with Footprint() as footprint:  # the harness's own JVMs and CPU beside the system's
+        code = cli_main(["run", "--suite", "conformance", "--system", system, "--runtime", runtime, "--out", str(out)])
     wall_s = time.monotonic() - started
     summary = json.loads((out / "summary.json").read_text())
     fig = {
@@ -111,6 +114,7 @@ def bench_suite(system: str, runtime: str, out: Path) -> dict:
         "ratio": summary["ratio"],
         "ratio_incl_check": round(wall_s / summary["longest_scenario_wait_s"], 2) if summary["longest_scenario_wait_s"] else None,
         "breakdown": breakdown(out),
+        "footprint": footprint.figures(),
     }
     b = fig["breakdown"]
     if b:  # the rest of the batch: opening the systems, waiting for a slot, tearing them down
@@ -141,7 +145,13 @@ def verdict_line(fig: dict) -> str:
             f"{fig['suite_wall_s_incl_check']} s over the longest own wait {fig['longest_scenario_wait_s']} s: "
             f"{ratio:.2f}x (runs alone {fig['ratio']}x; target {TARGET_RATIO}x: "
             f"{'met' if ratio <= TARGET_RATIO else 'missed'}); load average {fig['load_before']} before, "
-            f"{fig['load_after']} after")
+            f"{fig['load_after']} after" + (f"; {footprint_words(fig['footprint'])}" if fig.get("footprint") else ""))
+
+
+def footprint_words(f: dict) -> str:
+    """The harness's own weight in words (:mod:`harness.footprint`)."""
+    return (f"the harness: peak {f['peak_harness_jvms']} JVMs of its own ({f['peak_system_jvms']} of the system), "
+            f"{f['harness_cpu_s']} CPU-s of its own ({f['system_cpu_s']} CPU-s of the system's processes under it)")
 
 
 def _load() -> str:

@@ -385,9 +385,14 @@ def cmd_main(args) -> int:
         if value:
             argv.append(f"--hg-{option}={value}")
     argv.extend(f"--hg-spark-conf={key}={value}" for key, value in args.conf)
+    from hourglass.harness.bench import footprint_words
+    from hourglass.harness.footprint import Footprint
+
     kept = _Verdicts()
-    code = int(pytest.main(argv, plugins=[kept]))
+    with Footprint() as footprint:  # the harness's own weight beside the broker's (harness.footprint)
+        code = int(pytest.main(argv, plugins=[kept]))
     indexes = sorted(out.glob("*/index.html"))
+    print(f"\n{footprint_words(footprint.figures())}")
     print("\nreports:")
     for i in indexes:
         print(f"  {i}")

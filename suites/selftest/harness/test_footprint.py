@@ -1,0 +1,33 @@
+"""harness.footprint: the harness's own JVMs and CPU-seconds beside the system's, as the bench and
+the main job print them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from hourglass.harness.footprint import Footprint
+
+#: a child that spends 0.6 CPU-seconds of its own (whatever the machine's load), says so, and waits
+SPIN = "import sys, time\nwhile time.process_time() < 0.6: pass\nprint('done', flush=True)\nsys.stdin.read()"
+
+
+def test_the_harness_s_own_processes_and_the_system_s_are_counted_apart():
+    with Footprint() as fp:
+        mine = subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        # a process whose command line names a server's main class is the system's
+        broker = subprocess.Popen([sys.executable, "-c", SPIN, "org.apache.rocketmq.broker.BrokerStartup"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        for p in (mine, broker):
+            assert p.stdout.readline() == b"done\n"
+        fp.sample()
+        own_s = sum(os.times()[:2])  # this process's own CPU time by now: the harness's too
+        for p in (mine, broker):
+            p.kill()
+            p.wait()
+    f = fp.figures()
+    assert f["peak_processes"] >= 3
+    assert f["harness_cpu_s"] >= own_s + 0.6 - 0.05 and f["system_cpu_s"] >= 0.6 - 0.02, (f, own_s)  # ticks of 10 ms
+    assert f["system_cpu_s"] < 0.6 + 0.5, f  # the harness's own spin is not the system's
+    assert f["peak_harness_jvms"] == 0 and f["peak_system_jvms"] == 0  # no JVM here
