@@ -15,6 +15,13 @@ CI runner whose container shares its CPU quota with a build does. So :class:`Hos
 
 Everything it starts or makes is undone by :meth:`HostLoad.stop` (the hogs' group killed, the
 processes moved back, the cgroup removed), also when the test fails.
+
+:class:`LateBroker` is a broker late by its own doing, for proving that the harness still convicts
+it on a busy host: it freezes only the threads of a broker's delivery path (by name: e.g. the
+schedule service's ``ScheduleMessage`` threads) for ``freeze_s`` of every ``every_s`` seconds, in a
+cgroup-v1 freezer group of their own (a frozen thread is not runnable: it waits for no CPU, so no
+run-queue stall is recorded for it); the rest of the broker keeps serving, and the harness is told
+nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 CPU_CGROUP = Path("/sys/fs/cgroup/cpu")
+FREEZER_CGROUP = Path("/sys/fs/cgroup/freezer")
 #: 1 % of one CPU (of cpu.cfs_period_us = 100000): the starved processes barely run
 STARVED_QUOTA_US = 1000
 
@@ -120,6 +128,77 @@ class HostLoad:
             shutil.rmtree(self._workdir, ignore_errors=True)
 
 
+class LateBroker:
+    """Freezes the threads named ``prefix`` (as ``/proc`` names them: 15 characters) of the JVMs
+    ``targets()`` names for ``freeze_s`` of every ``every_s`` seconds; :meth:`stop` thaws them and
+    removes its group."""
+
+    def __init__(self, prefix: str, targets: Callable[[], Iterable[int]], freeze_s: float = 6.0, every_s: float = 20.0):
+        self.prefix, self.targets, self.freeze_s, self.every_s = prefix, targets, freeze_s, every_s
+        self.group = FREEZER_CGROUP / f"hourglass-late-{os.getpid()}"
+        self.frozen: list[tuple[float, float, int]] = []  # (from, to) epoch seconds, threads frozen
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "LateBroker":
+        if not (FREEZER_CGROUP / "tasks").exists() or not os.access(FREEZER_CGROUP, os.W_OK):
+            raise RuntimeError(f"LateBroker: no writable cgroup-v1 freezer at {FREEZER_CGROUP} (needs root)")
+        self.group.mkdir(exist_ok=True)
+        self._thread = threading.Thread(target=self._freeze, name="hourglass-late-broker", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def threads(self) -> list[int]:
+        out = []
+        for pid in self.targets():
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                try:
+                    if Path(f"/proc/{pid}/task/{tid}/comm").read_text().startswith(self.prefix):
+                        out.append(int(tid))
+                except OSError:
+                    continue
+        return out
+
+    def _freeze(self) -> None:
+        state = self.group / "freezer.state"
+        while not self._stop.wait(self.every_s - self.freeze_s):
+            tids = self.threads()
+            for tid in tids:
+                try:
+                    (self.group / "tasks").write_text(str(tid))
+                except OSError:  # gone meanwhile
+                    continue
+            began = time.time()
+            state.write_text("FROZEN")
+            self._stop.wait(self.freeze_s)
+            state.write_text("THAWED")
+            self._release()
+            self.frozen.append((began, time.time(), len(tids)))
+
+    def _release(self) -> None:
+        for tid in (self.group / "tasks").read_text().split():
+            try:
+                (FREEZER_CGROUP / "tasks").write_text(tid)
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.freeze_s + 5)
+        if self.group.exists():
+            (self.group / "freezer.state").write_text("THAWED")
+            self._release()
+            self.group.rmdir()
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m suites.adapters.loadgen --marker DIR [--seconds N] -- COMMAND ...``: run COMMAND
     on a busy host (the hogs, and every broker JVM whose command line mentions DIR starved 6 s of
@@ -135,16 +214,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stall-s", type=float, default=6.0)
     p.add_argument("--every-s", type=float, default=20.0)
     p.add_argument("--no-hogs", action="store_true", help="only starve the brokers (another load already runs the hogs)")
+    p.add_argument("--no-starve", action="store_true", help="do not starve the brokers (the hogs, or --late, only)")
+    p.add_argument("--late", metavar="THREAD_PREFIX",
+                   help="a broker late by its own doing: freeze its threads named so (e.g. ScheduleMessage) for "
+                        "--stall-s of every --every-s seconds, untold to the harness (LateBroker)")
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         p.error("give the command to run after --")
     marker = str(Path(args.marker).resolve())
-    with HostLoad(args.seconds, targets=lambda: java_processes(marker), stall_s=args.stall_s, every_s=args.every_s,
-                  hogs=not args.no_hogs) as load:
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        load = late = None
+        if not (args.no_hogs and args.no_starve):
+            load = stack.enter_context(HostLoad(args.seconds, targets=lambda: [] if args.no_starve else java_processes(marker),
+                                                stall_s=args.stall_s, every_s=args.every_s, hogs=not args.no_hogs))
+        if args.late:
+            late = stack.enter_context(LateBroker(args.late, lambda: java_processes(marker), args.stall_s, args.every_s))
         code = subprocess.call(command)
-    print(f"loadgen: {len(load.starved)} starvations of {args.stall_s:.0f} s", file=sys.stderr)
+    if load is not None and not args.no_starve:
+        print(f"loadgen: {len(load.starved)} starvations of {args.stall_s:.0f} s", file=sys.stderr)
+    if late is not None:
+        print(f"loadgen: {len(late.frozen)} freezes of {args.late}* threads, {args.stall_s:.0f} s each: "
+              + ", ".join(f"{time.strftime('%H:%M:%S', time.localtime(a))} ({n} threads)" for a, _, n in late.frozen),
+              file=sys.stderr)
     return code
 
 
