@@ -105,6 +105,7 @@ class SendResult:
     body_crc: int | None = None
     error: str | None = None
     broker: str | None = None  # the broker name it was stored on (a cluster: reference.cluster)
+    queue_id: int | None = None  # the queue it was stored in (the consumer that owns it: reports.stalls)
     response_code: int | None = None  # a FAILED send: the code the broker (or the client's own check) answered
 
 

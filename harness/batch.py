@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from hourglass.adapters import phase as adapter_phase
-from hourglass.adapters.base import AdapterError, ConfigReading, System
+from hourglass.adapters.base import AdapterError, ConfigReading, Consuming, System
 from hourglass.harness import eta
 from hourglass.harness.runner import BROKER_SETUP, Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, skip_reason
 from hourglass.reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
@@ -206,15 +206,19 @@ class Batch:
                 job = Job(scenarios, job.shared)
             if job.shared and len(job.scenarios) > 1:
                 external = self.opts.system.runtime == "external"  # already unique per run
+                runs: list[ScenarioRun] = []
                 threads = [
                     threading.Thread(target=self._run_one, args=(s if external else s.with_prefix(slug(s.name)[:24] + "_"),
-                                                                 system, s.name, watch, True), name=f"hg-{s.name}")
+                                                                 system, s.name, watch, True, runs), name=f"hg-{s.name}")
                     for s in job.scenarios
                 ]
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join()
+                try:
+                    for t in threads:
+                        t.start()
+                    for t in threads:
+                        t.join()
+                finally:
+                    _consumers_stopped(system, runs)
             else:
                 for s in job.scenarios:
                     self._run_one(s, system, s.name, watch, False)
@@ -261,9 +265,11 @@ class Batch:
             return scenario, fitted.note(), f"{text}; fitted to the broker: {fitted.reason}", None
         return fitted.scenario, fitted.note(), None, None
 
-    def _run_one(self, scenario: Scenario, system: System, name: str, watch: ConsumerWatch, shared: bool) -> None:
+    def _run_one(self, scenario: Scenario, system: System, name: str, watch: ConsumerWatch, shared: bool,
+                 runs: list | None = None) -> None:
         """``shared``: other runs use ``system`` at the same time: the run leaves the consumers to
-        the system's teardown, and its copy of the logs is the part written while it ran."""
+        the system's teardown, and its copy of the logs is the part written while it ran; it joins
+        ``runs`` (:meth:`_consumers_stopped`)."""
         tag = system.info.version + "".join("+" + d for d in self.opts.system.defects)
         run_id = f"{slug(name)}-{slug(tag)}-{self.stamp}"
         scenario, fitted, skipped, broken = self._prepare(scenario, system)
@@ -283,6 +289,8 @@ class Batch:
         run = ScenarioRun(scenario, system, self.opts.out_dir / run_id, run_id, self.progress[name], cancel=self._stop,
                           watch=watch, owns_consumers=not shared, system_spec=self.opts.system.spec, shared_system=shared,
                           fitted=fitted)
+        if runs is not None:
+            runs.append(run)
         try:
             self.results[name] = run.execute()
         except Cancelled:  # run.json says it was interrupted: the checker judges it undecided
@@ -402,6 +410,18 @@ def _line(elapsed_s: float, done: int, total: int, eta_s: float, more: bool, par
     head = (f"[hourglass {elapsed // 60:02d}:{elapsed % 60:02d}] {done}/{total} scenarios done"
             + (f", ETA {left // 60:02d}:{left % 60:02d}" if done < total or more else ""))
     return head + ("" if not parts else " | " + " | ".join(parts[:4]) + (" | …" if len(parts) > 4 else ""))
+
+
+def _consumers_stopped(system: System, runs: list[ScenarioRun]) -> None:
+    """The shared runs' consumers, which ran on after each run's end, stopped: each run takes the
+    host's stalls until then (reference.stalls: an attempt is judged on its own wait's)."""
+    try:
+        if isinstance(system, Consuming):
+            system.stop_consumers()
+    finally:
+        stopped = system.clock.now_ms()
+        for run in runs:
+            run.consumers_stopped(stopped)
 
 
 def spark_state() -> str:

@@ -26,11 +26,10 @@ from typing import Callable, Iterable, Mapping
 from hourglass.harness.logcopy import timed_lines
 from hourglass.reference import stalls as rule
 
-#: how often the watch samples
-SAMPLE_MS = 500
-#: a sample below this (per series, per sample) is no stall; consecutive stalled samples merge
-#: into one period of at most MAX_PERIOD_MS
-MIN_STALL_MS = 50
+#: how often the watch samples; a sample below MIN_STALL_MS (per series, per sample) is no stall
+#: (the rule owns both: its corroboration allows for what a sample leaves unrecorded); consecutive
+#: stalled samples merge into one period of at most MAX_PERIOD_MS
+SAMPLE_MS, MIN_STALL_MS = rule.SAMPLE_MS, rule.MIN_STALL_MS
 MAX_PERIOD_MS = 5000
 #: how often the process trees are listed again (new consumers, a restarted broker)
 TREE_REFRESH_MS = 2000
@@ -175,7 +174,7 @@ class HostWatch:
         self._series: dict[tuple[str, str], _Series] = {}
         self._thread: threading.Thread | None = None
         self._psi = read_psi(self.proc)
-        self._waits: dict[tuple[int, int], tuple[int, int, str]] = {}
+        self._waits: dict[tuple[int, int], tuple[int, int]] = {}
         self._trees: dict[str, list[int]] = {}
         self._trees_ms = 0
         self._last_ms = self.now_ms()
@@ -229,7 +228,7 @@ class HostWatch:
             self._trees_ms = now
         pids_subject = {pid: subject for subject, pids in self._trees.items() for pid in pids}
         waits = thread_waits(pids_subject, self.proc, blkio=rule.IO_DELAY in self.sources)
-        worst: dict[tuple[str, str], tuple[int, tuple[int, int]]] = {}
+        worst: dict[tuple[str, str], tuple[int, str]] = {}
         for key, (run_delay, blkio) in waits.items():
             old = self._waits.get(key)
             if old is None:
@@ -237,15 +236,16 @@ class HostWatch:
             subject = pids_subject[key[0]]
             for source, ms in ((rule.RUN_QUEUE, (run_delay - old[0]) // 1_000_000),
                                (rule.IO_DELAY, (blkio - old[1]) * 1000 // _TICKS)):
-                if ms > worst.get((source, subject), (0,))[0]:
-                    worst[(source, subject)] = (ms, key)
+                if ms < MIN_STALL_MS or ms <= worst.get((source, subject), (0,))[0]:
+                    continue
+                name = thread_name(*key, proc=self.proc)  # read for the few that waited (a thread may rename itself)
+                if rule.on_path_thread(subject, name):  # the worst wait on a message's path (reference.stalls)
+                    worst[(source, subject)] = (ms, name)
         self._waits = waits
-        for (source, subject), (ms, key) in worst.items():
-            if ms >= MIN_STALL_MS:
-                comm = thread_name(*key, proc=self.proc)
-                # the kernel adds a thread's whole wait when the wait ends (sched_info_arrive, the
-                # delay accounting's end): it may span earlier samples, and it ended by now
-                found.append((source, subject, ms, 0, f"thread {comm}", now - ms))
+        for (source, subject), (ms, name) in worst.items():
+            # the kernel adds a thread's whole wait when the wait ends (sched_info_arrive, the
+            # delay accounting's end): it may span earlier samples, and it ended by now
+            found.append((source, subject, ms, 0, f"thread {name}", now - ms))
         with self._lock:
             stalled = set()
             for source, subject, ms, full, detail, *began in found:
@@ -315,7 +315,7 @@ def observation(system, watch: HostWatch | None) -> dict:
     if virtual:
         return {rule.HOST_VIRTUAL: virtual}
     if watch is not None:
-        host = {rule.HOST_OBSERVED: list(watch.sources)}
+        host = {rule.HOST_OBSERVED: list(watch.sources), rule.HOST_CPUS: os.cpu_count() or 1}
         if watch.error:
             host[rule.HOST_NOT_OBSERVED] = f"the host watch stopped: {watch.error}"
         return host

@@ -27,7 +27,7 @@ from hourglass.adapters.base import (ConsumerSpec, ConsumeStatsReading, Consumin
                            System)
 from hourglass.harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
 from hourglass.harness.drain import DrainState, drain_state, duplicate_watch_until_ms
-from hourglass.adapters.rundir import EventLog, EventTail, write_run_json
+from hourglass.adapters.rundir import EventLog, EventTail, read_run_json, write_run_json
 from hourglass.reports.version import hourglass_version
 from hourglass.harness.faults import FaultDriver, TimedFault
 from hourglass.harness import families, hostwatch
@@ -47,7 +47,7 @@ from hourglass.reference.expected import build_expected
 from hourglass.reference.reach import unreached
 from hourglass.reference.network import SEND_BACK_FAILS_AFTER_MS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
 from hourglass.reference.retry import DLQ_ROUTABLE_WITHIN_MS, dlq_bound
-from hourglass.reference.stalls import log_time_ms
+from hourglass.reference.stalls import HOST_WATCHED_UNTIL, log_time_ms
 from hourglass.reference.rundir import CLIENT_LOG_EVENTS, consumer_name, EVENTS_DIR, HARNESS_EVENTS, LOGS_DIR, SCENARIO_JSON, STALL_EVENTS
 from hourglass.reference.contract import BROKER_TARGETS
 
@@ -156,25 +156,53 @@ class RunLogs:
         self.system = system
         self.run_dir = run_dir
         self.events_dir = run_dir / EVENTS_DIR
+        self._held: hostwatch.HostWatch | None = None  # a shared system's watch: kept until its consumers stop
 
-    def record_stalls(self, run: dict, watch: hostwatch.HostWatch | None) -> None:
+    def record_stalls(self, run: dict, watch: hostwatch.HostWatch | None, held: bool = False) -> None:
         """The stalls of the run's period into ``events/stalls.jsonl`` (the host watch's, and those
-        the broker reported in its log copies), and what was observed into run.json's ``host``."""
+        the broker reported in its log copies), and what was observed into run.json's ``host``, the
+        watch lasting until the run's end; ``held``: the run's consumers run on (a shared system),
+        the watch is kept for :meth:`record_stalls_until` and released there."""
+        self._held = watch if held else None
         try:
             run["host"] = hostwatch.observation(self.system, watch)
             if watch is None:
                 return
+            run["host"][HOST_WATCHED_UNTIL] = run["ended_ms"]
             found = watch.stalls_between(run["started_ms"], run["ended_ms"])
             for name, copy, written in self.copies(run):
                 if ("broker" in name or "store" in name) and not name.startswith("clients/"):
                     subject = SECOND_BROKER if SECOND_BROKER in name else BROKER_TARGETS[0]
                     found += hostwatch.log_stalls([copy], subject, run["started_ms"], run["ended_ms"],
                                                   {copy: written} if written else None)
-            with EventLog(self.events_dir / STALL_EVENTS) as out:
-                for e in sorted(found, key=lambda e: (e["ts_ms"], e["source"], e["subject"])):
-                    out.write(e)
+            self._write_stalls(found)
+        finally:
+            if not (held and watch is not None):
+                hostwatch.release(self.system)
+
+    def record_stalls_until(self, until_ms: int) -> None:
+        """A shared system's run, whose consumers delivered until ``until_ms`` (when the batch stopped
+        them): the host watch's stalls after the run's end too, run.json's ``host`` saying how long
+        it watched (reference.stalls: an attempt is judged on the stalls of its own wait); the
+        watch held by :meth:`record_stalls` released."""
+        watch, self._held = self._held, None
+        if watch is None:
+            return
+        try:
+            run = read_run_json(self.run_dir)
+            ended = int(run.get("ended_ms") or 0)
+            if until_ms > ended and isinstance(run.get("host"), dict):
+                # the periods begun since (one open at the end was written with it, as far as it went)
+                self._write_stalls([e for e in watch.stalls_between(ended + 1, until_ms) if e["from_ms"] > ended])
+                run["host"][HOST_WATCHED_UNTIL] = until_ms
+                write_run_json(self.run_dir, run)
         finally:
             hostwatch.release(self.system)
+
+    def _write_stalls(self, found: list[dict]) -> None:
+        with EventLog(self.events_dir / STALL_EVENTS) as out:
+            for e in sorted(found, key=lambda e: (e["ts_ms"], e["source"], e["subject"])):
+                out.write(e)
 
     def copies(self, run: dict) -> list[tuple[str, Path, int | None]]:
         """(name, copy, when its source was last written: the log's zone) of each log copy of the run."""
@@ -334,6 +362,8 @@ def send_message(system: System, m, seed: int, log: EventLog) -> None:
         ev["msg_id"] = res.msg_id
     if res.broker:
         ev["broker"] = res.broker
+    if res.queue_id is not None:
+        ev["queue_id"] = res.queue_id
     if res.error:
         ev["error"] = res.error[:300]
     log.write(ev)
@@ -608,7 +638,7 @@ class ScenarioRun:
         log.close()
         run["ended_ms"] = self.system.clock.now_ms()
         self._logs.copy(run, logs_since)
-        self._logs.record_stalls(run, watch)
+        self._logs.record_stalls(run, watch, held=not self._owns_consumers)
         self._logs.record_client_failures(run, {c.group for c in self.scenario.consumers})
         run["drained"] = out.observed and not out.interrupted and not out.state.pending
         run["pending"] = list(out.state.pending[:50])
@@ -619,6 +649,10 @@ class ScenarioRun:
             self._seen.extend(self._tail.new_events())
             run["last_observed_ms"] = max((e.get("ts_ms") or 0 for e in self._seen), default=run["started_ms"])
         write_run_json(self.run_dir, run)
+
+    def consumers_stopped(self, at_ms: int) -> None:
+        """A shared system's consumers stopped at ``at_ms``: the run's stalls until then (``RunLogs.record_stalls_until``)."""
+        self._logs.record_stalls_until(at_ms)
 
     def _dlq_owed(self, run: dict) -> dict[str, tuple[set[str], int]]:
         """Per group, the keys a DLQ entry is owed for by now, and when the last was sent back

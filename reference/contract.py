@@ -199,6 +199,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("msg_id", "str", False),
         _f("born_ms", "int", False),
         _f("broker", "str", False),  # the broker name the send stored it on (reference.cluster)
+        _f("queue_id", "int", False),  # the queue the send stored it in (its topic's; a delayed message's re-put keeps it)
         _f("delay_time_sec", "int", False),  # 5.x timer by a delay the broker adds (reference.timer)
         _f("delay_time_ms", "int", False),
         _f("body_size", "int", False),  # bytes (reference.limits)

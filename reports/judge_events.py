@@ -15,19 +15,23 @@ Output rows: :data:`reports.rows.OUTPUT_SCHEMA` (``v``, ``c``, ``p``, ``s``, ``p
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 
 from hourglass.reference import expected as model
 from hourglass.reference.broadcast import DROPPED
 from hourglass.reference.clock import on_true_clock
+from hourglass.reference.contract import SEND_BACK_FAILED
+from hourglass.reference.network import LOG_RESOLUTION_MS, send_back_failures
 from hourglass.reference.persistence import level_order_kept
 from hourglass.reference.pop import NOT_ACKED
 from hourglass.reference.profile import profile_from_run
+from hourglass.reference.stalls import RESENT_INVARIANTS
 from hourglass.reference.stored_copy import same_stored_copy, stored_copy_key
 from hourglass.reports.invariants import UNITS
 from hourglass.reports.invariants.base import LOCAL_RECONSUME, Attempt, Message, x
 from hourglass.reports.queue_order import qo_row
-from hourglass.reports.rows import EXPECTED_COL, TOPIC_GROUP_KEY, Judgements
+from hourglass.reports.rows import EXPECTED_COL, SEND_BACK_FAILED_FIELD, TOPIC_GROUP_KEY, Judgements
 
 __all__ = ["LOCAL_RECONSUME", "UNKNOWN_NEVER_RETURNED", "crash_faults", "judge_bucket", "judge_keys", "stored_copies"]
 
@@ -87,6 +91,7 @@ def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict]
                timeline: bool) -> None:
     """Judge the keys of ``events`` (dicts) against the model's ``rows`` for them."""
     exp = {(r[_COL["key"]], r[_COL["group"]] or "", r[_COL["attempt"]]): r for r in rows}
+    first_row = len(out.rows)
     sends, delivered, dlqs, faults = _by_type(events)
     started_ms = int(run.get("started_ms") or 0)
     popping = {g for g, _ in profile_from_run(run).pop_groups}
@@ -119,7 +124,35 @@ def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict]
         returned = s["ts_ms"] if s["status"] != "UNKNOWN" else UNKNOWN_NEVER_RETURNED
         out.rows.append((out.run_id, out.bucket, "lo", key, level, store, returned, s.get("born_ms", s["ts_ms"]), broker))
     _queue_order_rows(out, run, exp, delivered)
-    _messages(out, exp, attempts, dlqs, ended_ms)
+    _messages(out, exp, attempts, dlqs, ended_ms, sends)
+    _send_backs_failed(out, first_row, attempts, faults)
+
+
+def _send_backs_failed(out: Judgements, first_row: int, attempts: dict, faults: list[dict]) -> None:
+    """Each violation (from ``first_row`` on) that a client's re-sends can cause
+    (``reference.stalls.RESENT_INVARIANTS``) of a message whose own send-back the client logged
+    failed before the violation was observed — a failure of one of its LATERs' send-backs
+    (``reference.network.send_back_failures``: its group, its key where the line named one) — carries
+    when (:data:`reports.rows.SEND_BACK_FAILED_FIELD`): ``reports.stalls.resent_reclassify`` weighs it."""
+    if not any(f.get("action") == SEND_BACK_FAILED for f in faults):
+        return
+    failed_at = send_back_failures(faults)
+    laters: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for (key, group, _), (ds, _) in attempts.items():
+        laters[(key, group)].extend(d["ts_ms"] for d in ds if d["outcome"] == "LATER")
+    for i in range(first_row, len(out.rows)):
+        row = out.rows[i]
+        if row[2] != "v":
+            continue
+        v = json.loads(row[8])
+        if v["invariant"] not in RESENT_INVARIANTS:
+            continue
+        seen = v.get("observed_ms")
+        found = [t for ts in laters.get((v["key"], v.get("group") or ""), ())
+                 if (t := failed_at(ts, v.get("group"), v["key"])) is not None
+                 and (seen is None or t - LOG_RESOLUTION_MS <= seen)]
+        if found:
+            out.rows[i] = row[:8] + (json.dumps(dict(v, **{SEND_BACK_FAILED_FIELD: max(found)})),)
 
 
 def _queue_order_rows(out: Judgements, run: dict, exp: dict, delivered: dict) -> None:
@@ -171,7 +204,7 @@ def _pending_reason(latest_ms: int | None, ended_ms: int | None) -> str:
     return f"its window closes at {latest_ms}, after the run ended at {ended_ms}"
 
 
-def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None) -> None:
+def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None, sends: dict | None = None) -> None:
     """Each (message, group) at the end, to every unit (NO_LOSS, DLQ_ROUTING, a refused send's
     INTEGRITY), and the messages still pending at the end. ``ended_ms`` None: the run was
     interrupted, so nothing is judged on an absence (pending instead)."""
@@ -191,6 +224,7 @@ def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None) -> Non
             consumed.add((key, group))
     for mg in set(plans) | set(dlqs):
         m = _message(mg, plans.get(mg, ()), dlqs.get(mg, []), mg in consumed, seen.get(mg, set()), ended_ms)
+        m.send = (sends or {}).get(mg[0])
         if m.pending and m.status in ("SEND_OK", "UNKNOWN"):
             out.emit("p", {"invariant": "DLQ_ROUTING" if m.final_state == "DLQ" else "NO_LOSS", "key": m.key,
                            "attempt": x(m.missing, "attempt"), "detail": _pending_reason(x(m.missing, "latest_ms"), ended_ms)})

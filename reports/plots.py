@@ -133,12 +133,13 @@ STALL_BAND_MIN_MS = 500
 
 
 def stall_bands(stalls: list[dict]) -> list[tuple[int, int, str]]:
-    """(from_ms, to_ms, label) of the recorded stalls that can excuse a late attempt
-    (``reference.stalls.counted_ms``) and last long enough to matter: the report's grey bands."""
-    from hourglass.reference.stalls import counted_ms
+    """(from_ms, to_ms, label) of the recorded stalls that can excuse a late attempt (on a message's
+    path, ``reference.stalls.on_path``) and last long enough to matter: the report's grey bands."""
+    from hourglass.reference.stalls import held_ms, on_path
 
     return [(int(s["from_ms"]), int(s["ts_ms"]), f"stall: {s['source']} {s.get('subject') or ''}".strip())
-            for s in stalls if max(counted_ms(s, False), counted_ms(s, True)) >= STALL_BAND_MIN_MS]
+            for s in stalls if (on_path(s, False) or on_path(s, True))
+            and held_ms(s) >= STALL_BAND_MIN_MS]
 
 
 def run_end_s(run: dict, t0: int) -> float | None:

@@ -50,6 +50,11 @@ VIOLATION_COLUMNS: tuple[tuple[str, str], ...] = (
     ("earliest_ms", "bigint"), ("latest_ms", "bigint"), ("observed_ms", "bigint"), ("widened_by", "string"),
     ("other_key", "string"), ("cause", "string"), ("detail", "string"),
 )
+#: a violation's field (beyond the columns, read by the driver): when the client logged the send-back
+#: of that message failed — one of its own LATERs' (``reports.judge_events``, from
+#: ``reference.network.send_back_failures``); only such a violation can be its re-sends' doing
+#: (``reports.stalls.resent_reclassify``)
+SEND_BACK_FAILED_FIELD = "send_back_failed_ms"
 #: Column index of each field of the model's expected rows (:data:`reference.expected.EXPECTED_COLUMNS`).
 EXPECTED_COL = {name: i for i, name in enumerate(EXPECTED_COLUMNS)}
 LATENESS_BIN_MS = 250

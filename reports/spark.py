@@ -28,6 +28,8 @@ import sys
 import threading
 from contextlib import contextmanager
 
+from hourglass.reference.stalls import CHECKER_NICE, niced
+
 DEFAULT_MASTER = "local[*]"
 #: Driver memory of a local session (the executors live in the driver's JVM).
 DEFAULT_DRIVER_MEMORY = os.environ.get("HOURGLASS_SPARK_DRIVER_MEMORY", "6g")
@@ -162,12 +164,13 @@ def spark_state() -> str:
 
 
 class _GroupedPopen(subprocess.Popen):
-    """pyspark's spawn of the gateway JVM, in a process group of its own and recorded as soon as
-    it exists (pyspark hands the process out only once the gateway answered)."""
+    """pyspark's spawn of the gateway JVM, in a process group of its own, niced, and recorded as
+    soon as it exists (pyspark hands the process out only once the gateway answered)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, args, *rest, **kwargs):
         kwargs.setdefault("process_group", 0)
-        super().__init__(*args, **kwargs)
+        # niced: a run's broker gets the CPU first (reference.stalls.CHECKER_NICE)
+        super().__init__(niced(list(args), CHECKER_NICE) if isinstance(args, (list, tuple)) else args, *rest, **kwargs)
         _jvms.append(self)
         if _starting != _killed:  # kill_spark ran since this start began: it may have missed us
             _kill_jvms()

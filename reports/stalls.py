@@ -8,12 +8,16 @@ topics and its ``%RETRY%`` topic, the committed offset and the broker's max offs
 (:data:`reference.contract.CONSUME_STATS_SOURCE` snapshots). Their difference, the *lag*, is what
 the broker holds and the group never consumed.
 
-The rule, per group: when the group's lag covers every message the judging found missing for it
-(``missing <= lag``), none of them is certainly lost: each could be one the broker holds and the
-consumer never pulled. They become *undecided* ("the consumer stalled"), never violations and never
-a pass. When more are missing than the broker holds, at least ``missing - lag`` are lost whichever
-they are: the violations stand, and say what the broker still held. A group with no such snapshot
-(a system that cannot read consume stats) is judged on the deliveries alone, as before.
+The rule, per group and per queue a missing message waits in (the NO_LOSS violation's
+``queue_topic``, and for a first attempt the ``queue_id`` and ``broker`` its send stored it in: a
+retry may wait in any queue of its retry topic): when the lag of those queues covers every message
+the judging found missing there (``missing <= lag``), none of them is certainly lost: each could be
+one the broker holds and the consumer owning that queue never pulled. They become *undecided* ("the
+consumer stalled"), never violations and never a pass. A lag in another queue, another topic or
+another group excuses nothing; when more are missing than those queues hold, at least
+``missing - lag`` are lost whichever they are: the violations stand, and say what the broker still
+held. A group with no such snapshot (a system that cannot read consume stats) is judged on the
+deliveries alone, as before.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Iterable, Mapping
 from hourglass.reference import stalls as rule
 from hourglass.reference.network import LOG_RESOLUTION_MS
 from hourglass.reference.contract import CONSUME_STATS_SOURCE, parse_queue_key
+from hourglass.reports.rows import SEND_BACK_FAILED_FIELD
 
 INVARIANT = "NO_LOSS"
 #: queues named in a reason, at most
@@ -59,28 +64,44 @@ def lags(unkeyed: Iterable[Mapping]) -> dict[str, Lag]:
     return out
 
 
+def _queues_of(v: Mapping, lag: Lag) -> tuple[tuple[str, int, int], ...]:
+    """The queues of ``lag`` the missing message of violation ``v`` may wait in (see the module docstring)."""
+    topic, qid, broker = v.get("queue_topic"), v.get("queue_id"), v.get("broker")
+    out = []
+    for q in lag.queues:
+        t, b, i = parse_queue_key(q[0])
+        if (topic is None or t == topic) and (qid is None or i == qid) and (broker is None or b == broker):
+            out.append(q)
+    return tuple(out)
+
+
 def reclassify(violations: list[dict], pending: list[dict], by_group: Mapping[str, Lag]) -> tuple[list[dict], list[dict]]:
     """``violations`` and ``pending`` of one run with the NO_LOSS violations the broker may still
-    hold moved to pending (see the module docstring); the others' details say what it held."""
+    hold in the queues they wait in moved to pending (see the module docstring); the others' details
+    say what it held."""
     if not by_group:
         return violations, pending
-    lost: dict[str | None, list[dict]] = {}
+    lost: dict[tuple, list[dict]] = {}
+    keep, moved = [], list(pending)
     for v in violations:
-        if v.get("invariant") == INVARIANT and not v.get("accepted"):
-            lost.setdefault(v.get("group") or None, []).append(v)
-    keep = [v for v in violations if not (v.get("invariant") == INVARIANT and not v.get("accepted"))]
-    moved = list(pending)
-    for group, rows in lost.items():
+        if v.get("invariant") != INVARIANT or v.get("accepted"):
+            keep.append(v)
+            continue
+        group = v.get("group") or None
         lag = by_group.get(group) if group is not None else _one(by_group)
-        if lag is None or lag.total == 0:
+        queues = _queues_of(v, lag) if lag is not None else ()
+        lost.setdefault((group, queues), []).append(v)
+    for (group, queues), rows in lost.items():
+        held = Lag((by_group.get(group) or _one(by_group)).group, sum(m - c for _, c, m in queues), queues) if queues else None
+        if held is None or held.total == 0:
             keep.extend(rows)
             continue
-        if len(rows) <= lag.total:
-            reason = (f"never delivered, but the broker still held {lag.describe()}: "
+        if len(rows) <= held.total:
+            reason = (f"never delivered, but the broker still held {held.describe()}: "
                       f"the consumer stalled, so whether the broker lost it is undecided")
             moved.extend({"invariant": INVARIANT, "key": v["key"], "attempt": v.get("attempt"), "detail": reason} for v in rows)
         else:
-            note = f" ({len(rows)} missing, but the broker held only {lag.describe()})"
+            note = f" ({len(rows)} missing, but the broker held only {held.describe()})"
             keep.extend(dict(v, detail=str(v.get("detail", "")) + note) for v in rows)
     return keep, moved
 
@@ -98,11 +119,17 @@ TIMING_INVARIANT = "ON_TIME"
 HOST_STALL_CAUSE = "host"
 
 
+def host_cpus(run: Mapping) -> int:
+    """How many CPUs the run's host had (run.json ``host``; 1 for a run that did not say: the
+    strictest reading of its pressure figures)."""
+    return int((run.get("host") or {}).get(rule.HOST_CPUS) or 1)
+
+
 def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping
                     ) -> tuple[list[dict], list[dict]]:
-    """``violations`` and ``pending`` of one run with the ON_TIME violations the recorded stalls of
-    the host or the broker explain moved to pending (:func:`reference.stalls.explain_late`); the
-    others say what was recorded meanwhile, or that the host was not observed."""
+    """``violations`` and ``pending`` of one run with the ON_TIME violations the recorded stalls on
+    their path explain moved to pending (:func:`reference.stalls.explain_late`); the others say how
+    late they were and how much of it the stalls explain, or that the host was not observed."""
     from hourglass.reports.judge_events import LOCAL_RECONSUME
 
     late = [v for v in violations if v.get("invariant") == TIMING_INVARIANT and not v.get("accepted")
@@ -112,6 +139,7 @@ def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterab
     why_not = rule.not_observed(run.get("host"))
     recorded = sorted((e for e in unkeyed if e.get("type") == "stall"), key=lambda e: e["from_ms"])
     started = int(run.get("started_ms") or 0)
+    watched_until = (run.get("host") or {}).get(rule.HOST_WATCHED_UNTIL)
     late_ids = {id(v) for v in late}
     keep = [v for v in violations if id(v) not in late_ids]
     moved = list(pending)
@@ -121,8 +149,8 @@ def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterab
             continue
         earliest = int(v["earliest_ms"]) if v.get("earliest_ms") is not None else int(v["latest_ms"])
         covered, reason = rule.explain_late(recorded, earliest, int(v["latest_ms"]), int(v["observed_ms"]), started,
-                                            local=LOCAL_RECONSUME in str(v.get("detail") or ""),
-                                            observed_until_ms=run.get("ended_ms"))
+                                            local=LOCAL_RECONSUME in str(v.get("detail") or ""), cpus=host_cpus(run),
+                                            watched_until_ms=watched_until, path=v.get("path"))
         if covered:
             moved.append(_by_host(v, reason))
         else:
@@ -132,37 +160,29 @@ def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterab
 
 def resent_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping
                       ) -> tuple[list[dict], list[dict]]:
-    """``violations`` and ``pending`` with the violations of a key whose client logged its send-back
-    failed (a ``send_back_failed`` fault of its group, of its key where the line named one, before
-    the violation was observed) while the broker or its host was recorded stalled moved to pending
-    (:func:`reference.stalls.explain_resent`): the client's re-sends explain them, and the host's
-    stall explains the failure."""
-    from hourglass.reference.contract import SEND_BACK_FAILED
+    """``violations`` and ``pending`` with the violations (:data:`reference.stalls.RESENT_INVARIANTS`)
+    of a message whose own send-back the client logged failed (:data:`SEND_BACK_FAILED_FIELD`, set by
+    the judging from that message's LATERs) while a stall on the broker's path was recorded moved to
+    pending (:func:`reference.stalls.explain_resent`): the client's re-sends of that message explain
+    them, and the host's stall explains the failure. Another message of the group is never excused."""
     from hourglass.reference.network import SEND_BACK_FAILS_AFTER_MS
 
     if (run.get("host") or {}).get(rule.HOST_VIRTUAL) or rule.not_observed(run.get("host")):
         return violations, pending
-    unkeyed = list(unkeyed)
-    failures = [f for f in unkeyed if f.get("type") == "fault" and f.get("action") == SEND_BACK_FAILED and f.get("group")]
-    if not failures:
+    if not any(v.get(SEND_BACK_FAILED_FIELD) is not None for v in violations):
         return violations, pending
     recorded = [e for e in unkeyed if e.get("type") == "stall"]
     keep, moved = [], list(pending)
     for v in violations:
-        explained = None
-        if not v.get("accepted") and v.get("invariant") in rule.RESENT_INVARIANTS:
-            for f in failures:
-                if f["group"] != v.get("group") or f.get("key") not in (None, v.get("key")) \
-                        or int(f["ts_ms"]) - LOG_RESOLUTION_MS > int(v.get("observed_ms") or 0):
-                    continue
-                covered, why = rule.explain_resent(recorded, int(f["ts_ms"]), SEND_BACK_FAILS_AFTER_MS + LOG_RESOLUTION_MS)
-                if covered:
-                    explained = why
-                    break
-        if explained is None:
-            keep.append(v)
+        failed = v.get(SEND_BACK_FAILED_FIELD)
+        covered, why = False, ""
+        if failed is not None and not v.get("accepted") and v.get("invariant") in rule.RESENT_INVARIANTS:
+            covered, why = rule.explain_resent(recorded, int(failed), SEND_BACK_FAILS_AFTER_MS + LOG_RESOLUTION_MS,
+                                               host_cpus(run))
+        if covered:
+            moved.append(_by_host(v, why))
         else:
-            moved.append(_by_host(v, explained))
+            keep.append(v)
     return keep, moved
 
 

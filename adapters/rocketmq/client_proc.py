@@ -287,9 +287,10 @@ class Client:
 
 
 def _parse_result(line: str) -> dict:
-    status, ts_ms, born_ms, msg_id, crc, broker, code, error = line.split("\t", 7)
+    status, ts_ms, born_ms, msg_id, crc, broker, queue_id, code, error = line.split("\t", 8)
     return {"status": status, "ts_ms": int(ts_ms), "born_ms": int(born_ms), "msg_id": msg_id or None,
-            "body_crc": int(crc), "broker": broker or None, "error": error or None,
+            "body_crc": int(crc), "broker": broker or None, "queue_id": int(queue_id) if queue_id else None,
+            "error": error or None,
             "response_code": int(code) if code else None}
 
 

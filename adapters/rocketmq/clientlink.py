@@ -31,6 +31,7 @@ from hourglass.reference.modes import GRPC_MODES
 from hourglass.adapters.rundir import EventLog
 from hourglass.reference.contract import CONSUMER_DIED, CONSUMER_EXITED, consumer_fault
 from hourglass.reference.rundir import consumer_events
+from hourglass.reference.stalls import CLIENT_NICE, niced
 
 _CODE_ROOT = str(hourglass.code_root())
 #: How long a consumer whose stdout ended may take to exit before it counts as still running.
@@ -52,7 +53,8 @@ class _LineProcess:
         self.log_file = log_file
         log_file.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(log_file, "ab")
-        self.proc = subprocess.Popen([sys.executable, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        # niced: the broker under test gets the CPU first (reference.stalls.CLIENT_NICE)
+        self.proc = subprocess.Popen(niced([sys.executable, *argv], CLIENT_NICE), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._log, env=_python_env(), start_new_session=True, close_fds=True)
         self._lines: queue.Queue = queue.Queue()
         self._reader = threading.Thread(target=self._read, name=f"hg-read-{what}", daemon=True)

@@ -249,5 +249,5 @@ def _message(req: SendRequest) -> dict:
 
 def _result(res: dict) -> SendResult:
     return SendResult(status=res["status"], ts_ms=res["ts_ms"], born_ms=res["born_ms"], msg_id=res.get("msg_id"),
-                      broker=res.get("broker"),
+                      broker=res.get("broker"), queue_id=res.get("queue_id"),
                       body_crc=res.get("body_crc"), error=res.get("error"), response_code=res.get("response_code"))

@@ -17,6 +17,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from hourglass.reference import stalls
+from hourglass.reference.profile import profile_from_run
 from hourglass.reports.rows import EXPECTED_COL, LATENESS_BIN_MS, LATENESS_RANGE_MS, Judgements
 
 #: an absent integer in the columnar view
@@ -48,10 +50,22 @@ def count_into(target: dict, groups: np.ndarray, values: np.ndarray) -> None:
         target[base + u // width][low + u % width] += c
 
 
+def message_path(a: "Attempt") -> str:
+    """The broker's path of attempt ``a`` (``reference.stalls.PATH_THREADS``: which threads' stalls
+    can have held it): a POP group's, a 5.x timer message's first attempt, a delayed one (a delay
+    level or a retry: the schedule service), or one not delayed."""
+    if a.group in {g for g, _ in profile_from_run(a.run).pop_groups}:
+        return stalls.POP
+    if a.attempt == 0 and x(a.row, "deliver_at_ms") is not None:
+        return stalls.TIMER
+    return stalls.SCHEDULE if (x(a.row, "level") or 0) > 0 else stalls.DIRECT
+
+
 def window_violation(out: Judgements, invariant: str, a: "Attempt", detail: str) -> None:
-    """A NOT_EARLY or ON_TIME violation of attempt ``a``: its window and where it came."""
+    """A NOT_EARLY or ON_TIME violation of attempt ``a``: its window, where it came, and its path
+    (``path``: what ``reports.stalls`` may weigh)."""
     how = f" ({LOCAL_RECONSUME}: judged by delivery time)" if a.local else ""
-    out.violation(invariant, a.key, detail=detail + how, group=a.group, attempt=a.attempt,
+    out.violation(invariant, a.key, detail=detail + how, group=a.group, attempt=a.attempt, path=message_path(a),
                   requested_level=x(a.row, "requested_level"), level=x(a.row, "level"), clamped=x(a.row, "clamped"),
                   anchor_ms=x(a.row, "anchor_ms"), earliest_ms=a.earliest, latest_ms=a.latest, observed_ms=a.observed,
                   widened_by=x(a.row, "widened_by"))
@@ -105,6 +119,16 @@ class Message:
     missing: tuple | None = None  # the first planned attempt not delivered
     final_attempt: int | None = None
     pending: bool = False
+    send: dict | None = None  # the send event (its queue: reports.stalls weighs a lagging consumer by it)
+
+    def missing_queue(self) -> dict:
+        """Where the first missing attempt waits: its queue's topic, and for a first attempt the
+        queue id and broker the send stored it in (a retry: any queue of its retry topic)."""
+        row = self.missing
+        out = {"queue_topic": x(row, "queue_topic") or x(row, "topic")}
+        if self.send is not None and x(row, "attempt") == 0:
+            out.update({k: self.send[k] for k in ("queue_id", "broker") if self.send.get(k) is not None})
+        return out
 
     @property
     def plain(self) -> bool:

@@ -27,6 +27,7 @@ class NoLoss(Invariant):
         out.violation(self.name, m.key, group=m.group or None,
                       attempt=x(m.missing, "attempt") if m.missing is not None else max(m.got, default=None),
                       earliest_ms=x(m.missing, "earliest_ms"), latest_ms=x(m.missing, "latest_ms"), observed_ms=m.ended_ms,
+                      **(m.missing_queue() if m.missing is not None else {}),
                       detail=f"expected {m.final_state} by the run's end, found "
                       + ("no delivery answered" if m.final_state == DROPPED else "neither an OK delivery nor a DLQ entry"))
 

@@ -15,75 +15,127 @@ def stall(source, subject, from_ms, to_ms, stalled_ms, full_ms=None):
     return e
 
 
-def test_a_broker_starved_across_the_due_time_explains_its_lateness():
-    s = [stall(rule.RUN_QUEUE, "broker", 11_000, 17_000, 6_000)]
-    covered, reason = rule.explain_late(s, 12_000, 14_000, 18_000, 0)
+def waited(subject, from_ms, to_ms, ms, thread="ScheduleMessageTimerThread_1", source=rule.RUN_QUEUE):
+    """A thread's wait as the host watch records it (its name cut to 15 characters, as /proc's comm)."""
+    return dict(stall(source, subject, from_ms, to_ms, ms), detail=f"thread {thread[:15]}")
+
+
+def cpu(from_ms, to_ms, some_ms, full_ms=0):
+    return stall("psi-cpu", rule.HOST, from_ms, to_ms, some_ms, full_ms=full_ms)
+
+
+def test_a_path_thread_starved_across_the_due_time_explains_its_lateness_when_the_host_saw_it():
+    s = [waited("broker", 11_000, 17_000, 6_000), cpu(11_000, 17_000, 6_000)]
+    covered, reason = rule.explain_late(s, 12_000, 14_000, 18_000, 0, path=rule.SCHEDULE)
     assert covered
-    assert "run-queue: the broker stalled 5000 ms" in reason and "+11.0 s" in reason and "undecided" in reason
+    assert "run-queue: the broker stalled 5000 ms on its path (ScheduleMessage)" in reason and "+11.0 s" in reason
+    assert "undecided" in reason
 
 
-def test_lateness_beyond_every_stall_stays_a_violation_and_says_what_was_recorded():
-    s = [stall(rule.RUN_QUEUE, "broker", 12_500, 13_500, 800)]
-    covered, reason = rule.explain_late(s, 12_000, 14_000, 19_000, 0)
+def test_a_wait_off_the_messages_path_excuses_nothing():
+    # the JVM's compiler and sweeper threads, the statistics service: busy, never on a message's path
+    # nor the persisting threads (the asynchronous flushes, the timer store's flush: 18.8 s of waits in a
+    # passing 5.5.0 run), nor the broker's own name-server client
+    for thread in ("C2 CompilerThread0", "Sweeper thread", "StoreStatsService", "VM Thread", "GC Thread#0",
+                   "TimerFlushService", "FlushRealTimeService", "FlushConsumeQueueService", "NettyClientSelector_1",
+                   "BrokerControllerScheduledThread1", "brokerOutApi_thread_1"):
+        s = [waited("broker", 11_000, 17_000, 6_000, thread=thread), cpu(11_000, 17_000, 6_000)]
+        covered, reason = rule.explain_late(s, 12_000, 14_000, 18_000, 0, path=rule.SCHEDULE)
+        assert not covered, thread
+        assert "late by 4.0 s, of which recorded stalls explain 0.0 s" in reason and "no stall on its path" in reason
+
+
+def test_each_path_counts_its_own_threads():
+    # the timer store's dequeue put stalled: a timer message's path, not a delay level's
+    s = [waited("broker", 11_000, 17_000, 6_000, thread="TimerDequeuePutMessageService"), cpu(11_000, 17_000, 6_000)]
+    assert rule.explain_late(s, 12_000, 14_000, 18_000, 0, path=rule.TIMER)[0]
+    assert not rule.explain_late(s, 12_000, 14_000, 18_000, 0, path=rule.SCHEDULE)[0]
+    assert not rule.explain_late(s, 12_000, 14_000, 18_000, 0, path=rule.DIRECT)[0]
+    # the reput thread is on every path
+    s = [waited("broker", 11_000, 17_000, 6_000, thread="ReputMessageService"), cpu(11_000, 17_000, 6_000)]
+    assert all(rule.explain_late(s, 12_000, 14_000, 18_000, 0, path=p)[0] for p in rule.PATH_THREADS)
+
+
+def test_a_reading_the_host_contradicts_excuses_nothing_and_says_so():
+    # one thread's 41.9 s "run-queue wait" while the host's CPU pressure was 12 %: no starved host explains it
+    s = [waited("broker", 0, 41_900, 41_900, thread="ScheduleMessageExecutorHandleThread_2"), cpu(0, 41_900, 5_000)]
+    covered, reason = rule.explain_late(s, 30_000, 33_000, 36_147, 0, path=rule.SCHEDULE)
     assert not covered
-    assert "5000 ms late, beyond the stalls recorded meanwhile" in reason and "they explain 800 ms" in reason
-    assert "no stall of the host or the broker" in rule.explain_late([], 12_000, 14_000, 19_000, 0)[1]
+    assert "late by 3.1 s, of which recorded stalls explain 0.0 s" in reason
+    assert "a 41900 ms wait of thread ScheduleMessage the host's pressure did not corroborate excuses nothing" in reason
 
 
-def test_only_the_part_of_a_stall_after_the_due_time_counts():
-    s = [stall(rule.RUN_QUEUE, "broker", 10_000, 14_000, 4_000)]  # half of it before the due time
-    assert rule.cover(s, 12_000, 14_000).deadline_ms == 16_000
+def test_corroboration_scales_with_the_hosts_cpus():
+    # one thread waited 4 s on one CPU while the other CPU ran: PSI, averaged over both, saw 2 s
+    s = [waited("broker", 10_000, 14_000, 4_000), cpu(10_000, 14_000, 2_000)]
+    assert rule.explain_late(s, 10_000, 11_000, 13_000, 0, cpus=2, path=rule.SCHEDULE)[0]
+    assert not rule.explain_late(s, 10_000, 11_000, 13_000, 0, cpus=1, path=rule.SCHEDULE)[0]
 
 
-def test_a_stall_before_the_due_time_or_after_the_arrival_explains_nothing():
-    before = stall(rule.RUN_QUEUE, "broker", 1_000, 5_000, 4_000)
-    assert not rule.explain_late([before], 12_000, 14_000, 15_000, 0)[0]
-    after = stall(rule.RUN_QUEUE, "broker", 20_000, 30_000, 9_000)
-    c = rule.cover([after], 12_000, 14_000)
-    assert c.deadline_ms == 14_000 and c.series is None
+def test_lateness_beyond_the_stalls_is_a_violation_that_says_how_much_they_explain():
+    s = [waited("broker", 12_500, 13_500, 800), cpu(12_500, 13_500, 900)]
+    covered, reason = rule.explain_late(s, 12_000, 14_000, 19_000, 0, path=rule.SCHEDULE)
+    assert not covered
+    assert "late by 5.0 s, of which recorded stalls explain 0.8 s" in reason and "stalled 800 ms" in reason
+    assert "no stall on its path was recorded" in rule.explain_late([], 12_000, 14_000, 19_000, 0)[1]
 
 
-def test_some_pressure_is_context_only_full_pressure_and_the_heartbeat_count():
-    busy = stall("psi-cpu", rule.HOST, 12_000, 17_000, 4_900, full_ms=0)
+def test_only_the_part_of_a_stall_within_the_attempts_own_wait_counts():
+    s = [waited("broker", 10_000, 14_000, 4_000), cpu(10_000, 14_000, 4_000)]  # half of it before the due time
+    assert rule.explain(s, 12_000, 20_000).explained_ms == 2_000
+    before = [waited("broker", 1_000, 5_000, 4_000), cpu(1_000, 5_000, 4_000)]
+    assert rule.explain(before, 12_000, 15_000).explained_ms == 0
+    after = [waited("broker", 20_000, 30_000, 9_000), cpu(20_000, 30_000, 9_000)]
+    assert rule.explain(after, 12_000, 15_000).series is None
+
+
+def test_some_pressure_and_the_heartbeat_are_context_full_pressure_counts():
+    busy = cpu(12_000, 17_000, 4_900)
     covered, reason = rule.explain_late([busy], 12_000, 14_000, 15_000, 0)
     assert not covered and "cpu pressure 98 %" in reason
     io = stall("psi-io", rule.HOST, 12_000, 17_000, 4_000, full_ms=3_000)
     assert rule.explain_late([io], 12_000, 14_000, 16_500, 0)[0]
     beat = stall(rule.HEARTBEAT, rule.HARNESS, 13_000, 16_000, 3_000)
-    assert rule.explain_late([beat], 12_000, 14_000, 16_500, 0)[0]
+    assert not rule.explain_late([beat, busy], 12_000, 14_000, 16_500, 0)[0]
 
 
 def test_a_consumer_stall_explains_a_local_re_consume_not_a_re_put():
-    s = [stall(rule.RUN_QUEUE, "consumer c-0", 12_000, 16_000, 4_000)]
+    s = [waited("consumer c-0", 12_000, 16_000, 4_000, thread="ConsumeMessageThread_3"), cpu(12_000, 16_000, 4_000)]
     assert rule.explain_late(s, 12_000, 14_000, 17_000, 0, local=True)[0]
     assert not rule.explain_late(s, 12_000, 14_000, 17_000, 0, local=False)[0]
-    broker = [stall(rule.RUN_QUEUE, "broker", 12_000, 16_000, 4_000)]
+    broker = [waited("broker", 12_000, 16_000, 4_000), cpu(12_000, 16_000, 4_000)]
     assert not rule.explain_late(broker, 12_000, 14_000, 17_000, 0, local=True)[0]
+    pulling = [waited("consumer c-0", 12_000, 16_000, 4_000, thread="C1 CompilerThread0"), cpu(12_000, 16_000, 4_000)]
+    assert not rule.explain_late(pulling, 12_000, 14_000, 17_000, 0, local=True)[0]
 
 
 def test_series_are_never_added_together():
-    # two sources measuring the same 3 s stall: the deadline moves by 3 s, not 6
-    s = [stall(rule.RUN_QUEUE, "broker", 12_000, 15_000, 3_000), stall(rule.BROKER_LOG, "broker", 12_000, 15_000, 3_000)]
-    assert rule.cover(s, 12_000, 14_000).deadline_ms == 17_000
-
-
-@given(st.floats(0.0, 0.9), st.integers(500, 5_000), st.integers(1, 600))
-def test_a_subject_stalled_a_share_f_of_the_time_gets_at_most_slack_over_one_minus_f(f, slack, periods):
-    due = 10_000
-    s = [stall(rule.RUN_QUEUE, "broker", due + i * 1000, due + (i + 1) * 1000, int(1000 * f)) for i in range(periods)]
-    c = rule.cover(s, due, due + slack)
-    assert c.deadline_ms - due <= slack / (1 - f) + 1000  # one sample's worth of granularity
-    assert c.deadline_ms >= due + slack
+    # two sources measuring the same 3 s stall: 3 s explained, not 6
+    s = [waited("broker", 12_000, 15_000, 3_000), stall(rule.BROKER_LOG, "broker", 12_000, 15_000, 3_000),
+         cpu(12_000, 15_000, 3_000)]
+    assert rule.explain(s, 12_000, 20_000).explained_ms == 3_000
 
 
 @given(st.lists(st.tuples(st.integers(0, 60_000), st.integers(1, 10_000), st.integers(0, 10_000)), max_size=30),
-       st.integers(0, 60_000), st.integers(0, 10_000))
-def test_the_cover_never_shrinks_a_window_and_grows_with_more_stalls(periods, due, slack):
-    s = [stall(rule.RUN_QUEUE, "broker", a, a + d, min(n, d)) for a, d, n in periods]
-    base = rule.cover(s, due, due + slack)
-    assert base.deadline_ms >= due + slack
-    more = rule.cover(s + [stall(rule.RUN_QUEUE, "broker", due, due + 1000, 1000)], due, due + slack)
-    assert more.deadline_ms >= base.deadline_ms
+       st.integers(0, 60_000), st.integers(1, 30_000), st.integers(1, 4))
+def test_an_excuse_never_exceeds_the_attempts_own_wait_nor_the_stalls_within_it(periods, due, waited_ms, cpus):
+    s = [waited("broker", a, a + d, min(n, d)) for a, d, n in periods] + [cpu(a, a + d, d) for a, d, _ in periods]
+    e = rule.explain(s, due, due + waited_ms, cpus=cpus)
+    assert 0 <= e.explained_ms <= waited_ms
+    within = sum(max(0, min(due + waited_ms, a + d) - max(due, a)) for a, d, _ in periods)
+    assert e.explained_ms <= within
+    more = rule.explain(s + [waited("broker", due, due + 1000, 1000), cpu(due, due + 1000, 1000)], due, due + waited_ms,
+                        cpus=cpus)
+    assert more.explained_ms >= e.explained_ms
+
+
+@given(st.integers(0, 30_000), st.integers(1, 20_000), st.integers(0, 20_000))
+def test_an_attempt_late_by_more_than_its_stalls_is_always_a_violation(stalled_ms, late_ms, extra_ms):
+    due, latest = 10_000, 13_000
+    s = [waited("broker", due, due + stalled_ms + 1, stalled_ms), cpu(due, due + stalled_ms + 1, stalled_ms)]
+    arrived = latest + stalled_ms + 1 + extra_ms
+    covered, reason = rule.explain_late(s, due, latest, arrived, 0, path=rule.SCHEDULE)
+    assert not covered and "late by" in reason
 
 
 # --- the broker's own stall reports (RocketMQ 4.9.7, 5.3.3 log lines) ---------------------------
@@ -139,8 +191,9 @@ def test_a_run_that_did_not_record_its_host_says_so():
     assert rule.not_observed({rule.HOST_NOT_OBSERVED: "external"}) == "external"
 
 
-def test_a_lateness_that_arrived_after_the_host_was_last_watched_is_undecided_not_a_violation():
-    # a shared system's consumers deliver after the run's end, when no stall is recorded any more
-    assert not rule.explain_late([], 12_000, 14_000, 19_000, 0, observed_until_ms=20_000)[0]  # watched throughout
-    covered, reason = rule.explain_late([], 12_000, 14_000, 19_000, 0, observed_until_ms=16_000)
+def test_a_lateness_that_arrived_after_the_host_was_last_watched_is_undecided_and_only_then():
+    # the watch lasts until the run's consumers stopped: one that arrived later was not watched
+    assert not rule.explain_late([], 12_000, 14_000, 19_000, 0, watched_until_ms=20_000)[0]  # watched throughout
+    covered, reason = rule.explain_late([], 12_000, 14_000, 19_000, 0, watched_until_ms=16_000)
     assert covered and "3.0 s after the harness stopped watching the host" in reason and "undecided" in reason
+    assert not rule.explain_late([], 12_000, 14_000, 19_000, 0)[0]  # a run that did not say: no blanket rule

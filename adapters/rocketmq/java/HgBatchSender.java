@@ -104,11 +104,12 @@ public final class HgBatchSender {
             String status = r.getSendStatus().name();
             boolean ok = "SEND_OK".equals(status);
             String broker = r.getMessageQueue() == null ? "" : r.getMessageQueue().getBrokerName();
-            return line(ok ? "SEND_OK" : "UNKNOWN", System.currentTimeMillis(), born, r.getMsgId(), crc, broker, "",
+            String queueId = r.getMessageQueue() == null ? "" : Integer.toString(r.getMessageQueue().getQueueId());
+            return line(ok ? "SEND_OK" : "UNKNOWN", System.currentTimeMillis(), born, r.getMsgId(), crc, broker, queueId, "",
                 ok ? "" : "broker answered " + status);
         } catch (Throwable e) {
             long now = System.currentTimeMillis();
-            return line(unknown(e) ? "UNKNOWN" : "FAILED", now, born, "", crc, "", responseCode(e),
+            return line(unknown(e) ? "UNKNOWN" : "FAILED", now, born, "", crc, "", "", responseCode(e),
                 e.getClass().getName() + ": " + e.getMessage());
         }
     }
@@ -138,10 +139,10 @@ public final class HgBatchSender {
         return "";
     }
 
-    private static String line(String status, long ts, long born, String msgId, long crc, String broker, String code,
-                               String error) {
+    private static String line(String status, long ts, long born, String msgId, long crc, String broker, String queueId,
+                               String code, String error) {
         String err = error == null ? "" : error.replace('\t', ' ').replace('\n', ' ');
         return status + "\t" + ts + "\t" + born + "\t" + (msgId == null ? "" : msgId) + "\t" + crc + "\t"
-            + (broker == null ? "" : broker) + "\t" + code + "\t" + err;
+            + (broker == null ? "" : broker) + "\t" + queueId + "\t" + code + "\t" + err;
     }
 }

@@ -1,7 +1,8 @@
 """A consumer that stalled is not a broker that lost (``reports.stalls``): messages missing from the
-deliveries while the broker still holds at least as many unconsumed ones in the group's queues are
-undecided, never violations; more missing than the broker holds stays a loss, saying what it held;
-no consume stats, or none unconsumed, judges on the deliveries alone."""
+deliveries while the broker still holds at least as many unconsumed ones in the queues they wait in
+(the queue their send stored them in) are undecided, never violations; more missing than those
+queues hold stays a loss, saying what they held; a lag in another queue or group, no consume stats,
+or none unconsumed, judges on the deliveries alone."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ def _stats(builder: RunBuilder, at: int, queues: dict[int, tuple[int, int]], gro
     return builder
 
 
-def _three_sent_one_delivered(run_id: str) -> RunBuilder:
-    return (RunBuilder(run_id).send("a", 0).deliver("a", 10).send("b", 20).send("c", 30))
+def _three_sent_one_delivered(run_id: str, queue_id: int | None = None) -> RunBuilder:
+    """a delivered, b and c never; ``queue_id``: the queue their sends stored them in (None: not recorded)."""
+    stored = {} if queue_id is None else {"queue_id": queue_id, "broker": "b"}
+    return (RunBuilder(run_id).send("a", 0, **stored).deliver("a", 10).send("b", 20, **stored).send("c", 30, **stored))
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +32,10 @@ def stall_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("stalls")
     # queue 1 consumed to 3 of 5 stored: 2 unconsumed, 2 missing -> undecided
     _stats(_three_sent_one_delivered("stalled"), 119_000, {0: (1, 1), 1: (3, 5)}).write(root)
+    # ... and so when their sends say they wait in queue 1
+    _stats(_three_sent_one_delivered("stalled-in-their-queue", queue_id=1), 119_000, {0: (1, 1), 1: (3, 5)}).write(root)
+    # the lag is in queue 1, they wait in queue 0, whose consumer consumed all: lost
+    _stats(_three_sent_one_delivered("other-queue-held", queue_id=0), 119_000, {0: (1, 1), 1: (3, 5)}).write(root)
     # 1 unconsumed, 2 missing: at least one is lost whichever it is
     _stats(_three_sent_one_delivered("more-missing-than-held"), 119_000, {0: (1, 1), 1: (4, 5)}).write(root)
     # everything stored was consumed: the broker lost them
@@ -44,8 +51,9 @@ def stall_verdicts(request, spark, stall_root, tmp_path_factory):
     return check_on_path(request.param, [stall_root], tmp_path_factory.mktemp("out"))
 
 
-def test_missing_messages_the_broker_still_holds_are_undecided(stall_verdicts):
-    v = stall_verdicts["stalled"]
+@pytest.mark.parametrize("run_id", ["stalled", "stalled-in-their-queue"])
+def test_missing_messages_the_broker_still_holds_are_undecided(stall_verdicts, run_id):
+    v = stall_verdicts[run_id]
     assert v["passed"] is None, v
     no_loss = v["invariants"]["NO_LOSS"]
     assert no_loss["violations"] == 0 and no_loss["undecided"] == 2 and no_loss["passed"] is None
@@ -62,7 +70,7 @@ def test_more_missing_than_the_broker_holds_stays_a_loss(stall_verdicts):
     assert "2 missing, but the broker held only 1 stored messages" in no_loss["examples"][0]["explanation"]
 
 
-@pytest.mark.parametrize("run_id", ["nothing-held", "other-group-held", "no-stats"])
+@pytest.mark.parametrize("run_id", ["nothing-held", "other-group-held", "other-queue-held", "no-stats"])
 def test_without_unconsumed_messages_of_the_group_missing_is_lost(stall_verdicts, run_id):
     v = stall_verdicts[run_id]
     assert v["passed"] is False

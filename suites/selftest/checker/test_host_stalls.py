@@ -1,6 +1,7 @@
-"""A late attempt the host's recorded stalls explain is undecided, on both judging paths; one late
-beyond them stays a violation and says what was recorded, one that arrived after the host was last
-watched is undecided; a run whose host was not observed says so;
+"""A late attempt the recorded stalls on its path explain is undecided, on both judging paths; one
+late beyond them stays a violation and says how much of it they explain; one whose path's stall the
+host did not corroborate, or whose stalls were off its path, stays a violation; one that arrived
+after the host was last watched is undecided; a run whose host was not observed says so;
 the version matrix never reports a host-stalled run as a difference (reference.stalls, reports.stalls)."""
 
 from __future__ import annotations
@@ -15,15 +16,18 @@ from suites.selftest.checker.runs import T0, RunBuilder, check_on_path
 OBSERVED = {rule.HOST_OBSERVED: ["psi-cpu", "psi-io", "psi-memory", "heartbeat", "run-queue"]}
 
 
-def late(run_id: str, stalled_ms: int | None) -> RunBuilder:
-    """Level 1 sent at 0 (due at 1005, late after 4005), stored at 5000: 995 ms late; the broker's
-    threads waited ``stalled_ms`` for a CPU from 900 to 3000."""
+def late(run_id: str, stalled_ms: int | None, thread: str = "ScheduleMessage", cpu_pressure_ms: int = 1800) -> RunBuilder:
+    """Level 1 sent at 0 (due at 1000, late after 4000), stored at 5000: 995 ms late; the broker's
+    ``thread`` (as /proc names it) waited ``stalled_ms`` for a CPU from 900 to 3000, the host's CPU
+    pressure meanwhile ``cpu_pressure_ms``."""
     b = RunBuilder(run_id).send("slow", 0, level=1).deliver("slow", 5000).send("ok", 10).deliver("ok", 20)
     if stalled_ms is not None:
         b.events.append({"type": "stall", "ts_ms": T0 + 3000, "source": rule.RUN_QUEUE, "subject": "broker",
-                         "from_ms": T0 + 900, "stalled_ms": stalled_ms, "detail": "thread ScheduleMessageTimerThread"})
+                         "from_ms": T0 + 900, "stalled_ms": stalled_ms, "detail": f"thread {thread}"})
         b.events.append({"type": "stall", "ts_ms": T0 + 3000, "source": "psi-io", "subject": rule.HOST,
                          "from_ms": T0 + 1000, "stalled_ms": 1200, "full_ms": 0})
+        b.events.append({"type": "stall", "ts_ms": T0 + 3000, "source": "psi-cpu", "subject": rule.HOST,
+                         "from_ms": T0 + 900, "stalled_ms": cpu_pressure_ms, "full_ms": 0})
     return b
 
 
@@ -32,10 +36,14 @@ def judged(request, spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("host-stalls")
     late("covered", 1800).write(root, host=OBSERVED)
     late("beyond", 500).write(root, host=OBSERVED)
+    late("off-path", 1800, thread="C2 CompilerThre").write(root, host=OBSERVED)
+    late("refuted", 1800, cpu_pressure_ms=200).write(root, host=OBSERVED)
     late("unobserved", None).write(root, host={rule.HOST_NOT_OBSERVED: "an external cluster: other hosts"})
     late("old-run", None).write(root)
-    # a shared system's consumer delivered it after the run's end (at 3 s): no stall recorded since
-    late("after-the-end", None).write(root, host=OBSERVED, ended_ms=T0 + 3000)
+    # a shared system's consumer delivered it after the watch ended (at 3 s): no stall recorded since
+    late("after-the-end", None).write(root, host={**OBSERVED, rule.HOST_WATCHED_UNTIL: T0 + 3000}, ended_ms=T0 + 3000)
+    # ... and one that ended at 3 s but whose host was watched until its consumers stopped (at 60 s)
+    late("watched-on", None).write(root, host={**OBSERVED, rule.HOST_WATCHED_UNTIL: T0 + 60_000}, ended_ms=T0 + 3000)
     out = tmp_path_factory.mktemp("out")
     verdicts = check_on_path(request.param, [root], out)
     verdicts["report"] = next(out.rglob("covered/report.html")).read_text()
@@ -50,7 +58,8 @@ def test_a_lateness_the_brokers_stall_covers_is_undecided_and_says_by_what(judge
     (example,) = v["undecided"]["examples"]
     assert example["key"] == "slow"
     # the part of the 1800 ms after the due time (1000): 1800 * 2000 / 2100
-    assert "run-queue: the broker stalled 1714 ms" in example["reason"] and "io pressure" in example["reason"]
+    assert "run-queue: the broker stalled 1714 ms on its path (ScheduleMessage)" in example["reason"]
+    assert "io pressure" in example["reason"]
     assert exit_code([v]) == 2  # undecided: retry, never "a violation, never retry"
     assert v["host"]["stalls"]["run-queue broker"] == {"stalls": 1, "stalled_ms": 1800, "largest_ms": 1800}
     assert "band stall" in judged["report"] and "stall: run-queue broker" in judged["report"]  # drawn as a band
@@ -61,8 +70,17 @@ def test_a_lateness_far_beyond_the_recorded_stalls_stays_a_violation_and_says_wh
     on_time = v["invariants"]["ON_TIME"]
     assert on_time["passed"] is False and on_time["violations"] == 1
     text = on_time["examples"][0]["explanation"]
-    assert "beyond the stalls recorded meanwhile" in text and "they explain 476 ms" in text  # 500 * 2000 / 2100
+    assert "late by 1.0 s, of which recorded stalls explain 0.5 s" in text  # 500 * 2000 / 2100 = 476 ms
     assert exit_code([v]) == 1
+
+
+def test_a_stall_off_the_messages_path_or_one_the_host_did_not_see_excuses_nothing(judged):
+    for run_id, why in (("off-path", "no stall on its path"), ("refuted", "did not corroborate excuses nothing")):
+        v = judged[run_id]
+        on_time = v["invariants"]["ON_TIME"]
+        assert on_time["passed"] is False and on_time["violations"] == 1, run_id
+        text = on_time["examples"][0]["explanation"]
+        assert "of which recorded stalls explain 0.0 s" in text and why in text, (run_id, text)
 
 
 def test_a_lateness_that_arrived_after_the_host_was_last_watched_is_undecided(judged):
@@ -71,6 +89,8 @@ def test_a_lateness_that_arrived_after_the_host_was_last_watched_is_undecided(ju
     assert on_time["violations"] == 0 and on_time["undecided_by_host"] == 1
     assert "2.0 s after the harness stopped watching the host" in v["undecided"]["examples"][0]["reason"]
     assert judged["beyond"]["invariants"]["ON_TIME"]["violations"] == 1  # watched until after it: decided
+    # after the run's end, but watched until the consumers stopped: judged on what was recorded
+    assert judged["watched-on"]["invariants"]["ON_TIME"]["violations"] == 1
 
 
 def test_a_run_whose_host_was_not_observed_says_so_instead_of_assuming_a_quiet_one(judged):

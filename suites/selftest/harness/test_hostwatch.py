@@ -70,6 +70,28 @@ def test_a_threads_run_queue_wait_and_the_hosts_full_pressure_are_recorded_as_st
     assert w.stalls_between(1_000_400, 1_000_450) and not w.stalls_between(2_000_000, 3_000_000)
 
 
+def test_the_worst_wait_on_a_messages_path_is_recorded_not_a_busier_threads_off_it(tmp_path):
+    proc = FakeProc(tmp_path)
+    for tid, comm in ((101, "C2 CompilerThre"), (102, "ReputMessageSer"), (103, "Sweeper thread")):
+        proc.thread(100, tid, 0, comm=comm)
+    proc.thread(300, 300, 0, comm="java")  # the name server: no path list, any thread
+    clock = [1_000_000]
+    w = watch_on(tmp_path, {"broker": 100, "namesrv": 300}, clock)
+    w.sample()
+    clock[0] += 500
+    proc.thread(100, 101, 8_000_000_000, comm="C2 CompilerThre")
+    proc.thread(100, 102, 700_000_000, comm="ReputMessageSer")
+    proc.thread(100, 103, 41_900_000_000, comm="Sweeper thread")
+    proc.thread(300, 300, 900_000_000, comm="java")
+    w.sample()
+    w.stop()
+    found = {(e["source"], e["subject"]): e for e in w.stalls}
+    assert found[(rule.RUN_QUEUE, "broker")]["stalled_ms"] == 700
+    assert found[(rule.RUN_QUEUE, "broker")]["detail"] == "thread ReputMessageSer"
+    assert found[(rule.RUN_QUEUE, "namesrv")]["stalled_ms"] == 900
+    assert hostwatch.observation(type("S", (), {"host_not_observed": lambda self: None})(), w)[rule.HOST_CPUS] >= 1
+
+
 def test_consecutive_stalled_samples_merge_and_a_period_never_holds_more_stall_than_it_lasts(tmp_path):
     proc = FakeProc(tmp_path)
     clock = [0]
@@ -142,7 +164,8 @@ def test_a_process_starved_by_a_cpu_quota_is_recorded_as_waiting_for_a_cpu(tmp_p
     cgroup = loadgen.CPU_CGROUP
     if not (cgroup / "cpu.cfs_quota_us").exists() or not (cgroup / "cgroup.procs").stat().st_uid == 0:
         pytest.skip(f"no cgroup-v1 cpu controller at {cgroup}")
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    # named as the schedule service's thread: the watch records the waits of threads on a message's path
+    busy = subprocess.Popen([sys.executable, "-c", "open('/proc/self/comm', 'w').write('ScheduleMessage')\nwhile True: pass"])
     group = cgroup / f"hourglass-test-{busy.pid}"
     try:
         group.mkdir()
@@ -176,3 +199,39 @@ def test_repeats_count_a_run_undecided_by_the_hosts_stalls_apart_never_as_a_fail
     summary = repeat_summary([[verdict(True)], [verdict(None, by_host=2)], [verdict(True)]])
     s = summary["scenarios"]["s"]
     assert (s["runs"], s["passed"], s["host_stalled"], s["failed_invariants"]) == (3, 2, 1, {})
+
+
+def test_a_shared_runs_stalls_are_recorded_until_its_consumers_stopped(tmp_path):
+    """On a shared system the run's consumers deliver after its end, until the batch stops them: the
+    run takes the stalls of that time too, and run.json says how long the host was watched."""
+    import json
+
+    from hourglass.adapters.rundir import read_run_json, write_run_json
+    from hourglass.harness.runner import RunLogs
+    from suites.selftest.checker.runs import T0, RunBuilder
+
+    def stall(from_ms, to_ms):
+        return {"type": "stall", "ts_ms": T0 + to_ms, "source": rule.RUN_QUEUE, "subject": "broker",
+                "from_ms": T0 + from_ms, "stalled_ms": to_ms - from_ms, "detail": "thread ScheduleMessage"}
+
+    class Watch:
+        sources, error = ["psi-cpu", rule.RUN_QUEUE], None
+        recorded = [stall(100, 600), stall(900, 1500), stall(2000, 2600), stall(9000, 9500)]
+
+        def stalls_between(self, from_ms, to_ms):
+            return [dict(e) for e in self.recorded if e["ts_ms"] >= from_ms and e["from_ms"] <= to_ms]
+
+    run_dir = tmp_path / "run"
+    (run_dir / "events").mkdir(parents=True)
+    run = dict(RunBuilder("r", ended=1000).run_json(), logs={})
+    logs = RunLogs(object(), run_dir)
+    logs.record_stalls(run, Watch(), held=True)  # at the run's end (1 s)
+    write_run_json(run_dir, run)
+    assert run["host"][rule.HOST_WATCHED_UNTIL] == T0 + 1000
+    logs.record_stalls_until(T0 + 3000)  # the batch stopped the consumers at 3 s
+    written = [json.loads(line) for line in (run_dir / "events" / "stalls.jsonl").read_text().splitlines()]
+    # the two of the run's own period, then the one begun after its end and before the consumers stopped
+    assert [(e["from_ms"] - T0, e["ts_ms"] - T0) for e in written] == [(100, 600), (900, 1500), (2000, 2600)]
+    assert read_run_json(run_dir)["host"][rule.HOST_WATCHED_UNTIL] == T0 + 3000
+    logs.record_stalls_until(T0 + 10_000)  # once only: the watch was released
+    assert len((run_dir / "events" / "stalls.jsonl").read_text().splitlines()) == 3

@@ -1,0 +1,38 @@
+"""The broker under test gets the machine first (reference.stalls.CLIENT_NICE, CHECKER_NICE): the
+harness's own client and consumer processes and the checker's Spark run niced, every thread of them,
+so that on a busy host they wait for a CPU and the broker's threads on a message's path do not."""
+
+from __future__ import annotations
+
+import os
+
+from hourglass.adapters.rocketmq.clientlink import _LineProcess
+from hourglass.reference.stalls import CHECKER_NICE, CLIENT_NICE
+
+
+def _nice_of_threads(pid: int) -> set[int]:
+    out = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        stat = open(f"/proc/{pid}/task/{tid}/stat").read()
+        out.add(int(stat[stat.rfind(")") + 2:].split()[16]))  # field 19: nice
+    return out
+
+
+def test_a_client_process_runs_niced(tmp_path):
+    probe = _LineProcess(["-c", "import json, os, threading; t = threading.Thread(target=lambda: None); t.start();"
+                          "print(json.dumps({'nice': os.nice(0)}), flush=True); import sys; sys.stdin.read()"],
+                         tmp_path / "probe.log", "probe")
+    try:
+        assert probe.next_line(60) == {"nice": CLIENT_NICE}
+        assert _nice_of_threads(probe.proc.pid) == {CLIENT_NICE}
+    finally:
+        probe.kill()
+
+
+def test_the_checkers_spark_runs_niced(spark):
+    from hourglass.reports import spark as plumbing
+
+    live = [p for p in plumbing._jvms if p.poll() is None]
+    assert live, "the session's gateway JVM is not recorded"
+    for jvm in live:
+        assert _nice_of_threads(jvm.pid) == {CHECKER_NICE}
