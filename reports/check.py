@@ -23,7 +23,8 @@ from pyspark.sql import functions as F
 
 from hourglass.reference.rundir import local_path
 from hourglass.reports import baseline as baseline_mod
-from hourglass.reports import offsets, plots, spark_jobs, stalls
+from hourglass.reports import offsets, plots, spark_jobs
+from hourglass.reports.invariants import undecided
 from hourglass.reports.completeness import assess, judging_end_ms
 from hourglass.reports.inputs import BrokenRun, _display, discover_runs, missing_consumers, repeated_lines, rescan_file, sent_twice
 from hourglass.reports.level_order import level_order
@@ -217,11 +218,9 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, o
         n, found = offsets.judge(checks, {w: {int(lv): c for lv, c in per_level.items()} for w, per_level in got["reputs"].items()})
         got["checked"][offsets.INVARIANT] += n
         got["violations"].extend(dict(v, run_id=rid) for v in found)
-        # a loss the broker can still answer for (stored, never pulled) is undecided: reports.stalls
-        got["violations"], got["pending"] = stalls.reclassify(got["violations"], got["pending"], stalls.lags(unkeyed.get(rid, [])))
-        # a late attempt the host's or the broker's recorded stalls explain is undecided: reference.stalls
-        got["violations"], got["pending"] = stalls.host_reclassify(got["violations"], got["pending"], unkeyed.get(rid, []), run)
-        got["violations"], got["pending"] = stalls.resent_reclassify(got["violations"], got["pending"], unkeyed.get(rid, []), run)
+        # what the run's circumstances leave undecided (a lagging consumer, the host's stalls on a
+        # message's path, the client's re-sends): each invariant's own rule (reports.invariants)
+        got["violations"], got["pending"] = undecided(got["violations"], got["pending"], unkeyed.get(rid, []), run)
         vdf = _violation_frame(got["violations"])
         if accepted is not None:
             vdf = accepted.mark(vdf, run)

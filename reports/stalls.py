@@ -158,13 +158,14 @@ def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterab
     return keep, moved
 
 
-def resent_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping
-                      ) -> tuple[list[dict], list[dict]]:
+def resent_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping,
+                      invariant: str | None = None) -> tuple[list[dict], list[dict]]:
     """``violations`` and ``pending`` with the violations (:data:`reference.stalls.RESENT_INVARIANTS`)
     of a message whose own send-back the client logged failed (:data:`SEND_BACK_FAILED_FIELD`, set by
     the judging from that message's LATERs) while a stall on the broker's path was recorded moved to
     pending (:func:`reference.stalls.explain_resent`): the client's re-sends of that message explain
-    them, and the host's stall explains the failure. Another message of the group is never excused."""
+    them, and the host's stall explains the failure. Another message of the group is never excused.
+    ``invariant``: only that one's violations (its unit's rule), else all three."""
     from hourglass.reference.network import SEND_BACK_FAILS_AFTER_MS
 
     if (run.get("host") or {}).get(rule.HOST_VIRTUAL) or rule.not_observed(run.get("host")):
@@ -176,7 +177,8 @@ def resent_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iter
     for v in violations:
         failed = v.get(SEND_BACK_FAILED_FIELD)
         covered, why = False, ""
-        if failed is not None and not v.get("accepted") and v.get("invariant") in rule.RESENT_INVARIANTS:
+        if failed is not None and not v.get("accepted") and v.get("invariant") in rule.RESENT_INVARIANTS \
+                and invariant in (None, v.get("invariant")):
             covered, why = rule.explain_resent(recorded, int(failed), SEND_BACK_FAILS_AFTER_MS + LOG_RESOLUTION_MS,
                                                host_cpus(run))
         if covered:

@@ -35,3 +35,14 @@ def _units() -> tuple[Invariant, ...]:
 
 #: Every per-key invariant's unit, in catalogue order: what both judging paths iterate.
 UNITS: tuple[Invariant, ...] = _units()
+
+
+def undecided(violations: list[dict], pending: list[dict], unkeyed: list[dict], run: dict) -> tuple[list[dict], list[dict]]:
+    """What the run's recorded circumstances leave undecided of ``violations``, by each unit's own
+    rule (:meth:`~reports.invariants.base.Invariant.undecided`: a lagging consumer's NO_LOSS, the
+    host's stalls on an ON_TIME's path, the client's re-sends of a message whose send-back failed):
+    one call for the checker's driver (:mod:`reports.check`) and the in-process judge
+    (:mod:`reports.judge_run`) alike, so both give the same answer for the same run."""
+    for unit in UNITS:
+        violations, pending = unit.undecided(violations, pending, unkeyed, run)
+    return violations, pending

@@ -176,3 +176,11 @@ class Invariant:
     def count(self, out: Judgements, c: Columns) -> None:
         """Columnar: what this invariant checked on the plain attempts (``c.plain_a``) and
         (message, group)s (``c.plain_messages``), and its plots."""
+
+    def undecided(self, violations: list[dict], pending: list[dict], unkeyed: list[dict], run: dict
+                  ) -> tuple[list[dict], list[dict]]:
+        """Once per run, after either judging path: ``violations`` and ``pending`` with those of this
+        invariant's violations that the run's recorded circumstances (``unkeyed``: stalls, consume
+        stats, the client's logged failures; ``run``: run.json) leave undecided moved to pending,
+        each with its reason (:func:`reports.invariants.undecided`)."""
+        return violations, pending

@@ -43,4 +43,11 @@ class DlqRouting(Invariant):
         return Plain(keys=~in_dlq, rows=pc.equal(c.e_final_state, "CONSUMED").to_numpy(zero_copy_only=False))
 
 
+    def undecided(self, violations, pending, unkeyed, run):
+        """What the client's re-sends of a message whose own send-back failed on a stalled broker
+        stored is undecided (``reports.stalls.resent_reclassify``)."""
+        from hourglass.reports.stalls import resent_reclassify
+
+        return resent_reclassify(violations, pending, unkeyed, run, self.name)
+
 UNIT = DlqRouting()

@@ -45,4 +45,11 @@ class NoDuplicate(Invariant):
         out.checked[self.name] += int(c.plain_a.sum())
 
 
+    def undecided(self, violations, pending, unkeyed, run):
+        """What the client's re-sends of a message whose own send-back failed on a stalled broker
+        stored is undecided (``reports.stalls.resent_reclassify``)."""
+        from hourglass.reports.stalls import resent_reclassify
+
+        return resent_reclassify(violations, pending, unkeyed, run, self.name)
+
 UNIT = NoDuplicate()

@@ -39,5 +39,12 @@ class NoLoss(Invariant):
     def count(self, out: Judgements, c: Columns) -> None:
         out.checked[self.name] += c.plain_messages
 
+    def undecided(self, violations, pending, unkeyed, run):
+        """A message the broker may still hold in the queue it waits in, which its consumer never
+        pulled, is undecided (``reports.stalls.reclassify``)."""
+        from hourglass.reports.stalls import lags, reclassify
+
+        return reclassify(violations, pending, lags(unkeyed))
+
 
 UNIT = NoLoss()

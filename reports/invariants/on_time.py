@@ -36,5 +36,11 @@ class OnTime(Invariant):
     def count(self, out: Judgements, c: Columns) -> None:
         out.checked[self.name] += int(c.plain_a.sum())
 
+    def undecided(self, violations, pending, unkeyed, run):
+        """A lateness within the recorded stalls on its path is undecided (``reports.stalls.host_reclassify``)."""
+        from hourglass.reports.stalls import host_reclassify
+
+        return host_reclassify(violations, pending, unkeyed, run)
+
 
 UNIT = OnTime()

@@ -85,4 +85,11 @@ def _expect(out: Judgements, attempt: int, delay: int) -> None:
     out.plot["gap_expected"][attempt] = max(delay, out.plot["gap_expected"].get(attempt, delay))
 
 
+    def undecided(self, violations, pending, unkeyed, run):
+        """What the client's re-sends of a message whose own send-back failed on a stalled broker
+        stored is undecided (``reports.stalls.resent_reclassify``)."""
+        from hourglass.reports.stalls import resent_reclassify
+
+        return resent_reclassify(violations, pending, unkeyed, run, self.name)
+
 UNIT = RetrySchedule()
