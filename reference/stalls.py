@@ -133,11 +133,23 @@ def parse_log_stall(line: str, utc_offset_s: int) -> tuple[int, int, str] | None
 #: a message's path (the stalls the rule below weighs are then rarer, and never the harness's making).
 CLIENT_NICE = 10
 CHECKER_NICE = 19
+#: Linux's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``, on by default on
+#: Debian's kernels) shares the CPU first between sessions, equally, and a process's nice value weighs
+#: only within its own session's group: a consumer process in a session of its own (as the harness
+#: starts them, so a fault can kill its whole tree) competed with the broker as an equal, whatever
+#: its nice value — with a dozen consumers, the broker had a dozenth of a busy CPU. So a niced
+#: process sets its session's group's nice too (``/proc/self/autogroup``; an unprivileged writer may
+#: do so once per 100 ms on the whole machine: it tries again), then execs its command at that nice
+#: value (coreutils' nice: the same process, its threads inherit it).
+_NICED = ('n=$1; shift; for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do '
+          'echo "$n" 2>/dev/null > /proc/self/autogroup && break; [ -e /proc/self/autogroup ] || break; sleep 0.1; done; '
+          'exec nice -n "$n" "$@"')
 
 
 def niced(argv: list[str], nice: int) -> list[str]:
-    """``argv`` run at ``nice`` (coreutils' nice execs it: the same process, its threads inherit it)."""
-    return ["nice", "-n", str(nice), *argv]
+    """``argv`` run at ``nice``, its session's autogroup too (see :data:`_NICED`): for a command
+    started in a session of its own (``start_new_session``), else it would nice its parent's session."""
+    return ["sh", "-c", _NICED, "hourglass-niced", str(nice), *argv]
 
 
 #: how often the host watch samples, and the least stall one sample records per series (the watch

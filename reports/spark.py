@@ -164,11 +164,11 @@ def spark_state() -> str:
 
 
 class _GroupedPopen(subprocess.Popen):
-    """pyspark's spawn of the gateway JVM, in a process group of its own, niced, and recorded as
-    soon as it exists (pyspark hands the process out only once the gateway answered)."""
+    """pyspark's spawn of the gateway JVM, in a session (and process group) of its own, niced, and
+    recorded as soon as it exists (pyspark hands the process out only once the gateway answered)."""
 
     def __init__(self, args, *rest, **kwargs):
-        kwargs.setdefault("process_group", 0)
+        kwargs.setdefault("start_new_session", True)  # a session (and process group) of its own: niced alone
         # niced: a run's broker gets the CPU first (reference.stalls.CHECKER_NICE)
         super().__init__(niced(list(args), CHECKER_NICE) if isinstance(args, (list, tuple)) else args, *rest, **kwargs)
         _jvms.append(self)

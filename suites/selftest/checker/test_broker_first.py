@@ -1,6 +1,7 @@
 """The broker under test gets the machine first (reference.stalls.CLIENT_NICE, CHECKER_NICE): the
-harness's own client and consumer processes and the checker's Spark run niced, every thread of them,
-so that on a busy host they wait for a CPU and the broker's threads on a message's path do not."""
+harness's own client and consumer processes and the checker's Spark run niced, every thread of them
+and, where the kernel groups the CPU by session (autogroup), their session's group too, so that on a
+busy host they wait for a CPU and the broker's threads on a message's path do not."""
 
 from __future__ import annotations
 
@@ -18,6 +19,16 @@ def _nice_of_threads(pid: int) -> set[int]:
     return out
 
 
+def _autogroup_nice(pid: int) -> int | None:
+    """The nice value of ``pid``'s session group, None where the kernel does not group by session."""
+    try:
+        if open("/proc/sys/kernel/sched_autogroup_enabled").read().strip() != "1":
+            return None
+        return int(open(f"/proc/{pid}/autogroup").read().split("nice")[1])
+    except OSError:
+        return None
+
+
 def test_a_client_process_runs_niced(tmp_path):
     probe = _LineProcess(["-c", "import json, os, threading; t = threading.Thread(target=lambda: None); t.start();"
                           "print(json.dumps({'nice': os.nice(0)}), flush=True); import sys; sys.stdin.read()"],
@@ -25,6 +36,8 @@ def test_a_client_process_runs_niced(tmp_path):
     try:
         assert probe.next_line(60) == {"nice": CLIENT_NICE}
         assert _nice_of_threads(probe.proc.pid) == {CLIENT_NICE}
+        assert _autogroup_nice(probe.proc.pid) in (None, CLIENT_NICE)
+        assert _autogroup_nice(os.getpid()) in (None, 0)  # the harness's own session is left as it was
     finally:
         probe.kill()
 
@@ -36,3 +49,4 @@ def test_the_checkers_spark_runs_niced(spark):
     assert live, "the session's gateway JVM is not recorded"
     for jvm in live:
         assert _nice_of_threads(jvm.pid) == {CHECKER_NICE}
+        assert _autogroup_nice(jvm.pid) in (None, CHECKER_NICE)
