@@ -5,8 +5,10 @@ A sampler thread walks ``/proc`` every :data:`SAMPLE_S` seconds: the process tre
 (the harness, its client and consumer processes, the checker's Spark), each process classed as the
 system's when it runs a server of the system under test (:data:`SYSTEM_MAINS`: a broker, a name
 server, a proxy, a controller, in a process or a container's JVM under this tree), else the
-harness's. A process's CPU time is its last sample's ``utime + stime`` (``/proc/<pid>/stat``; a
-process that lived less than a sample is missed: a small undercount).
+harness's. A process is a JVM when one of its threads is HotSpot's ``VM Thread`` (a ``java``
+launcher, or a client or consumer process that started its JVM in Python through JPype). A process's
+CPU time is its last sample's ``utime + stime`` (``/proc/<pid>/stat``; a process that lived less than
+a sample is missed: a small undercount).
 """
 
 from __future__ import annotations
@@ -33,6 +35,21 @@ def _stat(pid: str, proc: Path) -> tuple[int, int, str] | None:
     return int(fields[1]), int(fields[11]) + int(fields[12]), comm
 
 
+def _runs_a_jvm(pid: int, proc: Path) -> bool:
+    """Whether one of ``pid``'s threads is HotSpot's VM thread (a JVM in that process)."""
+    try:
+        tids = os.listdir(proc / str(pid) / "task")
+    except OSError:
+        return False
+    for tid in tids:
+        try:
+            if (proc / str(pid) / "task" / tid / "comm").read_text().startswith("VM Thread"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def _cmdline(pid: int, proc: Path) -> str:
     try:
         return (proc / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -53,6 +70,7 @@ class Footprint:
     def __post_init__(self):
         self._cpu: dict[int, tuple[int, bool]] = {}  # pid -> (ticks, the system's)
         self._system: dict[int, bool] = {}
+        self._jvm: set[int] = set()  # processes seen running a JVM (a JPype process starts its JVM late)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -93,7 +111,8 @@ class Footprint:
                 self._system[pid] = any(m in _cmdline(pid, self.proc) for m in SYSTEM_MAINS)
             system = self._system[pid]
             self._cpu[pid] = (ticks, system)
-            if comm == "java":
+            if pid in self._jvm or (comm == "java" or pid != self.root) and _runs_a_jvm(pid, self.proc):
+                self._jvm.add(pid)
                 system_jvms += system
                 harness_jvms += not system
         self.peak_harness_jvms = max(self.peak_harness_jvms, harness_jvms)

@@ -30,4 +30,23 @@ def test_the_harness_s_own_processes_and_the_system_s_are_counted_apart():
     assert f["peak_processes"] >= 3
     assert f["harness_cpu_s"] >= own_s + 0.6 - 0.05 and f["system_cpu_s"] >= 0.6 - 0.02, (f, own_s)  # ticks of 10 ms
     assert f["system_cpu_s"] < 0.6 + 0.5, f  # the harness's own spin is not the system's
-    assert f["peak_harness_jvms"] == 0 and f["peak_system_jvms"] == 0  # no JVM here
+    assert f["peak_harness_jvms"] == 0 and f["peak_system_jvms"] == 0  # no JVM here (HotSpot's VM thread: none)
+
+
+def test_a_jvm_of_the_harness_is_counted(tmp_path):
+    import shutil
+
+    java = shutil.which("java")
+    assert java, "a JDK is part of the set-up (.ci/bootstrap)"
+    src = tmp_path / "Up.java"
+    src.write_text("public class Up { public static void main(String[] a) throws Exception {"
+                   " System.out.println(\"up\"); System.out.flush(); Thread.sleep(60000); } }")
+    with Footprint() as fp:
+        jvm = subprocess.Popen([java, "-XX:+UseSerialGC", str(src)], stdout=subprocess.PIPE)
+        try:
+            assert jvm.stdout.readline() == b"up\n"
+            fp.sample()
+        finally:
+            jvm.kill()
+            jvm.wait()
+    assert fp.figures()["peak_harness_jvms"] == 1 and fp.figures()["peak_system_jvms"] == 0
