@@ -29,7 +29,7 @@ from hourglass.reference.profile import profile_from_run
 from hourglass.reference.stalls import RESENT_INVARIANTS
 from hourglass.reference.stored_copy import same_stored_copy, stored_copy_key
 from hourglass.reports.invariants import UNITS
-from hourglass.reports.invariants.base import LOCAL_RECONSUME, Attempt, Message, x
+from hourglass.reports.invariants.base import LOCAL_RECONSUME, Attempt, Message, path_of, x
 from hourglass.reports.queue_order import qo_row
 from hourglass.reports.rows import EXPECTED_COL, SEND_BACK_FAILED_FIELD, TOPIC_GROUP_KEY, Judgements
 
@@ -124,7 +124,7 @@ def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict]
         returned = s["ts_ms"] if s["status"] != "UNKNOWN" else UNKNOWN_NEVER_RETURNED
         out.rows.append((out.run_id, out.bucket, "lo", key, level, store, returned, s.get("born_ms", s["ts_ms"]), broker))
     _queue_order_rows(out, run, exp, delivered)
-    _messages(out, exp, attempts, dlqs, ended_ms, sends)
+    _messages(out, exp, attempts, dlqs, ended_ms, sends, run)
     _send_backs_failed(out, first_row, attempts, faults)
 
 
@@ -204,7 +204,8 @@ def _pending_reason(latest_ms: int | None, ended_ms: int | None) -> str:
     return f"its window closes at {latest_ms}, after the run ended at {ended_ms}"
 
 
-def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None, sends: dict | None = None) -> None:
+def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None, sends: dict | None = None,
+              run: dict | None = None) -> None:
     """Each (message, group) at the end, to every unit (NO_LOSS, DLQ_ROUTING, a refused send's
     INTEGRITY), and the messages still pending at the end. ``ended_ms`` None: the run was
     interrupted, so nothing is judged on an absence (pending instead)."""
@@ -225,6 +226,8 @@ def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None, sends:
     for mg in set(plans) | set(dlqs):
         m = _message(mg, plans.get(mg, ()), dlqs.get(mg, []), mg in consumed, seen.get(mg, set()), ended_ms)
         m.send = (sends or {}).get(mg[0])
+        if m.missing is not None and run is not None:
+            m.path = path_of(run, mg[1], x(m.missing, "attempt"), m.missing)
         if m.pending and m.status in ("SEND_OK", "UNKNOWN"):
             out.emit("p", {"invariant": "DLQ_ROUTING" if m.final_state == "DLQ" else "NO_LOSS", "key": m.key,
                            "attempt": x(m.missing, "attempt"), "detail": _pending_reason(x(m.missing, "latest_ms"), ended_ms)})

@@ -158,6 +158,46 @@ def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterab
     return keep, moved
 
 
+def late_beyond_end_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping
+                               ) -> tuple[list[dict], list[dict]]:
+    """``violations`` and ``pending`` with the NO_LOSS violations of a message whose window closed
+    before the run's end by no more than the recorded stalls on its path explain of the time from
+    its due time to the end (:func:`reference.stalls.explain_late` with the end as its arrival)
+    moved to pending: on a starved broker it may simply be late beyond the end, so whether it was
+    lost is undecided; beyond that the loss stands. The same message's missing DLQ entry
+    (DLQ_ROUTING "found 0") follows it."""
+    from hourglass.reports.judge_events import LOCAL_RECONSUME
+
+    host = run.get("host") or {}
+    ended = run.get("ended_ms")
+    if host.get(rule.HOST_VIRTUAL) or rule.not_observed(host) or not ended:
+        return violations, pending
+    recorded = sorted((e for e in unkeyed if e.get("type") == "stall"), key=lambda e: e["from_ms"])
+    if not recorded:
+        return violations, pending
+    keep, moved, late = [], list(pending), {}
+    for v in violations:
+        if v.get("invariant") == INVARIANT and not v.get("accepted") and v.get("latest_ms") is not None:
+            earliest = int(v["earliest_ms"]) if v.get("earliest_ms") is not None else int(v["latest_ms"])
+            covered, why = rule.explain_late(recorded, earliest, int(v["latest_ms"]), int(ended), int(run.get("started_ms") or 0),
+                                             local=LOCAL_RECONSUME in str(v.get("detail") or ""), cpus=host_cpus(run),
+                                             path=v.get("path"))
+            if covered:
+                reason = ("never delivered by the run's end, which came "
+                          + why.removeprefix("arrived ").replace("whether the broker was late", "whether the broker lost it"))
+                late[(v["key"], v.get("group"))] = reason
+                moved.append(_by_host(v, reason))
+                continue
+        keep.append(v)
+    out = []
+    for v in keep:  # the missing DLQ entry of a message late beyond the end is as undecided
+        if v.get("invariant") == "DLQ_ROUTING" and v.get("observed_ms") is None and (v["key"], v.get("group")) in late:
+            moved.append(_by_host(v, late[(v["key"], v.get("group"))]))
+        else:
+            out.append(v)
+    return out, moved
+
+
 def resent_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping,
                       invariant: str | None = None) -> tuple[list[dict], list[dict]]:
     """``violations`` and ``pending`` with the violations (:data:`reference.stalls.RESENT_INVARIANTS`)

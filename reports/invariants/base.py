@@ -50,15 +50,20 @@ def count_into(target: dict, groups: np.ndarray, values: np.ndarray) -> None:
         target[base + u // width][low + u % width] += c
 
 
-def message_path(a: "Attempt") -> str:
-    """The broker's path of attempt ``a`` (``reference.stalls.PATH_THREADS``: which threads' stalls
-    can have held it): a POP group's, a 5.x timer message's first attempt, a delayed one (a delay
-    level or a retry: the schedule service), or one not delayed."""
-    if a.group in {g for g, _ in profile_from_run(a.run).pop_groups}:
+def path_of(run: dict, group: str | None, attempt: int | None, row: tuple | None) -> str:
+    """The broker's path of an attempt (``reference.stalls.PATH_THREADS``: which threads' stalls can
+    have held it): a POP group's, a 5.x timer message's first attempt, a delayed one (a delay level
+    or a retry: the schedule service), or one not delayed."""
+    if group in {g for g, _ in profile_from_run(run).pop_groups}:
         return stalls.POP
-    if a.attempt == 0 and x(a.row, "deliver_at_ms") is not None:
+    if attempt == 0 and x(row, "deliver_at_ms") is not None:
         return stalls.TIMER
-    return stalls.SCHEDULE if (x(a.row, "level") or 0) > 0 else stalls.DIRECT
+    return stalls.SCHEDULE if (x(row, "level") or 0) > 0 else stalls.DIRECT
+
+
+def message_path(a: "Attempt") -> str:
+    """Attempt ``a``'s path (:func:`path_of`)."""
+    return path_of(a.run, a.group, a.attempt, a.row)
 
 
 def window_violation(out: Judgements, invariant: str, a: "Attempt", detail: str) -> None:
@@ -120,6 +125,7 @@ class Message:
     final_attempt: int | None = None
     pending: bool = False
     send: dict | None = None  # the send event (its queue: reports.stalls weighs a lagging consumer by it)
+    path: str | None = None  # the first missing attempt's path (:func:`path_of`)
 
     def missing_queue(self) -> dict:
         """Where the first missing attempt waits: its queue's topic, and for a first attempt the

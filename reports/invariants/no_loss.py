@@ -28,6 +28,7 @@ class NoLoss(Invariant):
                       attempt=x(m.missing, "attempt") if m.missing is not None else max(m.got, default=None),
                       earliest_ms=x(m.missing, "earliest_ms"), latest_ms=x(m.missing, "latest_ms"), observed_ms=m.ended_ms,
                       **(m.missing_queue() if m.missing is not None else {}),
+                      **({"path": m.path} if m.path else {}),
                       detail=f"expected {m.final_state} by the run's end, found "
                       + ("no delivery answered" if m.final_state == DROPPED else "neither an OK delivery nor a DLQ entry"))
 
@@ -41,10 +42,12 @@ class NoLoss(Invariant):
 
     def undecided(self, violations, pending, unkeyed, run):
         """A message the broker may still hold in the queue it waits in, which its consumer never
-        pulled, is undecided (``reports.stalls.reclassify``)."""
-        from hourglass.reports.stalls import lags, reclassify
+        pulled (``reports.stalls.reclassify``), or that recorded stalls on its path may have made
+        late beyond the run's end (``reports.stalls.late_beyond_end_reclassify``), is undecided."""
+        from hourglass.reports.stalls import lags, late_beyond_end_reclassify, reclassify
 
-        return reclassify(violations, pending, lags(unkeyed))
+        violations, pending = reclassify(violations, pending, lags(unkeyed))
+        return late_beyond_end_reclassify(violations, pending, unkeyed, run)
 
 
 UNIT = NoLoss()

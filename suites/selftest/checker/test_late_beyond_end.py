@@ -1,0 +1,44 @@
+"""A message never delivered by the run's end whose window closed before it by no more than the
+recorded stalls on its path explain may be late beyond the end on a starved broker: its NO_LOSS (and
+its missing DLQ entry) is undecided by the host, never a loss; one missing far beyond its stalls is
+lost (reports.stalls.late_beyond_end_reclassify, NoLoss.undecided). Judged in process
+(reports.judge_run.findings), as the checker's driver applies the same units' rules. Seen under the
+load generator on 5.5.0: the retries of batch-ack-index and consumer-chosen-levels still in the
+broker's schedule queue when the run ended, while its schedule threads waited for a CPU."""
+
+from __future__ import annotations
+
+from hourglass.reference import stalls as rule
+from hourglass.reports.judge_run import findings
+from suites.selftest.checker.runs import T0, RunBuilder
+
+OBSERVED = {rule.HOST_OBSERVED: ["psi-cpu", "run-queue"], rule.HOST_CPUS: 2}
+
+
+def _run(ended: int, stalled_ms: int, thread: str = "ScheduleMessage") -> tuple[dict, list[dict]]:
+    """Level 1 sent at 0 (due at 1000, its window closes at 4000), never delivered; the run ends at
+    ``ended``; the broker's ``thread`` waited ``stalled_ms`` for a CPU from 1000 on, the host saw it."""
+    b = RunBuilder("r", ended=ended).send("lost", 0, level=1).send("ok", 10).deliver("ok", 20)
+    for source, extra in ((rule.RUN_QUEUE, {"detail": f"thread {thread}"}), ("psi-cpu", {"full_ms": 0})):
+        b.events.append({"type": "stall", "ts_ms": T0 + 1000 + stalled_ms, "source": source,
+                         "subject": "broker" if source == rule.RUN_QUEUE else rule.HOST, "from_ms": T0 + 1000,
+                         "stalled_ms": stalled_ms, **extra})
+    return {**b.run_json(), "host": OBSERVED}, b.events
+
+
+def test_a_message_the_stalls_on_its_path_may_have_made_late_beyond_the_end_is_undecided():
+    run, events = _run(ended=8_000, stalled_ms=6_000)  # closed 4 s before the end; 6 s of stall after its due time
+    violations, pending = findings(run, events)
+    assert [v for v in violations if v["invariant"] == "NO_LOSS"] == []
+    (p,) = [p for p in pending if p["invariant"] == "NO_LOSS"]
+    assert p["key"] == "lost" and p["cause"] == "host"
+    # its window closed at 4005 (the send returned at 5)
+    assert p["detail"].startswith("never delivered by the run's end, which came 3995 ms after its window closed")
+    assert "ScheduleMessage" in p["detail"] and p["detail"].endswith("whether the broker lost it is undecided")
+
+
+def test_missing_beyond_the_stalls_or_off_its_path_stays_a_loss():
+    for run, events in (_run(ended=60_000, stalled_ms=6_000), _run(ended=8_000, stalled_ms=6_000, thread="C2 CompilerThre")):
+        violations, _ = findings(run, events)
+        (v,) = [v for v in violations if v["invariant"] == "NO_LOSS"]
+        assert v["key"] == "lost"
