@@ -130,6 +130,7 @@ class _Series:
     source: str
     subject: str
     period: list | None = None  # [from_ms, to_ms, stalled_ms, full_ms, detail]
+    path: str | None = None  # a thread's wait: the message path whose worst it is (reference.stalls.thread_paths)
 
     def add(self, from_ms: int, to_ms: int, stalled_ms: int, full_ms: int, detail: str | None, out: deque) -> None:
         """A stall of ``stalled_ms`` within ``[from_ms, to_ms]``, merged into the open period when
@@ -154,6 +155,8 @@ class _Series:
             e["full_ms"] = p[3]
         if p[4]:
             e["detail"] = p[4]
+        if self.path:
+            e["path"] = self.path
         out.append(e)
 
 
@@ -171,7 +174,7 @@ class HostWatch:
     def __post_init__(self):
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._series: dict[tuple[str, str], _Series] = {}
+        self._series: dict[tuple[str, str, str | None], _Series] = {}
         self._thread: threading.Thread | None = None
         self._psi = read_psi(self.proc)
         self._waits: dict[tuple[int, int], tuple[int, int]] = {}
@@ -228,30 +231,35 @@ class HostWatch:
             self._trees_ms = now
         pids_subject = {pid: subject for subject, pids in self._trees.items() for pid in pids}
         waits = thread_waits(pids_subject, self.proc, blkio=rule.IO_DELAY in self.sources)
-        worst: dict[tuple[str, str], tuple[int, str]] = {}
+        worst: dict[tuple[str, str, str | None], tuple[int, str]] = {}
         for key, (run_delay, blkio) in waits.items():
             old = self._waits.get(key)
             if old is None:
                 continue
             subject = pids_subject[key[0]]
+            name = None
             for source, ms in ((rule.RUN_QUEUE, (run_delay - old[0]) // 1_000_000),
                                (rule.IO_DELAY, (blkio - old[1]) * 1000 // _TICKS)):
-                if ms < MIN_STALL_MS or ms <= worst.get((source, subject), (0,))[0]:
+                if ms < MIN_STALL_MS:
                     continue
-                name = thread_name(*key, proc=self.proc)  # read for the few that waited (a thread may rename itself)
-                if rule.on_path_thread(subject, name):  # the worst wait on a message's path (reference.stalls)
-                    worst[(source, subject)] = (ms, name)
+                name = name or thread_name(*key, proc=self.proc)  # read for the few that waited (a thread may rename itself)
+                # the worst wait on each message path apart (reference.stalls.thread_paths): the worst
+                # of the timer store's threads must not hide the schedule service's in that sample
+                for path in rule.thread_paths(subject, name):
+                    if ms > worst.get((source, subject, path), (0,))[0]:
+                        worst[(source, subject, path)] = (ms, name)
         self._waits = waits
-        for (source, subject), (ms, name) in worst.items():
+        for (source, subject, path), (ms, name) in worst.items():
             # the kernel adds a thread's whole wait when the wait ends (sched_info_arrive, the
             # delay accounting's end): it may span earlier samples, and it ended by now
-            found.append((source, subject, ms, 0, f"thread {name}", now - ms))
+            found.append((source, subject, ms, 0, f"thread {name}", now - ms, path))
         with self._lock:
             stalled = set()
-            for source, subject, ms, full, detail, *began in found:
-                series = self._series.setdefault((source, subject), _Series(source, subject))
-                series.add(min([since, *began]), now, ms, full, detail, self.stalls)
-                stalled.add((source, subject))
+            for source, subject, ms, full, detail, *rest in found:
+                began, path = (rest + [None, None])[:2]
+                series = self._series.setdefault((source, subject, path), _Series(source, subject, path=path))
+                series.add(min(since, began if began is not None else since), now, ms, full, detail, self.stalls)
+                stalled.add((source, subject, path))
             for key, series in self._series.items():
                 if key not in stalled:
                     series.flush(self.stalls)
@@ -262,7 +270,7 @@ class HostWatch:
             open_now = deque()
             for s in self._series.values():
                 if s.period is not None:
-                    copy = _Series(s.source, s.subject, list(s.period))
+                    copy = _Series(s.source, s.subject, list(s.period), s.path)
                     copy.flush(open_now)
             return [dict(e) for e in list(self.stalls) + list(open_now) if e["ts_ms"] >= from_ms and e["from_ms"] <= to_ms]
 

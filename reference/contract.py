@@ -264,6 +264,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("stalled_ms", "int"),
         _f("full_ms", "int", False),  # psi-*: every non-idle task stalled this long
         _f("detail", "str", False),  # what reported it (a broker log line, a thread's name)
+        _f("path", "str", False),  # run-queue, io-delay: the message path whose worst thread it is (reference.stalls)
     ),
 }
 

@@ -216,6 +216,15 @@ def on_path_thread(subject: str, thread: str, path: str | None = None) -> bool:
     return True
 
 
+def thread_paths(subject: str, thread: str) -> tuple[str | None, ...]:
+    """The message paths ``thread`` of ``subject``'s process is on (:data:`PATH_THREADS`), for which
+    the host watch records the worst wait apart: a broker thread, the paths that name it; any
+    other process's thread on a path (:func:`on_path_thread`), one record (None); else none."""
+    if subject in BROKER_SUBJECTS:
+        return tuple(p for p, names in PATH_THREADS.items() if thread.startswith(names))
+    return (None,) if on_path_thread(subject, thread) else ()
+
+
 def on_path(stall: Mapping, local: bool, path: str | None = None) -> bool:
     """Whether ``stall`` lies on the path of an attempt: a re-put (``local`` False: the broker's
     store time) on ``path`` (:data:`PATH_THREADS`; None: any), or a local re-consume (the consumer's
@@ -233,6 +242,8 @@ def on_path(stall: Mapping, local: bool, path: str | None = None) -> bool:
         return False
     if source == BROKER_LOG:
         return True
+    if path is not None and not local and stall.get("path") not in (None, path):
+        return False  # the worst wait of another path's threads in that sample
     thread = stalled_thread(stall)
     return thread is not None and on_path_thread(subject, thread, None if local else path)
 
@@ -279,7 +290,7 @@ class Explained:
     """How much of an attempt's own wait the recorded stalls on its path explain."""
 
     explained_ms: int  # the series that explains most: its stalls within the wait, summed
-    series: tuple[str, str] | None  # (source, subject), None when none did
+    series: tuple[str, str, str | None] | None  # (source, subject, path recorded), None when none did
     largest: tuple[int, int, str | None] | None  # (from_ms, ms within the wait, thread) of its largest stall
     refuted: tuple[int, str | None] | None  # the largest on-path reading the host contradicted: (ms, thread)
 
@@ -303,7 +314,8 @@ def explain(stalls: Iterable[Mapping], earliest_ms: int, arrived_ms: int, local:
             continue
         n = _share(s, held_ms(s), earliest_ms, arrived_ms)
         if n > 0:
-            series.setdefault((s["source"], str(s.get("subject") or "")), []).append((int(s["from_ms"]), n, stalled_thread(s)))
+            name = (s["source"], str(s.get("subject") or ""), s.get("path"))  # one series per path recorded apart
+            series.setdefault(name, []).append((int(s["from_ms"]), n, stalled_thread(s)))
     best = Explained(0, None, None, refuted)
     for name, found in sorted(series.items()):
         total = min(arrived_ms - earliest_ms, sum(n for _, n, _ in found))
@@ -335,7 +347,7 @@ def _what(e: Explained, started_ms: int, context: str) -> str:
     if e.series is None:
         what = f"no stall on its path was recorded ({context})"
     else:
-        source, subject = e.series
+        source, subject, _ = e.series
         start, largest, thread = e.largest
         by = f" ({thread})" if thread else ""
         what = (f"{source}: the {subject if subject != HOST else 'host'} stalled {e.explained_ms} ms on its path{by} "

@@ -235,3 +235,29 @@ def test_a_shared_runs_stalls_are_recorded_until_its_consumers_stopped(tmp_path)
     assert read_run_json(run_dir)["host"][rule.HOST_WATCHED_UNTIL] == T0 + 3000
     logs.record_stalls_until(T0 + 10_000)  # once only: the watch was released
     assert len((run_dir / "events" / "stalls.jsonl").read_text().splitlines()) == 3
+
+
+def test_the_worst_wait_of_each_message_path_is_recorded_apart(tmp_path):
+    """The timer store's busier thread must not hide, in the same sample, the schedule service's wait
+    that delayed a delay-level message (reference.stalls.thread_paths)."""
+    proc = FakeProc(tmp_path)
+    for tid, comm in ((101, "TimerEnqueueGet"), (102, "ScheduleMessage")):
+        proc.thread(100, tid, 0, comm=comm)
+    clock = [1_000_000]
+    w = watch_on(tmp_path, {"broker": 100}, clock)
+    w.sample()
+    clock[0] += 500
+    proc.thread(100, 101, 900_000_000, comm="TimerEnqueueGet")
+    proc.thread(100, 102, 300_000_000, comm="ScheduleMessage")
+    w.sample()
+    w.stop()
+    by_path = {e.get("path"): (e["stalled_ms"], e["detail"]) for e in w.stalls if e["source"] == rule.RUN_QUEUE}
+    assert by_path == {rule.SCHEDULE: (300, "thread ScheduleMessage"), rule.TIMER: (900, "thread TimerEnqueueGet"),
+                       rule.POP: (900, "thread TimerEnqueueGet")}
+    for e in w.stalls:
+        validate_event(e)
+    # a delay level's lateness is explained by its own path's record only
+    psi = [{"type": "stall", "ts_ms": 1_000_500, "source": "psi-cpu", "subject": rule.HOST, "from_ms": 999_000,
+            "stalled_ms": 1500, "full_ms": 0}]
+    assert rule.explain(list(w.stalls) + psi, 999_000, 1_000_500, cpus=2, path=rule.SCHEDULE).explained_ms == 300
+    assert rule.explain(list(w.stalls) + psi, 999_000, 1_000_500, cpus=2, path=rule.TIMER).explained_ms == 900
