@@ -216,15 +216,16 @@ class HostWatch:
         woke: the harness's own stall)."""
         now = self.now_ms()
         since, self._last_ms = self._last_ms, now
-        found: list[tuple[str, str, int, int, str | None]] = []
+        # (source, subject, stalled ms, full ms, detail, began at, message path)
+        found: list[tuple[str, str, int, int, str | None, int, str | None]] = []
         if late_ms >= MIN_STALL_MS:
-            found.append((rule.HEARTBEAT, rule.HARNESS, late_ms, 0, None))
+            found.append((rule.HEARTBEAT, rule.HARNESS, late_ms, 0, None, since, None))
         psi = read_psi(self.proc)
         for resource, (some, full) in psi.items():
             before = self._psi.get(resource, (some, full))
             some_ms, full_ms = (some - before[0]) // 1000, (full - before[1]) // 1000
             if some_ms >= MIN_STALL_MS or full_ms >= MIN_STALL_MS // 5:
-                found.append((f"psi-{resource}", rule.HOST, some_ms, full_ms, None))
+                found.append((f"psi-{resource}", rule.HOST, some_ms, full_ms, None, since, None))
         self._psi = psi
         if now - self._trees_ms >= TREE_REFRESH_MS:
             self._trees = descendants(self.processes(), self.proc)
@@ -252,13 +253,12 @@ class HostWatch:
         for (source, subject, path), (ms, name) in worst.items():
             # the kernel adds a thread's whole wait when the wait ends (sched_info_arrive, the
             # delay accounting's end): it may span earlier samples, and it ended by now
-            found.append((source, subject, ms, 0, f"thread {name}", now - ms, path))
+            found.append((source, subject, ms, 0, f"thread {name}", min(since, now - ms), path))
         with self._lock:
             stalled = set()
-            for source, subject, ms, full, detail, *rest in found:
-                began, path = (rest + [None, None])[:2]
+            for source, subject, ms, full, detail, began, path in found:
                 series = self._series.setdefault((source, subject, path), _Series(source, subject, path=path))
-                series.add(min(since, began if began is not None else since), now, ms, full, detail, self.stalls)
+                series.add(began, now, ms, full, detail, self.stalls)
                 stalled.add((source, subject, path))
             for key, series in self._series.items():
                 if key not in stalled:

@@ -81,7 +81,7 @@ def reclassify(violations: list[dict], pending: list[dict], by_group: Mapping[st
     say what it held."""
     if not by_group:
         return violations, pending
-    lost: dict[tuple, list[dict]] = {}
+    lost: dict[tuple, list[dict]] = {}  # (the group's lag's name, the queues the rows may wait in) -> rows
     keep, moved = [], list(pending)
     for v in violations:
         if v.get("invariant") != INVARIANT or v.get("accepted"):
@@ -89,10 +89,9 @@ def reclassify(violations: list[dict], pending: list[dict], by_group: Mapping[st
             continue
         group = v.get("group") or None
         lag = by_group.get(group) if group is not None else _one(by_group)
-        queues = _queues_of(v, lag) if lag is not None else ()
-        lost.setdefault((group, queues), []).append(v)
-    for (group, queues), rows in lost.items():
-        held = Lag((by_group.get(group) or _one(by_group)).group, sum(m - c for _, c, m in queues), queues) if queues else None
+        lost.setdefault((lag.group, _queues_of(v, lag)) if lag is not None else (None, ()), []).append(v)
+    for (name, queues), rows in lost.items():
+        held = Lag(name, sum(m - c for _, c, m in queues), queues) if queues else None
         if held is None or held.total == 0:
             keep.extend(rows)
             continue
@@ -125,20 +124,29 @@ def host_cpus(run: Mapping) -> int:
     return int((run.get("host") or {}).get(rule.HOST_CPUS) or 1)
 
 
+def _explain_late(v: Mapping, recorded: list[Mapping], arrived_ms: int, run: Mapping,
+                  watched_until_ms: int | None = None) -> tuple[bool, str]:
+    """:func:`reference.stalls.explain_late` for violation ``v`` (its window, its path, whether it is
+    a local re-consume) arrived at ``arrived_ms``, on ``run``'s host."""
+    from hourglass.reports.judge_events import LOCAL_RECONSUME
+
+    earliest = int(v["earliest_ms"]) if v.get("earliest_ms") is not None else int(v["latest_ms"])
+    return rule.explain_late(recorded, earliest, int(v["latest_ms"]), arrived_ms, int(run.get("started_ms") or 0),
+                             local=LOCAL_RECONSUME in str(v.get("detail") or ""), cpus=host_cpus(run),
+                             watched_until_ms=watched_until_ms, path=v.get("path"))
+
+
 def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping
                     ) -> tuple[list[dict], list[dict]]:
     """``violations`` and ``pending`` of one run with the ON_TIME violations the recorded stalls on
     their path explain moved to pending (:func:`reference.stalls.explain_late`); the others say how
     late they were and how much of it the stalls explain, or that the host was not observed."""
-    from hourglass.reports.judge_events import LOCAL_RECONSUME
-
     late = [v for v in violations if v.get("invariant") == TIMING_INVARIANT and not v.get("accepted")
             and v.get("latest_ms") is not None and v.get("observed_ms") is not None]
     if not late or (run.get("host") or {}).get(rule.HOST_VIRTUAL):  # no host stall reaches virtual time
         return violations, pending
     why_not = rule.not_observed(run.get("host"))
     recorded = sorted((e for e in unkeyed if e.get("type") == "stall"), key=lambda e: e["from_ms"])
-    started = int(run.get("started_ms") or 0)
     watched_until = (run.get("host") or {}).get(rule.HOST_WATCHED_UNTIL)
     late_ids = {id(v) for v in late}
     keep = [v for v in violations if id(v) not in late_ids]
@@ -147,10 +155,7 @@ def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterab
         if why_not:
             keep.append(dict(v, detail=f"{v.get('detail') or ''} (the broker's host was not observed: {why_not})"))
             continue
-        earliest = int(v["earliest_ms"]) if v.get("earliest_ms") is not None else int(v["latest_ms"])
-        covered, reason = rule.explain_late(recorded, earliest, int(v["latest_ms"]), int(v["observed_ms"]), started,
-                                            local=LOCAL_RECONSUME in str(v.get("detail") or ""), cpus=host_cpus(run),
-                                            watched_until_ms=watched_until, path=v.get("path"))
+        covered, reason = _explain_late(v, recorded, int(v["observed_ms"]), run, watched_until)
         if covered:
             moved.append(_by_host(v, reason))
         else:
@@ -166,8 +171,6 @@ def late_beyond_end_reclassify(violations: list[dict], pending: list[dict], unke
     moved to pending: on a starved broker it may simply be late beyond the end, so whether it was
     lost is undecided; beyond that the loss stands. The same message's missing DLQ entry
     (DLQ_ROUTING "found 0") follows it."""
-    from hourglass.reports.judge_events import LOCAL_RECONSUME
-
     host = run.get("host") or {}
     ended = run.get("ended_ms")
     if host.get(rule.HOST_VIRTUAL) or rule.not_observed(host) or not ended:
@@ -178,10 +181,7 @@ def late_beyond_end_reclassify(violations: list[dict], pending: list[dict], unke
     keep, moved, late = [], list(pending), {}
     for v in violations:
         if v.get("invariant") == INVARIANT and not v.get("accepted") and v.get("latest_ms") is not None:
-            earliest = int(v["earliest_ms"]) if v.get("earliest_ms") is not None else int(v["latest_ms"])
-            covered, why = rule.explain_late(recorded, earliest, int(v["latest_ms"]), int(ended), int(run.get("started_ms") or 0),
-                                             local=LOCAL_RECONSUME in str(v.get("detail") or ""), cpus=host_cpus(run),
-                                             path=v.get("path"))
+            covered, why = _explain_late(v, recorded, int(ended), run)
             if covered:
                 reason = ("never delivered by the run's end, which came "
                           + why.removeprefix("arrived ").replace("whether the broker was late", "whether the broker lost it"))
