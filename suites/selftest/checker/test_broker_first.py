@@ -20,13 +20,16 @@ def _nice_of_threads(pid: int) -> set[int]:
 
 
 def _autogroup_nice(pid: int) -> int | None:
-    """The nice value of ``pid``'s session group, None where the kernel does not group by session."""
+    """The nice value of ``pid``'s session group, None where the kernel does not group it by session:
+    autogroup off, or the task in a cgroup's CPU group (a container's, a systemd slice's), where the
+    kernel leaves ``/proc/<pid>/autogroup`` empty (sched/autogroup.c, proc_sched_autogroup_show_task)."""
     try:
         if open("/proc/sys/kernel/sched_autogroup_enabled").read().strip() != "1":
             return None
-        return int(open(f"/proc/{pid}/autogroup").read().split("nice")[1])
+        line = open(f"/proc/{pid}/autogroup").read()
     except OSError:
         return None
+    return int(line.split(" nice ")[1]) if " nice " in line else None
 
 
 def test_a_client_process_runs_niced(tmp_path):
