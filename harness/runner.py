@@ -403,11 +403,13 @@ def _group_max_reconsume_times(sc: Scenario, version: str = "") -> dict:
             **({"broadcasting_groups": broadcasting} if broadcasting else {})}
 
 
-def consumer_spec(sc: Scenario, c, i: int, events_dir: Path) -> ConsumerSpec:
-    """Instance ``i`` of the scenario's consumer group ``c``."""
+def consumer_spec(sc: Scenario, c, i: int, events_dir: Path, shared_system: bool = False) -> ConsumerSpec:
+    """Instance ``i`` of the scenario's consumer group ``c``. On a shared system (no fault acts on
+    its consumers) a group no plan CRASHes is ``hosted``: it may share a JVM with the other runs'."""
     mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
     return ConsumerSpec(consumer_name(c.group, i), c.group, c.topics, mrt, events_dir, c.batch_size, c.retry_max_times,
-                        c.mode, effective_suspend_ms(c.suspend_ms), i, c.consume_timeout_min, c.pop_invisible_ms)
+                        c.mode, effective_suspend_ms(c.suspend_ms), i, c.consume_timeout_min, c.pop_invisible_ms,
+                        hosted=shared_system and not sc.faults and not sc.crashes(c))
 
 
 def read_dlq_until_owed(sysm, clock, cancel: threading.Event, group: str, owed: tuple[set[str], int] | None) -> list[dict]:
@@ -584,7 +586,7 @@ class ScenarioRun:
         group's membership changes (a rebalance), recorded like any consumer start (cause
         ``scenario``); a leave is recorded before the consumer stops."""
         sysm = self.system
-        spec = consumer_spec(self.scenario, c, i, self.events_dir)
+        spec = consumer_spec(self.scenario, c, i, self.events_dir, self._shared_system)
         if action == "start":
             sysm.start_consumer(spec)
             log.write(consumer_fault("start", sysm.clock.now_ms(), spec.name, c.group, CONSUMER_STARTED_BY_SCENARIO))

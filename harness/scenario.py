@@ -227,6 +227,10 @@ class Scenario:
                              topics=tuple(topic(t) for t in c.topics)) for c in self.consumers)
         return replace(self, messages=msgs, consumers=cons)
 
+    def crashes(self, group: ConsumerGroup) -> bool:
+        """Whether a plan CRASHes one of ``group``'s consumers (a message on a topic it consumes)."""
+        return any(CRASH in m.plan for m in self.messages if m.topic in group.topics)
+
     # --- persistence -------------------------------------------------------------------
     def to_json(self) -> dict:
         return asdict(self)

@@ -195,6 +195,33 @@ class ClientError(AdapterError):
         super().__init__(f"client {cmd}: {error}")
 
 
+def consumer_argv(spec: ConsumerSpec, lib_dir: Path, namesrv_addr: str, events_file: Path, log_dir: Path,
+                  restarted_after: str | None = None, proxy_addr: tuple[str, bool] | None = None) -> list[str]:
+    """The consumer's command line (``-m`` and its module, then ``consumer_proc``'s arguments, or
+    ``grpc_consumer_proc``'s): the consumer host takes the same arguments after the module."""
+    module = "consumer_proc"
+    if spec.mode in GRPC_MODES:  # the 5.x gRPC client, through the proxy (adapters.rocketmq.grpc_consumer_proc)
+        if proxy_addr is None:
+            raise AdapterError(f"a {spec.mode} consumer talks to 5.x's proxy, and this system runs none")
+        module = "grpc_consumer_proc"
+    argv = ["-m", f"hourglass.adapters.rocketmq.{module}", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
+            "--group", spec.group, "--max-reconsume-times", str(spec.max_reconsume_times),
+            "--events", str(events_file), "--log-dir", str(log_dir), "--name", spec.name,
+            "--batch-size", str(spec.batch_size), "--mode", spec.mode, "--suspend-ms", str(spec.suspend_ms),
+            "--instance", str(spec.instance)]
+    if spec.consume_timeout_min is not None:
+        argv += ["--consume-timeout", str(spec.consume_timeout_min)]
+    if spec.pop_invisible_ms is not None:
+        argv += ["--pop-invisible-ms", str(spec.pop_invisible_ms)]
+    if restarted_after:  # the replacement records its own start, once its JVM is up
+        argv += ["--restarted-after", restarted_after]
+    if proxy_addr is not None and spec.mode in GRPC_MODES:
+        argv += ["--proxy", proxy_addr[0], "--grpc-lib", str(grpc_client_lib())] + (["--tls"] if proxy_addr[1] else [])
+    for topic in spec.topics:
+        argv += ["--topic", topic]
+    return argv
+
+
 class ConsumerProcess(_LineProcess):
     """One consumer process, and the exit watch of its death.
 
@@ -215,26 +242,7 @@ class ConsumerProcess(_LineProcess):
         self._ready = False  # a process that never started is a failed start, not a death
         self._death: str | None = None  # cause of its recorded death, once noticed
         self._noticed = False
-        module = "consumer_proc"
-        if spec.mode in GRPC_MODES:  # the 5.x gRPC client, through the proxy (adapters.rocketmq.grpc_consumer_proc)
-            if proxy_addr is None:
-                raise AdapterError(f"a {spec.mode} consumer talks to 5.x's proxy, and this system runs none")
-            module = "grpc_consumer_proc"
-        argv = ["-m", f"hourglass.adapters.rocketmq.{module}", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
-                "--group", spec.group, "--max-reconsume-times", str(spec.max_reconsume_times),
-                "--events", str(self.events_file), "--log-dir", str(log_dir), "--name", spec.name,
-                "--batch-size", str(spec.batch_size), "--mode", spec.mode, "--suspend-ms", str(spec.suspend_ms),
-                "--instance", str(spec.instance)]
-        if spec.consume_timeout_min is not None:
-            argv += ["--consume-timeout", str(spec.consume_timeout_min)]
-        if spec.pop_invisible_ms is not None:
-            argv += ["--pop-invisible-ms", str(spec.pop_invisible_ms)]
-        if restarted_after:  # the replacement records its own start, once its JVM is up
-            argv += ["--restarted-after", restarted_after]
-        if proxy_addr is not None and spec.mode in GRPC_MODES:
-            argv += ["--proxy", proxy_addr[0], "--grpc-lib", str(grpc_client_lib())] + (["--tls"] if proxy_addr[1] else [])
-        for topic in spec.topics:
-            argv += ["--topic", topic]
+        argv = consumer_argv(spec, lib_dir, namesrv_addr, self.events_file, log_dir, restarted_after, proxy_addr)
         super().__init__(argv, log_dir / f"consumer-{spec.name}.log", f"consumer {spec.name} (group {spec.group})")
         ready = self.next_line(start_timeout_s)
         if not ready.get("ready"):
@@ -286,7 +294,174 @@ class ConsumerProcess(_LineProcess):
         super().ask_to_stop()
 
 
-def terminate_all(procs: list[_LineProcess], timeout_s: float = 20.0) -> None:
+class ConsumerHost(_LineProcess):
+    """The harness side of a consumer host (:mod:`consumer_host`): many consumers in one process and
+    one JVM, each a :class:`HostedConsumer`. Requests go concurrently, each answered by its id; the
+    host's end (not asked for) is every hosted consumer's death, recorded in each one's events file."""
+
+    def __init__(self, lib_dir: Path, log_dir: Path, pop: bool, start_timeout_s: float = 90.0):
+        self._waiting: dict[int, queue.Queue] = {}
+        self._wlock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._closed = False  # its stdout ended
+        self.hosted: set[HostedConsumer] = set()
+        super().__init__(["-m", "hourglass.adapters.rocketmq.consumer_host", "--lib", str(lib_dir), "--log-dir", str(log_dir),
+                          *(["--pop"] if pop else [])],
+                         log_dir / f"consumer-host{'-pop' if pop else ''}.log", f"consumer host{' (POP)' if pop else ''}")
+        hello = self.next_line(start_timeout_s)
+        if not hello.get("ok"):
+            self.kill()
+            raise AdapterError(f"{self.what}: did not start: {hello}")
+
+    def _read(self) -> None:
+        for raw in self.proc.stdout:
+            try:
+                line = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            with self._wlock:
+                waiter = self._waiting.pop(line.get("id"), None) if isinstance(line, dict) and "id" in line else None
+            (waiter or self._lines).put(line)
+        with self._wlock:
+            self._closed = True
+            waiters, self._waiting = list(self._waiting.values()), {}
+        for waiter in waiters:
+            waiter.put(None)
+        self._lines.put(None)
+        self._ended()
+
+    def _ended(self) -> None:
+        for consumer in list(self.hosted):
+            consumer.death(ended=True)
+
+    def request(self, cmd: str, timeout_s: float, **args) -> dict:
+        answer: queue.Queue = queue.Queue()
+        with self._wlock:
+            if self._closed or not self.alive():
+                raise AdapterError(f"{self.what}: not running (status {self.proc.poll()}); log {self.log_file} tail:\n"
+                                   f"{tail_file(self.log_file, 30)}")
+            rid = next(self._ids)
+            self._waiting[rid] = answer
+            try:
+                self.proc.stdin.write((json.dumps({"id": rid, "cmd": cmd, **args}) + "\n").encode())
+                self.proc.stdin.flush()
+            except OSError as e:
+                del self._waiting[rid]
+                raise AdapterError(f"{self.what}: {cmd}: {e}") from None
+        try:
+            reply = answer.get(timeout=timeout_s)
+        except queue.Empty:
+            with self._wlock:
+                self._waiting.pop(rid, None)
+            raise AdapterError(f"{self.what}: {cmd}: no answer within {timeout_s:.0f} s; log {self.log_file} tail:\n"
+                               f"{tail_file(self.log_file, 30)}") from None
+        if reply is None:
+            raise AdapterError(f"{self.what}: {cmd}: the host exited with status {self.proc.wait()}; log {self.log_file} "
+                               f"tail:\n{tail_file(self.log_file, 30)}")
+        if not reply.get("ok"):
+            raise AdapterError(f"{self.what}: {cmd}: {reply.get('error', '?')}")
+        return reply
+
+    def running(self) -> list[HostedConsumer]:
+        return [c for c in list(self.hosted) if c.alive()]
+
+
+class HostedConsumer:
+    """One consumer in a :class:`ConsumerHost`, to :class:`ConsumerProcesses` what a
+    :class:`ConsumerProcess` is: started (``add``) when made, stopped gracefully alone
+    (:meth:`ask_to_stop`, :meth:`stopped_by`); its death is the host's end, recorded like a
+    consumer process's exit (``cause: exited``, the host's exit code). A system a fault acts on
+    never hosts its consumers (``ConsumerSpec.hosted``): :meth:`kill` stops it gracefully, and
+    ``proc`` (the host's process: what the host watch watches) is paused or killed only whole."""
+
+    def __init__(self, spec: ConsumerSpec, host: ConsumerHost, lib_dir: Path, namesrv_addr: str, log_dir: Path,
+                 start_timeout_s: float = 90.0, restarted_after: str | None = None):
+        self.spec, self.host, self.proc = spec, host, host.proc
+        self.events_file = Path(spec.events_dir) / consumer_events(spec.name)
+        self.what = f"consumer {spec.name} (group {spec.group}, in the {host.what})"
+        self._death_lock = threading.Lock()
+        self._asked_to_end = False
+        self._ready = False
+        self._running = False
+        self._death: str | None = None
+        self._noticed = False
+        self._stopped = threading.Event()  # its asked-for stop was answered
+        argv = consumer_argv(spec, lib_dir, namesrv_addr, self.events_file, log_dir, restarted_after)[2:]
+        host.hosted.add(self)
+        try:
+            host.request("add", start_timeout_s, argv=argv)
+        except AdapterError as e:
+            host.hosted.discard(self)
+            raise AdapterError(f"{self.what}: did not start: {e}") from None
+        with self._death_lock:
+            self._ready = self._running = True
+        if not host.alive():  # ended before it counted as started: the reader's notice was too early
+            self.death()
+
+    def alive(self) -> bool:
+        return self._running and self.host.alive()
+
+    def death(self, ended: bool = False) -> str | None:
+        """As :meth:`ConsumerProcess.death`, for the host's end: ``exited`` (recorded now), or None."""
+        noticed_ms = now_ms()
+        with self._death_lock:
+            if self._noticed:
+                return self._death
+            if self._asked_to_end or not self._ready or (not ended and self.host.alive()):
+                return None
+            try:
+                code = self.host.proc.wait(timeout=EXIT_AFTER_EOF_S)
+            except subprocess.TimeoutExpired:
+                return None
+            self._noticed, self._running = True, False
+            with EventLog(self.events_file) as log:
+                log.write(consumer_fault("kill", noticed_ms, self.spec.name, self.spec.group, CONSUMER_EXITED,
+                                         exit_code=code))
+            self._death = CONSUMER_EXITED
+            self.host.hosted.discard(self)
+            return self._death
+
+    def ask_to_stop(self) -> None:
+        with self._death_lock:
+            if self._asked_to_end:
+                return
+            self._asked_to_end = True
+            running = self._running and self.host.alive()
+        if not running:
+            self._stopped.set()
+            return
+        threading.Thread(target=self._stop, name=f"hg-stop-{self.spec.name}", daemon=True).start()
+
+    def _stop(self) -> None:
+        try:
+            self.host.request("stop", EXIT_AFTER_EOF_S + 20.0, name=self.spec.name)
+        except AdapterError:
+            pass  # the host ended meanwhile (then the consumer did too), or its log says why
+        finally:
+            self._running = False
+            self.host.hosted.discard(self)
+            self._stopped.set()
+
+    def stopped_by(self, deadline: float) -> None:
+        """Wait for the asked-for stop until ``deadline`` (monotonic); a consumer whose shutdown
+        hangs past it ends with its host, once no other hosted consumer runs."""
+        self._stopped.wait(max(0.0, deadline - time.monotonic()))
+        if not self._stopped.is_set():
+            self._running = False
+            self.host.hosted.discard(self)
+            if not self.host.running():
+                self.host.kill()
+
+    def kill(self) -> None:
+        """A hosted consumer's end is its graceful stop (see the class)."""
+        self.ask_to_stop()
+        self.stopped_by(time.monotonic() + 20.0)
+
+    def terminate(self, timeout_s: float = 20.0) -> None:
+        terminate_all([self], timeout_s)
+
+
+def terminate_all(procs: list, timeout_s: float = 20.0) -> None:
     """Stop processes gracefully all at once: every one is asked first, then each waited for until
     one shared deadline (SIGKILL after it), so N JVM shutdowns cost the time of the slowest, not
     their sum."""

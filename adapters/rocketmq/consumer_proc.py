@@ -368,26 +368,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def main() -> None:
-    args = parse_args()
-    chan = Channel()
+def make_consumer(args: argparse.Namespace, instance_tag: str):
+    """The push consumer ``args`` describe and its plan follower, started; in a JVM already running
+    (:func:`start_jvm`; a broadcasting consumer's offsets directory set). ``instance_tag``: what
+    makes its client instance distinct from every other consumer's, also after a restart (its
+    process id; in the consumer host, the host's and a counter): each consumer is a client of its
+    own to the broker (its own client id and connections), never one of several groups of a client."""
     broadcasting = args.mode == BROADCASTING
     # a broadcasting instance is a judging unit of its own (reference.modes)
     unit = unit_group(args.group, args.instance) if broadcasting else args.group
     follower = PlanFollower(unit, Path(args.events), args.name, args.max_reconsume_times if args.mode == ORDERLY else None,
                             effective_timeout_min(args.consume_timeout))
-    start_jvm(args.lib, args.log_dir, heap=("-Xms32m", "-Xmx256m"), quick_start=True, binary_headers=args.mode != POP)
-    if broadcasting:  # LocalFileOffsetStore reads its directory once, when its class loads
-        from java.lang import System
-
-        System.setProperty("rocketmq.client.localOffsetStoreDir", str(Path(args.log_dir) / "offsets"))
     from org.apache.rocketmq.client.consumer import DefaultMQPushConsumer
     from org.apache.rocketmq.common.consumer import ConsumeFromWhere
 
     consumer = DefaultMQPushConsumer(args.group)
     consumer.setNamesrvAddr(args.namesrv)
     # a broadcasting instance keeps its client id across restarts: its offsets file is found by it
-    consumer.setInstanceName(f"hg-{args.name}" if broadcasting else f"hg-{args.name}-{os.getpid()}")
+    consumer.setInstanceName(f"hg-{args.name}" if broadcasting else f"hg-{args.name}-{instance_tag}")
     if broadcasting:  # MessageModel moved package in 5.x: take the enum from the consumer's own value
         consumer.setMessageModel(type(consumer.getMessageModel()).BROADCASTING)
     consumer.setMaxReconsumeTimes(args.max_reconsume_times)
@@ -398,7 +396,7 @@ def main() -> None:
     consumer.setPollNameServerInterval(5000)
     consumer.setHeartbeatBrokerInterval(5000)
     if args.restarted_after:  # the outage lasts until now (the JVM's start), not until the spawn;
-        with EventLog(Path(args.events)) as log:  # written before consuming: this process is the file's one writer
+        with EventLog(Path(args.events)) as log:  # written before consuming: this consumer is the file's one writer
             log.write(consumer_fault("start", now_ms(), args.name, args.group, args.restarted_after))
     for topic in args.topic:
         consumer.subscribe(topic, "*")
@@ -413,14 +411,41 @@ def main() -> None:
     else:
         consumer.registerMessageListener(make_listener(follower, args.batch_size > 1, args.mode == POP))
     consumer.start()
+    return consumer, follower
+
+
+def stop_consumer(consumer, follower: PlanFollower) -> None:
+    """The graceful stop: a held listener answers now (the shutdown does not wait for its timeout),
+    then the client shuts down (its offsets committed, the group told it left)."""
+    with follower._lock:
+        follower.stopping.set()
+        follower.release()
+    consumer.shutdown()
+
+
+def offsets_dir(log_dir: str) -> str:
+    """Where a broadcasting consumer keeps its offsets (LocalFileOffsetStore)."""
+    return str(Path(log_dir) / "offsets")
+
+
+def set_offsets_dir(log_dir: str) -> None:
+    """Before any broadcasting consumer starts: LocalFileOffsetStore reads its directory once, when its class loads."""
+    from java.lang import System
+
+    System.setProperty("rocketmq.client.localOffsetStoreDir", offsets_dir(log_dir))
+
+
+def main() -> None:
+    args = parse_args()
+    chan = Channel()
+    start_jvm(args.lib, args.log_dir, heap=("-Xms32m", "-Xmx256m"), quick_start=True, binary_headers=args.mode != POP)
+    set_offsets_dir(args.log_dir)
+    consumer, follower = make_consumer(args, str(os.getpid()))
     chan.write({"ready": True, "pid": os.getpid()})
     try:
         sys.stdin.read()  # the parent closes stdin (or dies) to ask for a graceful stop
     finally:
-        with follower._lock:
-            follower.stopping.set()
-            follower.release()  # a held listener answers now: the shutdown does not wait for its timeout
-        consumer.shutdown()
+        stop_consumer(consumer, follower)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """The consumers of a RocketMQ system as one fault target, ``consumer`` (:mod:`adapters.parts`):
-each a process of its own (:class:`~adapters.rocketmq.clientlink.ConsumerProcess`), restarted when
-it dies unasked (:meth:`ConsumerProcesses.poll`), down after the harness's stop or kill until the
-harness starts them again."""
+each a process of its own (:class:`~adapters.rocketmq.clientlink.ConsumerProcess`), or, where its
+spec says ``hosted``, one of many in the system's consumer host, one JVM (a second for POP groups:
+:class:`~adapters.rocketmq.clientlink.HostedConsumer`); restarted when it dies unasked
+(:meth:`ConsumerProcesses.poll`), down after the harness's stop or kill until the harness starts
+them again."""
 
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ from typing import Callable
 
 from hourglass.adapters.base import AdapterError, ConsumerSpec, NotReady
 from hourglass.adapters.parts import Part
-from hourglass.adapters.rocketmq.clientlink import ConsumerProcess, terminate_all
+from hourglass.adapters.rocketmq.clientlink import ConsumerHost, ConsumerProcess, HostedConsumer, terminate_all
 from hourglass.reference.contract import RETRY_PREFIX
+from hourglass.reference.modes import GRPC_MODES
+from hourglass.reference.pop import POP
 
 
 def _signal_group(proc: ConsumerProcess, sig: int) -> None:
@@ -35,7 +39,10 @@ class ConsumerProcesses(Part):
                  proxy_addr: Callable[[], tuple[str, bool] | None] = lambda: None):
         super().__init__("consumer")
         self.lib_dir, self.namesrv_addr, self.logs_dir, self.proxy_addr = lib_dir, namesrv_addr, logs_dir, proxy_addr
-        self.procs: dict[str, ConsumerProcess] = {}
+        self.procs: dict[str, ConsumerProcess | HostedConsumer] = {}
+        #: the consumer hosts, by whether they host POP groups (a JVM without binary request headers)
+        self.hosts: dict[bool, ConsumerHost] = {}
+        self._host_lock = threading.Lock()
         self.specs: dict[str, ConsumerSpec] = {}
         self.stopped: set[str] = set()
         self.left: set[str] = set()  # stopped for good by the scenario (left its group): start() leaves them down
@@ -62,9 +69,22 @@ class ConsumerProcesses(Part):
             with self._lock:
                 self.starting.discard(spec.name)
 
-    def _spawn(self, spec: ConsumerSpec, restarted_after: str | None = None) -> ConsumerProcess:
+    def _host(self, pop: bool) -> ConsumerHost:
+        """The running consumer host for POP groups or the others, started if there is none."""
+        with self._host_lock:
+            host = self.hosts.get(pop)
+            if host is None or not host.alive():
+                if host is not None:
+                    host.kill()  # reap, close pipes
+                host = self.hosts[pop] = ConsumerHost(self.lib_dir, self.logs_dir, pop)
+            return host
+
+    def _spawn(self, spec: ConsumerSpec, restarted_after: str | None = None) -> ConsumerProcess | HostedConsumer:
         for attempt in range(1, self.CONSUMER_START_ATTEMPTS + 1):
             try:
+                if spec.hosted and spec.mode not in GRPC_MODES:
+                    return HostedConsumer(spec, self._host(spec.mode == POP), self.lib_dir, self.namesrv_addr(), self.logs_dir,
+                                          restarted_after=restarted_after)
                 return ConsumerProcess(spec, self.lib_dir, self.namesrv_addr(), self.logs_dir, restarted_after=restarted_after,
                                        proxy_addr=self.proxy_addr())
             except AdapterError:
@@ -106,6 +126,13 @@ class ConsumerProcesses(Part):
             self.stopped.update(self.procs)
             procs = list(self.procs.values())
         terminate_all(procs)
+        self.close_hosts()
+
+    def close_hosts(self) -> None:
+        """Every consumer host ends (its consumers stopped: a start after this starts a new one)."""
+        with self._host_lock:
+            hosts, self.hosts = list(self.hosts.values()), {}
+        terminate_all(hosts)
 
     def stop_one(self, name: str) -> None:
         """One consumer stopped gracefully, for good (it left its group): never restarted."""
@@ -139,5 +166,9 @@ class ConsumerProcesses(Part):
             raise NotReady(f"consumers not running: {dead}")
 
     def watched(self) -> dict[str, int]:
-        """The pid of each live consumer, by subject (``consumer <name>``)."""
-        return {f"consumer {name}": proc.proc.pid for name, proc in list(self.procs.items()) if proc.alive()}
+        """The pid of each live consumer, by subject (``consumer <name>``); a consumer host's once
+        (``consumer host``, ``consumer host (POP)``): its threads are all its consumers'."""
+        out = {f"consumer {name}": proc.proc.pid for name, proc in list(self.procs.items())
+               if proc.alive() and not isinstance(proc, HostedConsumer)}
+        out.update({host.what: host.proc.pid for host in list(self.hosts.values()) if host.alive()})
+        return out
