@@ -164,33 +164,43 @@ MIN_STALL_MS = 50
 #: the JVM's safepoint log's to tell, not the run queue's). Names read in RocketMQ's source at
 #: rocketmq-all-4.9.7 and 5.3.3.
 #: Every re-put's path on the broker, up to its store time (what ON_TIME judges: the copy's
-#: ``store_ms``, set when the put appends it to the commit log): the put that stored the message
-#: in its delay queue (SendMessageProcessor's executor, which also takes the consumers'
-#: send-backs), the next mapped file a put may wait for, the sync flush a synchronous re-put waits
-#: for before the next (GroupCommitService), the transient pool's commit and the dispatch to the
-#: consume queues (ReputMessageService; 5.x's concurrent and batch dispatchers) that make the
-#: delayed message visible to the service that re-puts it. The delivery to the consumer after the
-#: store (the pull executor, PullRequestHoldService, the Netty server) and the asynchronous flushes
-#: (they persist, they do not store) are on no re-put's path.
-STORE_PATH_THREADS: tuple[str, ...] = (
-    "SendMessageThre", "AllocateMappedF", "GroupCommitServ", "CommitRealTimeS", "ReputMessageSer", "ConcurrentReput",
-    "MainBatchDispat", "BatchDispatchRe",
-)
-#: the message paths: a message not delayed; a delay level's or a retry's (ScheduleMessageService:
-#: its timer threads, 4.9.3's deliver pool and the asynchronous mode's handle executor, which run the
-#: re-put's put; delay levels stay there in 5.x; its 5.x persist thread shares the name cut to 15
-#: characters, so a wait of it counts too); a 5.x timer message's (TimerMessageStore's enqueue
-#: and dequeue services, the dequeue's put; its flush persists); a POP group's retry (PopReviveService
-#: per revive queue; its checkpoints are timer messages on 5.x; the ack executor and the checkpoint
-#: buffer's merge decide what is revived)
-DIRECT, SCHEDULE, TIMER, POP = "direct", "schedule", "timer", "pop"
+#: ``store_ms``, set when the put appends it to the commit log): the put (SendMessageProcessor's
+#: executor, which also takes the consumers' send-backs and holds the commit log's put lock a re-put
+#: waits for), the next mapped file a put may wait for, the sync flush a synchronous re-put waits
+#: for before the next (GroupCommitService), the transient pool's commit. The delivery to the
+#: consumer after the store (the pull executor, PullRequestHoldService, the Netty server) and the
+#: asynchronous flushes (they persist, they do not store) are on no re-put's path.
+PUT_THREADS: tuple[str, ...] = ("SendMessageThre", "AllocateMappedF", "GroupCommitServ", "CommitRealTimeS")
+#: The dispatch to the consume queues (ReputMessageService; 5.x's concurrent and batch dispatchers):
+#: it makes a message visible where it is read — a message not delayed to its consumers, a delayed
+#: copy to the service that re-puts it (its delay queue, the timer's topic, the revive topic). For a
+#: delayed copy it runs when the copy is put, not when it comes due: its waits hold a re-put only
+#: when they kept the copy out of its queue past the due time (:func:`explain`: the dispatch's waits
+#: from the copy's put on, beyond its delay). A thread that wakes every millisecond (the reput loop)
+#: sums hundreds of short waits a second on a busy host; counted against the due-to-store wait, they
+#: excused a broker whose schedule service had not run at all.
+DISPATCH_THREADS: tuple[str, ...] = ("ReputMessageSer", "ConcurrentReput", "MainBatchDispat", "BatchDispatchRe")
+STORE_PATH_THREADS: tuple[str, ...] = PUT_THREADS + DISPATCH_THREADS
+#: the message paths: a message not delayed (its put and its dispatch to the consumers); a delay
+#: level's or a retry's (ScheduleMessageService: its timer threads, 4.9.3's deliver pool and the
+#: asynchronous mode's handle executor, which run the re-put's put; delay levels stay there in 5.x;
+#: its 5.x persist thread shares the name cut to 15 characters, so a wait of it counts too); a 5.x
+#: timer message's (TimerMessageStore's enqueue and dequeue services, the dequeue's put; its flush
+#: persists); a POP group's retry (PopReviveService per revive queue; its checkpoints are timer
+#: messages on 5.x; the ack executor and the checkpoint buffer's merge decide what is revived); and
+#: the dispatch of a delayed copy into the queue its re-put reads (recorded apart, weighed from the
+#: copy's put: :data:`DISPATCH_THREADS`)
+DIRECT, SCHEDULE, TIMER, POP, DISPATCH = "direct", "schedule", "timer", "pop", "dispatch"
 _TIMER_THREADS = ("TimerEnqueueGet", "TimerEnqueuePut", "TimerDequeueGet", "TimerDequeuePut")
 PATH_THREADS: dict[str, tuple[str, ...]] = {
     DIRECT: STORE_PATH_THREADS,
-    SCHEDULE: STORE_PATH_THREADS + ("ScheduleMessage",),
-    TIMER: STORE_PATH_THREADS + _TIMER_THREADS,
-    POP: STORE_PATH_THREADS + _TIMER_THREADS + ("PopReviveServic", "AckMessageThrea", "PopBufferMergeS"),
+    SCHEDULE: PUT_THREADS + ("ScheduleMessage",),
+    TIMER: PUT_THREADS + _TIMER_THREADS,
+    POP: PUT_THREADS + _TIMER_THREADS + ("PopReviveServic", "AckMessageThrea", "PopBufferMergeS"),
+    DISPATCH: DISPATCH_THREADS,
 }
+#: the paths of a delayed copy, whose dispatch into its queue (:data:`DISPATCH`) is weighed from its put
+DELAYED_PATHS = (SCHEDULE, TIMER, POP)
 #: a thread on any message's path (a stall drawn in a report, a send-back's path)
 BROKER_PATH_THREADS: tuple[str, ...] = tuple(sorted({t for names in PATH_THREADS.values() for t in names}))
 #: a consumer process's threads on a local re-consume's path (DefaultMQPushConsumerImpl: the consume
@@ -296,29 +306,39 @@ class Explained:
 
 
 def explain(stalls: Iterable[Mapping], earliest_ms: int, arrived_ms: int, local: bool = False, cpus: int = 1,
-            path: str | None = None) -> Explained:
+            path: str | None = None, put_ms: int | None = None) -> Explained:
     """What the recorded ``stalls`` explain of an attempt due at ``earliest_ms`` that arrived at
     ``arrived_ms``: each on-path (:func:`on_path`), host-corroborated (:func:`corroborated`) stall
     counts by the share of it within that wait; a series' shares add up (never beyond the wait),
-    series never add together (two sources measure one stall twice) — the one that explains most."""
+    series never add together (two sources measure one stall twice) — the one that explains most.
+    A delayed copy (:data:`DELAYED_PATHS`) put at ``put_ms`` (its window's anchor: the send, the
+    answer that sent it back) was held by its dispatch only as far as the dispatch's waits from
+    ``put_ms`` on reach past its due time (``put_ms`` + waits - ``earliest_ms``): until then it
+    was in its queue in time; without ``put_ms`` the dispatch explains nothing."""
     stalls = list(stalls)
     psi = [s for s in stalls if s["source"] in PSI_SOURCES]
     series: dict[tuple[str, str], list] = {}
     refuted = None
+    dispatched = not local and path in DELAYED_PATHS and put_ms is not None and put_ms <= earliest_ms
     for s in stalls:
-        if _overlap_ms(s, earliest_ms, arrived_ms) <= 0 or not on_path(s, local, path):
+        dispatch = dispatched and s.get("path") == DISPATCH
+        since = put_ms if dispatch else earliest_ms
+        if _overlap_ms(s, since, arrived_ms) <= 0 or not on_path(s, local, DISPATCH if dispatch else path):
             continue
         if not corroborated(s, psi, cpus):
             if refuted is None or int(s["stalled_ms"]) > refuted[0]:
                 refuted = (int(s["stalled_ms"]), stalled_thread(s))
             continue
-        n = _share(s, held_ms(s), earliest_ms, arrived_ms)
+        n = _share(s, held_ms(s), since, arrived_ms)
         if n > 0:
             name = (s["source"], str(s.get("subject") or ""), s.get("path"))  # one series per path recorded apart
             series.setdefault(name, []).append((int(s["from_ms"]), n, stalled_thread(s)))
     best = Explained(0, None, None, refuted)
     for name, found in sorted(series.items()):
-        total = min(arrived_ms - earliest_ms, sum(n for _, n, _ in found))
+        total = sum(n for _, n, _ in found)
+        if name[2] == DISPATCH and dispatched:  # only what kept the copy out of its queue past its due time
+            total -= earliest_ms - put_ms
+        total = min(arrived_ms - earliest_ms, total)
         if total > best.explained_ms:
             best = Explained(total, name, max(found, key=lambda f: f[1]), refuted)
     return best
@@ -360,8 +380,8 @@ def _what(e: Explained, started_ms: int, context: str) -> str:
 
 
 def explain_late(stalls: list[Mapping], earliest_ms: int, latest_ms: int, observed_ms: int, started_ms: int,
-                 local: bool = False, cpus: int = 1, watched_until_ms: int | None = None, path: str | None = None
-                 ) -> tuple[bool, str]:
+                 local: bool = False, cpus: int = 1, watched_until_ms: int | None = None, path: str | None = None,
+                 put_ms: int | None = None) -> tuple[bool, str]:
     """(covered, reason) for an attempt due at ``earliest_ms``, on time until ``latest_ms``, seen at
     ``observed_ms`` (> ``latest_ms``): undecided when its lateness is within what the recorded stalls
     on its path explain of its own wait (:func:`explain`: bounded by those stalls), the reason says
@@ -375,7 +395,7 @@ def explain_late(stalls: list[Mapping], earliest_ms: int, latest_ms: int, observ
         return True, (f"arrived {late} ms after its window closed, {(observed_ms - watched_until_ms) / 1000:.1f} s after "
                       f"the harness stopped watching the host (at +{(watched_until_ms - started_ms) / 1000:.1f} s): the "
                       f"stalls that may explain it were not observed, so whether the broker was late is undecided")
-    e = explain(stalls, earliest_ms, observed_ms, local, cpus, path)
+    e = explain(stalls, earliest_ms, observed_ms, local, cpus, path, put_ms)
     what = _what(e, started_ms, context)
     if late <= e.explained_ms:
         return True, (f"arrived {late} ms after its window closed, within the stalls recorded on its path meanwhile "

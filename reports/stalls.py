@@ -127,13 +127,14 @@ def host_cpus(run: Mapping) -> int:
 def _explain_late(v: Mapping, recorded: list[Mapping], arrived_ms: int, run: Mapping,
                   watched_until_ms: int | None = None) -> tuple[bool, str]:
     """:func:`reference.stalls.explain_late` for violation ``v`` (its window, its path, whether it is
-    a local re-consume) arrived at ``arrived_ms``, on ``run``'s host."""
+    a local re-consume, its anchor: when its copy was put) arrived at ``arrived_ms``, on ``run``'s host."""
     from hourglass.reports.judge_events import LOCAL_RECONSUME
 
     earliest = int(v["earliest_ms"]) if v.get("earliest_ms") is not None else int(v["latest_ms"])
     return rule.explain_late(recorded, earliest, int(v["latest_ms"]), arrived_ms, int(run.get("started_ms") or 0),
                              local=LOCAL_RECONSUME in str(v.get("detail") or ""), cpus=host_cpus(run),
-                             watched_until_ms=watched_until_ms, path=v.get("path"))
+                             watched_until_ms=watched_until_ms, path=v.get("path"),
+                             put_ms=int(v["anchor_ms"]) if v.get("anchor_ms") is not None else None)
 
 
 def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping

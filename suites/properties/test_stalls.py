@@ -51,9 +51,38 @@ def test_each_path_counts_its_own_threads():
     assert rule.explain_late(s, 12_000, 14_000, 18_000, 0, path=rule.TIMER)[0]
     assert not rule.explain_late(s, 12_000, 14_000, 18_000, 0, path=rule.SCHEDULE)[0]
     assert not rule.explain_late(s, 12_000, 14_000, 18_000, 0, path=rule.DIRECT)[0]
-    # the reput thread is on every path
+    # the reput thread's wait is a message not delayed's path; a delayed copy's only from its put (below)
     s = [waited("broker", 11_000, 17_000, 6_000, thread="ReputMessageService"), cpu(11_000, 17_000, 6_000)]
-    assert all(rule.explain_late(s, 12_000, 14_000, 18_000, 0, path=p)[0] for p in rule.PATH_THREADS)
+    assert rule.explain_late(s, 12_000, 14_000, 18_000, 0, path=rule.DIRECT)[0]
+    assert not any(rule.explain_late(s, 12_000, 14_000, 18_000, 0, path=p)[0] for p in rule.DELAYED_PATHS)
+
+
+def dispatch_waited(from_ms, to_ms, ms):
+    """The dispatch's wait as the host watch records it apart (reference.stalls.thread_paths)."""
+    return dict(waited("broker", from_ms, to_ms, ms, thread="ReputMessageService"), path=rule.DISPATCH)
+
+
+def test_a_delayed_copys_dispatch_holds_it_only_past_its_due_time():
+    assert rule.thread_paths("broker", "ReputMessageSer") == (rule.DIRECT, rule.DISPATCH)
+    # put at +10 s, due at +12 s, on time until +14 s, stored at +18 s: late by 4 s
+    held = [dispatch_waited(10_000, 17_000, 7_000), cpu(10_000, 17_000, 7_000)]
+    covered, reason = rule.explain_late(held, 12_000, 14_000, 18_000, 0, path=rule.SCHEDULE, put_ms=10_000)
+    assert covered, reason  # 7 s of waits from its put: out of its queue until +17 s, 5 s past its due time
+    assert "stalled 5000 ms on its path (ReputMessageSer)" in reason
+    # the dispatch waited 3 s from the put: the copy was in its queue at +13 s, 1 s after its due time
+    short = [dispatch_waited(10_000, 13_000, 3_000), cpu(10_000, 13_000, 3_000)]
+    covered, reason = rule.explain_late(short, 12_000, 14_000, 18_000, 0, path=rule.SCHEDULE, put_ms=10_000)
+    assert not covered and "late by 4.0 s, of which recorded stalls explain 1.0 s" in reason
+    # a reput loop's short waits all the while (300 ms of every 500 ms) from a put 5 s before its due time
+    busy = [dispatch_waited(t, t + 500, 300) for t in range(5_000, 18_000, 500)] + [cpu(5_000, 18_000, 13_000)]
+    covered, reason = rule.explain_late(busy, 10_000, 12_000, 15_000, 0, path=rule.SCHEDULE, put_ms=5_000)
+    assert not covered and "explain 1.0 s" in reason, reason  # 6 s of waits, 5 s of them before its due time
+    # waits before its put, or without its put known, hold no copy
+    assert not rule.explain_late(held, 12_000, 14_000, 18_000, 0, path=rule.SCHEDULE, put_ms=17_500)[0]
+    assert not rule.explain_late(held, 12_000, 14_000, 18_000, 0, path=rule.SCHEDULE)[0]
+    # a level of 0 s: put when due, every wait of its dispatch after it counts
+    zero = [dispatch_waited(12_000, 17_000, 5_000), cpu(12_000, 17_000, 5_000)]
+    assert rule.explain_late(zero, 12_000, 14_000, 16_000, 0, path=rule.SCHEDULE, put_ms=12_000)[0]
 
 
 def test_a_reading_the_host_contradicts_excuses_nothing_and_says_so():
