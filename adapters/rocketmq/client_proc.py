@@ -2,7 +2,8 @@
 
 Run as ``python -m hourglass.adapters.rocketmq.client_proc --lib LIB --namesrv ADDR --log-dir DIR``; one per
 system (one JVM per OS process). Requests and replies are JSON lines (stdin / original stdout),
-each reply carries the request's ``id``; ``{"ok": false, "error": ...}`` on failure.
+each reply carries the request's ``id``; ``{"ok": false, "error": ...}`` on failure. Requests are
+answered concurrently (:data:`REQUEST_WORKERS`), each as soon as it is done.
 
 Commands:
 
@@ -32,16 +33,23 @@ Commands:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import zlib
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from hourglass.adapters.rocketmq.clientlink import NO_BROKER
 from hourglass.adapters.rocketmq.helpers import helper_classes
-from hourglass.adapters.rocketmq.jvm import Channel, describe, now_ms, start_jvm
+from hourglass.adapters.rocketmq.jvm import Channel, describe, exit_now, now_ms, start_jvm
 from hourglass.reference.limits import CLIENT_MAX_MESSAGE_SIZE
+
+
+#: how many requests the client process answers at once (the runs of a shared system, each with
+#: at most one request in flight)
+REQUEST_WORKERS = 32
 
 
 class Client:
@@ -67,8 +75,9 @@ class Client:
         self.admin.setInstanceName("hg-admin-" + instance)
         self.admin.setAdminExtGroup("hg_admin_" + instance)
         self.admin.start()
-        self._dlq_lock = threading.Lock()
+        self._dlq_readers = itertools.count(1)  # each DLQ read's puller a client instance of its own
         self._senders: dict = {}
+        self._senders_lock = threading.Lock()
 
     # -- admin ------------------------------------------------------------------------------
     def brokers(self) -> dict[str, str]:
@@ -200,14 +209,16 @@ class Client:
 
     # -- producer ---------------------------------------------------------------------------
     def _sender(self, threads: int):
-        sender = self._senders.get(threads)
-        if sender is None:
-            import jpype
+        """The batch sender of ``threads`` threads (its ``sendBatch`` takes concurrent calls)."""
+        with self._senders_lock:
+            sender = self._senders.get(threads)
+            if sender is None:
+                import jpype
 
-            # by name: ``from hourglass import ...`` would be this project's Python package
-            HgBatchSender = jpype.JClass("hourglass.HgBatchSender")
-            sender = self._senders[threads] = HgBatchSender(self.producer, threads)
-        return sender
+                # by name: ``from hourglass import ...`` would be this project's Python package
+                HgBatchSender = jpype.JClass("hourglass.HgBatchSender")
+                sender = self._senders[threads] = HgBatchSender(self.producer, threads)
+            return sender
 
     def send_batch(self, messages: list[dict], threads: int = 8, timeout_ms: int = 3000) -> dict:
         """One call into Java for the whole batch (``java/HgBatchSender.java``): the per-message
@@ -247,33 +258,33 @@ class Client:
 
                 self.admin.createAndUpdateTopicConfig(addr, TopicConfig(topic, q["read"] or 1, q["write"] or 1, 6))
         messages = []
-        with self._dlq_lock:
-            # a name of its own, short whatever the group's length (5.5.0's client takes 120 characters)
-            puller = DefaultMQPullConsumer(f"hg_dlq_reader_{zlib.crc32(group.encode()):08x}")
-            puller.setNamesrvAddr(self.producer.getNamesrvAddr())
-            puller.setInstanceName("hg-dlq-" + str(now_ms()))
-            puller.start()
-            try:
-                for broker_name in route["brokers"]:
-                    mq = MessageQueue(topic, broker_name, 0)
-                    offset = 0
-                    while True:
-                        res = puller.pull(mq, "*", offset, 64, 5000)
-                        if res.getPullStatus() != PullStatus.FOUND:
-                            break
-                        for msg in res.getMsgFoundList():
-                            uniq = MessageClientIDSetter.getUniqID(msg)
-                            messages.append({
-                                "key": str(msg.getKeys()), "group": group,
-                                "msg_id": str(uniq if uniq is not None else msg.getMsgId()),
-                                "reconsume_times": int(msg.getReconsumeTimes()),
-                                "store_ms": int(msg.getStoreTimestamp()),
-                                "queue_offset": int(msg.getQueueOffset()),
-                                "commit_log_offset": int(msg.getCommitLogOffset()),
-                            })
-                        offset = int(res.getNextBeginOffset())
-            finally:
-                puller.shutdown()
+        # a name of its own, short whatever the group's length (5.5.0's client takes 120 characters),
+        # and a client instance of its own: reads of other groups go on beside it
+        puller = DefaultMQPullConsumer(f"hg_dlq_reader_{zlib.crc32(group.encode()):08x}")
+        puller.setNamesrvAddr(self.producer.getNamesrvAddr())
+        puller.setInstanceName(f"hg-dlq-{now_ms()}-{next(self._dlq_readers)}")
+        puller.start()
+        try:
+            for broker_name in route["brokers"]:
+                mq = MessageQueue(topic, broker_name, 0)
+                offset = 0
+                while True:
+                    res = puller.pull(mq, "*", offset, 64, 5000)
+                    if res.getPullStatus() != PullStatus.FOUND:
+                        break
+                    for msg in res.getMsgFoundList():
+                        uniq = MessageClientIDSetter.getUniqID(msg)
+                        messages.append({
+                            "key": str(msg.getKeys()), "group": group,
+                            "msg_id": str(uniq if uniq is not None else msg.getMsgId()),
+                            "reconsume_times": int(msg.getReconsumeTimes()),
+                            "store_ms": int(msg.getStoreTimestamp()),
+                            "queue_offset": int(msg.getQueueOffset()),
+                            "commit_log_offset": int(msg.getCommitLogOffset()),
+                        })
+                    offset = int(res.getNextBeginOffset())
+        finally:
+            puller.shutdown()
         return {"messages": messages}
 
     def shutdown(self) -> None:
@@ -312,23 +323,31 @@ def serve(client: Client, chan: Channel) -> None:
         "broker_config": lambda a: client.broker_config(),
         "consume_stats": lambda a: client.consume_stats(a["group"], list(a["topics"])),
     }
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        req = json.loads(line)
-        cmd = req.get("cmd")
-        if cmd == "shutdown":
-            chan.write({"id": req.get("id"), "ok": True})
-            break
-        handler = handlers.get(cmd)
-        if handler is None:
-            chan.write({"id": req.get("id"), "ok": False, "error": f"unknown command {cmd!r}"})
-            continue
+
+    def answer(req: dict, handler) -> None:
         try:
             chan.write({"id": req.get("id"), "ok": True, **handler(req)})
         except Exception as e:  # noqa: BLE001 - every failure is reported to the parent
             target = ", ".join(req.get("addrs") or ()) or f"the name server {client.namesrv} or a broker it routes to"
             chan.write({"id": req.get("id"), "ok": False, "error": describe(e, target)})
+
+    # each request in a worker of its own: the runs sharing a system wait for none but their own
+    # (a DLQ read or a topic's creation takes a broker's round trips); a bounded pool, as each
+    # thread that calls into Java stays attached to the JVM
+    with ThreadPoolExecutor(max_workers=REQUEST_WORKERS, thread_name_prefix="hg-request") as pool:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            req = json.loads(line)
+            cmd = req.get("cmd")
+            if cmd == "shutdown":
+                chan.write({"id": req.get("id"), "ok": True})
+                break
+            handler = handlers.get(cmd)
+            if handler is None:
+                chan.write({"id": req.get("id"), "ok": False, "error": f"unknown command {cmd!r}"})
+                continue
+            pool.submit(answer, req, handler)
 
 
 def main() -> None:
@@ -347,6 +366,7 @@ def main() -> None:
         serve(client, chan)
     finally:
         client.shutdown()
+    exit_now(0)
 
 
 if __name__ == "__main__":

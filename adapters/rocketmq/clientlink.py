@@ -1,9 +1,12 @@
-"""The harness side of the client and consumer processes (see ``client_proc`` and ``consumer_proc``).
+"""The harness side of the client and consumer processes (see ``client_proc``, ``consumer_proc``
+and ``consumer_host``).
 
-:class:`ClientProcess` starts ``python -m hourglass.adapters.rocketmq.client_proc`` and sends it one
-request at a time (:meth:`ClientProcess.request`); a reply that does not come within the timeout,
-or a process that died, raises :class:`AdapterError` with the tail of the process's log.
-:class:`ConsumerProcess` starts one consumer and waits for its ``ready`` line.
+:class:`ClientProcess` starts ``python -m hourglass.adapters.rocketmq.client_proc`` and sends it
+requests, concurrently (:meth:`_RequestProcess.request`: each reply reaches the request of its id);
+a reply that does not come within the timeout, or a process that died, raises
+:class:`AdapterError` with the tail of the process's log. :class:`ConsumerProcess` starts one
+consumer and waits for its ``ready`` line; :class:`ConsumerHost` runs many, each a
+:class:`HostedConsumer`.
 """
 
 from __future__ import annotations
@@ -139,49 +142,108 @@ class _LineProcess:
         terminate_all([self], timeout_s)
 
 
-class ClientProcess(_LineProcess):
-    def __init__(self, lib_dir: Path, namesrv_addr: str, log_dir: Path, instance: str, start_timeout_s: float = 60.0):
-        super().__init__(["-m", "hourglass.adapters.rocketmq.client_proc", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
-                          "--log-dir", str(log_dir), "--instance", instance],
-                         log_dir / "client-process.log", f"client process ({namesrv_addr})")
+class _RequestProcess(_LineProcess):
+    """A child process that answers JSON requests, each reply carrying its request's ``id``, after a
+    first line ``{"ok": true, ...}`` once it is up. Requests go concurrently (the process answers
+    each in a thread of its own): the runs sharing a system wait for none but their own."""
+
+    def __init__(self, argv: list[str], log_file: Path, what: str, start_timeout_s: float):
+        self._waiting: dict[int, queue.Queue] = {}  # id -> where its reply goes
+        self._wlock = threading.Lock()
         self._ids = itertools.count(1)
-        self._lock = threading.Lock()
+        self._closed = False  # its stdout ended, or it was asked to shut down
+        super().__init__(argv, log_file, what)
         hello = self.next_line(start_timeout_s)
         if not hello.get("ok"):
+            self.kill()
             raise AdapterError(f"{self.what}: did not start: {hello}")
 
+    def _read(self) -> None:
+        for raw in self.proc.stdout:
+            try:
+                line = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            rid = line.get("id") if isinstance(line, dict) else None
+            if rid is None:
+                self._lines.put(line)
+                continue
+            with self._wlock:
+                waiter = self._waiting.pop(rid, None)
+            if waiter is not None:  # else the reply came after its request gave up: dropped
+                waiter.put(line)
+        with self._wlock:
+            self._closed = True
+            waiters, self._waiting = list(self._waiting.values()), {}
+        for waiter in waiters:
+            waiter.put(None)
+        self._lines.put(None)  # EOF: the process ended
+        self._ended()
+
+    def _failed(self, cmd: str, error: str) -> AdapterError:
+        return AdapterError(f"{self.what}: {cmd}: {error}")
+
     def request(self, cmd: str, timeout_s: float = 30.0, **args) -> dict:
-        with self._lock:
-            if not self.alive():
-                raise AdapterError(f"{self.what}: not running (status {self.proc.poll()}); log tail:\n"
+        answer: queue.Queue = queue.Queue()
+        with self._wlock:
+            if self._closed or not self.alive():
+                raise AdapterError(f"{self.what}: not running (status {self.proc.poll()}); log {self.log_file} tail:\n"
                                    f"{tail_file(self.log_file, 30)}")
             rid = next(self._ids)
-            self.proc.stdin.write((json.dumps({"id": rid, "cmd": cmd, **args}) + "\n").encode())
-            self.proc.stdin.flush()
-            while True:
-                reply = self.next_line(timeout_s)
-                if reply.get("id") == rid:
-                    break
+            self._waiting[rid] = answer
+            try:
+                self.proc.stdin.write((json.dumps({"id": rid, "cmd": cmd, **args}) + "\n").encode())
+                self.proc.stdin.flush()
+            except OSError as e:
+                del self._waiting[rid]
+                raise AdapterError(f"{self.what}: {cmd}: {e}") from None
+        try:
+            reply = answer.get(timeout=timeout_s)
+        except queue.Empty:
+            with self._wlock:
+                self._waiting.pop(rid, None)
+            raise AdapterError(f"{self.what}: {cmd}: no answer within {timeout_s:.0f} s; log {self.log_file} tail:\n"
+                               f"{tail_file(self.log_file, 30)}") from None
+        if reply is None:
+            raise AdapterError(f"{self.what}: {cmd}: the process exited with status {self.proc.wait()}; log "
+                               f"{self.log_file} tail:\n{tail_file(self.log_file, 30)}")
         if not reply.get("ok"):
-            raise ClientError(cmd, reply.get("error", "?"))
+            raise self._failed(cmd, reply.get("error", "?"))
         return reply
 
-    def close(self) -> None:
-        """Graceful (the client shuts down, up to 15 s) unless a request is in flight: then it is
-        waiting on a broker that does not answer, and the process is killed at once."""
-        if self.alive() and self._lock.acquire(timeout=1.0):
+    def shut_down(self, line: bytes, timeout_s: float) -> None:
+        """Graceful (``line`` asks for it; the process exits within ``timeout_s``) unless a request
+        is in flight: then it is waiting on a broker that does not answer, and the process is
+        killed at once. No request is taken after this."""
+        with self._wlock:
+            idle = not self._waiting and not self._closed
+            self._closed = True
+            if idle and self.alive():
+                try:
+                    self.proc.stdin.write(line)
+                    self.proc.stdin.flush()
+                except OSError:
+                    idle = False
+        if idle:
             try:
-                self.proc.stdin.write(b'{"cmd": "shutdown"}\n')
-                self.proc.stdin.flush()
-            except OSError:
-                pass
-            finally:
-                self._lock.release()
-            try:
-                self.proc.wait(timeout=15)
+                self.proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 pass
         self.kill()
+
+
+class ClientProcess(_RequestProcess):
+    def __init__(self, lib_dir: Path, namesrv_addr: str, log_dir: Path, instance: str, start_timeout_s: float = 60.0):
+        super().__init__(["-m", "hourglass.adapters.rocketmq.client_proc", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
+                          "--log-dir", str(log_dir), "--instance", instance],
+                         log_dir / "client-process.log", f"client process ({namesrv_addr})", start_timeout_s)
+
+    def _failed(self, cmd: str, error: str) -> AdapterError:
+        return ClientError(cmd, error)
+
+    def close(self) -> None:
+        """Graceful (the client shuts down, up to 15 s) unless a request is in flight (:meth:`shut_down`)."""
+        self.shut_down(b'{"cmd": "shutdown"}\n', 15.0)
 
 
 #: The client process's answer to an admin command on every broker while the name server routes
@@ -294,73 +356,21 @@ class ConsumerProcess(_LineProcess):
         super().ask_to_stop()
 
 
-class ConsumerHost(_LineProcess):
+class ConsumerHost(_RequestProcess):
     """The harness side of a consumer host (:mod:`consumer_host`): many consumers in one process and
-    one JVM, each a :class:`HostedConsumer`. Requests go concurrently, each answered by its id; the
-    host's end (not asked for) is every hosted consumer's death, recorded in each one's events file."""
+    one JVM, each a :class:`HostedConsumer`. The host's end (not asked for) is every hosted
+    consumer's death, recorded in each one's events file."""
 
     def __init__(self, lib_dir: Path, log_dir: Path, pop: bool, start_timeout_s: float = 90.0):
-        self._waiting: dict[int, queue.Queue] = {}
-        self._wlock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._closed = False  # its stdout ended
         self.hosted: set[HostedConsumer] = set()
         super().__init__(["-m", "hourglass.adapters.rocketmq.consumer_host", "--lib", str(lib_dir), "--log-dir", str(log_dir),
                           *(["--pop"] if pop else [])],
-                         log_dir / f"consumer-host{'-pop' if pop else ''}.log", f"consumer host{' (POP)' if pop else ''}")
-        hello = self.next_line(start_timeout_s)
-        if not hello.get("ok"):
-            self.kill()
-            raise AdapterError(f"{self.what}: did not start: {hello}")
-
-    def _read(self) -> None:
-        for raw in self.proc.stdout:
-            try:
-                line = json.loads(raw)
-            except json.JSONDecodeError:
-                continue
-            with self._wlock:
-                waiter = self._waiting.pop(line.get("id"), None) if isinstance(line, dict) and "id" in line else None
-            (waiter or self._lines).put(line)
-        with self._wlock:
-            self._closed = True
-            waiters, self._waiting = list(self._waiting.values()), {}
-        for waiter in waiters:
-            waiter.put(None)
-        self._lines.put(None)
-        self._ended()
+                         log_dir / f"consumer-host{'-pop' if pop else ''}.log", f"consumer host{' (POP)' if pop else ''}",
+                         start_timeout_s)
 
     def _ended(self) -> None:
         for consumer in list(self.hosted):
             consumer.death(ended=True)
-
-    def request(self, cmd: str, timeout_s: float, **args) -> dict:
-        answer: queue.Queue = queue.Queue()
-        with self._wlock:
-            if self._closed or not self.alive():
-                raise AdapterError(f"{self.what}: not running (status {self.proc.poll()}); log {self.log_file} tail:\n"
-                                   f"{tail_file(self.log_file, 30)}")
-            rid = next(self._ids)
-            self._waiting[rid] = answer
-            try:
-                self.proc.stdin.write((json.dumps({"id": rid, "cmd": cmd, **args}) + "\n").encode())
-                self.proc.stdin.flush()
-            except OSError as e:
-                del self._waiting[rid]
-                raise AdapterError(f"{self.what}: {cmd}: {e}") from None
-        try:
-            reply = answer.get(timeout=timeout_s)
-        except queue.Empty:
-            with self._wlock:
-                self._waiting.pop(rid, None)
-            raise AdapterError(f"{self.what}: {cmd}: no answer within {timeout_s:.0f} s; log {self.log_file} tail:\n"
-                               f"{tail_file(self.log_file, 30)}") from None
-        if reply is None:
-            raise AdapterError(f"{self.what}: {cmd}: the host exited with status {self.proc.wait()}; log {self.log_file} "
-                               f"tail:\n{tail_file(self.log_file, 30)}")
-        if not reply.get("ok"):
-            raise AdapterError(f"{self.what}: {cmd}: {reply.get('error', '?')}")
-        return reply
 
     def running(self) -> list[HostedConsumer]:
         return [c for c in list(self.hosted) if c.alive()]

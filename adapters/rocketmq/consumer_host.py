@@ -36,8 +36,10 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 from hourglass.adapters.rocketmq.consumer_proc import make_consumer, parse_args, set_offsets_dir, stop_consumer
-from hourglass.adapters.rocketmq.jvm import Channel, start_jvm
+from hourglass.adapters.rocketmq.jvm import Channel, exit_now, start_jvm
 
+#: how many requests the host answers at once
+REQUEST_WORKERS = 16
 #: the host's heap: a consumer's own JVM has 256 MB and uses a tenth of it
 HOST_HEAP = ("-Xms64m", "-Xmx768m")
 
@@ -113,15 +115,20 @@ def main() -> None:
     set_offsets_dir(args.log_dir)
     host = Host(chan)
     chan.write({"ok": True, "pid": os.getpid()})
+    # requests at once (a consumer's start takes seconds), by a bounded pool: each thread that
+    # calls into Java stays attached to the JVM
+    pool = ThreadPoolExecutor(max_workers=REQUEST_WORKERS, thread_name_prefix="hg-host-request")
     try:
         for line in sys.stdin:  # the parent closes stdin (or dies) to ask for a graceful stop
             try:
                 request = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            threading.Thread(target=host.handle, args=(request,), name="hg-host-request", daemon=True).start()
+            pool.submit(host.handle, request)
     finally:
+        pool.shutdown(wait=True)
         host.stop_all()
+    exit_now(0)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import threading
 import zlib
 from pathlib import Path
 
-from hourglass.adapters.rocketmq.jvm import Channel, now_ms, start_jvm
+from hourglass.adapters.rocketmq.jvm import Channel, exit_now, now_ms, start_jvm
 from hourglass.adapters.rundir import EventLog
 from hourglass.reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, consumer_fault
 from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY, unit_group
@@ -446,6 +446,7 @@ def main() -> None:
         sys.stdin.read()  # the parent closes stdin (or dies) to ask for a graceful stop
     finally:
         stop_consumer(consumer, follower)
+    exit_now(0)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import zlib
 from pathlib import Path
 
 from hourglass.adapters.rocketmq.consumer_proc import PlanFollower
-from hourglass.adapters.rocketmq.jvm import Channel, describe, now_ms, start_jvm
+from hourglass.adapters.rocketmq.jvm import Channel, describe, exit_now, now_ms, start_jvm
 from hourglass.adapters.rundir import EventLog
 from hourglass.reference.contract import BODY_CRC_PROPERTY, PLAN_PROPERTY, consumer_fault
 from hourglass.reference.pop import GRPC_PUSH, GRPC_SIMPLE, mode_invisible_ms
@@ -274,6 +274,7 @@ def main() -> None:
             thread.join(AWAIT_S + 5)
         consumer.close()
         copies.close()
+    exit_now(0)
 
 
 if __name__ == "__main__":

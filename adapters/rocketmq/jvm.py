@@ -73,6 +73,20 @@ def start_jvm(lib_dir: str, log_dir: str, heap: tuple[str, ...] = ("-Xms64m", "-
     import jpype.imports  # noqa: F401 - makes Java packages importable (from org.apache... import X)
 
 
+def exit_now(code: int = 0) -> None:
+    """End the process at once, once its Java side is shut down (its clients closed): JPype's own
+    teardown at exit waits seconds for the JVM's lingering non-daemon threads (Netty's event loops),
+    and nothing of the process is left to persist — its events are written and flushed line by line.
+    Measured on 5.5.0: a consumer's shutdown 0.1 s, its process's exit after it 3.4 s; the client
+    process's close 5.4 s, on every system's teardown."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(code)
+
+
 #: RemotingConnectException's message when it names no address: the 5.x client takes it from a
 #: channel that never connected (RemotingHelper.parseChannelRemoteAddr answers "")
 _UNNAMED_CONNECT = "connect to  failed"

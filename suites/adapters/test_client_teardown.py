@@ -31,15 +31,12 @@ for line in sys.stdin:  # reads every request, answers none
 HARNESS = textwrap.dedent("""
     import sys, threading
     from pathlib import Path
-    from hourglass.adapters.rocketmq.clientlink import ClientProcess, _LineProcess
+    from hourglass.adapters.rocketmq.clientlink import ClientProcess, _RequestProcess
     from hourglass.reports.command import Parser, run_command
 
     class SilentClient(ClientProcess):
         def __init__(self, log_dir):
-            _LineProcess.__init__(self, [{client!r}], log_dir / "client-process.log", "client process (silent)")
-            import itertools, threading
-            self._ids, self._lock = itertools.count(1), threading.Lock()
-            self.next_line(60)
+            _RequestProcess.__init__(self, [{client!r}], log_dir / "client-process.log", "client process (silent)", 60)
 
     def run(args):
         client = SilentClient(Path(args.log_dir))
