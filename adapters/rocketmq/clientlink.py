@@ -34,7 +34,7 @@ from hourglass.reference.modes import GRPC_MODES
 from hourglass.adapters.rundir import EventLog
 from hourglass.reference.contract import CONSUMER_DIED, CONSUMER_EXITED, consumer_fault
 from hourglass.reference.rundir import consumer_events
-from hourglass.reference.stalls import CLIENT_NICE, niced
+from hourglass.reference.stalls import CLIENT_NICE, HOST_SESSION_NICE, niced
 
 _CODE_ROOT = str(hourglass.code_root())
 #: How long a consumer whose stdout ended may take to exit before it counts as still running.
@@ -51,13 +51,13 @@ def _python_env() -> dict:
 class _LineProcess:
     """A child Python process speaking JSON lines on stdout; stderr goes to ``log_file``."""
 
-    def __init__(self, argv: list[str], log_file: Path, what: str):
+    def __init__(self, argv: list[str], log_file: Path, what: str, session_nice: int | None = None):
         self.what = what
         self.log_file = log_file
         log_file.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(log_file, "ab")
         # niced: the broker under test gets the CPU first (reference.stalls.CLIENT_NICE)
-        self.proc = subprocess.Popen(niced([sys.executable, *argv], CLIENT_NICE), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(niced([sys.executable, *argv], CLIENT_NICE, session_nice), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._log, env=_python_env(), start_new_session=True, close_fds=True)
         self._lines: queue.Queue = queue.Queue()
         self._reader = threading.Thread(target=self._read, name=f"hg-read-{what}", daemon=True)
@@ -147,12 +147,12 @@ class _RequestProcess(_LineProcess):
     first line ``{"ok": true, ...}`` once it is up. Requests go concurrently (the process answers
     each in a thread of its own): the runs sharing a system wait for none but their own."""
 
-    def __init__(self, argv: list[str], log_file: Path, what: str, start_timeout_s: float):
+    def __init__(self, argv: list[str], log_file: Path, what: str, start_timeout_s: float, session_nice: int | None = None):
         self._waiting: dict[int, queue.Queue] = {}  # id -> where its reply goes
         self._wlock = threading.Lock()
         self._ids = itertools.count(1)
         self._closed = False  # its stdout ended, or it was asked to shut down
-        super().__init__(argv, log_file, what)
+        super().__init__(argv, log_file, what, session_nice)
         hello = self.next_line(start_timeout_s)
         if not hello.get("ok"):
             self.kill()
@@ -366,7 +366,7 @@ class ConsumerHost(_RequestProcess):
         super().__init__(["-m", "hourglass.adapters.rocketmq.consumer_host", "--lib", str(lib_dir), "--log-dir", str(log_dir),
                           *(["--pop"] if pop else [])],
                          log_dir / f"consumer-host{'-pop' if pop else ''}.log", f"consumer host{' (POP)' if pop else ''}",
-                         start_timeout_s)
+                         start_timeout_s, session_nice=HOST_SESSION_NICE)
 
     def _ended(self) -> None:
         for consumer in list(self.hosted):

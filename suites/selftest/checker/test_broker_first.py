@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from hourglass.adapters.rocketmq.clientlink import _LineProcess
-from hourglass.reference.stalls import CHECKER_NICE, CLIENT_NICE
+from hourglass.reference.stalls import CHECKER_NICE, CLIENT_NICE, HOST_SESSION_NICE
 
 
 def _nice_of_threads(pid: int) -> set[int]:
@@ -41,6 +41,17 @@ def test_a_client_process_runs_niced(tmp_path):
         assert _nice_of_threads(probe.proc.pid) == {CLIENT_NICE}
         assert _autogroup_nice(probe.proc.pid) in (None, CLIENT_NICE)
         assert _autogroup_nice(os.getpid()) in (None, 0)  # the harness's own session is left as it was
+    finally:
+        probe.kill()
+
+
+def test_the_consumer_hosts_session_competes_as_the_brokers_its_threads_niced(tmp_path):
+    # the host's session holds every hosted consumer (reference.stalls.HOST_SESSION_NICE)
+    probe = _LineProcess(["-c", "import json, os; print(json.dumps({'nice': os.nice(0)}), flush=True); import sys; sys.stdin.read()"],
+                         tmp_path / "probe.log", "probe", session_nice=HOST_SESSION_NICE)
+    try:
+        assert probe.next_line(60) == {"nice": CLIENT_NICE}
+        assert _autogroup_nice(probe.proc.pid) in (None, HOST_SESSION_NICE)
     finally:
         probe.kill()
 
