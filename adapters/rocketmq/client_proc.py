@@ -34,16 +34,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import zlib
-import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from hourglass.adapters.rocketmq.clientlink import NO_BROKER
 from hourglass.adapters.rocketmq.helpers import helper_classes
-from hourglass.adapters.rocketmq.jvm import Channel, describe, exit_now, now_ms, start_jvm
+from hourglass.adapters.rocketmq.jvm import Channel, describe, exit_now, now_ms, serve_requests, start_jvm
 from hourglass.reference.limits import CLIENT_MAX_MESSAGE_SIZE
 
 
@@ -324,30 +321,13 @@ def serve(client: Client, chan: Channel) -> None:
         "consume_stats": lambda a: client.consume_stats(a["group"], list(a["topics"])),
     }
 
-    def answer(req: dict, handler) -> None:
-        try:
-            chan.write({"id": req.get("id"), "ok": True, **handler(req)})
-        except Exception as e:  # noqa: BLE001 - every failure is reported to the parent
-            target = ", ".join(req.get("addrs") or ()) or f"the name server {client.namesrv} or a broker it routes to"
-            chan.write({"id": req.get("id"), "ok": False, "error": describe(e, target)})
+    def error(req: dict, e: BaseException) -> str:
+        target = ", ".join(req.get("addrs") or ()) or f"the name server {client.namesrv} or a broker it routes to"
+        return describe(e, target)
 
-    # each request in a worker of its own: the runs sharing a system wait for none but their own
-    # (a DLQ read or a topic's creation takes a broker's round trips); a bounded pool, as each
-    # thread that calls into Java stays attached to the JVM
-    with ThreadPoolExecutor(max_workers=REQUEST_WORKERS, thread_name_prefix="hg-request") as pool:
-        for line in sys.stdin:
-            if not line.strip():
-                continue
-            req = json.loads(line)
-            cmd = req.get("cmd")
-            if cmd == "shutdown":
-                chan.write({"id": req.get("id"), "ok": True})
-                break
-            handler = handlers.get(cmd)
-            if handler is None:
-                chan.write({"id": req.get("id"), "ok": False, "error": f"unknown command {cmd!r}"})
-                continue
-            pool.submit(answer, req, handler)
+    # the runs sharing a system wait for none but their own (a DLQ read or a topic's creation
+    # takes a broker's round trips)
+    serve_requests(chan, handlers, REQUEST_WORKERS, error)
 
 
 def main() -> None:

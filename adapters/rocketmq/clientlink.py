@@ -284,45 +284,41 @@ def consumer_argv(spec: ConsumerSpec, lib_dir: Path, namesrv_addr: str, events_f
     return argv
 
 
-class ConsumerProcess(_LineProcess):
-    """One consumer process, and the exit watch of its death.
+class _ExitWatch:
+    """The exit watch of a consumer's death, for a consumer in a process of its own
+    (:class:`ConsumerProcess`) and one in a consumer host (:class:`HostedConsumer`, whose ``proc``
+    is its host's): an end of ``proc`` the harness did not ask for is recorded, at the time it is
+    first noticed, as a ``kill`` with ``cause: exited`` and the ``exit_code`` in the consumer's events
+    file — unless the consumer recorded its own death (:meth:`_recorded_itself`). An end the harness
+    asked for (:meth:`_ask_to_end`) is the harness's fault event, not a death."""
 
-    A consumer that dies on a ``CRASH`` answer records its own death (``kill``, ``cause: died``)
-    and exits with ``CRASH_EXIT``. Any other end the harness did not ask for (killed by the OS, a
-    JVM crash) is recorded here, by the reader of its stdout the moment it sees the end (or by
-    :meth:`death`, whichever comes first): a ``kill`` with ``cause: exited`` and the ``exit_code``,
-    appended to the consumer's events file (the dead process no longer writes to it). An end the
-    harness asked for (:meth:`kill`, :meth:`terminate`) is the harness's fault event, not a death."""
+    proc: subprocess.Popen
 
-    def __init__(self, spec: ConsumerSpec, lib_dir: Path, namesrv_addr: str, log_dir: Path,
-                 start_timeout_s: float = 90.0, restarted_after: str | None = None,
-                 proxy_addr: tuple[str, bool] | None = None):
+    def _watch_exits(self, spec: ConsumerSpec) -> None:
         self.spec = spec
         self.events_file = Path(spec.events_dir) / consumer_events(spec.name)
         self._death_lock = threading.Lock()
         self._asked_to_end = False  # the harness stops or kills it: not a death
-        self._ready = False  # a process that never started is a failed start, not a death
+        self._ready = False  # a consumer that never started is a failed start, not a death
         self._death: str | None = None  # cause of its recorded death, once noticed
         self._noticed = False
-        argv = consumer_argv(spec, lib_dir, namesrv_addr, self.events_file, log_dir, restarted_after, proxy_addr)
-        super().__init__(argv, log_dir / f"consumer-{spec.name}.log", f"consumer {spec.name} (group {spec.group})")
-        ready = self.next_line(start_timeout_s)
-        if not ready.get("ready"):
-            self.kill()
-            raise AdapterError(f"{self.what}: did not start: {ready}")
+
+    def _started(self) -> None:
+        """It counts as started: an end from now on is a death."""
         with self._death_lock:
             self._ready = True
-        if not self.alive():  # ended before it counted as started: the reader's notice was too early
+        if self.proc.poll() is not None:  # ended before it counted as started: the reader's notice was too early
             self.death()
 
-    def _ended(self) -> None:
-        self.death(ended=True)
+    def _recorded_itself(self, code: int) -> bool:
+        """Whether exit status ``code`` says the consumer recorded its own death."""
+        return False
 
     def death(self, ended: bool = False) -> str | None:
-        """The cause of this process's death: ``died`` (it recorded its own) or ``exited``
-        (recorded now, at the time it is first noticed: when its stdout ended, or ``ended`` is
-        False and it has exited). None while it runs, when its end was asked for, or when it never
-        started."""
+        """The cause of this consumer's death: ``died`` (it recorded its own) or ``exited``
+        (recorded now, at the time it is first noticed: when its process's stdout ended, or
+        ``ended`` is False and it has exited). None while it runs, when its end was asked for, or
+        when it never started."""
         noticed_ms = now_ms()
         with self._death_lock:
             if self._noticed:
@@ -334,7 +330,7 @@ class ConsumerProcess(_LineProcess):
             except subprocess.TimeoutExpired:
                 return None  # it closed its stdout but runs on: not dead (yet)
             self._noticed = True
-            if code == CRASH_EXIT:
+            if self._recorded_itself(code):
                 self._death = CONSUMER_DIED
             else:
                 with EventLog(self.events_file) as log:
@@ -343,9 +339,40 @@ class ConsumerProcess(_LineProcess):
                 self._death = CONSUMER_EXITED
             return self._death
 
-    def _ask_to_end(self) -> None:
+    def _ask_to_end(self) -> bool:
+        """Its end from now on is the harness's asking; whether it was asked before."""
         with self._death_lock:
-            self._asked_to_end = True
+            asked, self._asked_to_end = self._asked_to_end, True
+            return asked
+
+
+class ConsumerProcess(_ExitWatch, _LineProcess):
+    """One consumer process, and the exit watch of its death (:class:`_ExitWatch`).
+
+    A consumer that dies on a ``CRASH`` answer records its own death (``kill``, ``cause: died``)
+    and exits with ``CRASH_EXIT``. Any other end the harness did not ask for (killed by the OS, a
+    JVM crash) is recorded by the reader of its stdout the moment it sees the end (or by
+    :meth:`death`, whichever comes first), appended to the consumer's events file (the dead
+    process no longer writes to it). An end the harness asked for (:meth:`kill`,
+    :meth:`terminate`) is the harness's fault event, not a death."""
+
+    def __init__(self, spec: ConsumerSpec, lib_dir: Path, namesrv_addr: str, log_dir: Path,
+                 start_timeout_s: float = 90.0, restarted_after: str | None = None,
+                 proxy_addr: tuple[str, bool] | None = None):
+        self._watch_exits(spec)
+        argv = consumer_argv(spec, lib_dir, namesrv_addr, self.events_file, log_dir, restarted_after, proxy_addr)
+        super().__init__(argv, log_dir / f"consumer-{spec.name}.log", f"consumer {spec.name} (group {spec.group})")
+        ready = self.next_line(start_timeout_s)
+        if not ready.get("ready"):
+            self.kill()
+            raise AdapterError(f"{self.what}: did not start: {ready}")
+        self._started()
+
+    def _ended(self) -> None:
+        self.death(ended=True)
+
+    def _recorded_itself(self, code: int) -> bool:
+        return code == CRASH_EXIT
 
     def kill(self) -> None:
         self._ask_to_end()
@@ -376,25 +403,21 @@ class ConsumerHost(_RequestProcess):
         return [c for c in list(self.hosted) if c.alive()]
 
 
-class HostedConsumer:
+class HostedConsumer(_ExitWatch):
     """One consumer in a :class:`ConsumerHost`, to :class:`ConsumerProcesses` what a
     :class:`ConsumerProcess` is: started (``add``) when made, stopped gracefully alone
     (:meth:`ask_to_stop`, :meth:`stopped_by`); its death is the host's end, recorded like a
-    consumer process's exit (``cause: exited``, the host's exit code). A system a fault acts on
-    never hosts its consumers (``ConsumerSpec.hosted``): :meth:`kill` stops it gracefully, and
-    ``proc`` (the host's process: what the host watch watches) is paused or killed only whole."""
+    consumer process's exit (:class:`_ExitWatch`: ``cause: exited``, the host's exit code). A system
+    a fault acts on never hosts its consumers (``ConsumerSpec.hosted``): :meth:`kill` stops it
+    gracefully, and ``proc`` (the host's process: what the host watch watches) is paused or killed
+    only whole."""
 
     def __init__(self, spec: ConsumerSpec, host: ConsumerHost, lib_dir: Path, namesrv_addr: str, log_dir: Path,
                  start_timeout_s: float = 90.0, restarted_after: str | None = None):
-        self.spec, self.host, self.proc = spec, host, host.proc
-        self.events_file = Path(spec.events_dir) / consumer_events(spec.name)
+        self._watch_exits(spec)
+        self.host, self.proc = host, host.proc
         self.what = f"consumer {spec.name} (group {spec.group}, in the {host.what})"
-        self._death_lock = threading.Lock()
-        self._asked_to_end = False
-        self._ready = False
-        self._running = False
-        self._death: str | None = None
-        self._noticed = False
+        self._running = False  # started, and not stopped (its host may have ended: alive())
         self._stopped = threading.Event()  # its asked-for stop was answered
         argv = consumer_argv(spec, lib_dir, namesrv_addr, self.events_file, log_dir, restarted_after)[2:]
         host.hosted.add(self)
@@ -403,41 +426,16 @@ class HostedConsumer:
         except AdapterError as e:
             host.hosted.discard(self)
             raise AdapterError(f"{self.what}: did not start: {e}") from None
-        with self._death_lock:
-            self._ready = self._running = True
-        if not host.alive():  # ended before it counted as started: the reader's notice was too early
-            self.death()
+        self._running = True
+        self._started()
 
     def alive(self) -> bool:
         return self._running and self.host.alive()
 
-    def death(self, ended: bool = False) -> str | None:
-        """As :meth:`ConsumerProcess.death`, for the host's end: ``exited`` (recorded now), or None."""
-        noticed_ms = now_ms()
-        with self._death_lock:
-            if self._noticed:
-                return self._death
-            if self._asked_to_end or not self._ready or (not ended and self.host.alive()):
-                return None
-            try:
-                code = self.host.proc.wait(timeout=EXIT_AFTER_EOF_S)
-            except subprocess.TimeoutExpired:
-                return None
-            self._noticed, self._running = True, False
-            with EventLog(self.events_file) as log:
-                log.write(consumer_fault("kill", noticed_ms, self.spec.name, self.spec.group, CONSUMER_EXITED,
-                                         exit_code=code))
-            self._death = CONSUMER_EXITED
-            self.host.hosted.discard(self)
-            return self._death
-
     def ask_to_stop(self) -> None:
-        with self._death_lock:
-            if self._asked_to_end:
-                return
-            self._asked_to_end = True
-            running = self._running and self.host.alive()
-        if not running:
+        if self._ask_to_end():
+            return
+        if not self.alive():
             self._stopped.set()
             return
         threading.Thread(target=self._stop, name=f"hg-stop-{self.spec.name}", daemon=True).start()

@@ -20,23 +20,21 @@ its ``id`` (concurrently: a slow start holds up no other request):
 
 - ``add {argv}`` -> ``{"ready": true}``: a consumer started, ``argv`` as ``consumer_proc`` takes it;
 - ``stop {name}`` -> ``{}``: that consumer stopped gracefully (``consumer_proc.stop_consumer``);
-- ``{"ok": false, "error": ...}`` on failure. At the end of stdin every consumer stops gracefully
-  and the process exits.
+- ``{"ok": false, "error": ...}`` on failure (``jvm.serve_requests``). At the end of stdin (or a
+  ``shutdown``) every consumer stops gracefully and the process exits.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
-import sys
 import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 from hourglass.adapters.rocketmq.consumer_proc import make_consumer, parse_args, set_offsets_dir, stop_consumer
-from hourglass.adapters.rocketmq.jvm import Channel, exit_now, start_jvm
+from hourglass.adapters.rocketmq.jvm import Channel, exit_now, serve_requests, start_jvm
 
 #: how many requests the host answers at once
 REQUEST_WORKERS = 16
@@ -45,8 +43,7 @@ HOST_HEAP = ("-Xms64m", "-Xmx768m")
 
 
 class Host:
-    def __init__(self, chan: Channel):
-        self.chan = chan
+    def __init__(self):
         self.consumers: dict[str, tuple] = {}
         self._lock = threading.Lock()
         self._tags = itertools.count(1)
@@ -89,19 +86,10 @@ class Host:
         except Exception:  # noqa: BLE001 - the others still stop; the log has it
             traceback.print_exc()
 
-    def handle(self, request: dict) -> None:
-        rid = request.get("id")
-        try:
-            if request.get("cmd") == "add":
-                reply = self.add(list(request["argv"]))
-            elif request.get("cmd") == "stop":
-                reply = self.stop(str(request["name"]))
-            else:
-                raise RuntimeError(f"unknown command {request.get('cmd')!r}: expected add or stop")
-            self.chan.write({"id": rid, "ok": True, **reply})
-        except BaseException as e:  # noqa: BLE001 - answered, the host goes on
-            traceback.print_exc()
-            self.chan.write({"id": rid, "ok": False, "error": f"{type(e).__name__}: {e}"})
+    @staticmethod
+    def error(request: dict, e: BaseException) -> str:
+        traceback.print_exception(e)  # answered, the host goes on; its log has the trace
+        return f"{type(e).__name__}: {e}"
 
 
 def main() -> None:
@@ -113,20 +101,12 @@ def main() -> None:
     chan = Channel()
     start_jvm(args.lib, args.log_dir, heap=HOST_HEAP, quick_start=True, binary_headers=not args.pop)
     set_offsets_dir(args.log_dir)
-    host = Host(chan)
+    host = Host()
     chan.write({"ok": True, "pid": os.getpid()})
-    # requests at once (a consumer's start takes seconds), by a bounded pool: each thread that
-    # calls into Java stays attached to the JVM
-    pool = ThreadPoolExecutor(max_workers=REQUEST_WORKERS, thread_name_prefix="hg-host-request")
-    try:
-        for line in sys.stdin:  # the parent closes stdin (or dies) to ask for a graceful stop
-            try:
-                request = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            pool.submit(host.handle, request)
-    finally:
-        pool.shutdown(wait=True)
+    try:  # requests at once: a consumer's start takes seconds
+        serve_requests(chan, {"add": lambda r: host.add(list(r["argv"])), "stop": lambda r: host.stop(str(r["name"]))},
+                       REQUEST_WORKERS, host.error)
+    finally:  # the end of stdin: the parent asks for a graceful stop (or died)
         host.stop_all()
     exit_now(0)
 

@@ -178,6 +178,13 @@ class PlanFollower:
         with self._lock:
             self.held.pop((event["key"], event["reconsume_times"]), None)
 
+    def stop_holding(self) -> None:
+        """At the consumer's stop: every held listener answers now (the shutdown does not wait for
+        its timeout), and none holds from now on."""
+        with self._lock:
+            self.stopping.set()
+            self.release()
+
     def release(self, key: str | None = None, reconsume_times: int = 0) -> None:
         """Let go of the held listeners of ``key``'s attempts before ``reconsume_times`` (all: at stop).
         Called with the lock held, or at stop."""
@@ -417,9 +424,7 @@ def make_consumer(args: argparse.Namespace, instance_tag: str):
 def stop_consumer(consumer, follower: PlanFollower) -> None:
     """The graceful stop: a held listener answers now (the shutdown does not wait for its timeout),
     then the client shuts down (its offsets committed, the group told it left)."""
-    with follower._lock:
-        follower.stopping.set()
-        follower.release()
+    follower.stop_holding()
     consumer.shutdown()
 
 

@@ -267,9 +267,7 @@ def main() -> None:
         sys.stdin.read()  # the parent closes stdin (or dies) to ask for a graceful stop
     finally:
         stop.set()
-        with follower._lock:
-            follower.stopping.set()
-            follower.release()
+        follower.stop_holding()
         if thread is not None:
             thread.join(AWAIT_S + 5)
         consumer.close()

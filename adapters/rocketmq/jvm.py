@@ -14,7 +14,9 @@ import os
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 
 def now_ms() -> int:
@@ -71,6 +73,37 @@ def start_jvm(lib_dir: str, log_dir: str, heap: tuple[str, ...] = ("-Xms64m", "-
         opts.append(f"-Dlogback.statusListenerClass={SHADED_NOP_STATUS_LISTENER}")
     jpype.startJVM(*opts, classpath=[*extra_classpath, str(Path(lib_dir) / "*")], convertStrings=True)
     import jpype.imports  # noqa: F401 - makes Java packages importable (from org.apache... import X)
+
+
+def serve_requests(chan: Channel, handlers: dict[str, Callable[[dict], dict]], workers: int,
+                   error: Callable[[dict, BaseException], str]) -> None:
+    """Answer the JSON requests on stdin until it ends or a ``shutdown`` request comes: each by the
+    handler of its ``cmd``, concurrently (a slow request holds up no other), in a pool of ``workers``
+    (bounded: each thread that calls into Java stays attached to the JVM); the reply carries the
+    request's ``id``: ``{"ok": true, **result}``, or ``{"ok": false, "error": error(request, e)}``.
+    Returns once every request taken is answered."""
+
+    def answer(req: dict, handler: Callable[[dict], dict]) -> None:
+        try:
+            chan.write({"id": req.get("id"), "ok": True, **handler(req)})
+        except Exception as e:  # noqa: BLE001 - every failure is reported to the parent
+            chan.write({"id": req.get("id"), "ok": False, "error": error(req, e)})
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hg-request") as pool:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            req = json.loads(line)
+            cmd = req.get("cmd")
+            if cmd == "shutdown":
+                chan.write({"id": req.get("id"), "ok": True})
+                break
+            handler = handlers.get(cmd)
+            if handler is None:
+                chan.write({"id": req.get("id"), "ok": False, "error": f"unknown command {cmd!r}: expected one of "
+                                                                        f"{', '.join(sorted(handlers))} or shutdown"})
+                continue
+            pool.submit(answer, req, handler)
 
 
 def exit_now(code: int = 0) -> None:
