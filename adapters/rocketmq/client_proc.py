@@ -40,7 +40,7 @@ from pathlib import Path
 
 from hourglass.adapters.rocketmq.clientlink import NO_BROKER
 from hourglass.adapters.rocketmq.helpers import helper_classes
-from hourglass.adapters.rocketmq.jvm import Channel, describe, exit_now, now_ms, serve_requests, start_jvm
+from hourglass.adapters.rocketmq.jvm import KEEP_CHANNEL_ON_TIMEOUT, Channel, describe, exit_now, now_ms, serve_requests, start_jvm
 from hourglass.reference.limits import CLIENT_MAX_MESSAGE_SIZE
 
 
@@ -339,7 +339,8 @@ def main() -> None:
     args = ap.parse_args()
     chan = Channel()
     helpers = helper_classes(Path(args.lib))
-    start_jvm(args.lib, args.log_dir, heap=("-Xms64m", "-Xmx512m"), extra_classpath=(str(helpers),))
+    start_jvm(args.lib, args.log_dir, heap=("-Xms64m", "-Xmx512m"), extra_classpath=(str(helpers),),
+              extra_opts=(KEEP_CHANNEL_ON_TIMEOUT,))
     client = Client(args.namesrv, args.instance)
     chan.write({"id": None, "ok": True, "hello": True})
     try:

@@ -250,6 +250,19 @@ class ClientProcess(_RequestProcess):
 #: none (a broker it dropped registers again: reference.cluster.REGISTERED_WITHIN_MS).
 NO_BROKER = "no broker registered with the name server"
 
+#: A request of the client process that failed on its way, not at the broker: RocketMQ's own
+#: timeout, or a channel closed under the request (NettyRemotingClient.invokeSync closes a channel
+#: on a timeout or a failed send, failing every request in flight on it: one starved broker's
+#: timeout took 13 concurrent topic creations with it in a proof run). What is harmless to repeat
+#: is asked again on these (``RocketMQSystem.repeated``); any other error is the answer.
+TRANSPORT_FAILURES = ("TimeoutException", "RemotingSendRequestException", "RemotingConnectException",
+                      "RemotingTooMuchRequestException")
+
+
+def transport_failure(error: str) -> bool:
+    """Whether a client process's error is a request's failure on its way (:data:`TRANSPORT_FAILURES`)."""
+    return any(name in error for name in TRANSPORT_FAILURES)
+
 
 class ClientError(AdapterError):
     def __init__(self, cmd: str, error: str):

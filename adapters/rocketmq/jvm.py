@@ -50,11 +50,18 @@ QUICK_START = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 #: nothing keeps pages of logback's own status lines out of a client's or consumer's log (the
 #: broker's JVM gets the same, adapters.rocketmq.provision). 4.9.x's plain logback never sees it.
 SHADED_LOGBACK_JAR = "rocketmq-logback-classic"
+
+#: The harness's own client (the client process: its producer and admin) keeps a channel whose
+#: request timed out (NettySystemConfig ``com.rocketmq.remoting.client.closeSocketIfTimeout``,
+#: true by default): it sends many requests at once on one channel, and a close for one starved
+#: request failed every other in flight. The consumers under test keep RocketMQ's default.
+KEEP_CHANNEL_ON_TIMEOUT = "-Dcom.rocketmq.remoting.client.closeSocketIfTimeout=false"
 SHADED_NOP_STATUS_LISTENER = "org.apache.rocketmq.logging.ch.qos.logback.core.status.NopStatusListener"
 
 
 def start_jvm(lib_dir: str, log_dir: str, heap: tuple[str, ...] = ("-Xms64m", "-Xmx384m"),
-              extra_classpath: tuple[str, ...] = (), quick_start: bool = False, binary_headers: bool = True) -> None:
+              extra_classpath: tuple[str, ...] = (), quick_start: bool = False, binary_headers: bool = True,
+              extra_opts: tuple[str, ...] = ()) -> None:
     """The client's JVM in this process. ``binary_headers``: RocketMQ's binary request headers
     (``rocketmq.serialize.type=ROCKETMQ``, as its benchmark producer); not for POP, whose request
     codes (POP_MESSAGE 200050, ...) do not fit the binary header's 16-bit code: the broker reads
@@ -68,7 +75,7 @@ def start_jvm(lib_dir: str, log_dir: str, heap: tuple[str, ...] = ("-Xms64m", "-
             # rebalance every 2 s, not 20 s: a consumer picks up a new retry queue without delay
             "-Drocketmq.client.rebalance.waitInterval=2000",
             *(("-Drocketmq.serialize.type=ROCKETMQ",) if binary_headers else ()),
-            "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/java.lang=ALL-UNNAMED"]
+            "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/java.lang=ALL-UNNAMED", *extra_opts]
     if any(Path(lib_dir).glob(f"{SHADED_LOGBACK_JAR}*.jar")):  # 5.x: its shaded logback prints its configuration
         opts.append(f"-Dlogback.statusListenerClass={SHADED_NOP_STATUS_LISTENER}")
     jpype.startJVM(*opts, classpath=[*extra_classpath, str(Path(lib_dir) / "*")], convertStrings=True)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from hourglass.adapters.base import AdapterError, BrokerProfile, ConsumerSpec, SendRequest, SendResult, SystemInfo
 from hourglass.adapters.parts import Part, PartsSystem
-from hourglass.adapters.rocketmq.clientlink import NO_BROKER, ClientError, ClientProcess, ConsumerProcess
+from hourglass.adapters.rocketmq.clientlink import NO_BROKER, ClientError, ClientProcess, ConsumerProcess, transport_failure
 from hourglass.adapters.rocketmq.consumers import ConsumerProcesses
 from hourglass.adapters.rocketmq.family import capabilities_of
 from hourglass.adapters.rocketmq.provision import CHAIN_SEP, Distribution
@@ -151,29 +151,35 @@ class RocketMQSystem(PartsSystem):
 
     # -- admin on every broker ---------------------------------------------------------------
     #: an admin call has RocketMQ's own 5 s timeout: on a starved broker (a busy host,
-    #: reference.stalls) it can time out; each of these commands is harmless to repeat
+    #: reference.stalls) it can time out, or fail with the channel another request's timeout
+    #: closed (clientlink.TRANSPORT_FAILURES); each of these commands is harmless to repeat
     ADMIN_ATTEMPTS = 4
 
     def admin(self, cmd: str, **args) -> dict:
         """An admin command on every broker the name server routes (``create_topic``, ``create_group``,
-        ``set_pop_mode``, ``start_offsets``, ``broker_config``): again after a timeout, up to
-        :data:`ADMIN_ATTEMPTS` times, and while the name server routes no broker, until one it dropped
-        has registered again (``reference.cluster.REGISTERED_WITHIN_MS``): then it is an error."""
+        ``set_pop_mode``, ``start_offsets``, ``broker_config``): :meth:`repeated`."""
+        return self.repeated(cmd, 30, **args)
+
+    def repeated(self, cmd: str, timeout_s: float, **args) -> dict:
+        """A request harmless to repeat: again after a failure on its way
+        (:func:`clientlink.transport_failure`), up to :data:`ADMIN_ATTEMPTS` times, and while the
+        name server routes no broker, until one it dropped has registered again
+        (``reference.cluster.REGISTERED_WITHIN_MS``): then it is an error."""
         registered_by = time.monotonic() + REGISTERED_WITHIN_MS / 1000
-        timeouts = 0
+        failures = 0
         while True:
             try:
-                return self.request(cmd, timeout_s=30, **args)
+                return self.request(cmd, timeout_s=timeout_s, **args)
             except ClientError as e:
                 if NO_BROKER in e.error and time.monotonic() < registered_by:
                     time.sleep(1.0)  # poll interval: the broker's periodic registration brings it back
                     continue
-                if "Timeout" not in e.error:
+                if not transport_failure(e.error):
                     raise
-                timeouts += 1
-                if timeouts >= self.ADMIN_ATTEMPTS:
+                failures += 1
+                if failures >= self.ADMIN_ATTEMPTS:
                     raise
-                time.sleep(timeouts)
+                time.sleep(failures)
 
     def create_topic(self, topic: str, queues: int = 4) -> None:
         self.admin("create_topic", topic=topic, queues=queues)
@@ -239,7 +245,7 @@ class RocketMQSystem(PartsSystem):
         return brokers[sorted(brokers)[0]]
 
     def read_dlq(self, group: str) -> list[dict]:
-        return self.request("read_dlq", timeout_s=60, group=group)["messages"]
+        return self.repeated("read_dlq", 60, group=group)["messages"]
 
 
 def _message(req: SendRequest) -> dict:

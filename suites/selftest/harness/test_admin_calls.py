@@ -75,3 +75,25 @@ def test_any_other_error_is_raised_at_once(monkeypatch):
     with pytest.raises(ClientError, match="illegal"):
         system.create_topic("bad topic")
     assert len(calls) == 1
+
+
+SENT_FAILED = ("RemotingSendRequestException: send request to </127.0.0.1:19891> failed")
+
+
+def test_a_request_failed_with_the_channel_another_requests_timeout_closed_is_asked_again(monkeypatch):
+    """NettyRemotingClient.invokeSync closes the channel of a timed-out request: every request in
+    flight on it fails with RemotingSendRequestException (13 topic creations and group configs of
+    a shared broker's runs at once, in a proof run on a starved broker). Each is asked again."""
+    system, calls, _ = _system(monkeypatch, [SENT_FAILED, TIMEOUT, {"brokers": ["127.0.0.1:19891"]}])
+    system.create_topic("T", queues=2)
+    assert len(calls) == 3
+
+
+def test_a_dlq_read_is_asked_again_after_a_failure_on_its_way(monkeypatch):
+    system, calls, _ = _system(monkeypatch, [SENT_FAILED, {"messages": [{"key": "k"}]}])
+    assert system.read_dlq("g") == [{"key": "k"}]
+    assert [c[0] for c in calls] == ["read_dlq", "read_dlq"]
+    system, calls, _ = _system(monkeypatch, ["MQClientException: CODE: 17 DESC: topic not exist"])
+    with pytest.raises(ClientError, match="topic not exist"):  # the broker's answer: at once
+        system.read_dlq("g")
+    assert len(calls) == 1
