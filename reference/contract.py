@@ -226,6 +226,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("timed_out", "bool", False),  # a SLOW: held past consumeTimeout, sent back by the clean-up (reference.timeout)
         _f("pop_ms", "int", False),  # a POP delivery: when the broker popped it (its POP_CK's popTime, reference.pop)
         _f("ack_failed", "str", False),  # a gRPC SimpleConsumer's OK whose ack the proxy refused: its error
+        _f("member", "str", False),  # which member of its group took it (reference.rundir.consumer_name)
     ),
     "dlq": (
         _f("key", "str"),

@@ -714,6 +714,25 @@ def _membership_change(faults: list[Mapping], group: str | None, second_ts_ms: i
     return None
 
 
+def _moved_between_members(first: Mapping, second: Mapping) -> str | None:
+    """RebalanceImpl.updateProcessQueueTableInRebalance: a queue that a rebalance moves from one
+    member of a group to another is pulled by the new owner from the offset committed at the broker
+    (RemoteBrokerOffsetStore: every persistConsumerOffsetInterval, 5 s, and the old owner's oneway
+    update as it drops the queue, RebalancePushImpl.removeUnnecessaryMessageQueue), so what the old
+    owner consumed since is delivered again, to the new owner (at-least-once). The delivery itself
+    shows the move: the same stored copy taken by another member (``member``) within
+    :data:`REBALANCE_WINDOW_MS` of its answer. Not for POP (a popped copy belongs to no member's queue:
+    its redelivery is the revive's, ``reference.pop``). Why, or ``None``."""
+    a, b = first.get("member"), second.get("member")
+    if not a or not b or a == b or first.get("pop_ms") is not None or second.get("pop_ms") is not None:
+        return None
+    if second["ts_ms"] - first["ts_ms"] > REBALANCE_WINDOW_MS:
+        return None
+    return (f"redelivery of the same stored copy to member {b!r} after member {a!r} answered it at {first['ts_ms']}: "
+            f"a rebalance moved its queue ({first.get('queue_topic') or first.get('topic')} {first.get('queue_id')}) "
+            "before its consume offset was committed")
+
+
 def _consumer_redelivery(faults: list[Mapping], first: Mapping, second: Mapping, slave_serves: bool = False) -> DuplicateRuling:
     """``slave_serves``: a master and its slave (reference.cluster): what was consumed from the
     slave while the master was down was committed there, so after the master's ``start`` it may be
@@ -747,5 +766,8 @@ def _consumer_redelivery(faults: list[Mapping], first: Mapping, second: Mapping,
         return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after consumer {joined.get('name')!r} "
                                f"joined group {first.get('group')!r} at {joined['ts_ms']}: the rebalance moved the queue "
                                "before its consume offset was committed")
+    moved = _moved_between_members(first, second)
+    if moved is not None:
+        return DuplicateRuling(True, "consumer", moved)
     return DuplicateRuling(False, "consumer", f"the same stored copy delivered again at {hi} after an answer "
                            f"{first.get('outcome')} at {lo}, with no CRASH and no consumer or broker kill in between")

@@ -151,7 +151,7 @@ class PlanFollower:
             "commit_log_offset": int(msg.getCommitLogOffset()), "body_crc": zlib.crc32(body),
             "msg_id": str(uniq if uniq is not None else msg.getMsgId()),
             "reconsume_times": int(msg.getReconsumeTimes()), "born_ms": int(msg.getBornTimestamp()),
-            "store_ms": int(msg.getStoreTimestamp()),
+            "store_ms": int(msg.getStoreTimestamp()), "member": self.name,
         }
         popped, _ = pop_ck_times(msg)
         if popped is not None:

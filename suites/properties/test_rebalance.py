@@ -39,3 +39,38 @@ def test_join_long_before_is_no_excuse():
 def test_another_groups_join_is_no_excuse():
     faults = [start(100, "g-0"), start(900, "h-1", group="h"), start(950, "h-2", group="h")]
     assert not rule_duplicate(RUN, faults, deliver(1_000), deliver(3_000)).allowed
+
+
+def on(member, ts, outcome="OK", **extra):
+    return {**deliver(ts, outcome), "member": member, **extra}
+
+
+def test_a_copy_taken_again_by_another_member_soon_after_its_answer_is_a_rebalance():
+    """Seen in a proof run on a starved broker: the retry queue of a two-member group moved from
+    member 0 (answered at +0) to member 1 (the same copy at +555 ms), 32 s after member 1 joined:
+    past the join's window, but the delivery itself shows the move."""
+    faults = [start(100, "g-0"), start(900, "g-1")]
+    r = rule_duplicate(RUN, faults, on("g-0", 40_000), on("g-1", 40_555))
+    assert r.allowed and r.cause == "consumer" and "rebalance moved its queue" in r.reason
+
+
+def test_the_same_member_taking_a_copy_again_is_no_rebalance():
+    faults = [start(100, "g-0"), start(900, "g-1")]
+    assert not rule_duplicate(RUN, faults, on("g-0", 40_000), on("g-0", 40_555)).allowed
+
+
+def test_a_move_long_after_the_answer_is_no_excuse():
+    """The old owner commits its offsets every 5 s: a copy answered a rebalance window before is committed."""
+    faults = [start(100, "g-0"), start(900, "g-1")]
+    assert not rule_duplicate(RUN, faults, on("g-0", 40_000), on("g-1", 40_001 + REBALANCE_WINDOW_MS)).allowed
+
+
+def test_pop_copies_move_with_no_member():
+    faults = [start(100, "g-0"), start(900, "g-1")]
+    r = rule_duplicate(RUN, faults, on("g-0", 40_000, pop_ms=39_990), on("g-1", 40_555, pop_ms=40_500))
+    assert not r.allowed
+
+
+def test_records_without_a_member_are_judged_as_before():
+    faults = [start(100, "g-0"), start(900, "g-1")]
+    assert not rule_duplicate(RUN, faults, deliver(40_000), deliver(40_555)).allowed
