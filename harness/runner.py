@@ -148,6 +148,12 @@ def _fault_refused(scenario: Scenario, system: System) -> str | None:
     return None
 
 
+def _client_log(name: str) -> bool:
+    """Whether a run's log copy is a client's (the client and consumer processes' own, and the
+    client JVMs' logs under ``clients/``): where the official client logs a failed send-back."""
+    return "client" in name or name.startswith("consumer")
+
+
 class RunLogs:
     """What a run leaves of the system's logs: their copies in ``RUN/logs/`` (``harness.logcopy``),
     the stalls they and the host watch saw, and the send-backs the client logged as failed."""
@@ -221,16 +227,47 @@ class RunLogs:
         """The send-backs the official client logged as failed in the run's period, of the run's
         ``groups``, into ``events/client-log.jsonl`` (``fault`` ``send_back_failed``: the model allows
         what the client does then, ``reference.network.send_back_failures``)."""
-        found, seen = [], Counter()
+        self._groups = groups
+        reads = []
         for name, copy, written in self.copies(run):
-            if "client" not in name and not name.startswith("consumer"):
+            if not _client_log(name):
                 continue
             # a copy cut to its size cap may have lost such lines: read the run's part of the source
             entry = run["logs"][name]
             source = Path(entry["source"])
             whole = entry.get("cut_bytes") and source.exists() and "from_byte" in entry and "to_byte" in entry
-            read = (timed_lines(source, written, SEND_BACK_FAILURE_MARKS, (entry["from_byte"], entry["to_byte"]))
-                    if whole else timed_lines(copy, written, SEND_BACK_FAILURE_MARKS))
+            reads.append((name, timed_lines(source, written, SEND_BACK_FAILURE_MARKS, (entry["from_byte"], entry["to_byte"]))
+                          if whole else timed_lines(copy, written, SEND_BACK_FAILURE_MARKS)))
+        self._write_client_failures(reads, groups, run["started_ms"], run["ended_ms"])
+
+    def record_client_failures_until(self, until_ms: int) -> None:
+        """A shared system's run, whose consumers went on until ``until_ms``: the send-backs they
+        logged as failed after the run's end too (its attempts after the end are judged, and so is
+        what such a failure explains), read from what each client log's source gained since."""
+        groups = getattr(self, "_groups", None)
+        if not groups:
+            return
+        run = read_run_json(self.run_dir)
+        ended = int(run.get("ended_ms") or 0)
+        if until_ms <= ended:
+            return
+        reads = []
+        for name, entry in sorted((run.get("logs") or {}).items()):
+            if not _client_log(name) or "source" not in entry or "to_byte" not in entry:
+                continue
+            source = Path(entry["source"])
+            try:
+                size = source.stat().st_size
+            except OSError:
+                continue
+            if size > entry["to_byte"]:
+                reads.append((name, timed_lines(source, None, SEND_BACK_FAILURE_MARKS, (entry["to_byte"], size))))
+        self._write_client_failures(reads, groups, ended + 1, until_ms)
+
+    def _write_client_failures(self, reads: list, groups: set[str], from_ms: int, to_ms: int) -> None:
+        found = []
+        seen = self.__dict__.setdefault("_failure_lines", Counter())
+        for name, read in reads:
             if read is None:
                 continue
             offset, lines = read
@@ -239,7 +276,7 @@ class RunLogs:
                 if parsed is None or at is None or parsed[0] not in groups:
                     continue
                 ts = at - offset * 1000
-                if run["started_ms"] <= ts <= run["ended_ms"]:
+                if from_ms <= ts <= to_ms:
                     # a batch's send-backs failing in one millisecond log the same line: each is one
                     # failure (numbered, so no two events repeat: reports.inputs.repeated_lines)
                     seen[(name, line)] += 1
@@ -655,6 +692,7 @@ class ScenarioRun:
     def consumers_stopped(self, at_ms: int) -> None:
         """A shared system's consumers stopped at ``at_ms``: the run's stalls until then (``RunLogs.record_stalls_until``)."""
         self._logs.record_stalls_until(at_ms)
+        self._logs.record_client_failures_until(at_ms)
 
     def _dlq_owed(self, run: dict) -> dict[str, tuple[set[str], int]]:
         """Per group, the keys a DLQ entry is owed for by now, and when the last was sent back

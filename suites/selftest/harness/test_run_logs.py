@@ -229,6 +229,41 @@ def test_a_cut_log_copy_loses_no_send_back_failure_and_a_repeated_line_is_no_rep
     assert events[0] != events[1] and "(#2 such line)" in events[1]["cause"]
 
 
+def test_a_shared_runs_send_back_failures_after_its_end_are_recorded_until_its_consumers_stop(tmp_path):
+    """A shared system's run ends when its own messages are final, but its consumers go on until the
+    batch stops them, and what they deliver meanwhile is judged. A send-back they logged failed then
+    (seen on 5.5.0 under the load generator: a send whose own status was UNKNOWN ended its run 30 s
+    in; 40 s later a failed send-back's two copies of one retry were blamed on the broker's scheduler)
+    is recorded too, from what the log's source gained since the run's end."""
+    run_dir, source = tmp_path / "run", tmp_path / "broker_default.log"
+    (run_dir / LOGS_DIR / "clients").mkdir(parents=True)
+    (run_dir / EVENTS_DIR).mkdir()
+    started = (int(time.time()) - 3_600) * 1000
+    line = lambda at, text: _log_line(started + at, 8 * 3600, text, False)  # noqa: E731
+    during = line(5_000, "INFO main - consuming")
+    text = during
+    source.write_text(text)
+    (run_dir / LOGS_DIR / "clients/broker_default.log").write_text(text)
+    run = {"run_id": "r", "scenario": "s", "system": {}, "started_ms": started, "ended_ms": started + 30_000,
+           "profile": {"message_delay_level": "1s", "max_reconsume_times": 16, "flush_delay_offset_interval_ms": 10000,
+                       "slack_ms": 3000},
+           "logs": {"clients/broker_default.log": {"source": str(source), "from_byte": 0, "to_byte": len(text)}}}
+    (run_dir / "run.json").write_text(json.dumps(run))
+    logs = RunLogs(None, run_dir)
+    logs.record_client_failures(run, {"g"})
+    assert not (run_dir / EVENTS_DIR / CLIENT_LOG_EVENTS).exists()
+    after = line(70_000, "ERROR ConsumeMessageThread_g_7 - Failed to send message back, consumerGroup=g, brokerName=b, "
+                         "mq=MessageQueue [topic=%RETRY%g], message=MessageExt [queueId=0, toString()=Message{topic='T', "
+                         "flag=0, properties={KEYS=k1}, body=[1]}]")
+    other = line(71_000, "ERROR ConsumeMessageThread_h_1 - Failed to send message back, consumerGroup=h, brokerName=b")
+    past = line(95_000, "ERROR ConsumeMessageThread_g_7 - Failed to send message back, consumerGroup=g, brokerName=b")
+    source.write_text(text + after + other + past)
+    os.utime(source, ((started + 95_000) / 1000, (started + 95_000) / 1000))  # written with its last line
+    logs.record_client_failures_until(started + 90_000)
+    events = [json.loads(x) for x in (run_dir / EVENTS_DIR / CLIENT_LOG_EVENTS).read_text().splitlines()]
+    assert [(e["ts_ms"] - started, e["group"], e.get("key")) for e in events] == [(70_000, "g", "k1")]
+
+
 def test_a_copy_leaves_logbacks_status_lines_out_says_how_many_and_keeps_the_whole_beside_it(tmp_path):
     """A 5.x client JVM prints logback's configuration chatter (pages of ``|-INFO in ch.qos.logback…``)
     at its start: the copy leaves those out and says so in its first line; the whole part is beside
