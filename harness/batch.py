@@ -54,6 +54,11 @@ class BatchOptions:
     max_wait_ms: int = MAX_WAIT_MS
     #: a check of the runs follows (``harness.session.run_and_check``): the ETA counts it
     checked: bool = False
+    #: called once when the batch's first brokers are up and its first runs set up, and nothing
+    #: else starts (:meth:`Batch.settled`): the checker's Spark starts then, in the runs' own
+    #: waits, not beside the brokers' and consumers' starts it would slow down; at the latest when
+    #: the runs end
+    when_settled: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,11 @@ class Job:
 
 
 def plan_jobs(scenarios: list[Scenario], virtual: bool) -> list[Job]:
+    """The jobs of a batch, longest first. A scenario with faults runs alone; the others share one
+    system per broker profile, whatever their consumers: the system is set up for what any of its
+    scenarios needs (a proxy for gRPC groups: ``_open_and_run``), one broker's start for all.
+    Longest first (by the model's waits, ``job_wait_ms``): the jobs take the batch's slots in this
+    order, and the longest job started last would hold the batch up by itself."""
     if virtual:
         return [Job((s,), False) for s in scenarios]
     shared: dict[tuple, list[Scenario]] = {}
@@ -72,12 +82,16 @@ def plan_jobs(scenarios: list[Scenario], virtual: bool) -> list[Job]:
     for s in scenarios:
         if s.faults:  # a consumer fault acts on every consumer of a system: alone too
             alone.append(Job((s,), False))
-        else:
-            # one broker runs one profile; the gRPC groups' system runs a proxy too, the others none
-            key = (s.profile, pop.setup_needed(c.mode for c in s.consumers))
-            shared.setdefault(key, []).append(s)
-    # the faulting jobs are usually the longest: start them first
-    return alone + [Job(tuple(v), True) for v in shared.values()]
+        else:  # one broker runs one profile
+            shared.setdefault(s.profile, []).append(s)
+    jobs = alone + [Job(tuple(v), True) for v in shared.values()]
+    return sorted(jobs, key=job_wait_ms, reverse=True)  # stable: equal waits keep the catalogue's order
+
+
+def job_wait_ms(job: Job) -> int:
+    """The model's wait of a job: its longest scenario's (shared: side by side), else their sum."""
+    waits = [scenario_wait_ms(s) for s in job.scenarios]
+    return max(waits) if job.shared else sum(waits)
 
 
 class Batch:
@@ -98,6 +112,7 @@ class Batch:
         self.costs = eta.VIRTUAL if opts.system.virtual else eta.COSTS
         self.pace = 1.0  # how much slower than the estimates this machine starts brokers (harness.eta)
         self.spark_warm_at: float | None = None  # when the checker's Spark was first seen warm (clock)
+        self.spark_started_at: float | None = None  # when the batch started it (BatchOptions.when_settled; clock)
         self._systems: list[System] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -115,6 +130,9 @@ class Batch:
         if self.opts.progress and (self.opts.progress_virtual or not self.opts.system.virtual):
             shower = threading.Thread(target=self._show_progress, daemon=True, name="hg-progress")
             shower.start()
+        self._settled_called = False
+        if self.opts.when_settled is not None and shower is None:  # no progress thread to watch the batch
+            self._settle()
         workers = 1 if self.opts.system.virtual else max(1, self.opts.max_systems)
         pool = ThreadPoolExecutor(workers, thread_name_prefix="hg-job")
         futures = []
@@ -122,6 +140,7 @@ class Batch:
             futures = [pool.submit(self._run_job, i, j) for i, j in enumerate(jobs)]
             for f in futures:
                 f.result()
+            self._settle()  # at the latest now (an interrupted batch starts no check's Spark)
         except BaseException as e:  # the runs record why they were stopped
             self._stop.reason = f"{type(e).__name__}: {e}" if str(e) else f"{type(e).__name__} (Ctrl-C)"
             raise
@@ -303,11 +322,38 @@ class Batch:
 
     def _show_progress(self) -> None:
         """A line at the start, every ``progress_interval_s`` and at the end (CI systems kill a
-        job silent for 10 minutes)."""
+        job silent for 10 minutes); :attr:`BatchOptions.when_settled` once the batch is settled."""
         self._print_progress()
         while not self._stop.wait(self.opts.progress_interval_s):
+            if self.settled():
+                self._settle()
             self._print_progress()
         self._print_progress()
+
+    def settled(self) -> bool:
+        """Every job started so far has its broker up and its runs past their setup (sending or
+        later), and at least one has: nothing of the batch is starting now."""
+        if not self.job_started:
+            return False
+        for i in self.job_started:
+            if i in self.jobs_ended:
+                continue
+            for s in self.jobs[i].scenarios:
+                p = self.progress[s.name]
+                if p.phase not in eta.DONE and "sending" not in p.began:
+                    return False
+        return True
+
+    def _settle(self) -> None:
+        """:attr:`BatchOptions.when_settled`, once."""
+        if self.opts.when_settled is None or getattr(self, "_settled_called", False):
+            return
+        self._settled_called = True
+        self.spark_started_at = self.clock()
+        try:
+            self.opts.when_settled()
+        except Exception as e:  # noqa: BLE001 - the batch goes on; the check says what failed
+            print(f"[hourglass] {e}", file=sys.__stderr__)
 
     def _print_progress(self) -> None:
         out = self.opts.progress_out or sys.__stderr__
@@ -324,7 +370,10 @@ class Batch:
         spark = spark_state()
         if spark == "warm" and self.spark_warm_at is None:
             self.spark_warm_at = now
-        self.pace = eta.pace_of(broker_starts(self, now), self.costs)
+        # a start still under way is a lower bound of its duration: it may raise the pace the
+        # finished ones give, never lower it
+        self.pace = max(eta.pace_of(broker_starts(self, now, running=False), self.costs),
+                        eta.pace_of(broker_starts(self, now), self.costs))
         costs = eta.paced(self.costs, self.pace)
         starting = [i for i in self.job_started if i not in self.jobs_ended and ready_at(self, i) is None]
         setting_up = sum(1 for i in starting for _ in self.jobs[i].scenarios) + sum(
@@ -379,7 +428,7 @@ def ready_at(batch: "Batch", i: int) -> float | None:
     return min(setups) if setups else None
 
 
-def broker_starts(batch: "Batch", now: float) -> list[tuple[float, int]]:
+def broker_starts(batch: "Batch", now: float, running: bool = True) -> list[tuple[float, int]]:
     """How long each job's broker took to start (to its first run's setup, less its adapter's
     slow steps: an image's first build is no sign of a busy machine), or has taken so far while
     it starts for longer than the estimate, with how many other heavy starts ran beside it (the
@@ -391,12 +440,13 @@ def broker_starts(batch: "Batch", now: float) -> list[tuple[float, int]]:
         end = ready if ready is not None else now
         others = sum(1 for j, s in batch.job_started.items() if j != i and s < end and (readies[j] or now) > started)
         warm = batch.spark_warm_at if batch.spark_warm_at is not None else now
-        if batch.opts.checked and batch.started < end and warm > started:
+        spark_from = batch.spark_started_at if batch.opts.when_settled is not None else batch.started
+        if batch.opts.checked and spark_from is not None and spark_from < end and warm > started:
             others += 1
         so_far = end - started - batch.steps_s.get(i, 0.0)
         if ready is not None:
             out.append((so_far, others))
-        elif (i not in batch.jobs_ended and so_far > batch.costs.broker_with(others)
+        elif (running and i not in batch.jobs_ended and so_far > batch.costs.broker_with(others)
               and all(batch.progress[s.name].phase == "starting broker" for s in batch.jobs[i].scenarios)):
             out.append((so_far, others))
     return out

@@ -57,11 +57,13 @@ def run_and_check(scenarios: list, opts, baseline: str | None, master: str | Non
     from hourglass.harness.batch import CheckProgress, run_batch
 
     started = time.monotonic()
-    if not opts.system.virtual:  # the checker's Spark starts while the runs go on: warm when they end
-        from hourglass.reports.spark import warm_spark
+    settled = None
+    if not opts.system.virtual:  # the checker's Spark starts while the runs wait: warm when they end
+        from hourglass.reports.spark import guard_interrupts, warm_spark
 
-        warm_spark(master, spark_conf)
-    results, errors = run_batch(scenarios, replace(opts, checked=True))
+        guard_interrupts()
+        settled = lambda: warm_spark(master, spark_conf)  # noqa: E731
+    results, errors = run_batch(scenarios, replace(opts, checked=True, when_settled=settled))
     wall_s = time.monotonic() - started
     runs = sum(1 for r in results if not r.skipped)
     with CheckProgress(opts, runs, len(scenarios), started, started):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from hourglass.reference import faults as kinds
 from hourglass.reference.cluster import is_broker
-from hourglass.reference.faults.process import START, START_PAUSED
+from hourglass.reference.faults.process import PAUSE, RESUME, START, START_PAUSED
 from hourglass.reference.contract import INVARIANTS
 from hourglass.reference.levels import parse_level_table
 from hourglass.reference.plans import plan_outcome
@@ -45,6 +45,7 @@ def message_wait_ms(scenario, m, table=None, now_ms: int | None = None) -> int:
         t += max(0, ruling.deliver_ms + p.timer_precision_ms - now) if ruling.accepted and ruling.timer else 0
     elif m.delay_level > 0:
         t += table.delay_ms(table.clamp(m.delay_level))
+    t = _consumers_back_ms(scenario, t)
     popping = next((c for c in scenario.consumers if m.topic in c.topics and c.mode in POP_MODES), None)
     if popping is not None:  # reference.pop: each attempt revived after its invisible time (the revive's lag left out)
         entry = popping.pop_profile(V1_NOTIFY_AGAIN)
@@ -57,6 +58,41 @@ def message_wait_ms(scenario, m, table=None, now_ms: int | None = None) -> int:
         t += table.delay_ms(clamped_level(asked_retry_level(k, out.asked[k - 1]), table.max_level))
         if k - 1 in out.timed_out:  # held past consumeTimeout: sent back by the clean-up within 2T
             t += sent_back_within(0, timeout)[1]
+    batch = next((c for c in scenario.consumers if m.topic in c.topics and c.batch_size > 1), None)
+    asked = _group_asks(scenario, batch, mrt) if batch is not None and out.last_attempt < mrt else None
+    if asked is not None:
+        # ConsumeMessageConcurrentlyService.processConsumeResult: a batch answered with an ack index
+        # sends back every message after it, whatever its own plan says, at the level the batch's
+        # failure asked for (reference.plans): a retry more, for a message whose last attempt
+        # shared a batch with a failure (the estimate takes one, at the group's highest asked
+        # level; a longer cascade is the drain's to wait for: it follows the events)
+        level = max(asked_retry_level(out.last_attempt + 1, 0), asked)
+        t += table.delay_ms(clamped_level(level, table.max_level))
+    return t
+
+
+def _group_asks(scenario, group, mrt: int) -> int | None:
+    """The highest delay level any failure of ``group``'s messages asks for (0: the broker's
+    choice), or None when none of them fails."""
+    outs = [plan_outcome(tuple(m.plan), mrt) for m in scenario.messages if m.topic in group.topics]
+    failing = [o for o in outs if o.last_attempt > 0]
+    return max((a for o in failing for a in o.asked), default=0) if failing else None
+
+
+def _consumers_back_ms(scenario, t: int) -> int:
+    """When the consumers take what is due at ``t`` (ms after the first send): at ``t``, or when a
+    pause of the consumers under way then ends (a paused consumer pulls nothing: ``pause`` with a
+    ``duration_ms`` resumes by itself, else a ``resume`` step ends it; anchored steps left out)."""
+    paused_at = None
+    for f in sorted((f for f in scenario.faults if f.after is None and f.target == "consumer"), key=lambda f: f.at_ms):
+        if f.action == PAUSE:
+            if f.duration_ms and f.at_ms <= t < f.at_ms + f.duration_ms:
+                return f.at_ms + f.duration_ms
+            paused_at = None if f.duration_ms else f.at_ms
+        elif f.action == RESUME and paused_at is not None:
+            if paused_at <= t < f.at_ms:
+                return f.at_ms
+            paused_at = None
     return t
 
 

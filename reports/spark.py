@@ -130,12 +130,10 @@ def warm_spark(master: str | None = None, conf: dict[str, str] | None = None) ->
     check's :func:`get_spark` waits for this start, or starts anew if it failed). Called from the
     main thread, it puts in place the Ctrl-C handling a start there would (:func:`_own_sigint`):
     an interruption meanwhile kills the JVM as it would kill a session started by the check."""
-    global _warming, _sigint_before
+    global _warming
     if _session is not None or (_warming is not None and _warming.is_alive()):
         return
-    if threading.current_thread() is threading.main_thread() and _sigint_before is None:
-        _sigint_before = signal.getsignal(signal.SIGINT)
-        signal.signal(signal.SIGINT, _on_sigint)
+    guard_interrupts()
 
     def start() -> None:
         try:
@@ -145,6 +143,16 @@ def warm_spark(master: str | None = None, conf: dict[str, str] | None = None) ->
 
     _warming = threading.Thread(target=start, daemon=True, name="hg-spark-warm")
     _warming.start()
+
+
+def guard_interrupts() -> None:
+    """From the main thread: the Ctrl-C handling a session's start needs (:func:`_own_sigint`), in
+    place before :func:`warm_spark` is called from another thread (a batch starts the session
+    once its runs are under way: ``harness.batch.BatchOptions.when_settled``)."""
+    global _sigint_before
+    if threading.current_thread() is threading.main_thread() and _sigint_before is None:
+        _sigint_before = signal.getsignal(signal.SIGINT)
+        signal.signal(signal.SIGINT, _on_sigint)
 
 
 def _first_job(session) -> None:
