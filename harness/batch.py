@@ -55,7 +55,7 @@ class BatchOptions:
     #: a check of the runs follows (``harness.session.run_and_check``): the ETA counts it
     checked: bool = False
     #: called once when the batch's first brokers are up and its first runs set up, and nothing
-    #: else starts (:meth:`Batch.settled`): the checker's Spark starts then, in the runs' own
+    #: else starts (:func:`settled`): the checker's Spark starts then, in the runs' own
     #: waits, not beside the brokers' and consumers' starts it would slow down; at the latest when
     #: the runs end
     when_settled: Callable[[], None] | None = None
@@ -217,7 +217,7 @@ class Batch:
             setup_started = system.clock.now_ms()
             system.setup()
             system.info.details[BROKER_SETUP] = [setup_started, system.clock.now_ms()]
-            self._read_broker_config(system)
+            read_broker_config(system)
             watch = ConsumerWatch(system)
             scenarios = job.scenarios
             if self.opts.system.runtime == "external":  # a cluster that outlives runs: names unique per run
@@ -250,18 +250,6 @@ class Batch:
                 if system in self._systems:
                     self._systems.remove(system)
             system.teardown()
-
-    def _read_broker_config(self, system: System) -> None:
-        """What the broker runs, into run.json's system (``broker_config``): the scenarios are
-        judged against it, and one that needs another profile is not run on it."""
-        if not isinstance(system, ConfigReading):
-            return
-        try:
-            config = system.broker_config()
-        except AdapterError as e:
-            system.info.details["broker_config_error"] = str(e)[:300]
-            return
-        system.info.details["broker_config"] = {k: config[k] for k in BROKER_CONFIG_KEYS.values() if k in config}
 
     def _prepare(self, scenario: Scenario, system: System) -> tuple[Scenario, dict | None, str | None, str | None]:
         """(the scenario as it runs, what was fitted to the broker, why it is skipped, why it is
@@ -325,24 +313,10 @@ class Batch:
         job silent for 10 minutes); :attr:`BatchOptions.when_settled` once the batch is settled."""
         self._print_progress()
         while not self._stop.wait(self.opts.progress_interval_s):
-            if self.settled():
+            if settled(self):
                 self._settle()
             self._print_progress()
         self._print_progress()
-
-    def settled(self) -> bool:
-        """Every job started so far has its broker up and its runs past their setup (sending or
-        later), and at least one has: nothing of the batch is starting now."""
-        if not self.job_started:
-            return False
-        for i in self.job_started:
-            if i in self.jobs_ended:
-                continue
-            for s in self.jobs[i].scenarios:
-                p = self.progress[s.name]
-                if p.phase not in eta.DONE and "sending" not in p.began:
-                    return False
-        return True
 
     def _settle(self) -> None:
         """:attr:`BatchOptions.when_settled`, once."""
@@ -420,6 +394,34 @@ class Batch:
             waiting.append("checker: starting Spark")
         return _line(self.clock() - self.started, done, len(self.progress), self.eta_s(),
                      finishing or self.opts.checked, waiting)
+
+
+def read_broker_config(system: System) -> None:
+    """What the broker runs, into run.json's system (``broker_config``): the scenarios are
+    judged against it, and one that needs another profile is not run on it."""
+    if not isinstance(system, ConfigReading):
+        return
+    try:
+        config = system.broker_config()
+    except AdapterError as e:
+        system.info.details["broker_config_error"] = str(e)[:300]
+        return
+    system.info.details["broker_config"] = {k: config[k] for k in BROKER_CONFIG_KEYS.values() if k in config}
+
+
+def settled(batch: "Batch") -> bool:
+    """Every job started so far has its broker up and its runs past their setup (sending or
+    later), and at least one has: nothing of the batch is starting now."""
+    if not batch.job_started:
+        return False
+    for i in batch.job_started:
+        if i in batch.jobs_ended:
+            continue
+        for s in batch.jobs[i].scenarios:
+            p = batch.progress[s.name]
+            if p.phase not in eta.DONE and "sending" not in p.began:
+                return False
+    return True
 
 
 def ready_at(batch: "Batch", i: int) -> float | None:

@@ -240,6 +240,12 @@ class RunLogs:
                           if whole else timed_lines(copy, written, SEND_BACK_FAILURE_MARKS)))
         self._write_client_failures(reads, groups, run["started_ms"], run["ended_ms"])
 
+    def record_until(self, until_ms: int) -> None:
+        """A shared system's run whose consumers went on until ``until_ms``: its stalls and its
+        client's failures until then."""
+        self.record_stalls_until(until_ms)
+        self.record_client_failures_until(until_ms)
+
     def record_client_failures_until(self, until_ms: int) -> None:
         """A shared system's run, whose consumers went on until ``until_ms``: the send-backs they
         logged as failed after the run's end too (its attempts after the end are judged, and so is
@@ -690,9 +696,8 @@ class ScenarioRun:
         write_run_json(self.run_dir, run)
 
     def consumers_stopped(self, at_ms: int) -> None:
-        """A shared system's consumers stopped at ``at_ms``: the run's stalls until then (``RunLogs.record_stalls_until``)."""
-        self._logs.record_stalls_until(at_ms)
-        self._logs.record_client_failures_until(at_ms)
+        """A shared system's consumers stopped at ``at_ms``: the run's stalls and client failures until then."""
+        self._logs.record_until(at_ms)
 
     def _dlq_owed(self, run: dict) -> dict[str, tuple[set[str], int]]:
         """Per group, the keys a DLQ entry is owed for by now, and when the last was sent back

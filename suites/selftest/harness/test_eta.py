@@ -186,7 +186,7 @@ def test_the_eta_of_a_real_idle_batch_is_within_20_percent_once_its_first_broker
 
 
 def test_the_checkers_spark_starts_once_the_first_brokers_and_runs_are_up(simulated):
-    """The checker's Spark starts when the batch is settled (harness.batch.Batch.settled: every job
+    """The checker's Spark starts when the batch is settled (harness.batch.settled: every job
     started so far has its runs sending), not beside the first brokers' and consumers' starts,
     which it slowed down (the shared job's broker: 28.5 s with Spark starting beside it, 22.4 s
     without, on rocketmq:latest)."""
@@ -195,9 +195,9 @@ def test_the_checkers_spark_starts_once_the_first_brokers_and_runs_are_up(simula
                         for s in batch.jobs[i].scenarios)
     for t in (0.0, 5.0, first_sending - 0.5):
         replay_until(batch, clock, jobs, phases, t)
-        assert not batch.settled(), f"settled at {t} s"
+        assert not batch_mod.settled(batch), f"settled at {t} s"
     replay_until(batch, clock, jobs, phases, first_sending + 0.5)
-    assert batch.settled()
+    assert batch_mod.settled(batch)
     calls = []
     batch.opts = BatchOptions(batch.opts.system, None, max_systems=2, checked=True, when_settled=lambda: calls.append(clock.now))
     batch._settle()
