@@ -146,3 +146,18 @@ def test_a_scenarios_own_wait_counts_a_consumer_pause_and_a_batch_mates_send_bac
     single = Scenario("one", plain.messages, (ConsumerGroup("g", ("T",)),), (), Profile())
     assert scenario_wait_ms(single) == 5_000 + single.drain_margin_ms  # no batch: its own plan only
     assert 13_000 <= scenario_wait_ms(batch_ack_index()) - batch_ack_index().drain_margin_ms <= 14_000
+
+
+def test_a_batch_run_again_into_the_same_output_gets_systems_of_its_own(tmp_path):
+    """The runs that did not pass run again as a batch of their own into the same output: a broker of
+    that batch must not start on the store of the attempt before (seen under the load generator:
+    batch-ack-index, alone on its system with its names unprefixed, was delivered the first
+    attempt's messages 762 s "early", and convicted of five invariants)."""
+    from hourglass.harness.batch import Batch, BatchOptions
+    from hourglass.harness.systems import SystemSpec
+
+    scenarios = [_sc("a"), _sc("k", faults=(FaultStep(10, "kill_restart"),))]
+    opts = BatchOptions(SystemSpec("rocketmq:latest", "process"), tmp_path)
+    first, again = Batch(scenarios, opts), Batch(scenarios, opts)
+    dirs = [b.workdir(i, j) for b in (first, again) for i, j in enumerate(b.jobs)]
+    assert len(set(dirs)) == len(dirs) and all(d.is_relative_to(tmp_path / "_systems") for d in dirs)
