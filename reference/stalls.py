@@ -150,7 +150,9 @@ _NICED = ('n=$1; g=$2; shift 2; for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 
 #: the load generator's hogs it waited 7-17 s for a CPU, and a correct broker's POP retries and
 #: redeliveries were judged against answers that had not reached it (RETRY_SCHEDULE, NOT_EARLY,
 #: NO_DUPLICATE violations on 5.5.0). Its session competes as the broker's does (weight 1024, about
-#: what nine niced consumer sessions had); its threads stay at CLIENT_NICE within it.
+#: what nine niced consumer sessions had); its threads stay at CLIENT_NICE within it. The client
+#: process's too (the producer the runs send with, and every admin call): niced as a session beside
+#: the load generator's hogs, its JVM did not start within 60 s and six runs broke at their setup.
 HOST_SESSION_NICE = 0
 
 

@@ -236,7 +236,8 @@ class ClientProcess(_RequestProcess):
     def __init__(self, lib_dir: Path, namesrv_addr: str, log_dir: Path, instance: str, start_timeout_s: float = 60.0):
         super().__init__(["-m", "hourglass.adapters.rocketmq.client_proc", "--lib", str(lib_dir), "--namesrv", namesrv_addr,
                           "--log-dir", str(log_dir), "--instance", instance],
-                         log_dir / "client-process.log", f"client process ({namesrv_addr})", start_timeout_s)
+                         log_dir / "client-process.log", f"client process ({namesrv_addr})", start_timeout_s,
+                         session_nice=HOST_SESSION_NICE)
 
     def _failed(self, cmd: str, error: str) -> AdapterError:
         return ClientError(cmd, error)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from hourglass.adapters.rocketmq.clientlink import _LineProcess
 from hourglass.reference.stalls import CHECKER_NICE, CLIENT_NICE, HOST_SESSION_NICE
 
@@ -64,3 +66,26 @@ def test_the_checkers_spark_runs_niced(spark):
     for jvm in live:
         assert _nice_of_threads(jvm.pid) == {CHECKER_NICE}
         assert _autogroup_nice(jvm.pid) in (None, CHECKER_NICE)
+
+
+def test_the_client_process_and_the_consumer_host_sessions_compete_as_the_brokers(monkeypatch, tmp_path):
+    """The harness's instruments: the client process (the runs' producer, every admin call; niced as
+    a session beside the load generator's hogs its JVM did not start within 60 s and six runs broke)
+    and the consumer host. Their sessions at HOST_SESSION_NICE, their threads at CLIENT_NICE."""
+    from hourglass.adapters.rocketmq import clientlink
+
+    seen = {}
+
+    class Started(Exception):
+        pass
+
+    def init(self, argv, log_file, what, start_timeout_s, session_nice=None):
+        seen[what.split(" (")[0]] = session_nice
+        raise Started
+
+    monkeypatch.setattr(clientlink._RequestProcess, "__init__", init)
+    with pytest.raises(Started):
+        clientlink.ClientProcess(tmp_path, "127.0.0.1:9876", tmp_path, "i")
+    with pytest.raises(Started):
+        clientlink.ConsumerHost(tmp_path, tmp_path, pop=False)
+    assert seen == {"client process": HOST_SESSION_NICE, "consumer host": HOST_SESSION_NICE}
