@@ -165,7 +165,7 @@ class Batch:
                 print(f"[hourglass] teardown of {s.info.version} failed: {e}", file=sys.__stderr__)
 
     def _run_job(self, index: int, job: Job) -> None:
-        workdir = self.workdir(index, job)
+        workdir = job_workdir(self.opts.out_dir, self.token, index, job)
         workdir.mkdir(parents=True, exist_ok=True)
         self.job_started[index] = now = self.clock()
         for s in job.scenarios:
@@ -179,14 +179,6 @@ class Batch:
                 self._open_and_run(job, workdir)
         finally:
             self.jobs_ended.add(index)
-
-    def workdir(self, index: int, job: Job) -> Path:
-        """Job ``index``'s system's folder (its store, conf and logs), this batch's own: a batch run
-        again into the same output (the runs that did not pass) must not start its broker on the
-        store of the attempt before (a scenario alone on its system keeps its names unprefixed: the
-        earlier attempt's messages came again, 762 s "early")."""
-        name = slug(job.scenarios[0].name) if not job.shared else "shared"
-        return self.opts.out_dir / "_systems" / self.token / f"job{index:02d}-{name}"
 
     def _phase_sink(self, index: int, job: Job) -> adapter_phase.Sink:
         """An adapter's slow step (an image's first build, a download) as the phase of the job's
@@ -401,6 +393,15 @@ class Batch:
             waiting.append("checker: starting Spark")
         return _line(self.clock() - self.started, done, len(self.progress), self.eta_s(),
                      finishing or self.opts.checked, waiting)
+
+
+def job_workdir(out_dir: Path, token: str, index: int, job: Job) -> Path:
+    """Job ``index``'s system's folder (its store, conf and logs), its batch's own (``token``): a
+    batch run again into the same output (the runs that did not pass) must not start its broker on
+    the store of the attempt before (a scenario alone on its system keeps its names unprefixed: the
+    earlier attempt's messages came again, 762 s "early")."""
+    name = slug(job.scenarios[0].name) if not job.shared else "shared"
+    return out_dir / "_systems" / token / f"job{index:02d}-{name}"
 
 
 def read_broker_config(system: System) -> None:

@@ -153,11 +153,11 @@ def test_a_batch_run_again_into_the_same_output_gets_systems_of_its_own(tmp_path
     that batch must not start on the store of the attempt before (seen under the load generator:
     batch-ack-index, alone on its system with its names unprefixed, was delivered the first
     attempt's messages 762 s "early", and convicted of five invariants)."""
-    from hourglass.harness.batch import Batch, BatchOptions
+    from hourglass.harness.batch import Batch, BatchOptions, job_workdir
     from hourglass.harness.systems import SystemSpec
 
     scenarios = [_sc("a"), _sc("k", faults=(FaultStep(10, "kill_restart"),))]
     opts = BatchOptions(SystemSpec("rocketmq:latest", "process"), tmp_path)
     first, again = Batch(scenarios, opts), Batch(scenarios, opts)
-    dirs = [b.workdir(i, j) for b in (first, again) for i, j in enumerate(b.jobs)]
+    dirs = [job_workdir(tmp_path, b.token, i, j) for b in (first, again) for i, j in enumerate(b.jobs)]
     assert len(set(dirs)) == len(dirs) and all(d.is_relative_to(tmp_path / "_systems") for d in dirs)
