@@ -52,7 +52,7 @@ def cmd_file() -> Path:
 
 
 def _broker_logs(out: Path) -> list[Path]:
-    return sorted(out.glob("_systems/*/logs/broker.out"))
+    return sorted(out.glob("_systems/**/logs/broker.out"))
 
 
 @pytest.mark.parametrize("SCENARIOS", [pytest.param(CI_SCENARIOS, id="launcher+kill9", marks=pytest.mark.slow),

@@ -45,7 +45,7 @@ def test_an_upgrade_and_a_rollback_on_one_store_keep_the_offsets(chain, runtime_
     assert ran == [OLD, NEW, OLD], ran  # setup, the upgrade, the rollback
     run = json.loads((res.run_dir / "run.json").read_text())
     assert run["system"]["version"] == f"{OLD}+{NEW}" and run["system"]["versions"] == [OLD, NEW]
-    launched = (res.run_dir.parent / "_systems").glob("*/logs/broker.out")
+    launched = (res.run_dir.parent / "_systems").glob("**/logs/broker.out")
     libs = [line.split("rocketmq/")[1].split("/")[0] for f in launched for line in f.read_text().splitlines()
             if line.startswith("==== hourglass: starting broker") and "rocketmq/" in line]
     if runtime_name == "process":
