@@ -130,7 +130,6 @@ class Batch:
         if self.opts.progress and (self.opts.progress_virtual or not self.opts.system.virtual):
             shower = threading.Thread(target=self._show_progress, daemon=True, name="hg-progress")
             shower.start()
-        self._settled_called = False
         if self.opts.when_settled is not None and shower is None:  # no progress thread to watch the batch
             self._settle()
         workers = 1 if self.opts.system.virtual else max(1, self.opts.max_systems)
@@ -318,10 +317,9 @@ class Batch:
         self._print_progress()
 
     def _settle(self) -> None:
-        """:attr:`BatchOptions.when_settled`, once."""
-        if self.opts.when_settled is None or getattr(self, "_settled_called", False):
+        """:attr:`BatchOptions.when_settled`, once (:attr:`spark_started_at` says it was)."""
+        if self.opts.when_settled is None or self.spark_started_at is not None:
             return
-        self._settled_called = True
         self.spark_started_at = self.clock()
         try:
             self.opts.when_settled()

@@ -163,6 +163,8 @@ class RunLogs:
         self.run_dir = run_dir
         self.events_dir = run_dir / EVENTS_DIR
         self._held: hostwatch.HostWatch | None = None  # a shared system's watch: kept until its consumers stop
+        self._groups: set[str] = set()  # the run's groups, whose failed send-backs are recorded
+        self._failure_lines: Counter = Counter()  # each failure line recorded so far: a repeat is numbered
 
     def record_stalls(self, run: dict, watch: hostwatch.HostWatch | None, held: bool = False) -> None:
         """The stalls of the run's period into ``events/stalls.jsonl`` (the host watch's, and those
@@ -250,7 +252,7 @@ class RunLogs:
         """A shared system's run, whose consumers went on until ``until_ms``: the send-backs they
         logged as failed after the run's end too (its attempts after the end are judged, and so is
         what such a failure explains), read from what each client log's source gained since."""
-        groups = getattr(self, "_groups", None)
+        groups = self._groups
         if not groups:
             return
         run = read_run_json(self.run_dir)
@@ -272,7 +274,7 @@ class RunLogs:
 
     def _write_client_failures(self, reads: list, groups: set[str], from_ms: int, to_ms: int) -> None:
         found = []
-        seen = self.__dict__.setdefault("_failure_lines", Counter())
+        seen = self._failure_lines
         for name, read in reads:
             if read is None:
                 continue
