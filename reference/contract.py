@@ -77,9 +77,17 @@ SEND_STATUSES: tuple[str, ...] = ("SEND_OK", "FAILED", "UNKNOWN")
 #: ``action`` of the ``fault`` a client's own report writes: a send-back the official client logged
 #: as failed (target ``consumer``; ``reference.network.send_back_failures``)
 SEND_BACK_FAILED = "send_back_failed"
+#: ``action`` of the ``fault`` a consumer writes when its client sends a ``LATER``'s send-back
+#: (RequestCode.CONSUMER_SEND_MSG_BACK, seen by an RPCHook as the request leaves: target
+#: ``consumer``, ``group``, ``key``, ``reconsume_times`` of the attempt sent back): the broker stores
+#: the retry when the request arrives, so its delay counts from there, not from the answer
+#: (``reference.expected``: what the client took to send it is the harness's, not the broker's)
+SENT_BACK = "sent_back"
 #: what a ``fault`` event's ``action`` may be: the fault families' (``reference.faults``), and a
-#: client's own report
-FAULT_ACTIONS: tuple[str, ...] = (*faults.event_actions(), SEND_BACK_FAILED)
+#: client's own reports
+FAULT_ACTIONS: tuple[str, ...] = (*faults.event_actions(), SEND_BACK_FAILED, SENT_BACK)
+#: the client's own reports among them: no fault of the system, context of its own message only
+CLIENT_REPORTS: tuple[str, ...] = (SEND_BACK_FAILED, SENT_BACK)
 #: the broker processes a system may run (``reference.cluster``: a second one in a cluster
 #: topology); ``broker`` is the first, the only one of a single-broker system
 BROKER_TARGETS: tuple[str, ...] = ("broker", "broker-2")
@@ -241,7 +249,8 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("name", "str", False),  # which consumer (target consumer)
         _f("group", "str", False),  # its group: a start changes the group's membership
         _f("cause", "str", False),  # why (a consumer's: CONSUMER_STARTED_BY_SCENARIO, CONSUMER_DIED, ...; setup)
-        _f("key", "str", False),  # send_back_failed: the message's key, where the client's log line named it
+        _f("key", "str", False),  # send_back_failed: the message's key, where the client's log line named it; sent_back: its key
+        _f("reconsume_times", "int", False),  # sent_back: the attempt whose send-back it is
         _f("step", "int", False),  # the scenario's fault step (index in its faults) this action belongs to
         _f("anchor", "str", False),  # an anchored step: what it was timed from ("reput level 3 #2 at ...")
         _f("anchor_event_ms", "int", False),  # an anchored step: when that anchor event happened

@@ -14,7 +14,9 @@ group that consumed the topic).
 - Attempt 0 is anchored at the send (``born_ms`` for NOT_EARLY, the send's ``ts_ms`` for ON_TIME);
   attempt k >= 1 is anchored at the ``ts_ms`` of the first ``LATER`` delivery of attempt k-1 (an
   observation: when it is missing, ``earliest_ms``/``latest_ms`` are ``None``, the attempt cannot
-  be judged for timing and the message is judged by NO_LOSS/RETRY_SCHEDULE instead).
+  be judged for timing and the message is judged by NO_LOSS/RETRY_SCHEDULE instead); its
+  ``latest_ms`` counts from the last send-back request the client sent for attempt k-1 where the
+  consumer recorded one (``contract.SENT_BACK``), not from the answer.
 - ``latest_ms`` already includes ``slack_ms`` and the widening by broker outages; ``None`` with a
   ``widened_by`` means the broker never came back (no deadline).
 - A retry the client re-consumes locally because its send-back failed is the *same stored copy* as
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field, fields, replace
 from operator import itemgetter
 from typing import Callable, Iterable, Mapping
 
-from hourglass.reference.contract import BROKER_TARGETS, RETRY_PREFIX, ContractError
+from hourglass.reference.contract import BROKER_TARGETS, RETRY_PREFIX, SENT_BACK, ContractError
 from hourglass.reference.persistence import scheduler_duplicate_allowed
 from hourglass.reference.stored_copy import same_stored_copy
 from hourglass.reference.plans import CRASH, by_ack_index, parse_plan, plan_outcome, resent_instead, with_ack_laters
@@ -192,6 +194,9 @@ class _Observed:
     #: (key, group, reconsume_times) -> the pop time of a POP group's first delivery of that attempt
     #: (reference.pop: a copy nobody answered is revived its invisible time after it)
     pops: dict[tuple, int] = field(default_factory=dict)
+    #: (key, group, reconsume_times) -> when the client sent that attempt's last send-back
+    #: (contract.SENT_BACK: the broker stores the retry when it arrives)
+    sent_backs: dict[tuple, int] = field(default_factory=dict)
 
 
 def _observed(events: Iterable[Mapping], orderly: frozenset = frozenset(), popping: frozenset = frozenset()) -> _Observed:
@@ -230,6 +235,10 @@ def _observed(events: Iterable[Mapping], orderly: frozenset = frozenset(), poppi
             if key in seen.sends:
                 raise ContractError("events", "key", SENT_ONCE, key)  # the checker names the lines
             seen.sends[key] = e
+        elif t == "fault" and e.get("action") == SENT_BACK:  # the client's report, no fault
+            if e.get("key") is not None and e.get("reconsume_times") is not None:
+                sk = (e["key"], e.get("group"), int(e["reconsume_times"]))
+                seen.sent_backs[sk] = max(int(e["ts_ms"]), seen.sent_backs.get(sk, int(e["ts_ms"])))
         elif t == "fault":
             seen.faults.append(e)
         elif t == "dlq":
@@ -535,19 +544,24 @@ def _retry_window(w: _Windows, seen: _Observed, key: str, group: str | None, k: 
         return None, None, None, None, None, None
     slack = w.profile.slack_ms
     last_anchor = seen.last_laters.get((key, group, k - 1), anchor)
+    # the broker stores the retry when the send-back arrives: the client's own time to send it is
+    # no part of the broker's wait (contract.SENT_BACK, when the consumer recorded it)
+    sent = seen.sent_backs.get((key, group, k - 1))
     if timeout_min is not None:
         back_from, back_by = sent_back_within(anchor, timeout_min)[0], sent_back_within(last_anchor, timeout_min)[1]
+        back_by = max(back_by, sent or back_by)
         r_earliest, r_latest = back_from + r_delay, back_by + r_delay + slack
         if w.outages:
             r_latest = w.widen(anchor, r_earliest, r_latest)[0]
         return r_earliest, r_latest, None, anchor, r_earliest, r_latest
-    r_earliest, r_due, r_widened = anchor + r_delay, last_anchor + r_delay, None
+    sent_by = max(last_anchor, sent or last_anchor)
+    r_earliest, r_due, r_widened = anchor + r_delay, sent_by + r_delay, None
     if fallback_delay != r_delay and w.back_failed(last_anchor, group, key):
-        r_earliest, r_due = anchor + min(r_delay, fallback_delay), last_anchor + max(r_delay, fallback_delay)
+        r_earliest, r_due = anchor + min(r_delay, fallback_delay), sent_by + max(r_delay, fallback_delay)
         r_widened = "the send-back may have failed: the client's re-send asks for 3 + reconsumeTimes"
     stored_lag = w.back_lag(last_anchor, group, key)
     if w.clock is not None:  # the retry is stored by the broker when the send-back arrives
-        r_earliest, r_due, r_widened = _on_broker_clock(w.clock, anchor, last_anchor + stored_lag, r_delay, None, r_earliest, r_due, r_level)
+        r_earliest, r_due, r_widened = _on_broker_clock(w.clock, anchor, sent_by + stored_lag, r_delay, None, r_earliest, r_due, r_level)
     r_latest = r_due + slack + stored_lag
     if w.outages:
         r_latest, r_widened = _joined(w.widen(anchor, r_earliest, r_latest), r_widened)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Iterable, Mapping
 
-from hourglass.reference.contract import INVARIANTS
+from hourglass.reference.contract import INVARIANTS, SENT_BACK
 from hourglass.reports.stalls import HOST_STALL_CAUSE
 
 EXAMPLES_PER_INVARIANT = 5
@@ -55,6 +55,8 @@ def explain(v: Mapping, faults: list[Mapping]) -> dict:
     start = anchor if anchor is not None else earliest
     end = max(x for x in (observed, latest, earliest, start) if x is not None) if any(
         x is not None for x in (observed, latest, earliest, start)) else None
+    # a send-back the client reported is context of its own message only (contract.SENT_BACK)
+    faults = [f for f in faults if f.get("action") != SENT_BACK or (f.get("key") == key and f.get("group") == _str(v.get("group")))]
     overlap = describe_faults(overlapping_faults(faults, start, end), anchor)
     widened = _str(v.get("widened_by"))
     fault_text = "; ".join(x for x in (overlap, f"window widened by {widened}" if widened else None) if x) or None

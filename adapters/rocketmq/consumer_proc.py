@@ -30,7 +30,7 @@ from pathlib import Path
 
 from hourglass.adapters.rocketmq.jvm import Channel, exit_now, now_ms, start_jvm
 from hourglass.adapters.rundir import EventLog
-from hourglass.reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, consumer_fault
+from hourglass.reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, SENT_BACK, consumer_fault
 from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY, unit_group
 from hourglass.reference.orderly import DEFAULT_SUSPEND_MS
 from hourglass.reference.pop import POP, SLOW_HOLD_PAST_MS, pop_answer
@@ -119,6 +119,9 @@ class PlanFollower:
         self.last_ms: dict[str, int] = {}  # per key, the ts_ms of its last recorded delivery (stamp)
         self._out = EventLog(events_file)  # starts on a fresh line after a torn one
         self._lock = threading.Lock()
+        #: msg_id -> (key, reconsume_times) of its last delivery answered LATER: what a send-back
+        #: request (:func:`make_send_back_hook`) names it by
+        self.laters: dict[str, tuple[str, int]] = {}
         #: (key, reconsume_times) -> set once a later attempt of a held (SLOW) message came (or at stop)
         self.held: dict[tuple[str, int], threading.Event] = {}
         self.stopping = threading.Event()
@@ -221,12 +224,23 @@ class PlanFollower:
             for e in events:
                 if batched:
                     e["ack_index"] = answer.ack_index
+                if e["outcome"] == LATER:
+                    self.laters[e["msg_id"]] = (e["key"], e["reconsume_times"])
                 self._out.write(e)
         if answer.held:  # the client's clean-up sends it back; the listener answers OK after
             self.hold(events[answer.ack_index], self.hold_limit_ms)
             return OK, answer.ack_index, 0
         failed = LATER in answer.outcomes
         return (LATER if failed else OK), answer.ack_index, answer.level
+
+    def sent_back(self, msg_id: str) -> None:
+        """The client is sending back the copy ``msg_id`` (its last LATER): record when
+        (contract.SENT_BACK; a copy this consumer did not answer LATER is not recorded)."""
+        with self._lock:
+            found = self.laters.get(msg_id)
+            if found is not None:
+                self._out.write({"type": "fault", "ts_ms": now_ms(), "action": SENT_BACK, "target": "consumer",
+                                 "name": self.name, "group": self.group, "key": found[0], "reconsume_times": found[1]})
 
     def pop_times(self, msg) -> tuple[int | None, int | None]:
         """A POP delivery's pop time and invisible time (:func:`pop_ck_times`)."""
@@ -295,6 +309,33 @@ def make_listener(follower: PlanFollower, batched: bool = False, popping: bool =
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     return Listener()
+
+
+#: RequestCode.CONSUMER_SEND_MSG_BACK (4.9.x and 5.x)
+CONSUMER_SEND_MSG_BACK = 36
+
+
+def make_send_back_hook(follower: PlanFollower):
+    """An RPCHook that records each send-back request as it leaves the client
+    (DefaultMQPushConsumerImpl.sendMessageBack -> MQClientAPIImpl.consumerSendMessageBack: its
+    ConsumerSendMsgBackRequestHeader's originMsgId is the copy's msg id as the deliver event has
+    it): :meth:`PlanFollower.sent_back`. Every other request passes untouched."""
+    from jpype import JImplements, JOverride
+
+    @JImplements("org.apache.rocketmq.remoting.RPCHook")
+    class SendBackHook:
+        @JOverride
+        def doBeforeRequest(self, remote_addr, request):
+            if request.getCode() == CONSUMER_SEND_MSG_BACK:
+                header = request.readCustomHeader()
+                if header is not None and header.getOriginMsgId() is not None:
+                    follower.sent_back(str(header.getOriginMsgId()))
+
+        @JOverride
+        def doAfterResponse(self, remote_addr, request, response):
+            pass
+
+    return SendBackHook()
 
 
 def make_orderly_listener(follower: PlanFollower):
@@ -389,7 +430,10 @@ def make_consumer(args: argparse.Namespace, instance_tag: str):
     from org.apache.rocketmq.client.consumer import DefaultMQPushConsumer
     from org.apache.rocketmq.common.consumer import ConsumeFromWhere
 
-    consumer = DefaultMQPushConsumer(args.group)
+    # the send-back hook where the client sends a LATER back (orderly suspends, broadcasting drops
+    # it, POP changes its invisible time)
+    hook = make_send_back_hook(follower) if args.mode == CONCURRENTLY else None
+    consumer = DefaultMQPushConsumer(args.group, hook, make_allocation())
     consumer.setNamesrvAddr(args.namesrv)
     # a broadcasting instance keeps its client id across restarts: its offsets file is found by it
     consumer.setInstanceName(f"hg-{args.name}" if broadcasting else f"hg-{args.name}-{instance_tag}")
@@ -407,7 +451,6 @@ def make_consumer(args: argparse.Namespace, instance_tag: str):
             log.write(consumer_fault("start", now_ms(), args.name, args.group, args.restarted_after))
     for topic in args.topic:
         consumer.subscribe(topic, "*")
-    consumer.setAllocateMessageQueueStrategy(make_allocation())
     if args.mode == POP:  # the broker assigns and hands out the queues (its request mode POP: reference.pop)
         consumer.setClientRebalance(False)
         if args.pop_invisible_ms is not None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hourglass.adapters.base import ConsumerSpec, SendRequest
+from hourglass.reference.contract import SENT_BACK
 from suites.adapters.conftest import LATE_ALLOWANCE_MS, LEVELS_S, delay_ms, wait_for_events
 
 pytestmark = pytest.mark.realbroker
@@ -79,6 +80,12 @@ def test_later_twice_gives_reconsume_times_0_1_2_with_retry_level_delays(shared_
         assert attempts[k]["ts_ms"] <= attempts[k - 1]["ts_ms"] + delay_ms(retry_level) + LATE_ALLOWANCE_MS
         assert attempts[k]["queue_topic"] == "%RETRY%" + names["group"]
         assert attempts[k]["topic"] == names["topic"] and attempts[k]["msg_id"] == res.msg_id
+    # each LATER's send-back recorded as the request left the client (contract.SENT_BACK): after the
+    # answer, before the retry was stored, once per attempt sent back
+    sent = [e for e in wait_for_events(events_file, lambda ev: True, 1) if e.get("action") == SENT_BACK]
+    assert [(e["key"], e["group"], e["reconsume_times"]) for e in sent] == [(key, names["group"], k) for k in (0, 1)], sent
+    for k in (0, 1):
+        assert attempts[k]["ts_ms"] <= sent[k]["ts_ms"] <= attempts[k + 1]["store_ms"], (attempts, sent)
 
 
 def test_failing_more_than_max_reconsume_times_lands_in_the_dlq(shared_system, names, tmp_path):

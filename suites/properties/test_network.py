@@ -3,7 +3,8 @@
 after the heal, delays a LATER's local re-consume by the failed send-back's timeouts and its retry's
 store by the send-back's timeout (retransmitted after the heal), and allows no
 scheduler duplicate; latency moves no window but a retry's, by a round trip; a send-back the client
-logged failed moves its retry and local re-consume to after its re-send, and may repeat."""
+logged failed moves its retry and local re-consume to after its re-send, and may repeat; a retry's
+delay counts from when the client sent its send-back, where the consumer recorded it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hourglass.reference.expected import build_expected
-from hourglass.reference.contract import SEND_BACK_FAILED
+from hourglass.reference.contract import SEND_BACK_FAILED, SENT_BACK
 from hourglass.reference.network import (CLIENT_SEND_TIMEOUT_MS, INITIAL_RTO_MS, LOG_RESOLUTION_MS, SEND_BACK_FAILS_AFTER_MS,
                                SEND_BACK_TIMEOUT_MS,
                                local_retry_lag_ms, parse_send_back_failure, partitions, send_back_lag_ms,
@@ -89,6 +90,25 @@ def test_latency_moves_a_retry_by_one_round_trip_and_nothing_else():
     p_first, p_retry = _rows([], delivers=[later])
     assert (first.earliest_ms, first.latest_ms) == (p_first.earliest_ms, p_first.latest_ms)
     assert retry.latest_ms == p_retry.latest_ms + 600 and retry.earliest_ms == p_retry.earliest_ms
+
+
+@given(client_lag=st.integers(-50, 8_000), key=st.sampled_from(["k", "other"]), group=st.sampled_from(["g", "h"]),
+       attempt=st.sampled_from([0, 1]))
+def test_a_retry_is_due_its_delay_after_the_client_sent_it_back_not_after_the_answer(client_lag, key, group, attempt):
+    """Seen on CI (5.5.0, a host at 74 % CPU pressure): a retry stored 6.6 s after its LATER for a
+    3 s level, the broker's own threads waiting 0.2 s. What the client takes from the answer to the
+    send-back request is the harness's: the window's end counts from the request (contract.SENT_BACK)
+    of that key, group and attempt only; its start stays at the answer."""
+    later = {"type": "deliver", "ts_ms": T0 + 4_000, "key": "k", "group": "g", "topic": "T", "queue_id": 0,
+             "queue_offset": 0, "msg_id": "m", "reconsume_times": 0, "born_ms": T0, "store_ms": T0 + 2_000,
+             "outcome": "LATER"}
+    sent = fault(T0 + 4_000 + client_lag, SENT_BACK, "consumer", group=group, key=key, reconsume_times=attempt, name="c")
+    first, retry = _rows([sent], delivers=[later])
+    p_first, p_retry = _rows([], delivers=[later])
+    ours = (key, group, attempt) == ("k", "g", 0)
+    assert (first.earliest_ms, first.latest_ms) == (p_first.earliest_ms, p_first.latest_ms)
+    assert retry.earliest_ms == p_retry.earliest_ms
+    assert retry.latest_ms == p_retry.latest_ms + (max(0, client_lag) if ours else 0)
 
 
 def test_a_partition_restores_no_offset_so_it_allows_no_scheduler_duplicate():
