@@ -41,6 +41,16 @@ class NotReady(AdapterError):
     """A component did not answer an application round trip within its timeout."""
 
 
+class ConsumersNotRestarted(AdapterError):
+    """``poll_consumers`` could not start the replacement of some dead consumers (``failed``: name
+    -> why); it restarted ``restarted``, and tries the others again at its next call. On a system
+    the runs share, the failure is the run's whose consumer it is (``harness.runner.ConsumerWatch``)."""
+
+    def __init__(self, failed: dict[str, str], restarted: list[str]):
+        self.failed, self.restarted = dict(failed), list(restarted)
+        super().__init__("; ".join(f"consumer {name!r} could not be restarted: {why}" for name, why in sorted(self.failed.items())))
+
+
 @dataclass(frozen=True)
 class BrokerProfile:
     """Broker settings the harness chooses per system (they land in the broker's config and in

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hourglass.reference.cluster import is_broker
-from hourglass.reference.contract import BROKER_TARGETS, CONSUMER_STARTED_BY_SCENARIO
+from hourglass.reference.contract import BROKER_TARGETS, CONSUMER_DIED, CONSUMER_EXITED, CONSUMER_STARTED_BY_SCENARIO
 from hourglass.reference.expected import ExpectedAttempt, build_expected
 from hourglass.reference.orderly import handed_over_ms, locks_freed_ms
 from hourglass.reference.pop import NOT_ACKED
@@ -65,6 +65,27 @@ def _orderly_locks_freed_ms(run: dict, events: list[dict]) -> int | None:
     return max([locks_freed_ms(d) for d in deaths] + [handed_over_ms(c) for c in changes], default=None)
 
 
+def consumers_back_ms(events: list[dict], now_ms: int) -> int | None:
+    """Until when a run waits for its consumers that died (``died``, ``exited``) to be back:
+    :data:`CONSUMER_REDELIVERY_MS` after the last replacement's ``start`` (a replacement's JVM can
+    take a minute to start on a starved host: seen 69 s, and a broadcasting instance's messages
+    came only after it); while one is still down, that long after now (its restart is the harness's
+    and is tried at every poll; one that cannot start fails its run). None: no death."""
+    down: dict[str, int] = {}
+    back = None
+    deaths = (CONSUMER_DIED, CONSUMER_EXITED)
+    for e in sorted((e for e in events if e.get("type") == "fault" and e.get("target") == "consumer"
+                     and e.get("cause") in deaths and e.get("name")), key=lambda e: e["ts_ms"]):
+        if e["action"] == "kill":
+            down[e["name"]] = e["ts_ms"]
+        elif e["action"] == "start":
+            down.pop(e["name"], None)
+            back = max(back or 0, e["ts_ms"])
+    if down:
+        back = now_ms
+    return None if back is None else back + CONSUMER_REDELIVERY_MS
+
+
 @dataclass(frozen=True)
 class DrainState:
     pending: tuple[str, ...]  # keys not final yet
@@ -85,6 +106,7 @@ def drain_state(run: dict, events: list[dict], now_ms: int) -> DrainState:
     locks_freed = _orderly_locks_freed_ms(run, events)
     recovered_ms = max((e["ts_ms"] for e in events if e.get("type") == "fault" and e.get("action") in ("ready", "resume")
                         and e.get("target") in BROKER_TARGETS + ("namesrv", "proxy")), default=None)
+    consumers_back = consumers_back_ms(events, now_ms)
     for e in events:
         if e.get("type") == "deliver":
             answered.setdefault((e["key"], e["reconsume_times"]), set()).add(e["outcome"])
@@ -119,6 +141,8 @@ def drain_state(run: dict, events: list[dict], now_ms: int) -> DrainState:
             d = max(d, recovered_ms + CONSUMER_RECOVERY_MS)
         if locks_freed is not None and d is not None:
             d = max(d, locks_freed)
+        if consumers_back is not None and d is not None:
+            d = max(d, consumers_back)
         if d is not None:
             deadline = d if deadline is None else max(deadline, d)
     return DrainState(tuple(sorted(pending)), deadline, len(by_key), final)

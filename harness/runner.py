@@ -21,8 +21,8 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
-from hourglass.adapters.base import (ConsumerSpec, ConsumeStatsReading, Consuming, DlqReading, LogFiles, OffsetFlushWatching, SendRequest,
+from typing import Callable, Collection
+from hourglass.adapters.base import (ConsumerSpec, ConsumersNotRestarted, ConsumeStatsReading, Consuming, DlqReading, LogFiles, OffsetFlushWatching, SendRequest,
                            TimerCheckpointWatching,
                            System)
 from hourglass.harness.anchors import ANCHOR_POLL_MS, AnchorNeverCame, StepPlan
@@ -74,9 +74,17 @@ class ConsumerWatch:
         self.system = system
         self._lock = threading.Lock()
 
-    def poll(self) -> None:
+    def poll(self, mine: Collection[str] | None = None) -> None:
+        """Restart the dead consumers. A replacement that could not start is the failure of the
+        run whose consumer it is (``mine``: the caller's consumers; None: every consumer is its
+        own): another run's poll goes on, and the next poll tries that restart again."""
         with self._lock:
-            self.system.poll_consumers()
+            try:
+                self.system.poll_consumers()
+            except ConsumersNotRestarted as e:
+                own = {name: why for name, why in e.failed.items() if mine is None or name in mine}
+                if own:
+                    raise ConsumersNotRestarted(own, e.restarted) from None
 
 
 class Cancelled(RuntimeError):
@@ -457,6 +465,11 @@ def consumer_spec(sc: Scenario, c, i: int, events_dir: Path, shared_system: bool
                         hosted=shared_system and not sc.faults and not sc.crashes(c))
 
 
+def run_consumers(sc: Scenario) -> frozenset[str]:
+    """The names of a run's consumers: a restart of one that fails is that run's failure only."""
+    return frozenset(consumer_name(c.group, i) for c in sc.consumers for i in range(c.instances))
+
+
 def read_dlq_until_owed(sysm, clock, cancel: threading.Event, group: str, owed: tuple[set[str], int] | None) -> list[dict]:
     """The DLQ entries of ``group``. Where the model owes entries it does not hold yet, read
     again until the name server may know the DLQ topic (``reference.retry.DLQ_ROUTABLE_WITHIN_MS``
@@ -789,7 +802,7 @@ class ScenarioRun:
             if not armed or clock.now_ms() - self._watched_ms >= POLL_MS:
                 # restarts dead consumers; their deaths and restarts record themselves
                 self._watched_ms = clock.now_ms()
-                self._watch.poll()
+                self._watch.poll(run_consumers(self.scenario))
 
     def _drain(self, run: dict) -> DrainState:
         sc, clock = self.scenario, self.system.clock

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from hourglass.adapters.base import AdapterError, ConsumerSpec, NotReady
+from hourglass.adapters.base import AdapterError, ConsumerSpec, ConsumersNotRestarted, NotReady
 from hourglass.adapters.parts import Part
 from hourglass.adapters.rocketmq.clientlink import ConsumerHost, ConsumerProcess, HostedConsumer, terminate_all
 from hourglass.reference.contract import RETRY_PREFIX
@@ -97,23 +97,29 @@ class ConsumerProcesses(Part):
         """Restart every consumer that is down without having been stopped or killed by the
         harness. A death is recorded before its restart (by the consumer itself, or by its exit
         watch now), and the restart as the ``start`` of the replacement, in the consumer's events file."""
-        restarted = []
+        restarted, failed = [], {}
         with self._lock:
             due = [(n, p) for n, p in self.procs.items() if not p.alive() and n not in self.stopped and n not in self.starting]
             self.starting.update(n for n, _ in due)
         try:
             for name, proc in due:
-                died = proc.death()
+                died = proc.death()  # recorded once, however often its restart is tried
                 proc.kill()  # reap, close pipes
                 # the replacement records its start (cause: the death) once its JVM is up: a start
                 # under load takes seconds, and the consumer's outage lasts until then
-                new = self._spawn(self.specs[name], restarted_after=died)
+                try:
+                    new = self._spawn(self.specs[name], restarted_after=died)
+                except AdapterError as e:  # one consumer's failure stops no other's restart
+                    failed[name] = str(e)
+                    continue
                 with self._lock:
                     self.procs[name] = new
                 restarted.append(name)
         finally:
             with self._lock:
                 self.starting.difference_update(n for n, _ in due)
+        if failed:
+            raise ConsumersNotRestarted(failed, restarted)
         return restarted
 
     def start(self) -> None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import shutil
 
-from hourglass.adapters.base import BrokerProfile, ConsumerSpec, SendRequest
+from hourglass.adapters.base import BrokerProfile, ConsumerSpec, ConsumersNotRestarted, SendRequest
 from hourglass.adapters.simulated import open_simulated
 from hourglass.harness.batch import BatchOptions, run_batch
+from hourglass.harness.runner import ConsumerWatch
 from hourglass.harness.scenario import ConsumerGroup, Message, Scenario
 from hourglass.harness.systems import SystemSpec
 from hourglass.harness.verdicts import assert_conforms
@@ -108,3 +109,76 @@ def test_where_the_consumer_deaths_are_written_does_not_change_the_verdict(tmp_p
     assert_conforms(here)
     assert here["invariants"] == there["invariants"]
     assert (here["messages"], here["attempts"]) == (there["messages"], there["attempts"])
+
+
+class _RefusingRestarts:
+    """A system whose dead consumers ``a`` and ``b`` cannot be restarted this time."""
+
+    def __init__(self):
+        self.polls = 0
+
+    def poll_consumers(self) -> list[str]:
+        self.polls += 1
+        raise ConsumersNotRestarted({"a-0": "RemotingTimeoutException at the name server", "b-0": "no JVM"}, ["c-0"])
+
+
+def test_a_consumer_that_cannot_be_restarted_fails_its_own_run_only():
+    """Seen under a starved broker: a CRASH group's replacement could not start (its client's
+    request to the name server timed out) and the run that happened to poll was broken for it.
+    The failure is raised to the run whose consumer it is, naming only its own; another run's poll
+    goes on; a caller that names no consumers owns them all."""
+    system = _RefusingRestarts()
+    watch = ConsumerWatch(system)
+    watch.poll(frozenset({"x-0", "c-0"}))  # neither a nor b is this run's: it goes on
+    try:
+        watch.poll(frozenset({"a-0"}))
+    except ConsumersNotRestarted as e:
+        assert e.failed == {"a-0": "RemotingTimeoutException at the name server"} and "'a-0'" in str(e) and "b-0" not in str(e)
+    else:
+        raise AssertionError("the owner's poll did not fail")
+    try:
+        watch.poll()
+    except ConsumersNotRestarted as e:
+        assert set(e.failed) == {"a-0", "b-0"}
+    else:
+        raise AssertionError("an unowned poll did not fail")
+    assert system.polls == 3
+
+
+def test_one_consumer_that_cannot_be_restarted_stops_no_other_restart(tmp_path, monkeypatch):
+    """ConsumerProcesses.poll restarts every dead consumer it can, then names those it could not."""
+    from hourglass.adapters.base import AdapterError
+    from hourglass.adapters.rocketmq.consumers import ConsumerProcesses
+
+    class Dead:
+        def alive(self):
+            return False
+
+        def death(self):
+            return "died"
+
+        def kill(self):
+            pass
+
+    class Alive(Dead):
+        def alive(self):
+            return True
+
+    parts = ConsumerProcesses(tmp_path, lambda: "127.0.0.1:9876", tmp_path)
+    parts.CONSUMER_START_ATTEMPTS = 1
+    for name in ("a-0", "b-0"):
+        parts.procs[name], parts.specs[name] = Dead(), ConsumerSpec(name, name[0], ("T",), 16, tmp_path)
+
+    def spawn(spec, restarted_after=None):
+        if spec.name == "a-0":
+            raise AdapterError("the client's start timed out")
+        return Alive()
+
+    monkeypatch.setattr(parts, "_spawn", spawn)
+    try:
+        parts.poll()
+    except ConsumersNotRestarted as e:
+        assert e.failed == {"a-0": "the client's start timed out"} and e.restarted == ["b-0"]
+    else:
+        raise AssertionError("the failed restart was not named")
+    assert parts.procs["b-0"].alive() and not parts.procs["a-0"].alive() and not parts.starting

@@ -111,6 +111,26 @@ def test_after_a_broker_restart_the_run_waits_for_consumers_to_recover():
     assert st.pending == ("a",) and st.deadline_ms >= T0 + 500 + CONSUMER_RECOVERY_MS
 
 
+def test_a_run_waits_for_a_consumer_that_died_until_its_replacement_had_time_to_be_redelivered():
+    """Seen under a starved broker: a broadcasting instance's replacement started 69 s after its
+    death and the run had ended 30 s before, its messages judged lost. While a consumer that died
+    is down the run waits on; after its replacement's start, CONSUMER_REDELIVERY_MS more."""
+    from hourglass.harness.drain import CONSUMER_REDELIVERY_MS
+    from hourglass.reference.contract import consumer_fault
+
+    died = consumer_fault("kill", T0 + 1_000, "g-1", "g", "died")
+    back = consumer_fault("start", T0 + 69_000, "g-1", "g", "died")
+    ev = [send("a", T0, level=1), died]
+    for now in (T0 + 30_000, T0 + 60_000):  # down: the deadline moves on with the clock
+        st = drain_state(RUN, ev, now)
+        assert st.pending == ("a",) and st.deadline_ms == now + CONSUMER_REDELIVERY_MS
+    st = drain_state(RUN, [*ev, back], T0 + 70_000)
+    assert st.deadline_ms == T0 + 69_000 + CONSUMER_REDELIVERY_MS
+    # a consumer the scenario started is no death; the window alone decides
+    joined = consumer_fault("start", T0 + 500, "g-1", "g", "scenario")
+    assert drain_state(RUN, [send("a", T0, level=1), joined], T0 + 600).deadline_ms == T0 + 1000 + 1000
+
+
 def test_an_overdue_fault_step_goes_before_overdue_sends():
     """A send to a paused broker blocks the timeline for the send timeout: five such sends held a
     kill planned 1.5 s after the pause back by 15 s (4.9.7 in CI). When the timeline is behind,
