@@ -456,3 +456,29 @@ def explain_resent(stalls: Iterable[Mapping], failed_ms: int, give_up_ms: int, c
                   f"re-sends of it stored then — copies with their reconsume count dropped "
                   f"(DefaultMQProducerImpl.sendKernelImpl), an orderly consumer's re-consume past its maximum "
                   f"(ConsumeMessageOrderlyService.checkReconsumeTimes) — is undecided")
+
+
+def explain_held_ack(stalls: Iterable[Mapping], acked_ms: int, revive_ms: int, started_ms: int,
+                     cpus: int = 1) -> tuple[bool, str]:
+    """(covered, reason) for a POP copy answered OK at ``acked_ms`` and revived all the same as the
+    next attempt (a RETRY_SCHEDULE "never answered LATER"), its checkpoint due at ``revive_ms`` (its
+    pop time + invisible time: PopReviveService revives a checkpoint no ack in the revive topic
+    matched by then; the client's ack is asynchronous, and logs no failure the broker never
+    answered). Covered only when the recorded stalls on the POP path (:data:`POP`: the ack's put and
+    PopReviveService's threads, host-corroborated: :func:`explain`) held the broker for all of the
+    ack's time to be stored, from the answer to the checkpoint's due time, but one sample
+    (:data:`SAMPLE_MS`): then the ack may have been stored after the revive, and whether the broker
+    lost it is undecided; else the revive after an OK is the broker's."""
+    span = revive_ms - acked_ms
+    if span <= 0:
+        return True, (f"the OK came {-span} ms after the copy's checkpoint was due (at +{(revive_ms - started_ms) / 1000:.1f} s): "
+                      f"its revive is the consumer's lateness, not the broker's loss of the ack")
+    stalls = list(stalls)
+    e = explain(stalls, acked_ms, revive_ms, False, cpus, POP)
+    what = _what(e, started_ms, _context(stalls, acked_ms, revive_ms))
+    if e.explained_ms >= span - SAMPLE_MS:
+        return True, (f"its OK's ack had {span} ms to be stored before the checkpoint was due, and the broker's POP path "
+                      f"was stalled for {e.explained_ms} ms of them ({what}): the ack may have been stored after the "
+                      f"revive, so whether the broker lost it is undecided")
+    return False, (f"its OK's ack had {span} ms to be stored before the checkpoint was due, of which recorded stalls "
+                   f"explain {e.explained_ms / 1000:.1f} s ({what})")

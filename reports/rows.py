@@ -55,6 +55,12 @@ VIOLATION_COLUMNS: tuple[tuple[str, str], ...] = (
 #: ``reference.network.send_back_failures``); only such a violation can be its re-sends' doing
 #: (``reports.stalls.resent_reclassify``)
 SEND_BACK_FAILED_FIELD = "send_back_failed_ms"
+#: a RETRY_SCHEDULE violation of a POP copy revived after its OK: when the OK came, and when the
+#: copy's checkpoint was due (its pop time + invisible time): ``reports.stalls.held_ack_reclassify``
+ACKED_FIELD, REVIVE_FIELD = "acked_ms", "revive_ms"
+#: a NO_LOSS violation of a message every attempt of which its plan owes was delivered (what is
+#: missing is the broker's DLQ entry, or an OK never answered): no consumer's lag explains it
+DELIVERED = "delivered"
 #: Column index of each field of the model's expected rows (:data:`reference.expected.EXPECTED_COLUMNS`).
 EXPECTED_COL = {name: i for i, name in enumerate(EXPECTED_COLUMNS)}
 LATENESS_BIN_MS = 250

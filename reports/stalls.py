@@ -17,7 +17,9 @@ consumer stalled"), never violations and never a pass. A lag in another queue, a
 another group excuses nothing; when more are missing than those queues hold, at least
 ``missing - lag`` are lost whichever they are: the violations stand, and say what the broker still
 held. A group with no such snapshot (a system that cannot read consume stats) is judged on the
-deliveries alone, as before.
+deliveries alone, as before. A message every attempt of which its plan owes was delivered
+(:data:`reports.rows.DELIVERED`: what is missing is the DLQ entry the broker owes after the last
+``LATER``) is never excused by a lag.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Iterable, Mapping
 from hourglass.reference import stalls as rule
 from hourglass.reference.network import LOG_RESOLUTION_MS
 from hourglass.reference.contract import CONSUME_STATS_SOURCE, parse_queue_key
-from hourglass.reports.rows import SEND_BACK_FAILED_FIELD
+from hourglass.reports.rows import ACKED_FIELD, DELIVERED, REVIVE_FIELD, SEND_BACK_FAILED_FIELD
 
 INVARIANT = "NO_LOSS"
 #: queues named in a reason, at most
@@ -84,7 +86,7 @@ def reclassify(violations: list[dict], pending: list[dict], by_group: Mapping[st
     lost: dict[tuple, list[dict]] = {}  # (the group's lag's name, the queues the rows may wait in) -> rows
     keep, moved = [], list(pending)
     for v in violations:
-        if v.get("invariant") != INVARIANT or v.get("accepted"):
+        if v.get("invariant") != INVARIANT or v.get("accepted") or v.get(DELIVERED):
             keep.append(v)
             continue
         group = v.get("group") or None
@@ -179,24 +181,37 @@ def late_beyond_end_reclassify(violations: list[dict], pending: list[dict], unke
     recorded = sorted((e for e in unkeyed if e.get("type") == "stall"), key=lambda e: e["from_ms"])
     if not recorded:
         return violations, pending
-    keep, moved, late = [], list(pending), {}
+    keep, moved = [], list(pending)
     for v in violations:
         if v.get("invariant") == INVARIANT and not v.get("accepted") and v.get("latest_ms") is not None:
             covered, why = _explain_late(v, recorded, int(ended), run)
             if covered:
                 reason = ("never delivered by the run's end, which came "
                           + why.removeprefix("arrived ").replace("whether the broker was late", "whether the broker lost it"))
-                late[(v["key"], v.get("group"))] = reason
                 moved.append(_by_host(v, reason))
                 continue
         keep.append(v)
-    out = []
-    for v in keep:  # the missing DLQ entry of a message late beyond the end is as undecided
-        if v.get("invariant") == "DLQ_ROUTING" and v.get("observed_ms") is None and (v["key"], v.get("group")) in late:
-            moved.append(_by_host(v, late[(v["key"], v.get("group"))]))
+    return keep, moved
+
+
+def undelivered_entry_reclassify(violations: list[dict], pending: list[dict]) -> tuple[list[dict], list[dict]]:
+    """``violations`` and ``pending`` with each DLQ_ROUTING violation of a missing entry
+    (``observed_ms`` None) of a message whose missing delivery is undecided (a NO_LOSS row in
+    ``pending``: its consumer lagged, or stalls made it late beyond the run's end) moved to pending
+    for that reason: an entry is owed only once the attempt that sends it there was delivered (seen
+    under a starved broker: a batch consumer that started 75 s into its run pulled none of its
+    messages, the DLQ entry of the one whose first answer was LATER:-1 was judged missing)."""
+    undelivered = {p["key"]: p for p in pending if p.get("invariant") == INVARIANT}
+    keep, moved = [], list(pending)
+    for v in violations:
+        p = undelivered.get(v.get("key"))
+        if v.get("invariant") == "DLQ_ROUTING" and v.get("observed_ms") is None and not v.get("accepted") and p is not None:
+            moved.append({"invariant": v["invariant"], "key": v["key"], "attempt": v.get("attempt"),
+                          "detail": f"the attempt that owes the entry was never delivered, and whether the broker lost it is "
+                                    f"undecided: {p.get('detail')}", **({"cause": p["cause"]} if p.get("cause") else {})})
         else:
-            out.append(v)
-    return out, moved
+            keep.append(v)
+    return keep, moved
 
 
 def resent_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping,
@@ -226,6 +241,29 @@ def resent_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iter
             moved.append(_by_host(v, why))
         else:
             keep.append(v)
+    return keep, moved
+
+
+def held_ack_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping
+                        ) -> tuple[list[dict], list[dict]]:
+    """``violations`` and ``pending`` with the RETRY_SCHEDULE violations of a POP copy revived after
+    its OK (:data:`ACKED_FIELD`, :data:`REVIVE_FIELD`, set by the judging) moved to pending where the
+    recorded stalls on the broker's POP path held its ack past the checkpoint's due time
+    (:func:`reference.stalls.explain_held_ack`); the others say how much of that time they explain."""
+    held = [v for v in violations if v.get(ACKED_FIELD) is not None and v.get(REVIVE_FIELD) is not None
+            and not v.get("accepted")]
+    if not held or (run.get("host") or {}).get(rule.HOST_VIRTUAL) or rule.not_observed(run.get("host")):
+        return violations, pending
+    recorded = [e for e in unkeyed if e.get("type") == "stall"]
+    held_ids = {id(v) for v in held}
+    keep, moved = [v for v in violations if id(v) not in held_ids], list(pending)
+    for v in held:
+        covered, why = rule.explain_held_ack(recorded, int(v[ACKED_FIELD]), int(v[REVIVE_FIELD]), int(run.get("started_ms") or 0),
+                                             host_cpus(run))
+        if covered:
+            moved.append(_by_host(v, why))
+        else:
+            keep.append(dict(v, detail=f"{v.get('detail') or ''}; {why}"))
     return keep, moved
 
 

@@ -45,9 +45,12 @@ class DlqRouting(Invariant):
 
     def undecided(self, violations, pending, unkeyed, run):
         """What the client's re-sends of a message whose own send-back failed on a stalled broker
-        stored is undecided (``reports.stalls.resent_reclassify``)."""
-        from hourglass.reports.stalls import resent_reclassify
+        stored is undecided (``reports.stalls.resent_reclassify``), and so is the entry of a
+        message whose owing attempt's missing delivery is (``reports.stalls.undelivered_entry_reclassify``,
+        after NO_LOSS's rules)."""
+        from hourglass.reports.stalls import resent_reclassify, undelivered_entry_reclassify
 
-        return resent_reclassify(violations, pending, unkeyed, run, self.name)
+        violations, pending = resent_reclassify(violations, pending, unkeyed, run, self.name)
+        return undelivered_entry_reclassify(violations, pending)
 
 UNIT = DlqRouting()

@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 
 from hourglass.reference.broadcast import DROPPED
 from hourglass.reports.invariants.base import Columns, Invariant, Message, Plain, x
-from hourglass.reports.rows import Judgements
+from hourglass.reports.rows import DELIVERED, Judgements
 
 
 class NoLoss(Invariant):
@@ -29,6 +29,8 @@ class NoLoss(Invariant):
                       earliest_ms=x(m.missing, "earliest_ms"), latest_ms=x(m.missing, "latest_ms"), observed_ms=m.ended_ms,
                       **(m.missing_queue() if m.missing is not None else {}),
                       **({"path": m.path} if m.path else {}),
+                      # every attempt its plan owes came: only the broker's DLQ entry is missing
+                      **({DELIVERED: True} if m.missing is None else {}),
                       detail=f"expected {m.final_state} by the run's end, found "
                       + ("no delivery answered" if m.final_state == DROPPED else "neither an OK delivery nor a DLQ entry"))
 

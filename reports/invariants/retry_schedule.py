@@ -9,7 +9,7 @@ import numpy as np
 from hourglass.reference import pop
 from hourglass.reference.profile import profile_from_run
 from hourglass.reports.invariants.base import Attempt, Columns, Invariant, Plain, clip_bin, count_into, x
-from hourglass.reports.rows import LATENESS_BIN_MS, LATENESS_RANGE_MS, Judgements
+from hourglass.reports.rows import ACKED_FIELD, LATENESS_BIN_MS, LATENESS_RANGE_MS, REVIVE_FIELD, Judgements
 
 
 class RetrySchedule(Invariant):
@@ -38,7 +38,7 @@ class RetrySchedule(Invariant):
             out.plot["duplicates"][f"POP {'ack' if prev else 'pop'} lost allowed"] += 1
         if detail:
             out.violation(self.name, a.key, group=a.group, attempt=a.attempt, observed_ms=a.deliveries[0]["ts_ms"],
-                          anchor_ms=later["ts_ms"] if later else None, detail=detail)
+                          anchor_ms=later["ts_ms"] if later else None, detail=detail, **_revived_after_ok(a, prev, later))
 
     def plain(self, c: Columns) -> Plain:
         retry = c.a_att >= 1
@@ -58,6 +58,16 @@ class RetrySchedule(Invariant):
             count_into(out.plot["gaps"], att[r], (np.clip(gap, lo_r, hi_r) // LATENESS_BIN_MS) * LATENESS_BIN_MS)
             for k, delay in zip(att[r].tolist(), c.e_delay_ms[xa].tolist()):
                 _expect(out, k, delay)
+
+    def undecided(self, violations, pending, unkeyed, run):
+        """What the client's re-sends of a message whose own send-back failed on a stalled broker
+        stored is undecided (``reports.stalls.resent_reclassify``), and the revive of a POP copy
+        whose ack the broker's stalled POP path may have held past its checkpoint
+        (``reports.stalls.held_ack_reclassify``)."""
+        from hourglass.reports.stalls import held_ack_reclassify, resent_reclassify
+
+        violations, pending = resent_reclassify(violations, pending, unkeyed, run, self.name)
+        return held_ack_reclassify(violations, pending, unkeyed, run)
 
 
 def _unplanned(a: Attempt, prev: list | None) -> str | None:
@@ -79,17 +89,24 @@ def _unplanned(a: Attempt, prev: list | None) -> str | None:
     return next((why for why in whys if why is not None), None)
 
 
+def _revived_after_ok(a: Attempt, prev: list | None, later) -> dict:
+    """A POP copy answered OK and revived all the same: when its last OK came and when its
+    checkpoint was due (the OK'd delivery's pop time + the group's invisible time), for
+    ``reports.stalls.held_ack_reclassify``; else nothing."""
+    if later is not None or not prev:
+        return {}
+    popping = profile_from_run(a.run).pop_group(a.group)
+    oks = [d for d in prev if d.get("outcome") == "OK" and d.get("pop_ms") is not None]
+    if popping is None or not oks:
+        return {}
+    ok = max(oks, key=lambda d: d["ts_ms"])
+    return {ACKED_FIELD: ok["ts_ms"], REVIVE_FIELD: pop.revive_time_ms(int(ok["pop_ms"]), popping.invisible_ms)}
+
+
 def _expect(out: Judgements, attempt: int, delay: int) -> None:
     """The gaps plot's scale of retry ``attempt``: the longest delay its retries were due after
     (one level per attempt, unless consumers asked for their own: LATER:n)."""
     out.plot["gap_expected"][attempt] = max(delay, out.plot["gap_expected"].get(attempt, delay))
 
-
-    def undecided(self, violations, pending, unkeyed, run):
-        """What the client's re-sends of a message whose own send-back failed on a stalled broker
-        stored is undecided (``reports.stalls.resent_reclassify``)."""
-        from hourglass.reports.stalls import resent_reclassify
-
-        return resent_reclassify(violations, pending, unkeyed, run, self.name)
 
 UNIT = RetrySchedule()

@@ -85,6 +85,14 @@ def retry_after_ok() -> RunBuilder:
     return RunBuilder("retry-after-ok").send("r", 0).deliver("r", 10).deliver("r", 10 + 10 + 10_000 + 50, attempt=1)
 
 
+def pop_revived_after_ok() -> RunBuilder:
+    """A POP copy popped at 1000 and answered OK at 1004, revived all the same at 6100 (invisible
+    time 5 s): RETRY_SCHEDULE names the OK and the checkpoint's due time (6000)."""
+    b = RunBuilder("pop-revived-after-ok", pop_groups={GROUP: {"invisible_ms": 5_000, "release": [5, 5, 0]}})
+    return (b.send("p", 0, plan=["OK"]).deliver("p", 10, at=1004, pop_ms=T0 + 1000, queue_topic=TOPIC)
+            .deliver("p", 6100, attempt=1, at=6110, pop_ms=T0 + 6105, queue_topic=TOPIC))
+
+
 def dlq_kept() -> RunBuilder:
     """max_reconsume_times 1: LATER on attempts 0 and 1 sends it to the DLQ."""
     return (RunBuilder("dlq-kept", max_reconsume_times=1).send("d", 0, plan=["LATER", "LATER"])
@@ -200,7 +208,7 @@ def queue_order_broken() -> RunBuilder:
 
 
 ALL = [clean_mix, lost, pending_at_end, unknown_sends, early, early_clamped, late_with_kill, late_plain,
-       level_order_broken, level_order_kept, level_order_unknown_stored_late, retry_gap, retry_after_ok, dlq_kept, dlq_wrong_message, dlq_twice,
+       level_order_broken, level_order_kept, level_order_unknown_stored_late, retry_gap, retry_after_ok, pop_revived_after_ok, dlq_kept, dlq_wrong_message, dlq_twice,
        consumer_duplicate, consumer_redelivery_after_crash, scheduler_duplicate, reversed_arrival_allowed,
        reversed_arrival_persisted, integrity_topic, integrity_body,
        integrity_unknown_key, timer_kept, timer_too_far, refused_accepted, refused_expected, timer_delay_sec, queue_order_kept, queue_order_broken]

@@ -133,6 +133,9 @@ def test_retry_schedule_gap_and_retry_after_ok(verdicts):
     v = verdicts["retry-after-ok"]
     assert v["invariants"]["RETRY_SCHEDULE"]["passed"] is False
     assert "attempt 0 was never answered LATER" in example(v, "RETRY_SCHEDULE")["explanation"]
+    v = verdicts["pop-revived-after-ok"]  # a POP copy's OK with no stall recorded: the broker lost the ack
+    assert only_failure(v) == "RETRY_SCHEDULE"
+    assert "attempt 0 was never answered LATER" in example(v, "RETRY_SCHEDULE")["explanation"]
 
 
 def test_dlq_routing(verdicts):

@@ -42,3 +42,30 @@ def test_missing_beyond_the_stalls_or_off_its_path_stays_a_loss():
         violations, _ = findings(run, events)
         (v,) = [v for v in violations if v["invariant"] == "NO_LOSS"]
         assert v["key"] == "lost"
+
+
+def test_the_missing_dlq_entry_of_a_message_whose_missing_delivery_is_undecided_is_undecided_alike():
+    """Seen under a starved broker: a batch consumer started 75 s into its run and pulled none of its
+    messages (its queues' lag said so: NO_LOSS undecided), and the DLQ entry of the one whose first
+    answer was LATER:-1 was judged missing. The entry is owed only once that attempt was delivered:
+    undecided for the delivery's reason, whichever rule made the delivery undecided."""
+    lagging = RunBuilder("lag", ended=60_000).send("dlq", 0, plan=["LATER:-1"]).send("ok", 10).deliver("ok", 20)
+    lagging.events.append({"type": "snapshot", "ts_ms": T0 + 59_000, "source": "consumeStats", "moment": "consumers_stopped",
+                           "group": "g", "offsets": {"T/b/0": 1}, "max_offsets": {"T/b/0": 2}})
+    late = RunBuilder("late", ended=8_000).send("dlq", 0, level=1, plan=["LATER:-1"])
+    late.events.append({"type": "stall", "ts_ms": T0 + 7_000, "source": rule.RUN_QUEUE, "subject": "broker",
+                        "from_ms": T0 + 1000, "stalled_ms": 6_000, "detail": "thread ScheduleMessage"})
+    late.events.append({"type": "stall", "ts_ms": T0 + 7_000, "source": "psi-cpu", "subject": rule.HOST,
+                        "from_ms": T0 + 1000, "stalled_ms": 6_000, "full_ms": 0})
+    for b, cause in ((lagging, None), (late, "host")):
+        violations, pending = findings({**b.run_json(), "host": OBSERVED}, b.events)
+        assert [v["invariant"] for v in violations] == [], (b.run_id, violations)
+        loss, entry = (next(p for p in pending if p["invariant"] == name and p["key"] == "dlq") for name in ("NO_LOSS", "DLQ_ROUTING"))
+        assert entry.get("cause") == cause and loss["detail"] in entry["detail"]
+        assert entry["detail"].startswith("the attempt that owes the entry was never delivered")
+    # delivered and answered LATER:-1, its entry missing: the broker's loss, whatever the lag (no
+    # consumer's lag explains what the broker owes after the delivery)
+    kept = RunBuilder("kept", ended=60_000).send("dlq", 0, plan=["LATER:-1"]).deliver("dlq", 20, outcome="LATER", next_level=-1)
+    kept.events.append(lagging.events[-1])
+    violations, _ = findings({**kept.run_json(), "host": OBSERVED}, kept.events)
+    assert [v["invariant"] for v in violations] == ["NO_LOSS", "DLQ_ROUTING"]
