@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -28,6 +29,13 @@ from hourglass.reference.cluster import CONTROLLER
 from hourglass.reference.faults.io import FREEZABLE_STORE
 from hourglass.reference.contract import BROKER_TARGETS, PROXY_TARGET
 from hourglass.reference.pop import PROXY_CLUSTER, PROXY_LOCAL
+
+
+#: ProxyStartup exits when its own first requests to the brokers fail (seen on a starved 5.5.0 broker:
+#: "create system broadcast topic DefaultHeartBeatSyncerTopic failed on cluster ..."): the setup
+#: starts it again, a few times, as an operator's supervisor would; a proxy that exits during a run
+#: is the run's fault, never started again by this
+PROXY_START_ATTEMPTS = 3
 
 
 class LocalRocketMQSystem(RocketMQSystem):
@@ -92,9 +100,21 @@ class LocalRocketMQSystem(RocketMQSystem):
     def _start_proxy(self) -> None:
         """The proxy in front of the brokers (cluster mode), or the one the broker's process runs
         (local mode) answering."""
+        proxy = self.parts[PROXY_TARGET]
         if not self.proxy_local:  # local mode: the broker's process runs it, fetched before the broker's start
-            self.parts[PROXY_TARGET].launch()
-        self.parts[PROXY_TARGET].wait_ready()
+            proxy.launch()
+        for attempt in range(1, PROXY_START_ATTEMPTS + 1):
+            try:
+                proxy.wait_ready()
+                break
+            except NotReady:
+                raise
+            except AdapterError as e:  # it exited while starting
+                if self.proxy_local or attempt == PROXY_START_ATTEMPTS:
+                    raise
+                print(f"hourglass: the proxy exited while starting (attempt {attempt} of {PROXY_START_ATTEMPTS}), "
+                      f"started again: {str(e).splitlines()[0]}", file=sys.stderr, flush=True)
+                proxy.start()
         self.info.details.update({PROXY_TARGET: self.ports.proxy_addr, "proxy_tls": tls_only(self.dist.version),
                                   "proxy_mode": PROXY_LOCAL if self.proxy_local else PROXY_CLUSTER})
 
