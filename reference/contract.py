@@ -86,8 +86,6 @@ SENT_BACK = "sent_back"
 #: what a ``fault`` event's ``action`` may be: the fault families' (``reference.faults``), and a
 #: client's own reports
 FAULT_ACTIONS: tuple[str, ...] = (*faults.event_actions(), SEND_BACK_FAILED, SENT_BACK)
-#: the client's own reports among them: no fault of the system, context of its own message only
-CLIENT_REPORTS: tuple[str, ...] = (SEND_BACK_FAILED, SENT_BACK)
 #: the broker processes a system may run (``reference.cluster``: a second one in a cluster
 #: topology); ``broker`` is the first, the only one of a single-broker system
 BROKER_TARGETS: tuple[str, ...] = ("broker", "broker-2")

@@ -467,16 +467,14 @@ def explain_held_ack(stalls: Iterable[Mapping], acked_ms: int, revive_ms: int, s
     answered). Covered only when the recorded stalls on the POP path (:data:`POP`: the ack's put and
     PopReviveService's threads, host-corroborated: :func:`explain`) held the broker for all of the
     ack's time to be stored, from the answer to the checkpoint's due time, but one sample
-    (:data:`SAMPLE_MS`): then the ack may have been stored after the revive, and whether the broker
-    lost it is undecided; else the revive after an OK is the broker's."""
-    span = revive_ms - acked_ms
-    if span <= 0:
-        return True, (f"the OK came {-span} ms after the copy's checkpoint was due (at +{(revive_ms - started_ms) / 1000:.1f} s): "
-                      f"its revive is the consumer's lateness, not the broker's loss of the ack")
+    (:data:`SAMPLE_MS`), and some such stall was recorded at all: then the ack may have been stored
+    after the revive, and whether the broker lost it is undecided; else the revive after an OK is
+    the broker's (an OK within one sample of the due time, or after it, excuses nothing by itself)."""
+    span = max(0, revive_ms - acked_ms)
     stalls = list(stalls)
-    e = explain(stalls, acked_ms, revive_ms, False, cpus, POP)
-    what = _what(e, started_ms, _context(stalls, acked_ms, revive_ms))
-    if e.explained_ms >= span - SAMPLE_MS:
+    e = explain(stalls, acked_ms, max(revive_ms, acked_ms), False, cpus, POP)
+    what = _what(e, started_ms, _context(stalls, acked_ms, max(revive_ms, acked_ms)))
+    if e.explained_ms > 0 and e.explained_ms >= span - SAMPLE_MS:
         return True, (f"its OK's ack had {span} ms to be stored before the checkpoint was due, and the broker's POP path "
                       f"was stalled for {e.explained_ms} ms of them ({what}): the ack may have been stored after the "
                       f"revive, so whether the broker lost it is undecided")

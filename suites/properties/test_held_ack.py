@@ -36,6 +36,9 @@ def test_only_stalls_on_the_pop_path_over_all_of_the_acks_time_leave_the_revive_
     assert covered and f"had {span} ms to be stored" in why and "undecided" in why
     covered, why = explain_held_ack(_stall(OK_AT, span - SAMPLE_MS - 200), T0 + OK_AT, T0 + REVIVE_AT, T0)
     assert not covered and f"of which recorded stalls explain {(span - SAMPLE_MS - 200) / 1000:.1f} s" in why
+    # an OK close to (or after) the checkpoint's due time, no stall recorded: nothing excuses the revive
+    for acked in (REVIVE_AT - SAMPLE_MS // 2, REVIVE_AT + 300):
+        assert not explain_held_ack([], T0 + acked, T0 + REVIVE_AT, T0)[0]
     for off_path in (_stall(OK_AT, span, thread="C2 CompilerThre", path=None),  # never on a message's path
                      _stall(OK_AT, span, thread="ScheduleMessage", path="schedule"),  # another path's worst thread
                      _stall(OK_AT, span, pressure=False)):  # a wait the host's pressure does not corroborate
