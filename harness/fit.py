@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from hourglass.harness.scenario import FaultAnchor, Scenario
-from hourglass.harness.summary import message_wait_ms
+from hourglass.harness.summary import broker_outages_ms, message_wait_ms
 from hourglass.reference.levels import parse_level_table
 from hourglass.reference.profile import BROKER_CONFIG_KEYS, PASSED_THROUGH
 
@@ -102,8 +102,9 @@ def fit_to_broker(scenario: Scenario, broker_config: dict, max_wait_ms: int = MA
     msgs = tuple(replace(m, delay_level=rebind(m.delay_level)) for m in scenario.messages)
     fitted = replace(scenario, messages=msgs, profile=new_prof)
     kept, left_out = [], []
+    outages = broker_outages_ms(fitted, table)
     for m in msgs:
-        wait = message_wait_ms(fitted, m, table)
+        wait = message_wait_ms(fitted, m, table, outages=outages)
         if wait > max_wait_ms:
             left_out.append(f"{m.key}: done after {_seconds(wait)} on the broker's table, over the budget of {_seconds(max_wait_ms)}")
         else:

@@ -750,10 +750,11 @@ def _check_times(sc: "Scenario", where: str) -> "Scenario":
     says each message is done (its send, delay and retries on the profile's table) and when each
     fault step ends (an anchored one at :func:`harness.summary.fault_times_ms`'s pessimistic
     estimate), however its fields, each within bounds, add up."""
-    from hourglass.harness.summary import fault_times_ms, message_wait_ms
+    from hourglass.harness.summary import broker_outages_ms, fault_times_ms, message_wait_ms
 
     table = parse_level_table(sc.profile.message_delay_level)
-    ends = [(f"messages[{i}]", "a message", message_wait_ms(sc, m, table)) for i, m in enumerate(sc.messages)]
+    outages = broker_outages_ms(sc, table)
+    ends = [(f"messages[{i}]", "a message", message_wait_ms(sc, m, table, outages=outages)) for i, m in enumerate(sc.messages)]
     ends += [(f"faults[{i}]", "a fault step", fired + f.duration_ms) for i, (fired, f) in enumerate(fault_times_ms(sc, table))]
     for path, what, end_ms in ends:
         if end_ms > MAX_SCENARIO_MS:

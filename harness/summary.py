@@ -14,9 +14,10 @@ import html
 import time
 from pathlib import Path
 
+from hourglass.harness.drain import DUPLICATE_WATCH_MS
 from hourglass.reference import faults as kinds
 from hourglass.reference.cluster import is_broker
-from hourglass.reference.faults.process import PAUSE, RESUME, START, START_PAUSED
+from hourglass.reference.faults.process import KILL, PAUSE, RESUME, START, START_PAUSED, STOP
 from hourglass.reference.contract import INVARIANTS
 from hourglass.reference.levels import parse_level_table
 from hourglass.reference.plans import plan_outcome
@@ -29,11 +30,12 @@ from hourglass.reports.timetext import start_words, with_offsets
 from hourglass.reports.verdict import BROKEN, FLAKY, PASSED, UNDECIDED, VIOLATED, shown_status, status
 
 
-def message_wait_ms(scenario, m, table=None, now_ms: int | None = None) -> int:
+def message_wait_ms(scenario, m, table=None, now_ms: int | None = None, outages=None) -> int:
     """When the model says message ``m`` of ``scenario`` is done (ms after the first send): its
-    send, its delay and the delay of every retry its plan asks for. An absolute timer time is
-    measured from ``now_ms`` (the first send's time; default: the wall clock now, an estimate made
-    before the run)."""
+    send, its delay and the delay of every retry its plan asks for, what falls due while the
+    broker is down taken once it is back (``outages``: the scenario's :func:`broker_outages_ms`,
+    computed when None; ``()`` for the fault steps' own timing). An absolute timer time is measured from ``now_ms`` (the first
+    send's time; default: the wall clock now, an estimate made before the run)."""
     table = table or parse_level_table(scenario.profile.message_delay_level)
     mrt = next((c.max_reconsume_times for c in scenario.consumers if m.topic in c.topics and c.max_reconsume_times is not None),
                scenario.profile.max_reconsume_times)
@@ -45,7 +47,7 @@ def message_wait_ms(scenario, m, table=None, now_ms: int | None = None) -> int:
         t += max(0, ruling.deliver_ms + p.timer_precision_ms - now) if ruling.accepted and ruling.timer else 0
     elif m.delay_level > 0:
         t += table.delay_ms(table.clamp(m.delay_level))
-    t = _consumers_back_ms(scenario, t)
+    t = _broker_back_ms(broker_outages_ms(scenario, table) if outages is None else outages, _consumers_back_ms(scenario, t))
     popping = next((c for c in scenario.consumers if m.topic in c.topics and c.mode in POP_MODES), None)
     if popping is not None:  # reference.pop: each attempt revived after its invisible time (the revive's lag left out)
         entry = popping.pop_profile(V1_NOTIFY_AGAIN)
@@ -97,20 +99,88 @@ def _consumers_back_ms(scenario, t: int) -> int:
 
 
 def scenario_wait_ms(scenario) -> int:
+    """How long a run of ``scenario`` waits (ms after its first send), by the model: until its
+    last message is done (:func:`message_wait_ms`) and the drain's margin after it; at least until
+    each fault step has fired and ended, the broker its starts bring back is ready and has made its
+    first re-put pass; and a broker killed or stopped is watched for scheduler duplicates
+    ``DUPLICATE_WATCH_MS`` after its ready (``harness.drain.duplicate_watch_until_ms``)."""
     table = parse_level_table(scenario.profile.message_delay_level)
-    longest = max((message_wait_ms(scenario, m, table) for m in scenario.messages), default=0)
-    anchored = any(f.after is not None for f in scenario.faults)
+    outages = broker_outages_ms(scenario, table)
+    longest = max((message_wait_ms(scenario, m, table, outages=outages) for m in scenario.messages), default=0)
+    longest += scenario.drain_margin_ms
     for fired_ms, f in fault_times_ms(scenario, table):
-        # an anchored scenario waits for its broker's ready (unanchored ones keep their old estimate)
-        ready = READY_ESTIMATE_MS + _FIRST_PASS_MS if anchored and f.action in _STARTS and is_broker(f.target) else 0
-        longest = max(longest, fired_ms + f.duration_ms + ready)
-    return longest + scenario.drain_margin_ms
+        longest = max(longest, fired_ms + f.duration_ms + scenario.drain_margin_ms)
+    for _, back_ms, restarted in outages:
+        longest = max(longest, back_ms + _FIRST_PASS_MS + scenario.drain_margin_ms,
+                      back_ms + DUPLICATE_WATCH_MS if restarted else 0)
+    return longest
+
+
+#: how long a graceful stop of a broker takes, for an estimate (its shutdown hooks: 9.8 s measured on
+#: 5.5.0, process runtime); a ``restart`` starts the broker again only once its stop returned
+STOP_ESTIMATE_MS = 10_000
+
+
+def broker_outages_ms(scenario, table=None) -> list[tuple[int, int, bool]]:
+    """Each span in which a fault step has a broker down or frozen (ms after the first send, by
+    :func:`fault_times_ms`), until it is ready again (a start: :func:`start_to_ready_ms` after it,
+    a quota's slowness counted; after a graceful stop no sooner than :data:`STOP_ESTIMATE_MS`; a
+    resume at once, a slow start's once the start is ready), and whether a
+    kill or stop began it (the run then watches for scheduler duplicates after the ready). A
+    broker left down to the end is left out."""
+    out: list[tuple[int, int, bool]] = []
+    if not scenario.faults:
+        return out
+    down: dict[str, tuple[int, bool, bool]] = {}  # target -> (since, killed or stopped, gracefully)
+    starting: dict[str, int] = {}  # target -> when a start_paused began its start (its resume waits for the ready)
+    for fired, f in fault_times_ms(scenario, table):
+        if not is_broker(f.target):
+            continue
+        for offset, prim, _ in kinds.step_kind(f.action).expand(f):
+            t = fired + offset
+            if prim in (KILL, STOP, PAUSE):  # down since the first of them (a pause, then a kill: killed)
+                since, restarted, graceful = down.get(f.target, (t, False, False))
+                down[f.target] = (since, restarted or prim in (KILL, STOP), graceful or prim == STOP)
+            if prim == START_PAUSED:  # started and frozen at once: ready no sooner than a start's, resumed
+                starting[f.target] = t
+                down.setdefault(f.target, (t, False, False))
+            elif prim in (START, RESUME):
+                since, restarted, graceful = down.pop(f.target, (t, False, False))  # a first start: down until it
+                at = max(t, since + STOP_ESTIMATE_MS) if graceful else t
+                if prim == START:  # a start is ready some seconds after (under a CPU quota: many)
+                    ready = at + start_to_ready_ms(f)
+                elif f.target in starting:  # a slow start's resume: once the start is ready, not before
+                    ready = max(at, starting.pop(f.target) + start_to_ready_ms(f))
+                else:  # a resume: at once
+                    ready = at
+                out.append((since, ready, restarted))
+    return out
+
+
+def _broker_back_ms(outages, t: int) -> int:
+    """When a broker takes what is due at ``t`` (ms after the first send): at ``t``, or when an
+    outage of it under way then is over (:func:`broker_outages_ms`) and its first re-put pass ran."""
+    for since, back, _ in outages:
+        if since <= t < back:
+            t = back + _FIRST_PASS_MS
+    return t
 
 
 _FIRST_FLUSH_MS = FIRST_FLUSH_DELAY_MS  # reference.profile: the first offset flush after a start
 _FIRST_PASS_MS = FIRST_DELAY_MS  # reference.profile: the first re-put pass after a start
 #: how long a start takes to ready, for an estimate (a real broker: seconds; the simulator 1.5 s)
 READY_ESTIMATE_MS = 10_000
+#: the CPU a broker's start takes to its ready, for an estimate under a quota (reference.faults.cpu):
+#: a throttled_start at 100 thousandths of one CPU took 40-85 s to ready on 5.5.0 (process runtime)
+START_CPU_MS = 4_500
+
+
+def start_to_ready_ms(f) -> int:
+    """How long fault step ``f``'s start takes to its ready, for an estimate: :data:`READY_ESTIMATE_MS`,
+    or the start's CPU (:data:`START_CPU_MS`) at ``f.cpu_permille`` of one CPU when it starts the
+    broker under a quota (``throttled_start``), whichever is longer."""
+    permille = getattr(f, "cpu_permille", 0) or 0
+    return max(READY_ESTIMATE_MS, START_CPU_MS * 1000 // permille) if permille else READY_ESTIMATE_MS
 #: the steps that start a target when they fire (reference.faults)
 _STARTS = tuple(k.action for k in kinds.steps() if {START, START_PAUSED} & set(kinds.expansion(k.action)))
 
@@ -123,7 +193,7 @@ def fault_times_ms(scenario, table=None) -> list[tuple[int, object]]:
     table = table or parse_level_table(scenario.profile.message_delay_level)
     interval = scenario.profile.flush_delay_offset_interval_ms
     out: list[tuple[int, object]] = []
-    prev_ms, ready_ms = 0, 0
+    prev_ms, ready_ms, start_ms = 0, 0, READY_ESTIMATE_MS
     for f in scenario.faults:
         a = f.after
         if a is None:
@@ -134,11 +204,12 @@ def fault_times_ms(scenario, table=None) -> list[tuple[int, object]]:
             elif a.event == "timer_flush":
                 anchor = prev_ms + a.count * scenario.profile.timer_flush_interval_ms
             elif a.event == "timer":
-                due = sorted(message_wait_ms(scenario, m, table) for m in scenario.messages if m.is_timer and m.delay_level <= 0)
+                due = sorted(message_wait_ms(scenario, m, table, outages=()) for m in scenario.messages
+                         if m.is_timer and m.delay_level <= 0)
                 later = [t for t in due if t >= prev_ms]
                 anchor = max(prev_ms + _FIRST_PASS_MS, later[a.count - 1] if len(later) >= a.count else prev_ms)
             elif a.event == "ready":
-                anchor = prev_ms + READY_ESTIMATE_MS * a.count
+                anchor = prev_ms + start_ms * a.count
             elif a.event == "reput":
                 due = sorted(m.at_ms + table.delay_ms(table.clamp(m.delay_level)) for m in scenario.messages
                              if m.delay_level > 0 and (a.level == 0 or table.clamp(m.delay_level) == a.level))
@@ -150,7 +221,8 @@ def fault_times_ms(scenario, table=None) -> list[tuple[int, object]]:
         out.append((fired, f))
         prev_ms = fired
         if f.action in _STARTS and is_broker(f.target):
-            ready_ms = fired + f.duration_ms + READY_ESTIMATE_MS
+            start_ms = start_to_ready_ms(f)
+            ready_ms = fired + f.duration_ms + start_ms
     return out
 
 

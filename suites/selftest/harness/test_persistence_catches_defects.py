@@ -7,9 +7,13 @@ simulator and on one simulator per persistence defect; all runs are checked in o
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from hourglass.harness.batch import BatchOptions
 from hourglass.harness.scenario import validate_scenario
+from hourglass.harness.systems import SystemSpec
 from hourglass.harness.summary import scenario_wait_ms
 from hourglass.harness.verdicts import assert_conforms
 from suites.selftest.harness.defect_runs import PERSISTENCE_DEFECTS, assert_caught_twice, verdicts_by_defect
@@ -34,9 +38,12 @@ def test_full_is_a_pairwise_cover_and_short_has_every_axis_value():
 def test_every_scenario_validates_and_the_sets_fit_their_time_budgets():
     for s in FULL + FULL_ASYNC:
         validate_scenario(s)
-    # CI's share (issue 21 added the due rate's and the start's values: 313 s estimated)
-    assert sum(scenario_wait_ms(s) for s in SHORT) < 6 * 60_000
-    assert sum(scenario_wait_ms(s) for s in FULL) < 15 * 60_000
+    # CI's share, on the batch's systems side by side (issue 21 added the due rate's and the start's
+    # values; since issue 35 the estimate counts each restart's stop, start and duplicate watch:
+    # 393 s summed, 196 s on two systems)
+    slots = BatchOptions(SystemSpec("simulated"), Path(".")).max_systems
+    assert sum(scenario_wait_ms(s) for s in SHORT) / slots < 4 * 60_000
+    assert sum(scenario_wait_ms(s) for s in FULL) / slots < 8 * 60_000
 
 
 @pytest.fixture(scope="module")
