@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from hourglass.reference.contract import STALL_SOURCES
+from hourglass.reference.persistence import FLUSH_COVERS_MARGIN_MS
 
 PSI_SOURCES = ("psi-cpu", "psi-io", "psi-memory")
 RUN_QUEUE, IO_DELAY, HEARTBEAT, BROKER_LOG = "run-queue", "io-delay", "heartbeat", "broker-log"
@@ -479,4 +480,32 @@ def explain_held_ack(stalls: Iterable[Mapping], acked_ms: int, revive_ms: int, s
                       f"was stalled for {e.explained_ms} ms of them ({what}): the ack may have been stored after the "
                       f"revive, so whether the broker lost it is undecided")
     return False, (f"its OK's ack had {span} ms to be stored before the checkpoint was due, of which recorded stalls "
+                   f"explain {e.explained_ms / 1000:.1f} s ({what})")
+
+
+def explain_held_offset(stalls: Iterable[Mapping], uncovered: int, last_reput_ms: int, persist_ms: int,
+                        started_ms: int, cpus: int = 1) -> tuple[bool, str]:
+    """(covered, reason) for a periodic persist of the schedule offsets at ``persist_ms`` that left
+    ``uncovered`` entries of a level re-put before it uncovered (``reference.persistence.
+    flush_covers_reputs``), the last of them stored at ``last_reput_ms``. A synchronous re-put
+    (DeliverDelayedMessageTimerTask.syncDeliver, 4.9.4+ and 5.x) moves the offset right after its put
+    returns and before the next entry's put, so one entry at most can be stored and not yet counted:
+    the last. Covered only when exactly one is uncovered and the recorded stalls on the schedule
+    path (:data:`SCHEDULE`: the put's threads and ScheduleMessageService's, whose persist shares the
+    name; host-corroborated: :func:`explain`) held the broker for all of the time from that put to
+    the persist but the persist's own margin (``FLUSH_COVERS_MARGIN_MS``), and some such stall was
+    recorded at all: the offset's move may then have come after the persist read it, and whether
+    the broker lost it is undecided. Two or more uncovered entries are the broker's, whatever the host."""
+    span = max(0, persist_ms - last_reput_ms)
+    stalls = list(stalls)
+    e = explain(stalls, last_reput_ms, max(persist_ms, last_reput_ms), False, cpus, SCHEDULE)
+    what = _what(e, started_ms, _context(stalls, last_reput_ms, max(persist_ms, last_reput_ms)))
+    if uncovered == 1 and e.explained_ms > 0 and e.explained_ms >= span - FLUSH_COVERS_MARGIN_MS:
+        return True, (f"the last entry re-put before the persist was stored {span} ms before it, and the broker's schedule "
+                      f"path was stalled for {e.explained_ms} ms of them ({what}): the offset's move past it may have come "
+                      f"after the persist read the table, so whether the broker lost it is undecided")
+    if uncovered > 1:
+        return False, (f"{uncovered} entries uncovered: each synchronous re-put moves the offset before the next one's put, "
+                       f"so no stall holds back more than one")
+    return False, (f"the last entry re-put before the persist was stored {span} ms before it, of which recorded stalls "
                    f"explain {e.explained_ms / 1000:.1f} s ({what})")

@@ -31,7 +31,7 @@ from hourglass.reports.level_order import level_order
 from hourglass.reports.logs import run_logs
 from hourglass.reports.rows import VIOLATION_COLUMNS
 from hourglass.reports.run_files import WHOLE_RUN_MAX_EVENTS
-from hourglass.reports.stalls import host_summary
+from hourglass.reports.stalls import held_offset_reclassify, host_summary
 from hourglass.reports.outputs import scenario_data, write_run_outputs
 from hourglass.reports.spark import get_spark, stop_spark
 from hourglass.reports.verdict import broken_verdict, build_verdict
@@ -215,9 +215,13 @@ def _write_all(good_ids, by_id, unkeyed, per_run, accepted, torn, interrupted, o
         faults = [e for e in unkeyed.get(rid, []) if e["type"] == "fault"]
         got = per_run[rid]
         checks = offsets.plan(unkeyed.get(rid, []), run.get("profile"))  # OFFSET_PERSISTENCE: once per run, from its unkeyed events
-        n, found = offsets.judge(checks, {w: {int(lv): c for lv, c in per_level.items()} for w, per_level in got["reputs"].items()})
+        n, found = offsets.judge(checks, {w: {int(lv): c for lv, c in per_level.items()} for w, per_level in got["reputs"].items()},
+                                 {w: {int(lv): t for lv, t in per_level.items()} for w, per_level in got["last_reputs"].items()})
         got["checked"][offsets.INVARIANT] += n
-        got["violations"].extend(dict(v, run_id=rid) for v in found)
+        # a persist that left one entry uncovered while the schedule path was held: its own rule (reports.stalls)
+        found, got["pending"] = held_offset_reclassify([dict(v, run_id=rid) for v in found], got["pending"],
+                                                       unkeyed.get(rid, []), run)
+        got["violations"].extend(found)
         # what the run's circumstances leave undecided (a lagging consumer, the host's stalls on a
         # message's path, the client's re-sends): each invariant's own rule (reports.invariants)
         got["violations"], got["pending"] = undecided(got["violations"], got["pending"], unkeyed.get(rid, []), run)
@@ -245,7 +249,8 @@ def _gather(rows) -> dict[str, dict]:
     """The judged rows of all runs, merged per run (counts summed over buckets)."""
     per_run: dict[str, dict] = defaultdict(lambda: {"violations": [], "checked": defaultdict(int), "pending": [],
                                                     "stats": defaultdict(int), "plots": [], "events": 0, "last_ts_ms": None,
-                                                    "reputs": defaultdict(lambda: defaultdict(int))})
+                                                    "reputs": defaultdict(lambda: defaultdict(int)),
+                                                    "last_reputs": defaultdict(dict)})
     for r in rows:
         got = per_run[r.run_id]
         payload = json.loads(r.payload)
@@ -266,10 +271,13 @@ def _gather(rows) -> dict[str, dict]:
                 got["last_ts_ms"] = max(got["last_ts_ms"] or payload["last_ts_ms"], payload["last_ts_ms"])
         elif r.kind == "plot":
             got["plots"].append(payload)
-        elif r.kind == "rp":  # re-puts per delay level in the windows OFFSET_PERSISTENCE needs
-            for start_ms, until_ms, per_level in payload:
+        elif r.kind == "rp":  # re-puts per delay level in the windows OFFSET_PERSISTENCE needs (and the last one's store time)
+            for start_ms, until_ms, per_level, *last in payload:
                 for lv, n in per_level.items():
                     got["reputs"][(start_ms, until_ms)][lv] += n
+                for lv, t in (last[0] if last else {}).items():
+                    w = got["last_reputs"][(start_ms, until_ms)]
+                    w[lv] = max(w.get(lv, t), t)
         elif r.kind == "lc":
             got["checked"]["LEVEL_ORDER"] += payload
         elif r.kind == "lv":

@@ -213,8 +213,9 @@ def _count_reputs(out: Judgements, run: dict, unkeyed: list[dict], rows: list[tu
     keys = {d["key"] for d in found}
     key_i, group_i, attempt_i, level_i = _COL["key"], _COL["group"], _COL["attempt"], _COL["level"]
     levels = {(r[key_i], r[group_i] or "", r[attempt_i]): r[level_i] for r in rows if r[key_i] in keys}
-    counts = offsets.count_reputs(windows, found, lambda d: levels.get((d["key"], d["group"], d["reconsume_times"])) or 0)
-    out.emit("rp", [[lo, hi, {str(lv): n for lv, n in c.items()}] for (lo, hi), c in counts.items()])
+    tally = offsets.tally_reputs(windows, found, lambda d: levels.get((d["key"], d["group"], d["reconsume_times"])) or 0)
+    out.emit("rp", [[lo, hi, {str(lv): n for lv, (n, _) in c.items()}, {str(lv): t for lv, (_, t) in c.items()}]
+                    for (lo, hi), c in tally.items()])
 
 
 def judge_or_error(run: dict, bucket: int, table: pa.Table, ended_ms: int | None, timeline_bin_ms: int,

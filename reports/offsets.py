@@ -25,7 +25,6 @@ snapshots, the external runtime without ``brokerStatus``) checks nothing: ``not 
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -123,7 +122,14 @@ def _plan(events: list[Mapping], target: str) -> list[OffsetCheck]:
 def count_reputs(windows: list[tuple[int, int]], deliveries: Iterable[Mapping], level_of) -> dict[tuple[int, int], dict[int, int]]:
     """Stored copies re-put by each delay level in each window (inclusive), each copy once:
     ``level_of(delivery)`` says the level its attempt waited at (0: none)."""
-    out: dict[tuple[int, int], dict[int, int]] = {w: defaultdict(int) for w in windows}
+    return {w: {lv: n for lv, (n, _) in per.items()} for w, per in tally_reputs(windows, deliveries, level_of).items()}
+
+
+def tally_reputs(windows: list[tuple[int, int]], deliveries: Iterable[Mapping], level_of
+                 ) -> dict[tuple[int, int], dict[int, tuple[int, int]]]:
+    """:func:`count_reputs` with the store time of the last copy counted: per window, per level,
+    (count, last store ms) — both add up over buckets (a sum, a max)."""
+    out: dict[tuple[int, int], dict[int, tuple[int, int]]] = {w: {} for w in windows}
     seen: set = set()
     entries: set = set()
     for d in sorted(deliveries, key=lambda d: (d["store_ms"], d.get("reconsume_times", 0))):
@@ -143,12 +149,21 @@ def count_reputs(windows: list[tuple[int, int]], deliveries: Iterable[Mapping], 
         entries.add(entry)
         for w in hits:
             if first or w[0] != FLUSH_WINDOW_FROM:
-                out[w][level] += 1
-    return {w: dict(c) for w, c in out.items()}
+                n, last = out[w].get(level, (0, store))
+                out[w][level] = (n + 1, max(last, store))
+    return out
 
 
-def judge(checks: list[OffsetCheck], reputs: Mapping[tuple[int, int], Mapping[int, int]]) -> tuple[int, list[dict]]:
-    """(checked, violations) of OFFSET_PERSISTENCE: one check per (pair of readings, level in both)."""
+#: a flush violation's fields for its undecided rule (reports.stalls.held_offset_reclassify): how many
+#: entries its persist left uncovered, and the store time of the last one re-put before it
+UNCOVERED_FIELD, LAST_REPUT_FIELD = "uncovered", "last_reput_ms"
+
+
+def judge(checks: list[OffsetCheck], reputs: Mapping[tuple[int, int], Mapping[int, int]],
+          last: Mapping[tuple[int, int], Mapping[int, int]] | None = None) -> tuple[int, list[dict]]:
+    """(checked, violations) of OFFSET_PERSISTENCE: one check per (pair of readings, level in both).
+    ``last``: per window and level, the store time of the last copy counted (:func:`tally_reputs`),
+    which a flush violation carries for its undecided rule."""
     checked, violations = 0, []
     for c in checks:
         first = {int(k): v for k, v in c.first["offsets"].items() if v is not None}
@@ -174,8 +189,12 @@ def judge(checks: list[OffsetCheck], reputs: Mapping[tuple[int, int], Mapping[in
                          f"schedule queue max {mx if mx is not None else 'not read'}), {c.target} start at {c.fault_ms}, "
                          f"ready at {c.ready_ms}, {n} re-put(s) of the level observed in between")
             if why:
-                violations.append({"invariant": INVARIANT, "key": None, "level": level,
-                                   "anchor_ms": c.first["ts_ms"], "observed_ms": c.second["ts_ms"],
-                                   "cause": {"stop": "graceful stop", "start": "restart", "flush": "persist"}[c.rule],
-                                   "detail": f"delay level {level}: {why}; {where}"})
+                v = {"invariant": INVARIANT, "key": None, "level": level,
+                     "anchor_ms": c.first["ts_ms"], "observed_ms": c.second["ts_ms"],
+                     "cause": {"stop": "graceful stop", "start": "restart", "flush": "persist"}[c.rule],
+                     "detail": f"delay level {level}: {why}; {where}"}
+                reput_ms = dict((last or {}).get(c.window, {})).get(level)
+                if c.rule == "flush" and reput_ms is not None:
+                    v.update({UNCOVERED_FIELD: n - second[level], LAST_REPUT_FIELD: int(reput_ms)})
+                violations.append(v)
     return checked, violations

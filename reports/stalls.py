@@ -250,16 +250,43 @@ def held_ack_reclassify(violations: list[dict], pending: list[dict], unkeyed: It
     its OK (:data:`ACKED_FIELD`, :data:`REVIVE_FIELD`, set by the judging) moved to pending where the
     recorded stalls on the broker's POP path held its ack past the checkpoint's due time
     (:func:`reference.stalls.explain_held_ack`); the others say how much of that time they explain."""
-    held = [v for v in violations if v.get(ACKED_FIELD) is not None and v.get(REVIVE_FIELD) is not None
-            and not v.get("accepted")]
+    return _held_reclassify(
+        violations, pending, unkeyed, run, lambda v: v.get(ACKED_FIELD) is not None and v.get(REVIVE_FIELD) is not None,
+        lambda v, recorded: rule.explain_held_ack(recorded, int(v[ACKED_FIELD]), int(v[REVIVE_FIELD]),
+                                                  int(run.get("started_ms") or 0), host_cpus(run)))
+
+
+def held_offset_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping
+                           ) -> tuple[list[dict], list[dict]]:
+    """``violations`` and ``pending`` with the OFFSET_PERSISTENCE violations of a persist that left
+    one entry uncovered (``reports.offsets``' :data:`~reports.offsets.UNCOVERED_FIELD`,
+    :data:`~reports.offsets.LAST_REPUT_FIELD`) moved to pending where the recorded stalls on the
+    schedule path held the offset's move from that entry's put to the persist
+    (:func:`reference.stalls.explain_held_offset`); the others say how much of that time they explain.
+    An unkeyed violation: its pending row keeps the violation's detail (which level, which persist)."""
+    from hourglass.reports.offsets import LAST_REPUT_FIELD, UNCOVERED_FIELD
+
+    def explain(v, recorded):
+        covered, why = rule.explain_held_offset(recorded, int(v[UNCOVERED_FIELD]), int(v[LAST_REPUT_FIELD]),
+                                                int(v["observed_ms"]), int(run.get("started_ms") or 0), host_cpus(run))
+        return covered, f"{v.get('detail') or ''}; {why}" if covered else why
+
+    return _held_reclassify(violations, pending, unkeyed, run, lambda v: v.get(LAST_REPUT_FIELD) is not None, explain)
+
+
+def _held_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping,
+                     applies, explain) -> tuple[list[dict], list[dict]]:
+    """The violations ``applies`` picks (none accepted by a baseline) moved to pending where
+    ``explain(violation, recorded stalls)`` says the stalls held the broker, the others with its
+    reason appended; nothing moves in virtual time or on a host the run did not observe."""
+    held = [v for v in violations if applies(v) and not v.get("accepted")]
     if not held or (run.get("host") or {}).get(rule.HOST_VIRTUAL) or rule.not_observed(run.get("host")):
         return violations, pending
     recorded = [e for e in unkeyed if e.get("type") == "stall"]
     held_ids = {id(v) for v in held}
     keep, moved = [v for v in violations if id(v) not in held_ids], list(pending)
     for v in held:
-        covered, why = rule.explain_held_ack(recorded, int(v[ACKED_FIELD]), int(v[REVIVE_FIELD]), int(run.get("started_ms") or 0),
-                                             host_cpus(run))
+        covered, why = explain(v, recorded)
         if covered:
             moved.append(_by_host(v, why))
         else:

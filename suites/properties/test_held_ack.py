@@ -11,7 +11,7 @@ from hourglass.reference.stalls import HOST_CPUS, HOST_OBSERVED, POP, SAMPLE_MS,
 from hourglass.reports import judge_run
 from hourglass.reports.rows import ACKED_FIELD, REVIVE_FIELD
 from hourglass.reports.stalls import HOST_STALL_CAUSE
-from suites.selftest.checker.runs import GROUP, T0, RunBuilder
+from suites.selftest.checker.runs import thread_stall, GROUP, T0, RunBuilder
 
 INVISIBLE_MS = 5_000
 POP_AT, OK_AT = 61_902, 61_906
@@ -20,14 +20,7 @@ REVIVE_AT = POP_AT + INVISIBLE_MS
 
 def _stall(from_ms: int, stalled_ms: int, thread: str = "AckMessageThrea", path: str | None = POP,
            pressure: bool = True) -> list[dict]:
-    """A broker thread's wait (relative times), and the host's CPU pressure that saw it."""
-    wait = {"type": "stall", "ts_ms": T0 + from_ms + stalled_ms, "source": "run-queue", "subject": "broker",
-            "from_ms": T0 + from_ms, "stalled_ms": stalled_ms, "detail": f"thread {thread}"}
-    if path:
-        wait["path"] = path
-    psi = {"type": "stall", "ts_ms": T0 + from_ms + stalled_ms, "source": "psi-cpu", "subject": "host",
-           "from_ms": T0 + from_ms, "stalled_ms": stalled_ms, "full_ms": 0}
-    return [wait, psi] if pressure else [wait]
+    return thread_stall(from_ms, stalled_ms, thread, path, pressure)
 
 
 def test_only_stalls_on_the_pop_path_over_all_of_the_acks_time_leave_the_revive_undecided():

@@ -97,6 +97,19 @@ class RunBuilder:
         return d
 
 
+def thread_stall(from_ms: int, stalled_ms: int, thread: str, path: str | None, pressure: bool = True) -> list[dict]:
+    """A broker thread's run-queue wait of ``stalled_ms`` from ``from_ms`` (ms after T0), recorded
+    for ``path`` (reference.stalls), and the host's CPU pressure that saw it (``pressure``: else the
+    host's figures do not corroborate it)."""
+    wait = {"type": "stall", "ts_ms": T0 + from_ms + stalled_ms, "source": "run-queue", "subject": "broker",
+            "from_ms": T0 + from_ms, "stalled_ms": stalled_ms, "detail": f"thread {thread}"}
+    if path:
+        wait["path"] = path
+    psi = {"type": "stall", "ts_ms": T0 + from_ms + stalled_ms, "source": "psi-cpu", "subject": "host",
+           "from_ms": T0 + from_ms, "stalled_ms": stalled_ms, "full_ms": 0}
+    return [wait, psi] if pressure else [wait]
+
+
 def check_on_path(path: str, roots: list[Path], out: Path) -> dict[str, dict]:
     """run_id -> verdict of the runs below ``roots``, all judged on one path: ``whole`` (the common
     case) or ``bucketed`` (the path of runs above WHOLE_RUN_MAX_EVENTS, cut into buckets of 2 events)."""
