@@ -89,6 +89,11 @@ class Part:
             return
         getattr(self.able(action, f"{action} {{target}}"), verb)(*args)
 
+    def only(self, names: frozenset[str]) -> "Part":
+        """This target limited to its members ``names`` (a run's own consumers on a shared system:
+        ``harness.batch``), for the process verbs; a part without members refuses."""
+        raise AdapterError(f"{self.target} has no members a fault could act on apart")
+
     def set_clock(self, offset_ms: int) -> None:
         self.able(CLOCK, "step the clock of {target}").set(offset_ms)
 
@@ -151,8 +156,28 @@ class PartsSystem:
     def set_clock(self, target: str, offset_ms: int) -> None:
         self.part(target).set_clock(offset_ms)
 
+    def with_members(self, target: str, names: frozenset[str]) -> "PartsSystem":
+        """The fault verbs of this system with ``target`` limited to its members ``names``
+        (:meth:`Part.only`): a run's consumer faults on a system other runs share act on that run's
+        consumers only. Everything else is this system's."""
+        return _WithMembers(self, target, self.part(target).only(names))
+
     def set_clock_rate(self, target: str, offset_ms: int, rate_permille: int) -> None:
         self.part(target).set_clock_rate(offset_ms, rate_permille)
 
     def clock_settle_ms(self, target: str) -> int:
         return self.part(target).clock_settle_ms()
+
+
+class _WithMembers(PartsSystem):
+    """:meth:`PartsSystem.with_members`: its parts are the system's, one replaced by its members."""
+
+    def __init__(self, system: PartsSystem, target: str, members: Part):
+        self._system = system
+        self.parts = {**system.parts, target: members}
+
+    def unknown(self, target: str) -> str:
+        return self._system.unknown(target)
+
+    def __getattr__(self, name: str):  # the clock, info and every other attribute: the system's
+        return getattr(self._system, name)

@@ -1,8 +1,9 @@
 """Running many scenarios: shared brokers, concurrency, progress, cleanup.
 
 Scenarios without faults share one broker per profile (each with its own topics and groups, by
-prefix) and run at the same time; a scenario with faults gets its own system (a consumer fault acts
-on all consumers of a system, a broker fault on everything).
+prefix) and run at the same time, and so do those whose faults stop, kill or pause their own
+consumers (there, of that run only); a scenario with other faults gets its own system (a broker
+fault acts on everything on it).
 At most ``max_systems`` real systems run at once (this is a 2-core machine: more brokers would
 make the timing the test judges unfair). Simulated systems run one after the other in virtual
 time. Every system opened is torn down, also on failure and Ctrl-C.
@@ -21,6 +22,7 @@ from typing import Callable, TextIO
 
 from hourglass.adapters import phase as adapter_phase
 from hourglass.adapters.base import AdapterError, ConfigReading, Consuming, System
+from hourglass.adapters.parts import PROCESS_ACTIONS
 from hourglass.harness import eta
 from hourglass.harness.runner import BROKER_SETUP, Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, skip_reason
 from hourglass.reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
@@ -28,6 +30,7 @@ from hourglass.harness.fit import MAX_WAIT_MS, fit_to_broker
 from hourglass.harness.scenario import Scenario
 from hourglass.reference import faults as kinds
 from hourglass.reference import pop
+from hourglass.reference.contract import CONSUMER_TARGET
 from hourglass.reference.rundir import slug
 from hourglass.harness.summary import scenario_wait_ms
 from hourglass.harness.systems import SystemSpec, open_system
@@ -70,7 +73,8 @@ class Job:
 
 
 def plan_jobs(scenarios: list[Scenario], virtual: bool) -> list[Job]:
-    """The jobs of a batch, longest first. A scenario with faults runs alone; the others share one
+    """The jobs of a batch, longest first. A scenario with faults beyond its own consumers runs alone
+    (:func:`shares_a_system`); the others share one
     system per broker profile, whatever their consumers: the system is set up for what any of its
     scenarios needs (a proxy for gRPC groups: ``_open_and_run``), one broker's start for all.
     Longest first (by the model's waits, ``job_wait_ms``): the jobs take the batch's slots in this
@@ -80,12 +84,23 @@ def plan_jobs(scenarios: list[Scenario], virtual: bool) -> list[Job]:
     shared: dict[tuple, list[Scenario]] = {}
     alone: list[Job] = []
     for s in scenarios:
-        if s.faults:  # a consumer fault acts on every consumer of a system: alone too
+        if not shares_a_system(s):
             alone.append(Job((s,), False))
         else:  # one broker runs one profile
             shared.setdefault(s.profile, []).append(s)
     jobs = alone + [Job(tuple(v), True) for v in shared.values()]
     return sorted(jobs, key=job_wait_ms, reverse=True)  # stable: equal waits keep the catalogue's order
+
+
+def shares_a_system(scenario: Scenario) -> bool:
+    """Whether ``scenario`` may run on a system other runs share: no fault of it acts beyond its own
+    consumers — none at all, or only process faults (stop, kill, start, pause, resume) on
+    ``consumer``, which there act on its own consumers (``harness.faults.FaultDriver``'s
+    ``consumers``), each a process of its own (``harness.runner.consumer_spec``: never hosted), timed
+    from the run's own clock (an anchor on the broker's flushes or re-puts would count other runs' there)."""
+    return all(f.target == CONSUMER_TARGET and set(kinds.step_primitives(f.action)) <= set(PROCESS_ACTIONS)
+               and (f.after is None or f.after.event == "previous")  # a broker's events: other runs' too there
+               for f in scenario.faults)
 
 
 def job_wait_ms(job: Job) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hourglass.reference.cluster import is_broker
-from hourglass.reference.contract import BROKER_TARGETS, CONSUMER_DIED, CONSUMER_EXITED, CONSUMER_STARTED_BY_SCENARIO
+from hourglass.reference.contract import BROKER_TARGETS, CONSUMER_DIED, CONSUMER_EXITED, CONSUMER_STARTED_BY_SCENARIO, CONSUMER_TARGET
 from hourglass.reference.expected import ExpectedAttempt, build_expected
 from hourglass.reference.orderly import handed_over_ms, locks_freed_ms
 from hourglass.reference.pop import NOT_ACKED
@@ -55,12 +55,12 @@ def _orderly_locks_freed_ms(run: dict, events: list[dict]) -> int | None:
     if not orderly:
         return None
     deaths = [e["ts_ms"] for e in events
-              if (e.get("type") == "fault" and e.get("target") == "consumer" and e.get("action") == "kill"
+              if (e.get("type") == "fault" and e.get("target") == CONSUMER_TARGET and e.get("action") == "kill"
                   and e.get("group", next(iter(orderly))) in orderly)  # a kill of every consumer names no group
               or (e.get("type") == "deliver" and e.get("outcome") == "CRASH" and e.get("group") in orderly)]
     first_send = min((e["ts_ms"] for e in events if e.get("type") == "send"), default=None)
     changes = [e["ts_ms"] for e in events  # a member joined or left once messages flowed (not the setup's starts)
-               if e.get("type") == "fault" and e.get("target") == "consumer" and e.get("group") in orderly
+               if e.get("type") == "fault" and e.get("target") == CONSUMER_TARGET and e.get("group") in orderly
                and e.get("cause") == CONSUMER_STARTED_BY_SCENARIO and first_send is not None and e["ts_ms"] > first_send]
     return max([locks_freed_ms(d) for d in deaths] + [handed_over_ms(c) for c in changes], default=None)
 
@@ -74,7 +74,7 @@ def consumers_back_ms(events: list[dict], now_ms: int) -> int | None:
     down: dict[str, int] = {}
     back = None
     deaths = (CONSUMER_DIED, CONSUMER_EXITED)
-    for e in sorted((e for e in events if e.get("type") == "fault" and e.get("target") == "consumer"
+    for e in sorted((e for e in events if e.get("type") == "fault" and e.get("target") == CONSUMER_TARGET
                      and e.get("cause") in deaths and e.get("name")), key=lambda e: e["ts_ms"]):
         if e["action"] == "kill":
             down[e["name"]] = e["ts_ms"]

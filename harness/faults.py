@@ -20,6 +20,7 @@ from hourglass.adapters.rundir import EventLog
 from hourglass.reference import faults as kinds
 from hourglass.reference.clock import CLOCK, CLOCK_DRIFT, MAX_CLOCK_STEP_MS, Step
 from hourglass.reference.cluster import is_broker
+from hourglass.reference.contract import CONSUMER_TARGET
 from hourglass.reference.faults.process import KILL, PAUSE, RESUME, START, START_PAUSED, STOP, STOPPED
 
 
@@ -62,8 +63,11 @@ class FaultDriver:
     """Applies primitive faults to one system and writes the ``fault`` events, with a ``snapshot``
     of the schedule offsets around each broker stop and after each start (``moment`` says which)."""
 
-    def __init__(self, system: Lifecycle, log: EventLog):
+    def __init__(self, system: Lifecycle, log: EventLog, consumers: frozenset[str] | None = None):
         self.system = system
+        #: the fault verbs: the system's, or on a system other runs share, with the target ``consumer``
+        #: limited to this run's ``consumers`` (adapters.parts.PartsSystem.with_members)
+        self.verbs = system if consumers is None else system.with_members(CONSUMER_TARGET, consumers)
         self.log = log
         self.down: set[str] = set()  # stopped or killed
         self.paused: set[str] = set()
@@ -81,7 +85,7 @@ class FaultDriver:
                         **extra})
 
     def _able(self, action: str, target: str) -> None:
-        why = self.system.cannot(action, target)
+        why = self.verbs.cannot(action, target)
         if why is not None:
             raise AdapterError(f"{type(self.system).__name__} cannot {action} {target}: {why}")
 
@@ -93,19 +97,19 @@ class FaultDriver:
             self._stop(action, target, extra)
         elif action == START:
             self._event(START, target, extra)
-            self.system.start(target)
+            self.verbs.start(target)
             self._ready(target, extra)
         elif action == START_PAUSED:
             self._event(START, target, extra)
-            self.system.start(target)
+            self.verbs.start(target)
             self._event(PAUSE, target, extra)
-            self.system.pause(target)
+            self.verbs.pause(target)
             self.down.discard(target)
             self.paused.add(target)
             self.starting.add(target)
         elif action in (PAUSE, RESUME):
             self._event(action, target, extra)
-            (self.system.pause if action == PAUSE else self.system.resume)(target)
+            (self.verbs.pause if action == PAUSE else self.verbs.resume)(target)
             (self.paused.add if action == PAUSE else self.paused.discard)(target)
             if action == RESUME and target in self.starting:
                 self._ready(target, extra)
@@ -118,7 +122,7 @@ class FaultDriver:
         if is_broker(target):
             self.snapshot("before_stop")  # the in-memory offsets the stop should persist
         self._event(action, target, extra)  # recorded before: the outage starts when we act
-        (self.system.kill if action == KILL else self.system.stop)(target)
+        (self.verbs.kill if action == KILL else self.verbs.stop)(target)
         if action == STOP:
             self._event(STOPPED, target, extra)  # the shutdown's end: reference.reach
         self.down.add(target)
@@ -134,7 +138,7 @@ class FaultDriver:
         if prim.verb is None:
             raise ValueError(f"unknown primitive fault {action!r}")
         self._event(action, target, extra)
-        self.system.perform(action, target, *(extra.get(a, 0) for a in prim.args))
+        self.verbs.perform(action, target, *(extra.get(a, 0) for a in prim.args))
         if prim.heals:
             self.open.add((action, target))
         self.open -= {(a, t) for a, t in self.open if t == target and kinds.primitive(a).heals == action}
@@ -159,7 +163,7 @@ class FaultDriver:
         self.clock_reach_ms = max(self.clock_reach_ms, -offset + (MAX_CLOCK_STEP_MS if (rate or 0) < 0 else 0))
 
     def _ready(self, target: str, extra: dict) -> None:
-        self.system.wait_ready(target)
+        self.verbs.wait_ready(target)
         if target == "broker" and self.system.info.details.get("versions"):  # an across-store chain: which one
             extra = {**extra, "version": self.system.broker_version}
         self._event("ready", target, extra)

@@ -39,7 +39,7 @@ from hourglass.reference.orderly import effective_suspend_ms
 from hourglass.reference.pop import POP_MODES, V1_NOTIFY_AGAIN
 from hourglass.reports.baseline import version_number
 from hourglass.reference.cluster import SINGLE, broker_targets
-from hourglass.reference.contract import CONSUMER_STARTED_BY_SCENARIO, CONSUMERS_STOPPED, FLUSH_MOMENT, SEND_BACK_FAILED, VERSION_FIELD, consumer_fault, retry_topic
+from hourglass.reference.contract import CONSUMERS_STOPPED, CONSUMER_STARTED_BY_SCENARIO, CONSUMER_TARGET, FLUSH_MOMENT, SEND_BACK_FAILED, VERSION_FIELD, consumer_fault, retry_topic
 from hourglass.reference.clock import waiting_levels
 from hourglass.reference.levels import parse_level_table
 from hourglass.reference import faults as kinds
@@ -297,7 +297,7 @@ class RunLogs:
                     # failure (numbered, so no two events repeat: reports.inputs.repeated_lines)
                     seen[(name, line)] += 1
                     again = f" (#{seen[(name, line)]} such line)" if seen[(name, line)] > 1 else ""
-                    found.append({"type": "fault", "ts_ms": ts, "action": SEND_BACK_FAILED, "target": "consumer",
+                    found.append({"type": "fault", "ts_ms": ts, "action": SEND_BACK_FAILED, "target": CONSUMER_TARGET,
                                   "group": parsed[0], **({"key": parsed[1]} if parsed[1] else {}),
                                   "cause": f"{name}: {line.strip()[:300]}{again}"})
         if found:
@@ -457,8 +457,9 @@ def _group_max_reconsume_times(sc: Scenario, version: str = "") -> dict:
 
 
 def consumer_spec(sc: Scenario, c, i: int, events_dir: Path, shared_system: bool = False) -> ConsumerSpec:
-    """Instance ``i`` of the scenario's consumer group ``c``. On a shared system (no fault acts on
-    its consumers) a group no plan CRASHes is ``hosted``: it may share a JVM with the other runs'."""
+    """Instance ``i`` of the scenario's consumer group ``c``. On a shared system a group no plan
+    CRASHes of a run without faults is ``hosted``: it may share a JVM with the other runs' (a run's
+    consumer faults there act on its own consumers' processes: harness.batch.shares_a_system)."""
     mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
     return ConsumerSpec(consumer_name(c.group, i), c.group, c.topics, mrt, events_dir, c.batch_size, c.retry_max_times,
                         c.mode, effective_suspend_ms(c.suspend_ms), i, c.consume_timeout_min, c.pop_invisible_ms,
@@ -563,7 +564,8 @@ class ScenarioRun:
         log = EventLog(self.events_dir / HARNESS_EVENTS)
         self._flushes = FlushRecorder(self.system, log)
         self._record_broker_setup(log)
-        faults = FaultDriver(self.system, log)
+        # on a shared system its consumer faults act on its own consumers (harness.batch.shares_a_system)
+        faults = FaultDriver(self.system, log, run_consumers(sc) if self._shared_system else None)
         faults.waiting_levels = self._waiting_levels
         watch = hostwatch.acquire(self.system)  # the host's and the system's stalls meanwhile (reference.stalls)
         out = _Outcome(DrainState((), None, len(sc.messages), 0))

@@ -18,7 +18,7 @@ from hourglass.harness.drain import DUPLICATE_WATCH_MS
 from hourglass.reference import faults as kinds
 from hourglass.reference.cluster import is_broker
 from hourglass.reference.faults.process import KILL, PAUSE, RESUME, START, START_PAUSED, STOP
-from hourglass.reference.contract import INVARIANTS
+from hourglass.reference.contract import CONSUMER_TARGET, INVARIANTS
 from hourglass.reference.levels import parse_level_table
 from hourglass.reference.plans import plan_outcome
 from hourglass.reference.pop import POP_MODES, V1_NOTIFY_AGAIN, PopGroup, pop_wait_ms
@@ -86,7 +86,7 @@ def _consumers_back_ms(scenario, t: int) -> int:
     pause of the consumers under way then ends (a paused consumer pulls nothing: ``pause`` with a
     ``duration_ms`` resumes by itself, else a ``resume`` step ends it; anchored steps left out)."""
     paused_at = None
-    for f in sorted((f for f in scenario.faults if f.after is None and f.target == "consumer"), key=lambda f: f.at_ms):
+    for f in sorted((f for f in scenario.faults if f.after is None and f.target == CONSUMER_TARGET), key=lambda f: f.at_ms):
         if f.action == PAUSE:
             if f.duration_ms and f.at_ms <= t < f.at_ms + f.duration_ms:
                 return f.at_ms + f.duration_ms

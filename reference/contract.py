@@ -91,7 +91,9 @@ FAULT_ACTIONS: tuple[str, ...] = (*faults.event_actions(), SEND_BACK_FAILED, SEN
 BROKER_TARGETS: tuple[str, ...] = ("broker", "broker-2")
 #: 5.x's proxy, the gRPC clients' endpoint (a process of its own in front of the brokers)
 PROXY_TARGET = "proxy"
-FAULT_TARGETS: tuple[str, ...] = BROKER_TARGETS + ("namesrv", "consumer", PROXY_TARGET)
+#: a run's consumers (all of its groups' processes; on a system other runs share, only its own)
+CONSUMER_TARGET = "consumer"
+FAULT_TARGETS: tuple[str, ...] = BROKER_TARGETS + ("namesrv", CONSUMER_TARGET, PROXY_TARGET)
 EVENT_TYPES: tuple[str, ...] = ("send", "deliver", "dlq", "fault", "snapshot", "stall")
 #: ``source`` of a ``stall`` event: what measured a period in which a subject could not run
 #: (``reference.stalls`` says what each measures and what it explains)
@@ -148,7 +150,7 @@ CONSUMER_EXITED = "exited"
 
 def consumer_fault(action: str, ts_ms: int, name: str, group: str, cause: str, **extra: Any) -> dict:
     """The ``fault`` event of one consumer's start or death (see :data:`CONSUMER_DIED`)."""
-    return {"type": "fault", "ts_ms": ts_ms, "action": action, "target": "consumer", "name": name, "group": group,
+    return {"type": "fault", "ts_ms": ts_ms, "action": action, "target": CONSUMER_TARGET, "name": name, "group": group,
             "cause": cause, **extra}
 
 

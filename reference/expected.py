@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, fields, replace
 from operator import itemgetter
 from typing import Callable, Iterable, Mapping
 
-from hourglass.reference.contract import BROKER_TARGETS, RETRY_PREFIX, SENT_BACK, ContractError
+from hourglass.reference.contract import BROKER_TARGETS, CONSUMER_TARGET, ContractError, RETRY_PREFIX, SENT_BACK
 from hourglass.reference.persistence import scheduler_duplicate_allowed
 from hourglass.reference.stored_copy import same_stored_copy
 from hourglass.reference.plans import CRASH, by_ack_index, parse_plan, plan_outcome, resent_instead, with_ack_laters
@@ -763,7 +763,7 @@ def _consumer_redelivery(faults: list[Mapping], first: Mapping, second: Mapping,
         if not lo <= f["ts_ms"] <= hi:
             continue
         crash = (f.get("type") == "deliver" and f.get("outcome") == CRASH) or \
-            (f.get("action") == "crash" and f.get("target") == "consumer")
+            (f.get("action") == "crash" and f.get("target") == CONSUMER_TARGET)
         if crash or f.get("type") == "deliver":
             if crash and f.get("group", first.get("group")) == first.get("group"):
                 return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after a consumer of group "
@@ -771,7 +771,7 @@ def _consumer_redelivery(faults: list[Mapping], first: Mapping, second: Mapping,
                                        "its consume offset was not yet committed")
             continue
         action, target = f.get("action"), f.get("target")
-        if (target == "consumer" and action in ("kill", "start", "stop")) or (is_broker(target) and action == "kill") \
+        if (target == CONSUMER_TARGET and action in ("kill", "start", "stop")) or (is_broker(target) and action == "kill") \
                 or (slave_serves and target == BROKER_TARGETS[0] and action == "start"):
             return DuplicateRuling(True, "consumer", f"redelivery of the same stored copy after the {target} "
                                    f"{action} at {f['ts_ms']} (consume offset not yet committed)")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
-from hourglass.reference.contract import EVENT_FIELDS, ContractError, validate_event, validate_run
+from hourglass.reference.contract import CONSUMER_TARGET, ContractError, EVENT_FIELDS, validate_event, validate_run
 from hourglass.reference.expected import SENT_ONCE
 from hourglass.reference.rundir import (EVENT_GLOBS, EVENTS_DIR, HARNESS_EVENTS, RUN_JSON, decode_line, find_dirs, local_path,
                               lone_surrogate, missing_consumer_files)
@@ -193,7 +193,7 @@ def missing_consumers(spark: SparkSession, run: RunInput, faults: list[dict]) ->
     ``faults``: the run's ``fault`` events (a judging's unkeyed rows)."""
     started: dict[str, int] = {}
     for f in faults:
-        if f.get("target") == "consumer" and f.get("action") == "start" and f.get("name"):
+        if f.get("target") == CONSUMER_TARGET and f.get("action") == "start" and f.get("name"):
             started.setdefault(f["name"], f["ts_ms"])
     prefix = _display(run.run_dir).rstrip("/") + "/"  # the listing spells file: URIs its own way
     files = [_display(f)[len(prefix):] for f in run.json_files + run.parquet_files if _display(f).startswith(prefix)]

@@ -21,7 +21,7 @@ from collections import defaultdict
 from hourglass.reference import expected as model
 from hourglass.reference.broadcast import DROPPED
 from hourglass.reference.clock import on_true_clock
-from hourglass.reference.contract import SEND_BACK_FAILED
+from hourglass.reference.contract import CONSUMER_TARGET, SEND_BACK_FAILED
 from hourglass.reference.network import LOG_RESOLUTION_MS, send_back_failures
 from hourglass.reference.persistence import level_order_kept
 from hourglass.reference.pop import NOT_ACKED
@@ -64,7 +64,7 @@ def judge_bucket(run: dict, events: list[dict], ended_ms: int | None, timeline_b
 def crash_faults(deliveries) -> list[dict]:
     """The CRASH answers among ``deliveries`` as the consumer faults they are (a crash the plan
     injected: :func:`reference.expected.rule_duplicate` allows what one allows)."""
-    return [{"type": "fault", "ts_ms": d["ts_ms"], "action": "crash", "target": "consumer", "group": d["group"], "key": d["key"]}
+    return [{"type": "fault", "ts_ms": d["ts_ms"], "action": "crash", "target": CONSUMER_TARGET, "group": d["group"], "key": d["key"]}
             for d in deliveries if d["outcome"] == "CRASH"]
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 
+from hourglass.reference.contract import CONSUMER_TARGET
 from hourglass.reference.windows import Outage, broker_outages, cluster_outages, consumer_outages
 from hourglass.reports.rows import LATENESS_BIN_MS, LATENESS_TIME_BIN_MS
 from hourglass.reports.svg import Chart, marker_radius, palette
@@ -167,7 +168,7 @@ def outages_of(faults: list[dict], target: str) -> list[Outage]:
     reports no ``ready``) or the resume; one instance's restart ends its own outage, not another's."""
     if target != "consumer":
         return broker_outages(faults, target)
-    own = [f for f in faults if f.get("target") == "consumer"]
+    own = [f for f in faults if f.get("target") == CONSUMER_TARGET]
     names = sorted({f.get("name") or "" for f in own})
     return sorted((o for name in names for o in consumer_outages([f for f in own if (f.get("name") or "") == name])),
                   key=lambda o: o.down_ms)

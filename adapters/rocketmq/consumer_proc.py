@@ -30,7 +30,7 @@ from pathlib import Path
 
 from hourglass.adapters.rocketmq.jvm import Channel, exit_now, now_ms, start_jvm
 from hourglass.adapters.rundir import EventLog
-from hourglass.reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, PLAN_PROPERTY, SENT_BACK, consumer_fault
+from hourglass.reference.contract import BODY_CRC_PROPERTY, CONSUMER_DIED, CONSUMER_TARGET, PLAN_PROPERTY, SENT_BACK, consumer_fault
 from hourglass.reference.modes import BROADCASTING, CONCURRENTLY, MODES, ORDERLY, unit_group
 from hourglass.reference.orderly import DEFAULT_SUSPEND_MS
 from hourglass.reference.pop import POP, SLOW_HOLD_PAST_MS, pop_answer
@@ -239,7 +239,7 @@ class PlanFollower:
         with self._lock:
             found = self.laters.get(msg_id)
             if found is not None:
-                self._out.write({"type": "fault", "ts_ms": now_ms(), "action": SENT_BACK, "target": "consumer",
+                self._out.write({"type": "fault", "ts_ms": now_ms(), "action": SENT_BACK, "target": CONSUMER_TARGET,
                                  "name": self.name, "group": self.group, "key": found[0], "reconsume_times": found[1]})
 
     def pop_times(self, msg) -> tuple[int | None, int | None]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from hourglass.adapters.base import AdapterError, ConsumerSpec, ConsumersNotRestarted, NotReady
-from hourglass.adapters.parts import Part
+from hourglass.adapters.parts import PROCESS_ACTIONS, Part
 from hourglass.adapters.rocketmq.clientlink import ConsumerHost, ConsumerProcess, HostedConsumer, terminate_all
 from hourglass.reference.contract import RETRY_PREFIX
 from hourglass.reference.modes import GRPC_MODES
@@ -171,6 +171,9 @@ class ConsumerProcesses(Part):
         if dead:
             raise NotReady(f"consumers not running: {dead}")
 
+    def only(self, names: frozenset[str]) -> "ConsumerMembers":
+        return ConsumerMembers(self, names)
+
     def watched(self) -> dict[str, int]:
         """The pid of each live consumer, by subject (``consumer <name>``); a consumer host's once
         (``consumer host``, ``consumer host (POP)``): its threads are all its consumers'."""
@@ -178,3 +181,61 @@ class ConsumerProcesses(Part):
                if proc.alive() and not isinstance(proc, HostedConsumer)}
         out.update({host.what: host.proc.pid for host in list(self.hosts.values()) if host.alive()})
         return out
+
+
+class ConsumerMembers(Part):
+    """Some of a system's consumers as the target ``consumer`` (:meth:`ConsumerProcesses.only`): the
+    consumers of one run on a system other runs share (``harness.batch``). Each is a process of its
+    own (a run with consumer faults is never ``hosted``: a signal to a consumer host would stop every
+    run's consumers in it); its process verbs act on these and leave the others running."""
+
+    def __init__(self, consumers: ConsumerProcesses, names: frozenset[str]):
+        super().__init__(consumers.target)
+        self.consumers, self.names = consumers, frozenset(names)
+
+    def cannot(self, action: str) -> str | None:
+        return None if action in PROCESS_ACTIONS else "a fault on some of the consumers acts on their processes only"
+
+    def _mine(self) -> list[ConsumerProcess | HostedConsumer]:
+        c = self.consumers
+        with c._lock:
+            procs = [p for n, p in c.procs.items() if n in self.names]
+        hosted = [p.spec.name for p in procs if isinstance(p, HostedConsumer)]
+        if hosted:
+            raise AdapterError(f"consumers {hosted} share a consumer host with other runs': no fault acts on them apart")
+        return procs
+
+    def start(self) -> None:
+        c = self.consumers
+        with c._lock:
+            c.stopped -= self.names - c.left
+        c.poll()
+
+    def stop(self) -> None:
+        c = self.consumers
+        procs = self._mine()
+        with c._lock:  # marked down first: a poll meanwhile restarts none of them
+            c.stopped.update(self.names & set(c.procs))
+        terminate_all(procs)
+
+    def kill(self) -> None:
+        c = self.consumers
+        procs = self._mine()
+        with c._lock:
+            c.stopped.update(self.names & set(c.procs))
+        for proc in procs:
+            proc.kill()
+
+    def pause(self) -> None:
+        for proc in self._mine():
+            _signal_group(proc, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        for proc in self._mine():
+            _signal_group(proc, signal.SIGCONT)
+
+    def wait_ready(self, timeout_s: float = 120.0) -> None:
+        c = self.consumers
+        dead = [n for n, p in list(c.procs.items()) if n in self.names and not p.alive() and n not in c.stopped]
+        if dead:
+            raise NotReady(f"consumers not running: {dead}")

@@ -164,3 +164,77 @@ def test_an_external_cluster_with_fault_commands_does_those_faults_only(tmp_path
     assert done.read_text() == "kill\nfull\n"
     with pytest.raises(AdapterError, match="'disk_free:broker'"):
         system.perform(FREE, "broker")
+
+
+class _Sleeper:
+    """A stand-in consumer process: a ``sleep`` in a process group of its own (as a consumer's JVM)."""
+
+    def __init__(self, name: str):
+        import subprocess
+
+        self.name = name
+        self.proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def state(self) -> str:
+        return Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def ask_to_stop(self) -> None:
+        self.proc.terminate()
+
+    def stopped_by(self, deadline: float) -> None:
+        self.proc.wait()
+
+
+def test_a_runs_consumer_faults_on_a_shared_system_act_on_its_own_consumers_only(tmp_path):
+    """harness.batch.shares_a_system: a run whose faults only stop, kill, start, pause or resume its
+    consumers shares its profile's system; there its FaultDriver's target ``consumer`` is its own
+    consumers (PartsSystem.with_members -> ConsumerMembers), and the other runs' keep running."""
+    import os
+    import signal
+    import time
+
+    from hourglass.adapters.rocketmq.clientlink import HostedConsumer
+    from hourglass.adapters.rocketmq.consumers import ConsumerMembers
+
+    system = _local(tmp_path)
+    consumers = system.part("consumer")
+    mine, theirs = _Sleeper("a_cg-0"), _Sleeper("b_cg-0")
+    consumers.procs.update({"a_cg-0": mine, "b_cg-0": theirs})
+    try:
+        view = system.with_members("consumer", frozenset({"a_cg-0"}))
+        assert isinstance(view.part("consumer"), ConsumerMembers) and view.part("broker") is system.part("broker")
+        assert view.info is system.info and view.cannot("pause", "consumer") is None
+        assert view.cannot("partition", "consumer")  # only its processes' verbs
+
+        def states() -> tuple[str, str]:
+            time.sleep(0.2)  # the signal is delivered asynchronously
+            return mine.state(), theirs.state()
+
+        view.pause("consumer")
+        assert states() == ("T", "S")  # stopped; the other run's still sleeping
+        view.resume("consumer")
+        assert states() == ("S", "S")
+        view.kill("consumer")
+        assert not mine.alive() and theirs.alive() and consumers.stopped == {"a_cg-0"}
+        view.wait_ready("consumer")  # killed by the harness: not waited for
+        # a consumer in the shared host is never signalled apart (it would stop every run's)
+        hosted = HostedConsumer.__new__(HostedConsumer)
+        hosted.spec = type("Spec", (), {"name": "c_cg-0"})()
+        consumers.procs["c_cg-0"] = hosted
+        with pytest.raises(AdapterError, match="share a consumer host"):
+            system.with_members("consumer", frozenset({"c_cg-0"})).pause("consumer")
+        with pytest.raises(AdapterError, match="no members"):
+            system.with_members("broker", frozenset({"x"}))
+    finally:
+        consumers.procs.clear()
+        for p in (mine, theirs):
+            if p.alive():
+                os.kill(p.proc.pid, signal.SIGCONT)
+                p.kill()

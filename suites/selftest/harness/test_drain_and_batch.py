@@ -64,12 +64,14 @@ def _sc(name, faults=(), levels=COMPRESSED_LEVELS):
 
 
 def test_faulting_scenarios_get_their_own_system_others_share_per_table():
+    """A broker fault: a system of its own; a kill of the run's own consumers shares (there it
+    kills that run's consumers only: shares_a_system)."""
     a, b, c = _sc("a"), _sc("b"), _sc("c", levels="2s 4s")
     k = _sc("k", faults=(FaultStep(10, "kill_restart"),))
     ck = _sc("ck", faults=(FaultStep(10, "kill", "consumer"),))
     jobs = plan_jobs([a, b, c, k, ck], virtual=False)
-    assert [j.scenarios for j in jobs if not j.shared] == [(k,), (ck,)]
-    assert sorted([tuple(s.name for s in j.scenarios) for j in jobs if j.shared]) == [("a", "b"), ("c",)]
+    assert [j.scenarios for j in jobs if not j.shared] == [(k,)]
+    assert sorted([tuple(s.name for s in j.scenarios) for j in jobs if j.shared]) == [("a", "b", "ck"), ("c",)]
 
 
 def test_grpc_scenarios_share_the_system_of_their_profile_which_runs_a_proxy_for_them():
@@ -239,3 +241,26 @@ def test_a_batch_run_again_into_the_same_output_gets_systems_of_its_own(tmp_path
     first, again = Batch(scenarios, opts), Batch(scenarios, opts)
     dirs = [job_workdir(tmp_path, b.token, i, j) for b in (first, again) for i, j in enumerate(b.jobs)]
     assert len(set(dirs)) == len(dirs) and all(d.is_relative_to(tmp_path / "_systems") for d in dirs)
+
+
+def test_a_scenario_whose_faults_act_on_its_own_consumers_only_shares_its_profiles_system():
+    """batch-ack-index pauses its consumer while its backlog is sent: on a shared system that pause
+    acts on its own consumers only (harness.faults.FaultDriver's ``consumers``), so it shares the
+    system; a broker, name server or network fault, or a consumer fault that is no process verb,
+    keeps a system of its own."""
+    from hourglass.harness.batch import shares_a_system
+    from hourglass.harness.catalogue.conformance import batch_ack_index
+    from hourglass.harness.scenario import FaultAnchor
+
+    def sc(name, *faults):
+        return Scenario(name, (Message("k", "T", delay_level=1),), (ConsumerGroup("g", ("T",)),), faults, Profile())
+
+    assert shares_a_system(batch_ack_index()) and shares_a_system(sc("none"))
+    assert shares_a_system(sc("killed", FaultStep(0, "outage", "consumer", 1_000)))
+    for alone in (sc("broker", FaultStep(0, "pause", "broker")), sc("namesrv", FaultStep(0, "kill", "namesrv")),
+                  sc("slow", FaultStep(0, "slow_start", "consumer", 1_000)),
+                  sc("both", FaultStep(0, "pause", "consumer"), FaultStep(0, "kill", "broker")),
+                  sc("anchored", FaultStep(0, "kill", "consumer", after=FaultAnchor("flush")))):
+        assert not shares_a_system(alone), alone.name
+    jobs = plan_jobs([batch_ack_index(), sc("plain"), sc("broker", FaultStep(0, "pause", "broker", 1_000))], virtual=False)
+    assert sorted(tuple(sorted(s.name for s in j.scenarios)) for j in jobs) == [("batch-ack-index", "plain"), ("broker",)]
