@@ -218,7 +218,10 @@ class Consuming(Protocol):
         death is recorded, writing the replacement's ``fault`` ``start`` (with the death's
         ``cause``) into its events file; return the names restarted."""
 
-    def stop_consumers(self) -> None: ...
+    def stop_consumers(self, graceful: bool = True) -> None:
+        """Stop every consumer: gracefully (each commits its offsets and leaves its group: what a
+        run's consume stats read), or, ``graceful`` False, at once (SIGKILL) — for a system whose
+        runs are over (their events are written line by line as they happen), which it tears down."""
 
     def stop_consumer(self, name: str) -> None:
         """Stop one consumer gracefully: it leaves its group (its offsets persisted, an orderly

@@ -486,11 +486,12 @@ def _line(elapsed_s: float, done: int, total: int, eta_s: float, more: bool, par
 
 
 def _consumers_stopped(system: System, runs: list[ScenarioRun]) -> None:
-    """The shared runs' consumers, which ran on after each run's end, stopped: each run takes the
-    host's stalls until then (reference.stalls: an attempt is judged on its own wait's)."""
+    """The shared runs' consumers, which ran on after each run's end, stopped — at once: every run
+    is over, its events written and its consume stats read — and each run takes the host's stalls
+    until then (reference.stalls: an attempt is judged on its own wait's)."""
     try:
         if isinstance(system, Consuming):
-            system.stop_consumers()
+            system.stop_consumers(graceful=False)
     finally:
         stopped = system.clock.now_ms()
         for run in runs:

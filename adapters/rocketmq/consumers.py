@@ -134,6 +134,23 @@ class ConsumerProcesses(Part):
         terminate_all(procs)
         self.close_hosts()
 
+    def discard(self) -> None:
+        """Every consumer and consumer host ended at once (SIGKILL), their ends asked for (no death
+        recorded): a system being torn down after its runs (Consuming.stop_consumers)."""
+        with self._lock:
+            self.stopped.update(self.procs)
+            procs = list(self.procs.values())
+        for proc in procs:
+            proc._ask_to_end()
+            if isinstance(proc, ConsumerProcess):
+                proc.kill()
+        with self._host_lock:
+            hosts, self.hosts = list(self.hosts.values()), {}
+        for host in hosts:
+            for consumer in list(host.hosted):
+                consumer._ask_to_end()
+            host.kill()
+
     def close_hosts(self) -> None:
         """Every consumer host ends (its consumers stopped: a start after this starts a new one)."""
         with self._host_lock:

@@ -196,7 +196,7 @@ class SimulatedSystem(PartsSystem):
                 restarted.append(name)
         return restarted
 
-    def stop_consumers(self) -> None:
+    def stop_consumers(self, graceful: bool = True) -> None:
         for c in self.consumers.values():
             c.stop()
 
