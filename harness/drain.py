@@ -107,6 +107,10 @@ def drain_state(run: dict, events: list[dict], now_ms: int) -> DrainState:
     recovered_ms = max((e["ts_ms"] for e in events if e.get("type") == "fault" and e.get("action") in ("ready", "resume")
                         and e.get("target") in BROKER_TARGETS + ("namesrv", "proxy")), default=None)
     consumers_back = consumers_back_ms(events, now_ms)
+    # the harness resumed or started the run's consumers (a fault step's: no ``cause``): they pull
+    # again, rebalanced, before what waited for them comes (the model's windows judge store times)
+    consumers_faulted = max((e["ts_ms"] for e in events if e.get("type") == "fault" and e.get("target") == CONSUMER_TARGET
+                             and e.get("action") in ("resume", "start") and not e.get("cause")), default=None)
     for e in events:
         if e.get("type") == "deliver":
             answered.setdefault((e["key"], e["reconsume_times"]), set()).add(e["outcome"])
@@ -143,6 +147,8 @@ def drain_state(run: dict, events: list[dict], now_ms: int) -> DrainState:
             d = max(d, locks_freed)
         if consumers_back is not None and d is not None:
             d = max(d, consumers_back)
+        if consumers_faulted is not None and d is not None:
+            d = max(d, consumers_faulted + CONSUMER_REDELIVERY_MS)
         if d is not None:
             deadline = d if deadline is None else max(deadline, d)
     return DrainState(tuple(sorted(pending)), deadline, len(by_key), final)

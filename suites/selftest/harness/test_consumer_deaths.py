@@ -145,6 +145,38 @@ def test_a_consumer_that_cannot_be_restarted_fails_its_own_run_only():
     assert system.polls == 3
 
 
+def test_a_runs_poll_never_waits_behind_another_runs_restart():
+    """On a shared system every run polls the consumers from its timeline's waits. A restart takes
+    seconds (a JVM's start): a second poll meanwhile returns at once (the first restarts every dead
+    consumer), so no run's fault step or send waits for another run's consumer (seen:
+    batch-ack-index's resume 3 s after its pause came 9.8-24.7 s late)."""
+    import threading
+    import time
+
+    class Slow:
+        def __init__(self):
+            self.entered, self.release, self.polls = threading.Event(), threading.Event(), 0
+
+        def poll_consumers(self):
+            self.polls += 1
+            self.entered.set()
+            self.release.wait(10)
+            return []
+
+    system = Slow()
+    watch = ConsumerWatch(system)
+    first = threading.Thread(target=watch.poll)
+    first.start()
+    assert system.entered.wait(5)
+    began = time.monotonic()
+    watch.poll(frozenset({"x-0"}))  # another run's poll: at once
+    assert time.monotonic() - began < 1.0 and system.polls == 1
+    system.release.set()
+    first.join(5)
+    watch.poll()  # the restart done, the next poll polls
+    assert system.polls == 2
+
+
 def test_one_consumer_that_cannot_be_restarted_stops_no_other_restart(tmp_path, monkeypatch):
     """ConsumerProcesses.poll restarts every dead consumer it can, then names those it could not."""
     from hourglass.adapters.base import AdapterError

@@ -34,6 +34,22 @@ def test_nothing_delivered_waits_for_the_latest_window():
     assert st.deadline_ms == T0 + 3000 + 1000  # level 3 (3 s) + slack, from the send
 
 
+def test_a_run_waits_for_what_its_resumed_consumers_still_owe():
+    """The model's windows judge store times; a consumer the run paused (a fault step: no cause)
+    pulls what waited for it only after the resume. Seen: batch-ack-index's resume came 24.7 s after
+    its pause, past every window, and the drain ended 70 ms later, three DLQ entries "lost". The
+    run waits CONSUMER_REDELIVERY_MS after the harness resumed or started its consumers."""
+    from hourglass.harness.drain import CONSUMER_REDELIVERY_MS
+
+    pause = {"type": "fault", "ts_ms": T0 - 100, "action": "pause", "target": "consumer", "step": 0}
+    resume = {"type": "fault", "ts_ms": T0 + 24_700, "action": "resume", "target": "consumer", "step": 1}
+    ev = [pause, send("a", T0, level=1), resume]
+    assert drain_state(RUN, ev[:2], T0 + 100).deadline_ms == T0 + 1000 + 1000  # before the resume: the window's
+    assert drain_state(RUN, ev, T0 + 24_800).deadline_ms == T0 + 24_700 + CONSUMER_REDELIVERY_MS
+    setup = {"type": "fault", "ts_ms": T0 - 5_000, "action": "start", "target": "consumer", "cause": "scenario", "name": "g-0"}
+    assert drain_state(RUN, [setup, send("a", T0, level=1)], T0 + 100).deadline_ms == T0 + 2000  # a setup's start: no wait
+
+
 def test_consumed_message_is_final():
     ev = [send("a", T0, level=1), deliver("a", T0 + 1010, 0, "OK")]
     st = drain_state(RUN, ev, T0 + 2000)
