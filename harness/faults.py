@@ -65,9 +65,8 @@ class FaultDriver:
 
     def __init__(self, system: Lifecycle, log: EventLog, consumers: frozenset[str] | None = None):
         self.system = system
-        #: the fault verbs: the system's, or on a system other runs share, with the target ``consumer``
-        #: limited to this run's ``consumers`` (adapters.parts.PartsSystem.with_members)
-        self.verbs = system if consumers is None else system.with_members(CONSUMER_TARGET, consumers)
+        self._consumers = consumers  # on a system other runs share: this run's consumers
+        self._members = None
         self.log = log
         self.down: set[str] = set()  # stopped or killed
         self.paused: set[str] = set()
@@ -79,6 +78,17 @@ class FaultDriver:
         #: the delay levels holding entries now (reference.clock.waiting_levels), recorded with a
         #: clock step; None: unknown (the model then lets every level hold what comes after)
         self.waiting_levels: Callable[[], str] | None = None
+
+    @property
+    def verbs(self):
+        """The fault verbs: the system's, or on a system other runs share, with the target
+        ``consumer`` limited to this run's consumers (adapters.parts.PartsSystem.with_members),
+        made the first time a fault acts (a run without one never asks the system for it)."""
+        if self._consumers is None:
+            return self.system
+        if self._members is None:
+            self._members = self.system.with_members(CONSUMER_TARGET, self._consumers)
+        return self._members
 
     def _event(self, action: str, target: str, extra: dict) -> None:
         self.log.write({"type": "fault", "ts_ms": self.system.clock.now_ms(), "action": action, "target": target,

@@ -571,8 +571,7 @@ class ScenarioRun:
         log = EventLog(self.events_dir / HARNESS_EVENTS)
         self._flushes = FlushRecorder(self.system, log)
         self._record_broker_setup(log)
-        # on a shared system its consumer faults act on its own consumers (harness.batch.shares_a_system)
-        faults = FaultDriver(self.system, log, run_consumers(sc) if self._shared_system else None)
+        faults = FaultDriver(self.system, log, run_consumers(sc) if self._shared_system else None)  # batch.shares_a_system
         faults.waiting_levels = self._waiting_levels
         watch = hostwatch.acquire(self.system)  # the host's and the system's stalls meanwhile (reference.stalls)
         out = _Outcome(DrainState((), None, len(sc.messages), 0))
