@@ -32,10 +32,12 @@ class Costs:
     suite`` on the 2-core machine: its ``breakdown``, ``check_and_report_s``)."""
 
     broker_s: float = READY_ESTIMATE_MS / 1000  # a broker's start to ready, alone (9-10 s measured)
-    setup_s: float = 2.5  # a run's topics and the fixed part of its consumers' start
-    #: each run whose consumer JVMs start at the same time adds this to every one's setup: they
-    #: share the cores (1 run alone 3.2 s, 4 together 8.9 s, 16 together 17-40 s, median 28 s)
-    setup_per_run_s: float = 1.6
+    setup_s: float = 3.5  # a run's topics and the fixed part of its consumers' start
+    #: each run whose consumers start at the same time adds this to every one's setup: most groups
+    #: of a shared system start in its one consumer host (adapters.rocketmq.consumer_host), so the
+    #: cost hardly grows (conformance on rocketmq:latest, idle: 4.2-6.2 s for every run, 22 runs
+    #: together; before the host, with a JVM per group: 4 together 8.9 s, 16 together 17-40 s)
+    setup_per_run_s: float = 0.08
     #: a broker's start takes (1 + this x k) times ``broker_s`` while k other heavy starts run
     #: (another broker's, the checker's Spark): 24.6 and 34.3 s for two brokers and Spark at once
     contention: float = 1.0
