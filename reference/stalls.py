@@ -459,6 +459,18 @@ def explain_resent(stalls: Iterable[Mapping], failed_ms: int, give_up_ms: int, c
                   f"(ConsumeMessageOrderlyService.checkReconsumeTimes) — is undecided")
 
 
+def _held(stalls: Iterable[Mapping], from_ms: int, to_ms: int, margin_ms: int, path: str, started_ms: int,
+          cpus: int) -> tuple[bool, int, Explained, str]:
+    """Whether the recorded stalls on ``path`` (host-corroborated: :func:`explain`) held the broker
+    for all of ``[from_ms, to_ms]`` but ``margin_ms``, some such stall recorded at all; with the
+    span, what they explain and that in words (the held-ack and held-offset rules' shared test)."""
+    span = max(0, to_ms - from_ms)
+    stalls = list(stalls)
+    e = explain(stalls, from_ms, max(to_ms, from_ms), False, cpus, path)
+    what = _what(e, started_ms, _context(stalls, from_ms, max(to_ms, from_ms)))
+    return e.explained_ms > 0 and e.explained_ms >= span - margin_ms, span, e, what
+
+
 def explain_held_ack(stalls: Iterable[Mapping], acked_ms: int, revive_ms: int, started_ms: int,
                      cpus: int = 1) -> tuple[bool, str]:
     """(covered, reason) for a POP copy answered OK at ``acked_ms`` and revived all the same as the
@@ -471,11 +483,8 @@ def explain_held_ack(stalls: Iterable[Mapping], acked_ms: int, revive_ms: int, s
     (:data:`SAMPLE_MS`), and some such stall was recorded at all: then the ack may have been stored
     after the revive, and whether the broker lost it is undecided; else the revive after an OK is
     the broker's (an OK within one sample of the due time, or after it, excuses nothing by itself)."""
-    span = max(0, revive_ms - acked_ms)
-    stalls = list(stalls)
-    e = explain(stalls, acked_ms, max(revive_ms, acked_ms), False, cpus, POP)
-    what = _what(e, started_ms, _context(stalls, acked_ms, max(revive_ms, acked_ms)))
-    if e.explained_ms > 0 and e.explained_ms >= span - SAMPLE_MS:
+    held, span, e, what = _held(stalls, acked_ms, revive_ms, SAMPLE_MS, POP, started_ms, cpus)
+    if held:
         return True, (f"its OK's ack had {span} ms to be stored before the checkpoint was due, and the broker's POP path "
                       f"was stalled for {e.explained_ms} ms of them ({what}): the ack may have been stored after the "
                       f"revive, so whether the broker lost it is undecided")
@@ -496,11 +505,8 @@ def explain_held_offset(stalls: Iterable[Mapping], uncovered: int, last_reput_ms
     the persist but the persist's own margin (``FLUSH_COVERS_MARGIN_MS``), and some such stall was
     recorded at all: the offset's move may then have come after the persist read it, and whether
     the broker lost it is undecided. Two or more uncovered entries are the broker's, whatever the host."""
-    span = max(0, persist_ms - last_reput_ms)
-    stalls = list(stalls)
-    e = explain(stalls, last_reput_ms, max(persist_ms, last_reput_ms), False, cpus, SCHEDULE)
-    what = _what(e, started_ms, _context(stalls, last_reput_ms, max(persist_ms, last_reput_ms)))
-    if uncovered == 1 and e.explained_ms > 0 and e.explained_ms >= span - FLUSH_COVERS_MARGIN_MS:
+    held, span, e, what = _held(stalls, last_reput_ms, persist_ms, FLUSH_COVERS_MARGIN_MS, SCHEDULE, started_ms, cpus)
+    if uncovered == 1 and held:
         return True, (f"the last entry re-put before the persist was stored {span} ms before it, and the broker's schedule "
                       f"path was stalled for {e.explained_ms} ms of them ({what}): the offset's move past it may have come "
                       f"after the persist read the table, so whether the broker lost it is undecided")
