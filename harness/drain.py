@@ -4,7 +4,10 @@ A message is *final* when the attempt its plan ends with has been delivered with
 ends it (``OK``: consumed; ``LATER`` on the last allowed attempt: on its way to the DLQ). While
 some message is not final, the run waits until the latest window the model allows for the pending
 attempts (``ExpectedAttempt.latest_ms``, already widened by outages) has closed, plus a margin for
-consumer redelivery; then it stops and leaves the verdict to the checker.
+consumer redelivery, and plus what the stalls recorded on the pending attempt's path since it was due
+explain (``reference.stalls.held_back_ms``: a starved broker's copy may be stored in time and reach
+its consumer seconds later; the drain that gave up before it came judged a retrying message lost);
+then it stops and leaves the verdict to the checker.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from hourglass.reference.contract import BROKER_TARGETS, CONSUMER_DIED, CONSUMER
 from hourglass.reference.expected import ExpectedAttempt, build_expected
 from hourglass.reference.orderly import handed_over_ms, locks_freed_ms
 from hourglass.reference.pop import NOT_ACKED
+from hourglass.reference.stalls import held_back_ms
 
 #: A consumer that crashed is restarted and must rebalance before it is redelivered a message.
 CONSUMER_REDELIVERY_MS = 25_000
@@ -94,61 +98,80 @@ class DrainState:
     final: int
 
 
-def drain_state(run: dict, events: list[dict], now_ms: int) -> DrainState:
-    expected = build_expected(run, events)
-    by_key: dict[str, list[ExpectedAttempt]] = {}
-    for a in expected:
-        if a.send_status == "FAILED":
-            continue
-        by_key.setdefault(a.key, []).append(a)
-    answered: dict[tuple[str, int], set[str]] = {}
-    crashed_at: dict[str, int] = {}
-    locks_freed = _orderly_locks_freed_ms(run, events)
-    recovered_ms = max((e["ts_ms"] for e in events if e.get("type") == "fault" and e.get("action") in ("ready", "resume")
-                        and e.get("target") in BROKER_TARGETS + ("namesrv", "proxy")), default=None)
-    consumers_back = consumers_back_ms(events, now_ms)
-    # the harness resumed or started the run's consumers (a fault step's: no ``cause``): they pull
-    # again, rebalanced, before what waited for them comes (the model's windows judge store times)
-    consumers_faulted = max((e["ts_ms"] for e in events if e.get("type") == "fault" and e.get("target") == CONSUMER_TARGET
-                             and e.get("action") in ("resume", "start") and not e.get("cause")), default=None)
+@dataclass(frozen=True)
+class _RunWaits:
+    """What a run's pending attempts wait for beyond their windows, from its events."""
+
+    recovered_ms: int | None  # the broker's (or name server's, proxy's) last ready or resume
+    locks_freed_ms: int | None  # an orderly group's queue locks free again
+    consumers_back_ms: int | None  # died consumers back (consumers_back_ms)
+    consumers_faulted_ms: int | None  # the harness resumed or started the run's consumers (a fault step's)
+
+    @classmethod
+    def of(cls, run: dict, events: list[dict], now_ms: int) -> "_RunWaits":
+        faults = [e for e in events if e.get("type") == "fault"]
+        return cls(
+            max((e["ts_ms"] for e in faults if e.get("action") in ("ready", "resume")
+                 and e.get("target") in BROKER_TARGETS + ("namesrv", "proxy")), default=None),
+            _orderly_locks_freed_ms(run, events),
+            consumers_back_ms(events, now_ms),
+            # they pull again, rebalanced, before what waited for them comes (the windows judge store times)
+            max((e["ts_ms"] for e in faults if e.get("target") == CONSUMER_TARGET
+                 and e.get("action") in ("resume", "start") and not e.get("cause")), default=None))
+
+    def until_ms(self, latest_ms: int | None, crashed_ms: int | None) -> int | None:
+        """Until when an attempt whose window closes at ``latest_ms`` is waited for (None: no end)."""
+        d = latest_ms
+        if crashed_ms is not None:
+            d = max(d or 0, crashed_ms + CONSUMER_REDELIVERY_MS)
+        if d is None:
+            return None
+        for at, extra in ((self.recovered_ms, CONSUMER_RECOVERY_MS), (self.locks_freed_ms, 0),
+                          (self.consumers_back_ms, 0), (self.consumers_faulted_ms, CONSUMER_REDELIVERY_MS)):
+            if at is not None:
+                d = max(d, at + extra)
+        return d
+
+
+def drain_state(run: dict, events: list[dict], now_ms: int, stalls: list[dict] = (), cpus: int = 1) -> DrainState:
+    """Which messages are not final at ``now_ms``, and until when to wait for them. ``stalls``: what
+    the host watch recorded so far (``harness.hostwatch``; ``cpus``: the host's), which lengthen the
+    wait for an attempt by what they explain of its own wait on its path, never shorten it. Each
+    (message, judging unit) apart: another group's OK, or a broadcasting twin's, ends nothing of this one's."""
+    by_unit: dict[tuple[str, str], list[ExpectedAttempt]] = {}
+    for a in build_expected(run, events):
+        if a.send_status != "FAILED":
+            by_unit.setdefault((a.key, a.group or ""), []).append(a)
+    answered: dict[tuple[str, str, int], set[str]] = {}
+    crashed_at: dict[tuple[str, str], int] = {}
     for e in events:
         if e.get("type") == "deliver":
-            answered.setdefault((e["key"], e["reconsume_times"]), set()).add(e["outcome"])
+            unit = (e["key"], e.get("group") or "")
+            answered.setdefault((*unit, e["reconsume_times"]), set()).add(e["outcome"])
             if e["outcome"] == "CRASH":
-                crashed_at[e["key"]] = max(crashed_at.get(e["key"], 0), e["ts_ms"])
-    pending: list[str] = []
+                crashed_at[unit] = max(crashed_at.get(unit, 0), e["ts_ms"])
+    waits = _RunWaits.of(run, events, now_ms)
+    pending: set[str] = set()
     deadline: int | None = None
-    final = 0
     popping = set((run.get("profile") or {}).get("pop_groups") or ())
-    for key, attempts in by_key.items():
+    for (key, group), attempts in by_unit.items():
         attempts.sort(key=lambda a: a.attempt)
         last = attempts[-1]
         # what moves a message on: an OK or a LATER; in a POP group a CRASH too (reference.pop.NOT_ACKED)
         moves_on = {"OK", *NOT_ACKED} if last.group in popping else {"OK", "LATER"}
         ends_with = {"OK"} if last.final_state == "CONSUMED" else moves_on - {"OK"}
-        if ends_with & answered.get((key, last.attempt), set()):
-            final += 1
+        if ends_with & answered.get((key, group, last.attempt), set()):
             continue
         # the first attempt that has not been answered with what moves the message on
-        todo = next(
-            (a for a in attempts if not (moves_on & answered.get((key, a.attempt), set()))),
-            last,
-        )
-        if todo.send_status == "UNKNOWN" and (key, 0) not in answered and todo.latest_ms is not None and now_ms > todo.latest_ms:
-            final += 1  # an indeterminate send that never arrived: not lost, nothing to wait for
-            continue
-        pending.append(key)
-        d = todo.latest_ms
-        if key in crashed_at:
-            d = max(d or 0, crashed_at[key] + CONSUMER_REDELIVERY_MS)
-        if recovered_ms is not None and d is not None:
-            d = max(d, recovered_ms + CONSUMER_RECOVERY_MS)
-        if locks_freed is not None and d is not None:
-            d = max(d, locks_freed)
-        if consumers_back is not None and d is not None:
-            d = max(d, consumers_back)
-        if consumers_faulted is not None and d is not None:
-            d = max(d, consumers_faulted + CONSUMER_REDELIVERY_MS)
+        todo = next((a for a in attempts if not (moves_on & answered.get((key, group, a.attempt), set()))), last)
+        if todo.send_status == "UNKNOWN" and (key, group, 0) not in answered and todo.latest_ms is not None \
+                and now_ms > todo.latest_ms:
+            continue  # an indeterminate send that never arrived: not lost, nothing to wait for
+        pending.add(key)
+        d = waits.until_ms(todo.latest_ms, crashed_at.get((key, group)))
+        if d is not None and stalls and todo.earliest_ms is not None:
+            d += held_back_ms(stalls, todo.earliest_ms, now_ms, cpus)
         if d is not None:
             deadline = d if deadline is None else max(deadline, d)
-    return DrainState(tuple(sorted(pending)), deadline, len(by_key), final)
+    keys = {key for key, _ in by_unit}
+    return DrainState(tuple(sorted(pending)), deadline, len(keys), len(keys - pending))

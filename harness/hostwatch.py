@@ -275,6 +275,12 @@ class HostWatch:
             return [dict(e) for e in list(self.stalls) + list(open_now) if e["ts_ms"] >= from_ms and e["from_ms"] <= to_ms]
 
 
+def recorded(watch: HostWatch | None, from_ms: int, to_ms: int) -> list[dict]:
+    """The stalls ``watch`` recorded so far over ``[from_ms, to_ms]`` (none without a watch): what
+    lengthens a run's wait for a pending attempt (``harness.drain``)."""
+    return watch.stalls_between(from_ms, to_ms) if watch is not None else []
+
+
 def _delayacct_on(proc: Path) -> bool:
     try:
         return (proc / "sys" / "kernel" / "task_delayacct").read_text().strip() == "1"

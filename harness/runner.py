@@ -46,7 +46,7 @@ from hourglass.reference import faults as kinds
 from hourglass.reference.expected import build_expected
 from hourglass.reference.reach import unreached
 from hourglass.reference.network import SEND_BACK_FAILS_AFTER_MS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
-from hourglass.reference.retry import DLQ_ROUTABLE_WITHIN_MS, dlq_bound
+from hourglass.reference.retry import DLQ_READ_MS, DLQ_ROUTABLE_WITHIN_MS, dlq_bound
 from hourglass.reference.stalls import HOST_WATCHED_UNTIL, log_time_ms
 from hourglass.reference.rundir import CLIENT_LOG_EVENTS, consumer_name, EVENTS_DIR, HARNESS_EVENTS, LOGS_DIR, SCENARIO_JSON, STALL_EVENTS
 from hourglass.reference.contract import BROKER_TARGETS
@@ -346,6 +346,7 @@ class _Outcome:
     observed: bool = False  # whether ``state`` is what the run observed (an interrupted run never drained)
     error: str | None = None
     interrupted: str | None = None
+    host: "hostwatch.HostWatch | None" = None  # the host watch while the run lasts: its stalls lengthen the drain
 
 
 @dataclass
@@ -574,7 +575,7 @@ class ScenarioRun:
         faults = FaultDriver(self.system, log, run_consumers(sc) if self._shared_system else None)  # batch.shares_a_system
         faults.waiting_levels = self._waiting_levels
         watch = hostwatch.acquire(self.system)  # the host's and the system's stalls meanwhile (reference.stalls)
-        out = _Outcome(DrainState((), None, len(sc.messages), 0))
+        out = _Outcome(DrainState((), None, len(sc.messages), 0), host=watch)
         try:
             self._set_up(log)
             faults.snapshot("run_start")
@@ -672,7 +673,7 @@ class ScenarioRun:
             out.state, out.observed = drain_state(run, self._seen, self.system.clock.now_ms()), True
         else:
             self.progress.phase = "draining"
-            out.state, out.observed = self._drain(run), True
+            out.state, out.observed = self._drain(run, out.host), True
             self._seen.extend(self._tail.new_events())
             out.error = _unreached(self.scenario, self._seen)
 
@@ -681,7 +682,7 @@ class ScenarioRun:
         faults.heal()
         if isinstance(sysm, DlqReading):
             owed = self._dlq_owed(run) if not (out.interrupted or out.error) else {}
-            now = clock.now_ms()
+            now = run[DLQ_READ_MS] = clock.now_ms()  # an entry owed by a later answer cannot be in it (reports.judge_events)
             for group in sorted({c.group for c in self.scenario.consumers}):
                 try:
                     records = read_dlq_until_owed(sysm, clock, self._cancel, group, owed.get(group))
@@ -812,12 +813,12 @@ class ScenarioRun:
                 self._watched_ms = clock.now_ms()
                 self._watch.poll(run_consumers(self.scenario))
 
-    def _drain(self, run: dict) -> DrainState:
+    def _drain(self, run: dict, host: hostwatch.HostWatch | None) -> DrainState:
         sc, clock = self.scenario, self.system.clock
         while True:
             self._seen.extend(self._tail.new_events())
             now = clock.now_ms()
-            state = drain_state(run, self._seen, now)
+            state = drain_state(run, self._seen, now, hostwatch.recorded(host, run["started_ms"], now), os.cpu_count() or 1)
             self.progress.messages, self.progress.final, self.progress.deadline_ms = state.messages, state.final, state.deadline_ms
             if not state.pending:  # late duplicates show up here
                 self._wait_until(max(now + sc.drain_margin_ms, duplicate_watch_until_ms(self._seen) or 0))

@@ -14,7 +14,7 @@ from hourglass.reference.cluster import REGISTERED_WITHIN_MS
 from hourglass.reference.contract import dlq_topic, retry_topic
 
 __all__ = ["retry_topic", "dlq_topic", "requested_retry_level", "retry_level", "asked_retry_level", "clamped_level", "goes_to_dlq",
-           "goes_to_dlq_on_resend", "SendBackRoute", "send_back_route", "DLQ_QUEUE_COUNT", "DLQ_ROUTABLE_WITHIN_MS",
+           "goes_to_dlq_on_resend", "SendBackRoute", "send_back_route", "DLQ_QUEUE_COUNT", "DLQ_ROUTABLE_WITHIN_MS", "DLQ_READ_MS",
            "dlq_bound"]
 
 #: AbstractSendMessageProcessor.DLQ_NUMS_PER_GROUP (4.9.x): the DLQ topic has one queue.
@@ -25,6 +25,11 @@ DLQ_QUEUE_COUNT = 1
 #: registration fails (a starved broker, a name server that did not answer) the broker's periodic
 #: registration brings it (:data:`reference.cluster.REGISTERED_WITHIN_MS`).
 DLQ_ROUTABLE_WITHIN_MS = REGISTERED_WITHIN_MS
+#: run.json: when the harness began reading the run's DLQ (its end). A DLQ entry is owed in that
+#: read only by a final attempt answered before it: a shared system's consumer goes on after the
+#: run's end (a drain that gave up on a late attempt), and an answer it gave then sends its copy to
+#: a DLQ already read — not seen, so pending, never lost.
+DLQ_READ_MS = "dlq_read_ms"
 
 
 def requested_retry_level(attempt: int) -> int:

@@ -356,6 +356,17 @@ def explain(stalls: Iterable[Mapping], earliest_ms: int, arrived_ms: int, local:
     return best
 
 
+def held_back_ms(stalls: Iterable[Mapping], earliest_ms: int, now_ms: int, cpus: int = 1) -> int:
+    """How long the recorded ``stalls`` may have held back an attempt due at ``earliest_ms`` and not
+    seen by ``now_ms``: the most that on-path, corroborated stalls (:func:`explain`) of the broker's
+    threads on any message path, or of the consumer's, explain of that wait. Only for how long a run
+    waits for it (``harness.drain``); what a late attempt is judged is :func:`explain_late`'s."""
+    if now_ms <= earliest_ms:
+        return 0
+    stalls = list(stalls)
+    return max(explain(stalls, earliest_ms, now_ms, local, cpus).explained_ms for local in (False, True))
+
+
 def pressure(stalls: Iterable[Mapping], from_ms: int, to_ms: int) -> dict[str, int]:
     """Per PSI resource, the percentage of ``[from_ms, to_ms]`` in which some task waited for it
     (what the recorded periods overlapping it say; context for a reason, never a cover)."""

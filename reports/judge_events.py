@@ -26,6 +26,7 @@ from hourglass.reference.network import LOG_RESOLUTION_MS, send_back_failures
 from hourglass.reference.persistence import level_order_kept
 from hourglass.reference.pop import NOT_ACKED
 from hourglass.reference.profile import profile_from_run
+from hourglass.reference.retry import DLQ_READ_MS
 from hourglass.reference.stalls import RESENT_INVARIANTS
 from hourglass.reference.stored_copy import same_stored_copy, stored_copy_key
 from hourglass.reports.invariants import UNITS
@@ -195,7 +196,11 @@ def _attempt(run, faults, key, group, attempt, ds, prev, row, send, timeline_bin
                    first["ts_ms"] if local else first["store_ms"], timeline_bin_ms)
 
 
-def _pending_reason(latest_ms: int | None, ended_ms: int | None) -> str:
+def _pending_reason(latest_ms: int | None, ended_ms: int | None, answered_ms: int | None = None,
+                    dlq_read_ms: int | None = None) -> str:
+    if answered_ms is not None:
+        return (f"its last attempt was answered at {answered_ms}, after the DLQ was read at {dlq_read_ms} (the run's "
+                f"end): its entry could not be seen")
     if ended_ms is None:
         return ("not final when the harness stopped observing (the run was interrupted)"
                 + (f"; its window closes at {latest_ms}" if latest_ms is not None else ""))
@@ -214,6 +219,8 @@ def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None, sends:
         plans[(key, group)].append(row)
     seen: dict[tuple, set[int]] = defaultdict(set)
     consumed: set[tuple] = set()
+    read_ms = (run or {}).get(DLQ_READ_MS) if ended_ms is not None else None
+    answered: dict[tuple, int] = {}  # a DLQ entry owed by an answer after the DLQ was read: pending
     for (key, group, attempt), (ds, later) in attempts.items():
         seen[(key, group)].add(attempt)
         if any(d["outcome"] == "OK" for d in ds):
@@ -225,12 +232,18 @@ def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None, sends:
             consumed.add((key, group))
     for mg in set(plans) | set(dlqs):
         m = _message(mg, plans.get(mg, ()), dlqs.get(mg, []), mg in consumed, seen.get(mg, set()), ended_ms)
+        if m.pending is False and m.missing is None and not m.consumed and not m.dlqs and m.final_state == "DLQ" \
+                and read_ms is not None and m.final_attempt is not None:
+            later = attempts.get((mg[0], mg[1], m.final_attempt), (None, None))[1]
+            if later is not None and later["ts_ms"] > read_ms:
+                m.pending, answered[mg] = True, later["ts_ms"]
         m.send = (sends or {}).get(mg[0])
         if m.missing is not None and run is not None:
             m.path = path_of(run, mg[1], x(m.missing, "attempt"), m.missing)
         if m.pending and m.status in ("SEND_OK", "UNKNOWN"):
             out.emit("p", {"invariant": "DLQ_ROUTING" if m.final_state == "DLQ" else "NO_LOSS", "key": m.key,
-                           "attempt": x(m.missing, "attempt"), "detail": _pending_reason(x(m.missing, "latest_ms"), ended_ms)})
+                           "attempt": x(m.missing, "attempt") if m.missing is not None else m.final_attempt,
+                           "detail": _pending_reason(x(m.missing, "latest_ms"), ended_ms, answered.get(mg), read_ms)})
         for unit in UNITS:
             unit.message(out, m)
 

@@ -69,3 +69,24 @@ def test_the_missing_dlq_entry_of_a_message_whose_missing_delivery_is_undecided_
     kept.events.append(lagging.events[-1])
     violations, _ = findings({**kept.run_json(), "host": OBSERVED}, kept.events)
     assert [v["invariant"] for v in violations] == ["NO_LOSS", "DLQ_ROUTING"]
+
+
+def test_a_dlq_entry_owed_by_an_answer_after_the_dlq_was_read_is_pending_not_lost():
+    """Proof C (2026-11-29, 5.5.0): dlq-default's drain gave up on a late retry, the DLQ was read at
+    the run's end, and the shared system's consumer went on retrying the message for 100 s more,
+    its last LATER answered after that read: its entry could not be in it. Pending (the harness's
+    blind spot), never "found 0"; answered before the read, the missing entry is the broker's loss."""
+    from hourglass.reference.retry import DLQ_READ_MS
+
+    def run(answered: int) -> tuple[dict, list[dict]]:
+        b = RunBuilder("dlq", max_reconsume_times=1, ended=20_000).send("d", 0, plan=["LATER", "LATER"])
+        b.deliver("d", 20, outcome="LATER").deliver("d", 10_040, attempt=1, outcome="LATER", at=answered)  # level 3: 10 s
+        return {**b.run_json(), "host": OBSERVED, DLQ_READ_MS: T0 + 19_000}, b.events
+
+    violations, pending = findings(*run(answered=19_500))
+    assert violations == []
+    (p,) = [p for p in pending if p["key"] == "d"]
+    assert p["invariant"] == "DLQ_ROUTING" and p["attempt"] == 1
+    assert p["detail"] == f"its last attempt was answered at {T0 + 19_500}, after the DLQ was read at {T0 + 19_000} (the run's end): its entry could not be seen"
+    violations, _ = findings(*run(answered=18_000))
+    assert sorted(v["invariant"] for v in violations) == ["DLQ_ROUTING", "NO_LOSS"]

@@ -280,3 +280,42 @@ def test_a_scenario_whose_faults_act_on_its_own_consumers_only_shares_its_profil
         assert not shares_a_system(alone), alone.name
     jobs = plan_jobs([batch_ack_index(), sc("plain"), sc("broker", FaultStep(0, "pause", "broker", 1_000))], virtual=False)
     assert sorted(tuple(sorted(s.name for s in j.scenarios)) for j in jobs) == [("batch-ack-index", "plain"), ("broker",)]
+
+
+def _stall(thread: str, from_ms: int, ms: int, psi_ms: int | None = None) -> list[dict]:
+    """``thread`` of the broker waited ``ms`` for a CPU from ``from_ms``; the host's CPU pressure saw ``psi_ms`` of it."""
+    return [{"type": "stall", "ts_ms": from_ms + ms, "source": "run-queue", "subject": "broker", "from_ms": from_ms,
+             "stalled_ms": ms, "detail": f"thread {thread}"},
+            {"type": "stall", "ts_ms": from_ms + ms, "source": "psi-cpu", "subject": "host", "from_ms": from_ms,
+             "stalled_ms": ms if psi_ms is None else psi_ms, "full_ms": 0}]
+
+
+def test_a_run_waits_longer_for_an_attempt_as_far_as_stalls_on_its_path_held_it_back():
+    """Proof C (2026-11-29, 5.5.0, the broker starved 6 s in every 20 s): dlq-default's third retry
+    was stored in time and reached its consumer 6.2 s later, its dispatch and schedule threads
+    waiting for a CPU; the drain had given up 0.5 s before it came, and the message, retried on
+    after the run's end, was judged lost. The wait grows by what the recorded, corroborated stalls
+    on its path explain since it was due — and by nothing else."""
+    ev = [send("a", T0, level=1)]  # due at +1000, window closes at +2000
+    assert drain_state(RUN, ev, T0 + 3000).deadline_ms == T0 + 2000
+    held = _stall("ReputMessageService", T0 + 1000, 2500)
+    assert drain_state(RUN, ev, T0 + 3000, held, cpus=2).deadline_ms == T0 + 2000 + 2000  # 2000 of it by +3000
+    assert drain_state(RUN, ev, T0 + 6000, held, cpus=2).deadline_ms == T0 + 2000 + 2500
+    # a compiler's wait, a wait the host did not see, or one before the attempt was due: no longer
+    for stalls in (_stall("C2 CompilerThread", T0 + 1000, 2500), _stall("ScheduleMessage", T0 + 1000, 2500, psi_ms=100),
+                   _stall("ScheduleMessage", T0, 900)):
+        assert drain_state(RUN, ev, T0 + 6000, stalls, cpus=2).deadline_ms == T0 + 2000, stalls
+
+
+def test_a_broadcasting_instance_waits_for_its_own_copy_whatever_its_twin_answered():
+    """Proof C (2026-11-29, 5.5.0): broadcast-instance-crash's instance 1 died on BC-06 and its
+    replacement was not up before the run ended, because its twin's OK had made BC-06 "final": the
+    drain counted a message per key, not per judging unit (reference.modes.unit_group). Every unit
+    owes its own end; another group's answer ends nothing of this one's."""
+    run = {**RUN, "profile": {**RUN["profile"], "broadcasting_groups": {"g": 2}}}
+    ev = [send("a", T0), dict(deliver("a", T0 + 100, 0, "OK"), group="g@0")]
+    st = drain_state(run, ev, T0 + 200)
+    assert st.pending == ("a",) and (st.messages, st.final) == (1, 0)
+    assert st.deadline_ms == T0 + 1000  # level 0: its window closes at the send + slack
+    st = drain_state(run, [*ev, dict(deliver("a", T0 + 300, 0, "OK"), group="g@1")], T0 + 400)
+    assert st.pending == () and (st.messages, st.final) == (1, 1)
