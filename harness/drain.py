@@ -4,10 +4,11 @@ A message is *final* when the attempt its plan ends with has been delivered with
 ends it (``OK``: consumed; ``LATER`` on the last allowed attempt: on its way to the DLQ). While
 some message is not final, the run waits until the latest window the model allows for the pending
 attempts (``ExpectedAttempt.latest_ms``, already widened by outages) has closed, plus a margin for
-consumer redelivery, and plus what the stalls recorded on the pending attempt's path since it was due
-explain (``reference.stalls.held_back_ms``: a starved broker's copy may be stored in time and reach
-its consumer seconds later; the drain that gave up before it came judged a retrying message lost);
-then it stops and leaves the verdict to the checker.
+consumer redelivery, and plus what the broker's stalls recorded on the pending attempt's path since it
+was due explain (``reference.stalls.held_back_ms``: a starved broker's copy may be stored in time and
+reach its consumer seconds later; the drain that gave up before it came judged a retrying message
+lost), at most :data:`CONSUMER_RECOVERY_MS` as after an outage (under a load that never ends the
+stalls would explain it all); then it stops and leaves the verdict to the checker.
 """
 
 from __future__ import annotations
@@ -169,8 +170,8 @@ def drain_state(run: dict, events: list[dict], now_ms: int, stalls: list[dict] =
             continue  # an indeterminate send that never arrived: not lost, nothing to wait for
         pending.add(key)
         d = waits.until_ms(todo.latest_ms, crashed_at.get((key, group)))
-        if d is not None and stalls and todo.earliest_ms is not None:
-            d += held_back_ms(stalls, todo.earliest_ms, now_ms, cpus)
+        if d is not None and stalls and todo.earliest_ms is not None:  # a held broker recovers as from an outage
+            d += min(CONSUMER_RECOVERY_MS, held_back_ms(stalls, todo.earliest_ms, now_ms, cpus))
         if d is not None:
             deadline = d if deadline is None else max(deadline, d)
     keys = {key for key, _ in by_unit}

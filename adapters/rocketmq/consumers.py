@@ -49,6 +49,9 @@ class ConsumerProcesses(Part):
         #: being started (by add or a restart): the runs sharing a system poll it from their own
         #: threads, and a consumer started twice would leave one process nobody stops
         self.starting: set[str] = set()
+        #: torn down (discard): nothing starts any more — a run still draining when its batch was
+        #: stopped restarted consumers of a system already gone, and left them running
+        self.closed = False
         self._lock = threading.Lock()
 
     def add(self, spec: ConsumerSpec, create_topic: Callable[..., None]) -> None:
@@ -61,8 +64,9 @@ class ConsumerProcesses(Part):
             # the retry topic exists before the first LATER, so the consumer's route has it from the start
             create_topic(RETRY_PREFIX + spec.group, queues=1)
             proc = self._spawn(spec)
+            if not self._keep(spec.name, proc):
+                raise AdapterError(f"consumer {spec.name!r} not started: the system's consumers were torn down")
             with self._lock:
-                self.procs[spec.name] = proc
                 self.stopped.discard(spec.name)
                 self.left.discard(spec.name)
         finally:
@@ -72,6 +76,8 @@ class ConsumerProcesses(Part):
     def _host(self, pop: bool) -> ConsumerHost:
         """The running consumer host for POP groups or the others, started if there is none."""
         with self._host_lock:
+            if self.closed:
+                raise AdapterError("no consumer host started: the system's consumers were torn down")
             host = self.hosts.get(pop)
             if host is None or not host.alive():
                 if host is not None:
@@ -81,6 +87,8 @@ class ConsumerProcesses(Part):
 
     def _spawn(self, spec: ConsumerSpec, restarted_after: str | None = None) -> ConsumerProcess | HostedConsumer:
         for attempt in range(1, self.CONSUMER_START_ATTEMPTS + 1):
+            if self.closed:
+                raise AdapterError(f"consumer {spec.name!r} not started: the system's consumers were torn down")
             try:
                 if spec.hosted and spec.mode not in GRPC_MODES:
                     return HostedConsumer(spec, self._host(spec.mode == POP), self.lib_dir, self.namesrv_addr(), self.logs_dir,
@@ -93,13 +101,25 @@ class ConsumerProcesses(Part):
                 time.sleep(attempt)  # back off before the next start
         raise AssertionError("unreachable")
 
+    def _keep(self, name: str, proc: ConsumerProcess | HostedConsumer) -> bool:
+        """``proc`` (just started) recorded as consumer ``name``'s, unless the consumers were torn
+        down while it started: then it ends at once, and nobody is left running."""
+        with self._lock:
+            if not self.closed:
+                self.procs[name] = proc
+                return True
+        proc._ask_to_end()
+        proc.kill()
+        return False
+
     def poll(self) -> list[str]:
         """Restart every consumer that is down without having been stopped or killed by the
         harness. A death is recorded before its restart (by the consumer itself, or by its exit
         watch now), and the restart as the ``start`` of the replacement, in the consumer's events file."""
         restarted, failed = [], {}
         with self._lock:
-            due = [(n, p) for n, p in self.procs.items() if not p.alive() and n not in self.stopped and n not in self.starting]
+            due = [(n, p) for n, p in self.procs.items()
+                   if not self.closed and not p.alive() and n not in self.stopped and n not in self.starting]
             self.starting.update(n for n, _ in due)
         try:
             for name, proc in due:
@@ -112,8 +132,8 @@ class ConsumerProcesses(Part):
                 except AdapterError as e:  # one consumer's failure stops no other's restart
                     failed[name] = str(e)
                     continue
-                with self._lock:
-                    self.procs[name] = new
+                if not self._keep(name, new):
+                    continue
                 restarted.append(name)
         finally:
             with self._lock:
@@ -136,8 +156,10 @@ class ConsumerProcesses(Part):
 
     def discard(self) -> None:
         """Every consumer and consumer host ended at once (SIGKILL), their ends asked for (no death
-        recorded): a system being torn down after its runs (Consuming.stop_consumers)."""
+        recorded): a system being torn down after its runs (Consuming.stop_consumers); nothing
+        starts any more (:attr:`closed`)."""
         with self._lock:
+            self.closed = True
             self.stopped.update(self.procs)
             procs = list(self.procs.values())
         for proc in procs:

@@ -214,3 +214,48 @@ def test_one_consumer_that_cannot_be_restarted_stops_no_other_restart(tmp_path, 
     else:
         raise AssertionError("the failed restart was not named")
     assert parts.procs["b-0"].alive() and not parts.procs["a-0"].alive() and not parts.starting
+
+
+def test_nothing_starts_once_the_consumers_were_torn_down_and_a_start_under_way_then_ends(tmp_path, monkeypatch):
+    """Proof C (2026-11-29): a batch stopped by SIGTERM tore its systems down while a run still
+    drained; that run's poll went on restarting its dead consumer (five attempts, a new JVM each)
+    for a system already gone, and a replacement started while the teardown ran was left running.
+    After ``discard`` a poll starts nothing, and a start that was under way ends at once."""
+    from hourglass.adapters.rocketmq.consumers import ConsumerProcesses
+
+    ended = []
+
+    class Proc:
+        def __init__(self, up: bool):
+            self.up = up
+
+        def alive(self):
+            return self.up
+
+        def death(self):
+            return "died"
+
+        def _ask_to_end(self):
+            return False
+
+        def kill(self):
+            self.up = False
+            ended.append(self)
+
+    parts = ConsumerProcesses(tmp_path, lambda: "127.0.0.1:9876", tmp_path)
+    parts.procs["a-0"], parts.specs["a-0"] = Proc(False), ConsumerSpec("a-0", "a", ("T",), 16, tmp_path)
+    started = []
+
+    def spawn(spec, restarted_after=None):  # the teardown comes while the replacement's JVM starts
+        parts.discard()
+        started.append(Proc(True))
+        return started[-1]
+
+    monkeypatch.setattr(parts, "_spawn", spawn)
+    assert parts.poll() == []
+    (replacement,) = started
+    assert replacement in ended and not replacement.alive() and parts.procs["a-0"] is not replacement
+    monkeypatch.undo()
+    parts.procs["a-0"] = Proc(False)
+    parts.stopped.clear()
+    assert parts.poll() == [] and len(started) == 1  # torn down: nothing is due any more

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hourglass.harness.batch import job_wait_ms, plan_jobs
 from hourglass.harness.summary import scenario_wait_ms
-from hourglass.harness.drain import drain_state
+from hourglass.harness.drain import CONSUMER_RECOVERY_MS, drain_state
 from hourglass.harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, FaultStep, Message, Profile, Scenario
 
 T0 = 1_700_000_000_000
@@ -301,9 +301,15 @@ def test_a_run_waits_longer_for_an_attempt_as_far_as_stalls_on_its_path_held_it_
     held = _stall("ReputMessageService", T0 + 1000, 2500)
     assert drain_state(RUN, ev, T0 + 3000, held, cpus=2).deadline_ms == T0 + 2000 + 2000  # 2000 of it by +3000
     assert drain_state(RUN, ev, T0 + 6000, held, cpus=2).deadline_ms == T0 + 2000 + 2500
-    # a compiler's wait, a wait the host did not see, or one before the attempt was due: no longer
+    # a broker held for as long as the load lasts: waited for as after an outage, no longer
+    endless = _stall("ScheduleMessage", T0 + 1000, 600_000)
+    assert drain_state(RUN, ev, T0 + 601_000, endless, cpus=2).deadline_ms == T0 + 2000 + CONSUMER_RECOVERY_MS
+    # a compiler's wait, a wait the host did not see, one before the attempt was due, or the
+    # consumer's own (niced: on a busy host it waits nearly all the time): no longer
     for stalls in (_stall("C2 CompilerThread", T0 + 1000, 2500), _stall("ScheduleMessage", T0 + 1000, 2500, psi_ms=100),
-                   _stall("ScheduleMessage", T0, 900)):
+                   _stall("ScheduleMessage", T0, 900),
+                   [dict(e, subject="consumer-g-0", detail="thread ConsumeMessageThread_1") if e["source"] == "run-queue" else e
+                    for e in _stall("ConsumeMessageThread_1", T0 + 1000, 2500)]):
         assert drain_state(RUN, ev, T0 + 6000, stalls, cpus=2).deadline_ms == T0 + 2000, stalls
 
 
