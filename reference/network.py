@@ -74,7 +74,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable, Mapping
 
-from hourglass.reference.contract import SEND_BACK_FAILED
+from hourglass.reference.contract import SEND_BACK_FAILED, SENT_BACK
 from hourglass.reference.faults.network import (  # noqa: F401 (the family owns the names)
     LATENCY, LATENCY_END, LOSS, LOSS_END, MAX_DELAY_MS, MAX_LOSS_PERCENT, MAX_PARTITION_MS, NET_ACTIONS, NET_END,
     NET_START, PARTITION, PARTITION_END)
@@ -131,18 +131,31 @@ def parse_send_back_failure(line: str) -> tuple[str, str | None] | None:
     return m.group(1), key
 
 
-def send_back_failures(faults: Iterable[Mapping]) -> Callable[[int, str | None, str | None], int | None]:
-    """A function of a ``LATER``'s ``ts_ms``, group and key: when the client logged its send-back
-    failed (the latest such :data:`SEND_BACK_FAILED` event of its group, of its key where the line
-    named one, at most :data:`SEND_BACK_FAILS_AFTER_MS` after it), or None."""
+def send_back_failures(faults: Iterable[Mapping]) -> Callable[..., int | None]:
+    """A function of a ``LATER``'s ``ts_ms``, group and key (and its attempt, where known): when the
+    client logged its send-back failed (the latest such :data:`SEND_BACK_FAILED` event of its group,
+    of its key where the line named one, at most :data:`SEND_BACK_FAILS_AFTER_MS` after the request
+    left the client), or None. The request leaves when the consumer recorded it (``SENT_BACK``: of
+    that key, group and attempt from the ``LATER`` on; without the attempt, the first within that
+    much of the ``LATER``), else at the ``LATER``: a batch's answers are sent back once the whole
+    batch was answered (seen under proof C: batch-ack-index's send-backs left 6.7 to 9.3 s after
+    their LATERs and failed 3 s later)."""
     failed: dict[str, list[tuple[int, str | None]]] = {}
+    sent: dict[tuple[str, str], list[tuple[int, int | None]]] = {}
     for f in faults:
         if f.get("action") == SEND_BACK_FAILED and f.get("group"):
             failed.setdefault(f["group"], []).append((int(f["ts_ms"]), f.get("key")))
+        elif f.get("action") == SENT_BACK and f.get("group") and f.get("key"):
+            sent.setdefault((f["group"], f["key"]), []).append((int(f["ts_ms"]), f.get("reconsume_times")))
+    if not failed:
+        return lambda ts_ms, group, key, attempt=None: None
 
-    def at(ts_ms: int, group: str | None, key: str | None) -> int | None:
+    def at(ts_ms: int, group: str | None, key: str | None, attempt: int | None = None) -> int | None:
+        mine = sent.get((group or "", key or ""), ())
+        left = min((t for t, k in mine if t >= ts_ms and (k == attempt if attempt is not None
+                                                            else t <= ts_ms + SEND_BACK_FAILS_AFTER_MS)), default=ts_ms)
         return max((t for t, k in failed.get(group or "", ())
-                    if ts_ms - LOG_RESOLUTION_MS <= t <= ts_ms + SEND_BACK_FAILS_AFTER_MS and (k is None or k == key)),
+                    if ts_ms - LOG_RESOLUTION_MS <= t <= left + SEND_BACK_FAILS_AFTER_MS and (k is None or k == key)),
                    default=None)
 
     return at

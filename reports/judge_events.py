@@ -138,9 +138,9 @@ def _send_backs_failed(out: Judgements, first_row: int, attempts: dict, faults: 
     if not any(f.get("action") == SEND_BACK_FAILED for f in faults):
         return
     failed_at = send_back_failures(faults)
-    laters: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for (key, group, _), (ds, _) in attempts.items():
-        laters[(key, group)].extend(d["ts_ms"] for d in ds if d["outcome"] == "LATER")
+    laters: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)  # (ts, attempt) of each LATER
+    for (key, group, attempt), (ds, _) in attempts.items():
+        laters[(key, group)].extend((d["ts_ms"], attempt) for d in ds if d["outcome"] == "LATER")
     for i in range(first_row, len(out.rows)):
         row = out.rows[i]
         if row[2] != "v":
@@ -149,8 +149,8 @@ def _send_backs_failed(out: Judgements, first_row: int, attempts: dict, faults: 
         if v["invariant"] not in RESENT_INVARIANTS:
             continue
         seen = v.get("observed_ms")
-        found = [t for ts in laters.get((v["key"], v.get("group") or ""), ())
-                 if (t := failed_at(ts, v.get("group"), v["key"])) is not None
+        found = [t for ts, attempt in laters.get((v["key"], v.get("group") or ""), ())
+                 if (t := failed_at(ts, v.get("group"), v["key"], attempt)) is not None
                  and (seen is None or t - LOG_RESOLUTION_MS <= seen)]
         if found:
             out.rows[i] = row[:8] + (json.dumps(dict(v, **{SEND_BACK_FAILED_FIELD: max(found)})),)

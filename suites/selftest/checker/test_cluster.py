@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from hourglass.reference.contract import SEND_BACK_FAILED
+from hourglass.reference.contract import SEND_BACK_FAILED, SENT_BACK
 from hourglass.reference.network import SEND_BACK_FAILS_AFTER_MS
 from suites.selftest.checker.runs import GROUP, T0, RunBuilder, check_on_path
 
@@ -49,7 +49,8 @@ def _send_back(run_id: str, outage: bool) -> RunBuilder:
     return b.deliver("e", 19_010, outcome="LATER", at=20_010, copy=9, broker=A).deliver("e", 19_010, attempt=1, at=late, copy=9, broker=A)
 
 
-def _retry_copies(run_id: str, laters: int, send_back_failed: tuple[int, str, str | None] | None = None) -> RunBuilder:
+def _retry_copies(run_id: str, laters: int, send_back_failed: tuple[int, str, str | None] | None = None,
+                  sent_back_at: int | None = None) -> RunBuilder:
     # attempt 0 answered LATER ``laters`` times (the second a redelivery after a consumer restart),
     # attempt 1 stored twice; ``send_back_failed``: (when, group, key) the client logged a send-back
     # failed (reference.network.send_back_failures)
@@ -57,6 +58,8 @@ def _retry_copies(run_id: str, laters: int, send_back_failed: tuple[int, str, st
     b.fault(200, "kill", "consumer").fault(300, "start", "consumer")
     if laters == 2:
         b.deliver("f", 10, outcome="LATER", at=400, copy=11)
+    if sent_back_at is not None:  # when the send-back request left the client (a batch's: once all were answered)
+        b.fault(sent_back_at, SENT_BACK, "consumer", group=GROUP, key="f", reconsume_times=0)
     if send_back_failed:
         at, group, key = send_back_failed
         b.fault(at, SEND_BACK_FAILED, "consumer", group=group, **({"key": key} if key else {}))
@@ -107,6 +110,9 @@ def cluster_root(tmp_path_factory):
     _retry_copies("retry-copy-other-group-failed", 1, (5_100, "other-group", None)).write(root)
     _retry_copies("retry-copy-other-key-failed", 1, (5_100, GROUP, "g")).write(root)
     _retry_copies("retry-copy-failed-too-late", 1, (100 + SEND_BACK_FAILS_AFTER_MS + 500, GROUP, None)).write(root)
+    # a batch's send-back left the client 6.7 s after its LATER and failed 3 s after that (proof C,
+    # batch-ack-index): timed from the request, it may have stored one more retry
+    _retry_copies("retry-copy-batch-send-back-failed", 1, (100 + 6_700 + 3_000, GROUP, "f"), sent_back_at=100 + 6_700).write(root)
     for run_id, outage in [("send-back-broker-down", True), ("send-back-no-outage", False)]:
         b = _send_back(run_id, outage)
         b.write(root, profile=_profile(b, "two-masters"))
@@ -150,7 +156,7 @@ def test_each_later_answer_stores_its_own_retry(verdicts):
 
 
 def test_a_send_back_the_client_logged_failed_may_store_one_more_retry(verdicts):
-    for run_id in ("retry-copy-send-back-failed", "retry-copy-send-back-failed-key"):
+    for run_id in ("retry-copy-send-back-failed", "retry-copy-send-back-failed-key", "retry-copy-batch-send-back-failed"):
         assert verdicts[run_id]["invariants"]["NO_DUPLICATE"]["passed"] is True, run_id
     for run_id in ("retry-copy-other-group-failed", "retry-copy-other-key-failed", "retry-copy-failed-too-late"):
         dup = verdicts[run_id]["invariants"]["NO_DUPLICATE"]
@@ -167,3 +173,20 @@ def test_a_message_waits_only_for_the_broker_it_was_stored_on(verdicts):
     live = verdicts["late-on-the-live-master"]["invariants"]["ON_TIME"]
     assert live["passed"] is False and live["examples"][0]["key"] == "m"
     assert verdicts["late-on-the-down-master"]["invariants"]["ON_TIME"]["passed"] is True  # widened by its outage
+
+
+def test_a_send_back_failure_is_timed_from_the_request_of_that_very_attempt():
+    """reference.network.send_back_failures: a batch's send-back leaves the client once the whole
+    batch was answered (proof C, batch-ack-index: 6.7 to 9.3 s after the LATER), so its failure is
+    timed from its own SENT_BACK — that attempt's, where the judge knows the attempt; else the first
+    within a send-back's give-up time of the LATER. A failure far from both belongs to no LATER."""
+    from hourglass.reference.network import send_back_failures
+
+    sent = {"action": SENT_BACK, "group": GROUP, "key": "f", "ts_ms": 9_300, "reconsume_times": 0}
+    failed = {"action": SEND_BACK_FAILED, "group": GROUP, "key": "f", "ts_ms": 12_300}
+    at = send_back_failures([sent, failed])
+    assert at(0, GROUP, "f", 0) == 12_300  # its own request left at 9.3 s, failed 3 s later
+    assert at(0, GROUP, "f", 1) is None  # another attempt's request
+    assert at(0, GROUP, "f") is None  # unknown attempt: 9.3 s is beyond a send-back's give-up time
+    assert send_back_failures([dict(sent, ts_ms=6_700), dict(failed, ts_ms=9_700)])(0, GROUP, "f") == 9_700
+    assert send_back_failures([failed])(0, GROUP, "f", 0) is None  # no request recorded: timed from the LATER
