@@ -152,6 +152,7 @@ def drain_state(run: dict, events: list[dict], now_ms: int, stalls: list[dict] =
             if e["outcome"] == "CRASH":
                 crashed_at[unit] = max(crashed_at.get(unit, 0), e["ts_ms"])
     waits = _RunWaits.of(run, events, now_ms)
+    held: dict[int, int] = {}  # earliest_ms -> what the broker's stalls held back since (one explain each)
     pending: set[str] = set()
     deadline: int | None = None
     popping = set((run.get("profile") or {}).get("pop_groups") or ())
@@ -170,8 +171,12 @@ def drain_state(run: dict, events: list[dict], now_ms: int, stalls: list[dict] =
             continue  # an indeterminate send that never arrived: not lost, nothing to wait for
         pending.add(key)
         d = waits.until_ms(todo.latest_ms, crashed_at.get((key, group)))
-        if d is not None and stalls and todo.earliest_ms is not None:  # a held broker recovers as from an outage
-            d += min(CONSUMER_RECOVERY_MS, held_back_ms(stalls, todo.earliest_ms, now_ms, cpus))
+        # a held broker recovers as from an outage; weighed only once the wait without it is over (it
+        # only lengthens a wait: until then the run waits anyway, and explain is costly on a long run)
+        if d is not None and now_ms > d and stalls and todo.earliest_ms is not None:
+            if todo.earliest_ms not in held:
+                held[todo.earliest_ms] = min(CONSUMER_RECOVERY_MS, held_back_ms(stalls, todo.earliest_ms, now_ms, cpus))
+            d += held[todo.earliest_ms]
         if d is not None:
             deadline = d if deadline is None else max(deadline, d)
     keys = {key for key, _ in by_unit}
