@@ -51,6 +51,7 @@ machine.
 
 from __future__ import annotations
 
+import bisect
 import calendar
 import re
 from dataclasses import dataclass
@@ -280,25 +281,59 @@ def _share(stall: Mapping, amount: int, from_ms: int, to_ms: int) -> int:
     return amount * min(period, _overlap_ms(stall, from_ms, to_ms)) // period
 
 
+class PsiPeriods:
+    """The recorded PSI periods, indexed by time: how long some task waited for a resource within a
+    span (:meth:`some_ms`), found by bisection among the periods that can overlap it (each period
+    starting after the span's start less the longest period), the same sum as over all of them."""
+
+    def __init__(self, stalls: Iterable[Mapping]):
+        by: dict[str, list[tuple[int, int, int]]] = {}
+        for s in stalls:
+            if s["source"] in PSI_SOURCES:
+                by.setdefault(s["source"], []).append((int(s["from_ms"]), int(s["ts_ms"]), int(s["stalled_ms"])))
+        self._periods = {name: sorted(found) for name, found in by.items()}
+        self._starts = {name: [p[0] for p in found] for name, found in self._periods.items()}
+        self._longest = {name: max(b - a for a, b, _ in found) for name, found in self._periods.items()}
+
+    def some_ms(self, resource: str, from_ms: int, to_ms: int) -> int:
+        """How long some task waited for ``resource`` within ``[from_ms, to_ms]``: each period's
+        ``stalled_ms`` by the share of its period that lies within it (:func:`_share`)."""
+        name = f"psi-{resource}"
+        periods = self._periods.get(name)
+        if not periods:
+            return 0
+        starts = self._starts[name]
+        first = bisect.bisect_left(starts, from_ms - self._longest[name])
+        last = bisect.bisect_left(starts, to_ms)
+        total = 0
+        for a, b, stalled in periods[first:last]:
+            overlap = max(0, min(to_ms, b) - max(from_ms, a))
+            period = max(1, b - a)
+            total += stalled * min(period, overlap) // period
+        return total
+
+
 def psi_some_ms(stalls: Iterable[Mapping], resource: str, from_ms: int, to_ms: int) -> int:
     """How long some task waited for ``resource`` within ``[from_ms, to_ms]``, by the PSI periods recorded."""
-    name = f"psi-{resource}"
-    return sum(_share(s, int(s["stalled_ms"]), from_ms, to_ms) for s in stalls if s["source"] == name)
+    return PsiPeriods(stalls).some_ms(resource, from_ms, to_ms)
 
 
-def corroborated(stall: Mapping, psi: list[Mapping], cpus: int) -> bool:
+def corroborated(stall: Mapping, psi: PsiPeriods | Iterable[Mapping], cpus: int) -> bool:
     """Whether the host saw ``stall`` (a thread's run-queue or I/O wait, or the broker's own report):
     while one thread waited W ms runnable (or for block I/O), some task waited on its CPU all that
     time, which the kernel's pressure-stall information counts, averaged over the CPUs in use, as no
     less than W / ``cpus`` (recorded periods, plus what samples below :data:`MIN_STALL_MS` left
     unrecorded). A reading the host contradicts (one thread's 41.9 s "wait" at 12 % CPU pressure)
-    is the measurement's, and excuses nothing. PSI's full stall needs no one else's word."""
+    is the measurement's, and excuses nothing. PSI's full stall needs no one else's word. ``psi``:
+    the recorded periods (:class:`PsiPeriods`, built once for many stalls)."""
     source = stall["source"]
     if source in PSI_SOURCES or source == HEARTBEAT:
         return True
+    if not isinstance(psi, PsiPeriods):
+        psi = PsiPeriods(psi)
     a, b = int(stall["from_ms"]), int(stall["ts_ms"])
     resources = ("cpu",) if source == RUN_QUEUE else ("io",) if source == IO_DELAY else ("cpu", "io")
-    seen = max(psi_some_ms(psi, r, a, b) for r in resources) + (b - a) * MIN_STALL_MS // SAMPLE_MS
+    seen = max(psi.some_ms(r, a, b) for r in resources) + (b - a) * MIN_STALL_MS // SAMPLE_MS
     return seen * max(1, cpus) >= int(stall["stalled_ms"])
 
 
@@ -328,7 +363,7 @@ def explain(stalls: Iterable[Mapping], earliest_ms: int, arrived_ms: int, local:
     ``put_ms`` on reach past its due time (``put_ms`` + waits - ``earliest_ms``): until then it
     was in its queue in time; without ``put_ms`` the dispatch explains nothing."""
     stalls = list(stalls)
-    psi = [s for s in stalls if s["source"] in PSI_SOURCES]
+    psi = PsiPeriods(stalls)
     series: dict[tuple[str, str], list] = {}
     refuted = None
     dispatched = not local and path in DELAYED_PATHS and put_ms is not None and put_ms <= earliest_ms
@@ -458,7 +493,7 @@ def explain_resent(stalls: Iterable[Mapping], failed_ms: int, give_up_ms: int, c
     explains the failure, and what the client's re-sends of that message stored then is undecided —
     not covered when none was."""
     stalls = list(stalls)
-    psi = [s for s in stalls if s["source"] in PSI_SOURCES]
+    psi = PsiPeriods(stalls)
     meanwhile = [s for s in stalls if on_path(s, local=False, path=DIRECT) and _overlap_ms(s, failed_ms - give_up_ms, failed_ms) > 0
                  and corroborated(s, psi, cpus)]
     if not meanwhile:

@@ -226,3 +226,19 @@ def test_a_lateness_that_arrived_after_the_host_was_last_watched_is_undecided_an
     covered, reason = rule.explain_late([], 12_000, 14_000, 19_000, 0, watched_until_ms=16_000)
     assert covered and "3.0 s after the harness stopped watching the host" in reason and "undecided" in reason
     assert not rule.explain_late([], 12_000, 14_000, 19_000, 0)[0]  # a run that did not say: no blanket rule
+
+
+_PERIOD = st.tuples(st.sampled_from(["psi-cpu", "psi-io"]), st.integers(0, 60_000), st.integers(-50, 8_000),
+                    st.integers(0, 9_000))
+
+
+@given(st.lists(_PERIOD, max_size=40), st.integers(-1_000, 70_000), st.integers(0, 20_000))
+def test_the_psi_index_sums_what_every_period_would(periods, from_ms, length):
+    # PsiPeriods bisects to the periods that can overlap a span; the sum must be the one over all of them
+    # (the checker's verdicts rest on it), whatever the periods' lengths, overlaps and order
+    s = [stall(source, rule.HOST, a, a + n, ms) for source, a, n, ms in periods]
+    index = rule.PsiPeriods(s)
+    for resource in ("cpu", "io", "memory"):
+        every = sum(rule._share(p, int(p["stalled_ms"]), from_ms, from_ms + length)
+                    for p in s if p["source"] == f"psi-{resource}")
+        assert index.some_ms(resource, from_ms, from_ms + length) == every
