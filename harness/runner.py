@@ -39,13 +39,14 @@ from hourglass.reference.orderly import effective_suspend_ms
 from hourglass.reference.pop import POP_MODES, V1_NOTIFY_AGAIN
 from hourglass.reports.baseline import version_number
 from hourglass.reference.cluster import SINGLE, broker_targets
-from hourglass.reference.contract import CONSUMERS_STOPPED, CONSUMER_STARTED_BY_SCENARIO, CONSUMER_TARGET, FLUSH_MOMENT, SEND_BACK_FAILED, VERSION_FIELD, consumer_fault, retry_topic
+from hourglass.reference.contract import CONSUMERS_STOPPED, CONSUMER_STARTED_BY_SCENARIO, CONSUMER_TARGET, FLUSH_MOMENT, POP_REVIVED, SEND_BACK_FAILED, VERSION_FIELD, consumer_fault, retry_topic
 from hourglass.reference.clock import waiting_levels
 from hourglass.reference.levels import parse_level_table
 from hourglass.reference import faults as kinds
 from hourglass.reference.expected import build_expected
 from hourglass.reference.reach import unreached
 from hourglass.reference.network import SEND_BACK_FAILS_AFTER_MS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
+from hourglass.reference.pop import POP_LOG, REVIVE_MARKS, parse_revived
 from hourglass.reference.retry import DLQ_READ_MS, DLQ_ROUTABLE_WITHIN_MS, dlq_bound
 from hourglass.reference.stalls import HOST_WATCHED_UNTIL, log_time_ms
 from hourglass.reference.rundir import CLIENT_LOG_EVENTS, consumer_name, EVENTS_DIR, HARNESS_EVENTS, LOGS_DIR, SCENARIO_JSON, STALL_EVENTS
@@ -165,8 +166,13 @@ def _fault_refused(scenario: Scenario, system: System) -> str | None:
 
 def _client_log(name: str) -> bool:
     """Whether a run's log copy is a client's (the client and consumer processes' own, and the
-    client JVMs' logs under ``clients/``): where the official client logs a failed send-back."""
-    return "client" in name or name.startswith("consumer")
+    client JVMs' logs under ``clients/``): where the official client logs a failed send-back; or
+    the broker's POP log (``reference.pop.POP_LOG``), where it records a revive."""
+    return "client" in name or name.startswith("consumer") or name.rsplit("/", 1)[-1] == POP_LOG
+
+
+#: what the client logs of a failed send-back and the broker's POP log of a revive (:func:`_client_log`)
+_REPORT_MARKS = SEND_BACK_FAILURE_MARKS + REVIVE_MARKS
 
 
 class RunLogs:
@@ -243,7 +249,8 @@ class RunLogs:
     def record_client_failures(self, run: dict, groups: set[str]) -> None:
         """The send-backs the official client logged as failed in the run's period, of the run's
         ``groups``, into ``events/client-log.jsonl`` (``fault`` ``send_back_failed``: the model allows
-        what the client does then, ``reference.network.send_back_failures``)."""
+        what the client does then, ``reference.network.send_back_failures``); and the revives the
+        broker's POP log recorded for them (``fault`` ``pop_revived``: ``reference.pop.popped_unseen``)."""
         self._groups = groups
         reads = []
         for name, copy, written in self.copies(run):
@@ -253,8 +260,8 @@ class RunLogs:
             entry = run["logs"][name]
             source = Path(entry["source"])
             whole = entry.get("cut_bytes") and source.exists() and "from_byte" in entry and "to_byte" in entry
-            reads.append((name, timed_lines(source, written, SEND_BACK_FAILURE_MARKS, (entry["from_byte"], entry["to_byte"]))
-                          if whole else timed_lines(copy, written, SEND_BACK_FAILURE_MARKS)))
+            reads.append((name, timed_lines(source, written, _REPORT_MARKS, (entry["from_byte"], entry["to_byte"]))
+                          if whole else timed_lines(copy, written, _REPORT_MARKS)))
         self._write_client_failures(reads, groups, run["started_ms"], run["ended_ms"])
 
     def record_until(self, until_ms: int) -> None:
@@ -284,7 +291,7 @@ class RunLogs:
             except OSError:
                 continue
             if size > entry["to_byte"]:
-                reads.append((name, timed_lines(source, None, SEND_BACK_FAILURE_MARKS, (entry["to_byte"], size))))
+                reads.append((name, timed_lines(source, None, _REPORT_MARKS, (entry["to_byte"], size))))
         self._write_client_failures(reads, groups, ended + 1, until_ms)
 
     def _write_client_failures(self, reads: list, groups: set[str], from_ms: int, to_ms: int) -> None:
@@ -295,7 +302,14 @@ class RunLogs:
                 continue
             offset, lines = read
             for line in lines:
-                parsed, at = parse_send_back_failure(line), log_time_ms(line)
+                at = log_time_ms(line)
+                revived = parse_revived(line)
+                # a revive is matched by the copy it put, not by its time (logged to the second): any in the run's part
+                if revived is not None and at is not None and revived[0] in groups:
+                    found.append({"type": "fault", "ts_ms": at - offset * 1000, "action": POP_REVIVED, "target": "broker",
+                                  "group": revived[0], "commit_log_offset": revived[1], "cause": f"{name}: {revived[2]}"})
+                    continue
+                parsed = parse_send_back_failure(line)
                 if parsed is None or at is None or parsed[0] not in groups:
                     continue
                 ts = at - offset * 1000

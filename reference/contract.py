@@ -83,9 +83,13 @@ SEND_BACK_FAILED = "send_back_failed"
 #: the retry when the request arrives, so its delay counts from there, not from the answer
 #: (``reference.expected``: what the client took to send it is the harness's, not the broker's)
 SENT_BACK = "sent_back"
+#: ``action`` of the ``fault`` the broker's own POP log writes (5.x ``pop.log``, ``enablePopLog``):
+#: PopReviveService revived a popped copy of ``group`` as the copy at ``commit_log_offset``
+#: (target ``broker``; ``reference.pop.popped_unseen``)
+POP_REVIVED = "pop_revived"
 #: what a ``fault`` event's ``action`` may be: the fault families' (``reference.faults``), and a
-#: client's own reports
-FAULT_ACTIONS: tuple[str, ...] = (*faults.event_actions(), SEND_BACK_FAILED, SENT_BACK)
+#: client's and the broker's own reports
+FAULT_ACTIONS: tuple[str, ...] = (*faults.event_actions(), SEND_BACK_FAILED, SENT_BACK, POP_REVIVED)
 #: the broker processes a system may run (``reference.cluster``: a second one in a cluster
 #: topology); ``broker`` is the first, the only one of a single-broker system
 BROKER_TARGETS: tuple[str, ...] = ("broker", "broker-2")
@@ -251,6 +255,7 @@ EVENT_FIELDS: dict[str, tuple[Field, ...]] = {
         _f("cause", "str", False),  # why (a consumer's: CONSUMER_STARTED_BY_SCENARIO, CONSUMER_DIED, ...; setup)
         _f("key", "str", False),  # send_back_failed: the message's key, where the client's log line named it; sent_back: its key
         _f("reconsume_times", "int", False),  # sent_back: the attempt whose send-back it is
+        _f("commit_log_offset", "int", False),  # pop_revived: the copy the revive put (a deliver event's)
         _f("step", "int", False),  # the scenario's fault step (index in its faults) this action belongs to
         _f("anchor", "str", False),  # an anchored step: what it was timed from ("reput level 3 #2 at ...")
         _f("anchor_event_ms", "int", False),  # an anchored step: when that anchor event happened

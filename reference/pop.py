@@ -46,11 +46,13 @@ delay level -1) instead of handing it out. A PushConsumer's FAILURE is a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Iterable, Mapping
 
 from hourglass.reference.broadcast import DROPPED  # a message consumed by nobody, in no DLQ: one word for both
 from hourglass.reference.cluster import is_broker
-from hourglass.reference.contract import PROXY_TARGET, dlq_topic
+from hourglass.reference.contract import POP_REVIVED, PROXY_TARGET, dlq_topic
 from hourglass.reference.plans import CRASH, OK, SLOW, PlanOutcome, is_later, later_level
 
 #: Consumption modes of a POP group: the remoting push consumer in POP mode, and the proxy's gRPC
@@ -626,4 +628,42 @@ def unplanned_attempt(outages, previous_ok_ms: int | None, delivered_ms: int) ->
         if previous_ok_ms is None and o.down_ms <= delivered_ms:
             return (f"a copy popped before {o.describe()} may never have reached the listener; the broker revived it "
                     "with its count raised (PopReviveService.reviveRetry)")
+    return None
+
+
+#: The broker's record of a revive (5.x ``pop.log``, written with ``enablePopLog``:
+#: ``PopReviveService.reviveRetry``, "reviveQueueId=N,retry msg, ck=PopCheckPoint [topic=T, cid=G,
+#: ...], msg queueId Q, offset O, reviveDelay=S, result is PutMessageResult [putMessageStatus=PUT_OK,
+#: appendMessageResult=AppendMessageResult{..., wroteOffset=W, ...}]" — 5.0 and 5.1 write "retry msg ,"):
+#: the copy the checkpoint's pop took (T, Q, O) put again as the copy at commit log offset W
+REVIVE_MARKS = ("retry msg",)
+_REVIVED = re.compile(r"retry msg ?, ck=PopCheckPoint \[topic=([^,\]]+), cid=([^,\]]+),.*?\], msg queueId (-?\d+), "
+                      r"offset (-?\d+),.*?putMessageStatus=PUT_OK.*?wroteOffset=(\d+)")
+#: the broker's POP log, as a run's log copies name it (the second broker's under ``broker-2/``)
+POP_LOG = "pop.log"
+
+
+def parse_revived(line: str) -> tuple[str, int, str] | None:
+    """(group, commit log offset of the copy put, what was revived) of a ``pop.log`` line recording a
+    revive that stored its copy (:data:`REVIVE_MARKS`), None for any other line."""
+    m = _REVIVED.search(line)
+    if m is None:
+        return None
+    topic, group, queue, offset, wrote = m.groups()
+    return group, int(wrote), f"{topic} queue {queue} offset {offset}"
+
+
+def popped_unseen(faults: Iterable[Mapping], group: str, deliveries: Iterable[Mapping]) -> str | None:
+    """Why a POP group's attempt whose previous one was never delivered may come, from the broker's
+    own record: PopReviveService revived a copy of ``group`` as the very copy delivered now (a
+    :data:`~reference.contract.POP_REVIVED` fault whose ``commit_log_offset`` is one of
+    ``deliveries``'). A revive comes only from a pop's checkpoint, so the previous attempt's copy was
+    popped, and its pop's answer never reached the listener (lost with its channel, or past its
+    invisible time on arrival: the client drops it, ``ConsumeMessagePopConcurrentlyService``); the
+    broker revived it with its count raised, as it must. None when the broker recorded no such revive."""
+    offsets = {d.get("commit_log_offset") for d in deliveries} - {None}
+    for f in faults:
+        if f.get("action") == POP_REVIVED and f.get("group") == group and f.get("commit_log_offset") in offsets:
+            return (f"the broker popped the previous attempt and its answer never reached the listener: PopReviveService "
+                    f"revived it with its count raised as this copy ({f.get('cause') or 'pop.log'})")
     return None

@@ -13,7 +13,8 @@ processes, the simulator); the checker reads the same names (``reports.inputs``)
       events/consumer-<name>.jsonl  consumer_events(name): deliver, and the consumer's deaths and restarts
       events/stalls.jsonl           STALL_EVENTS: stall (the host's and the broker's), written at the end
       events/client-log.jsonl       CLIENT_LOG_EVENTS: fault send_back_failed, read from the client's
-                                    log copy at the end (reference.network.send_back_failures)
+                                    log copy at the end (reference.network.send_back_failures), and
+                                    fault pop_revived from the broker's pop.log (reference.pop)
       logs/                         LOGS_DIR: copies of the system's logs (broker, name server,
                                     clients, consumers), taken at the run's end; none for a
                                     system without logs (the simulator)
@@ -44,7 +45,8 @@ EVENTS_DIR = "events"
 HARNESS_EVENTS = "harness.jsonl"
 #: the stalls of the host and the system's processes while the run lasted (reference.stalls)
 STALL_EVENTS = "stalls.jsonl"
-#: what the official client logged of its own failures while the run lasted (reference.network)
+#: what the official client logged of its own failures while the run lasted (reference.network), and
+#: the revives the broker's POP log recorded for the run's groups (reference.pop.popped_unseen)
 CLIENT_LOG_EVENTS = "client-log.jsonl"
 CONSUMER_EVENTS_PREFIX = "consumer-"
 EVENTS_SUFFIX = ".jsonl"

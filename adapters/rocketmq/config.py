@@ -26,7 +26,7 @@ from pathlib import Path
 
 from hourglass.adapters.base import AdapterError, BrokerProfile
 from hourglass.adapters.rocketmq.provision import Distribution
-from hourglass.reference.contract import TIMER
+from hourglass.reference.contract import POP_CONSUMPTION, TIMER
 
 
 @dataclass(frozen=True)
@@ -203,6 +203,10 @@ def broker_config(dist: Distribution, profile: BrokerProfile, ports: SystemPorts
             "mappedFileSizeTimerLog": str(16 * 1024 * 1024),
             "enableControllerMode": "false",
         })
+    if POP_CONSUMPTION in dist.capabilities:
+        # each pop, checkpoint, ack and revive in pop.log (BrokerConfig.enablePopLog, PopBufferMergeService,
+        # PopLongPollingService): the evidence a POP verdict is read against when a pop's answer was lost
+        conf["enablePopLog"] = "true"
     if controller is not None:
         conf.update({"enableControllerMode": "true", "controllerAddr": controller, "brokerId": "-1",
                      "brokerRole": SLAVE_ROLE, "allAckInSyncStateSet": "true"})

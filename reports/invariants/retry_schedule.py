@@ -72,7 +72,7 @@ class RetrySchedule(Invariant):
 
 def _unplanned(a: Attempt, prev: list | None) -> str | None:
     """In a POP group: why attempt ``a`` may come though its previous one was never delivered or
-    answered OK (reference.pop.unplanned_attempt), or None."""
+    answered OK (reference.pop.unplanned_attempt, reference.pop.popped_unseen), or None."""
     profile = profile_from_run(a.run)
     popping = profile.pop_group(a.group)
     if popping is None:
@@ -83,6 +83,10 @@ def _unplanned(a: Attempt, prev: list | None) -> str | None:
     oks = [d["ts_ms"] for d in prev or () if d.get("outcome") == "OK"]
     if prev and not oks:
         return None
+    if not prev:  # the broker's own record that it popped the copy that never came (reference.pop.popped_unseen)
+        unseen = pop.popped_unseen(a.faults, a.group, a.deliveries)
+        if unseen is not None:
+            return unseen
     outages = pop.pop_outages(popping.mode, a.faults, profile.proxy_mode)
     # any OK of it (a broker kill may have popped its copy twice: reference.expected._consumer_redelivery)
     whys = (pop.unplanned_attempt(outages, ok, a.deliveries[0]["ts_ms"]) for ok in oks or (None,))

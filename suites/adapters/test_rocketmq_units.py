@@ -56,6 +56,7 @@ def test_broker_config_has_the_profile_paths_and_version_keys(tmp_path):
     assert four["namesrvAddr"] == "127.0.0.1:19876" and four["brokerIP1"] == "127.0.0.1"
     assert four["maxMessageSize"] == "1024" and "timerWheelEnable" not in four
     assert five["timerWheelEnable"] == "true" and five["timerPrecisionMs"] == "1000"
+    assert five["enablePopLog"] == "true" and "enablePopLog" not in four  # pop.log: a POP verdict's evidence
     from hourglass.adapters.rocketmq.launch import disk_warning_props
 
     assert disk_warning_props(profile) == ()  # the distribution's default (0.98) stands

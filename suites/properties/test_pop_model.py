@@ -441,3 +441,32 @@ def test_a_graceful_stop_of_the_proxy_may_revive_a_held_pushconsumer_copy_a_seco
     cleared = {r.attempt: r for r in build_expected(run, events + stop)}[2]
     assert plain.earliest_ms == T0 + 30_040 + pop.RetryPolicy().next_attempt_delay_ms(2)
     assert cleared.earliest_ms == T0 + 30_000 + pop.PROXY_CLEAR_INVISIBLE_MS and "clearAllHandle" in cleared.widened_by
+
+
+# --- the broker's own record of a revive (reference.pop.parse_revived, popped_unseen) ---
+
+_REVIVE_533 = ("2026-11-30 09:03:02 INFO PopReviveService_1 - reviveQueueId=1,retry msg, ck=PopCheckPoint "
+               "[topic=%RETRY%pop-later_cg-poplater_pop-later_PopLater, cid=pop-later_cg-poplater, queueId=0, startOffset=3, "
+               "bitMap=0, num=1, reviveTime=1795989790000, reviveOffset=9, diff=[0], brokerName=hg-broker, rePutTimes=0], "
+               "msg queueId 0, offset 3, reviveDelay=1, result is PutMessageResult [putMessageStatus=PUT_OK, "
+               "appendMessageResult=AppendMessageResult{status=PUT_OK, wroteOffset=88123, wroteBytes=612, "
+               "msgId='7F00000100004E8B0000000000015839', storeTimestamp=1795989791020, logicsOffset=4, pagecacheRT=0, "
+               "msgNum=1}, remotePut=false] ")
+
+
+def test_a_revive_in_the_brokers_pop_log_names_its_group_and_the_copy_it_put():
+    group, wrote, what = pop.parse_revived(_REVIVE_533)
+    assert (group, wrote) == ("pop-later_cg-poplater", 88123)
+    assert what == "%RETRY%pop-later_cg-poplater_pop-later_PopLater queue 0 offset 3"
+    assert pop.parse_revived(_REVIVE_533.replace("retry msg,", "retry msg ,"))[1] == 88123  # 5.0 and 5.1
+    assert pop.parse_revived(_REVIVE_533.replace("putMessageStatus=PUT_OK", "putMessageStatus=FLUSH_DISK_TIMEOUT")
+                             .replace("status=PUT_OK", "status=UNKNOWN_ERROR")) is None  # stored nothing
+    assert pop.parse_revived("2026-11-30 09:03:02 INFO PopReviveService_1 - reviveQueueId=1, ck listSize=2") is None
+
+
+def test_a_gap_is_the_broker_reviving_a_pop_only_for_the_very_copy_delivered():
+    revived = [{"action": "pop_revived", "group": "g", "commit_log_offset": 88123, "cause": "pop.log: t queue 0 offset 3"}]
+    assert "PopReviveService" in pop.popped_unseen(revived, "g", [{"commit_log_offset": 88123}])
+    assert pop.popped_unseen(revived, "other", [{"commit_log_offset": 88123}]) is None
+    assert pop.popped_unseen(revived, "g", [{"commit_log_offset": 88124}]) is None
+    assert pop.popped_unseen(revived, "g", [{}]) is None

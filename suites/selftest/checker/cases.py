@@ -7,6 +7,7 @@ the table ``1s 5s 10s`` and slack 3 s: a level-2 message born at 0 (send returne
 
 from __future__ import annotations
 
+from hourglass.reference.contract import POP_REVIVED
 from suites.selftest.checker.runs import GROUP, T0, TOPIC, RunBuilder
 
 
@@ -91,6 +92,27 @@ def pop_revived_after_ok() -> RunBuilder:
     b = RunBuilder("pop-revived-after-ok", pop_groups={GROUP: {"invisible_ms": 5_000, "release": [5, 5, 0]}})
     return (b.send("p", 0, plan=["OK"]).deliver("p", 10, at=1004, pop_ms=T0 + 1000, queue_topic=TOPIC)
             .deliver("p", 6100, attempt=1, at=6110, pop_ms=T0 + 6105, queue_topic=TOPIC))
+
+
+def _pop_gap(run_id: str, revived: bool) -> RunBuilder:
+    """A POP copy answered LATER at 1004; attempt 1 never reached the listener, attempt 2 did (proof C,
+    pop-later). ``revived``: the broker's pop.log recorded the revive that put attempt 2's very copy."""
+    b = RunBuilder(run_id, pop_groups={GROUP: {"invisible_ms": 5_000, "release": [5, 5, 0]}})
+    b.send("p", 0, plan=["LATER", "LATER", "OK"]).deliver("p", 10, at=1004, pop_ms=T0 + 1000, queue_topic=TOPIC, outcome="LATER")
+    b.deliver("p", 12_100, attempt=2, at=12_110, pop_ms=T0 + 12_105, queue_topic=TOPIC, copy=7_700)
+    if revived:
+        b.fault(12_100, POP_REVIVED, group=GROUP, commit_log_offset=7_700,
+                cause="pop.log: %RETRY%g_t queue 0 offset 1")
+        b.fault(12_100, POP_REVIVED, group="another-group", commit_log_offset=7_800, cause="pop.log: another group's")
+    return b
+
+
+def pop_popped_unseen() -> RunBuilder:
+    return _pop_gap("pop-popped-unseen", revived=True)
+
+
+def pop_gap_unrecorded() -> RunBuilder:
+    return _pop_gap("pop-gap-unrecorded", revived=False)
 
 
 def dlq_kept() -> RunBuilder:
@@ -208,7 +230,8 @@ def queue_order_broken() -> RunBuilder:
 
 
 ALL = [clean_mix, lost, pending_at_end, unknown_sends, early, early_clamped, late_with_kill, late_plain,
-       level_order_broken, level_order_kept, level_order_unknown_stored_late, retry_gap, retry_after_ok, pop_revived_after_ok, dlq_kept, dlq_wrong_message, dlq_twice,
+       level_order_broken, level_order_kept, level_order_unknown_stored_late, retry_gap, retry_after_ok, pop_revived_after_ok, pop_popped_unseen,
+       pop_gap_unrecorded, dlq_kept, dlq_wrong_message, dlq_twice,
        consumer_duplicate, consumer_redelivery_after_crash, scheduler_duplicate, reversed_arrival_allowed,
        reversed_arrival_persisted, integrity_topic, integrity_body,
        integrity_unknown_key, timer_kept, timer_too_far, refused_accepted, refused_expected, timer_delay_sec, queue_order_kept, queue_order_broken]

@@ -138,6 +138,15 @@ def test_retry_schedule_gap_and_retry_after_ok(verdicts):
     assert "attempt 0 was never answered LATER" in example(v, "RETRY_SCHEDULE")["explanation"]
 
 
+def test_a_pop_gap_is_allowed_only_where_the_broker_recorded_reviving_that_very_copy(verdicts):
+    # reference.pop.popped_unseen: pop.log's revive put attempt 2's copy, so attempt 1 was popped and never
+    # reached the listener; without that record (or with another group's) the gap is the broker's
+    assert verdicts["pop-popped-unseen"]["invariants"]["RETRY_SCHEDULE"]["passed"] is True
+    v = verdicts["pop-gap-unrecorded"]
+    assert v["invariants"]["RETRY_SCHEDULE"]["passed"] is False
+    assert "attempt 1 was never delivered" in example(v, "RETRY_SCHEDULE")["explanation"]
+
+
 def test_dlq_routing(verdicts):
     kept = verdicts["dlq-kept"]
     assert kept["passed"] is True and kept["invariants"]["DLQ_ROUTING"]["checked"] == 1

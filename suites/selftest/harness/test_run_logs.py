@@ -23,7 +23,7 @@ from hourglass.adapters.simulated import DEFAULT_START_MS, SimulatedSystem, open
 from hourglass.harness.logcopy import CUT_MARK, copy_logs
 from hourglass.harness.runner import RunLogs, ScenarioRun
 from hourglass.harness.scenario import COMPRESSED_LEVELS, ConsumerGroup, Message, Scenario
-from hourglass.reference.contract import SEND_BACK_FAILED, validate_event
+from hourglass.reference.contract import POP_REVIVED, SEND_BACK_FAILED, validate_event
 from hourglass.reference.rundir import BROKER_LOGS, CLIENT_LOG_EVENTS, EVENTS_DIR, LOGS_DIR, RUN_JSON
 from hourglass.reports.html import report_html
 from hourglass.reports.logs import run_logs
@@ -201,6 +201,39 @@ def test_the_send_backs_the_client_logged_failed_become_fault_events_of_the_runs
     assert [(e["ts_ms"] - started, e["action"], e["target"], e["group"], e.get("key")) for e in events] == [
         (5_123, SEND_BACK_FAILED, "consumer", "g", None), (9_000, SEND_BACK_FAILED, "consumer", "g", "k2")]
     assert "rocketmq_client.log: " in events[0]["cause"] and "sendMessageBack Exception" in events[0]["cause"]
+
+
+def test_the_revives_the_brokers_pop_log_recorded_become_fault_events_of_the_runs_groups(tmp_path):
+    """5.x's pop.log (enablePopLog: RocketMQ's own pattern, seconds, GMT+8) records each revive and the
+    copy it put: a ``pop_revived`` fault of the run's group (reference.pop.popped_unseen), matched by
+    that copy, not by time; another group's revive, or one that stored nothing, is none."""
+    run_dir, source = tmp_path / "run", tmp_path / "pop.log"
+    (run_dir / LOGS_DIR).mkdir(parents=True)
+    (run_dir / EVENTS_DIR).mkdir()
+    started = (int(time.time()) - 3_600) * 1000
+
+    def revive(group: str, wrote: int, status: str = "PUT_OK") -> str:
+        return _log_line(started + 9_000, 8 * 3600, (
+            f"INFO PopReviveService_1 - reviveQueueId=1,retry msg, ck=PopCheckPoint [topic=%RETRY%{group}_t, cid={group}, "
+            f"queueId=0, startOffset=3, bitMap=0, num=1, reviveTime=1, reviveOffset=9, diff=[0], brokerName=b, rePutTimes=0], "
+            f"msg queueId 0, offset 3, reviveDelay=1, result is PutMessageResult [putMessageStatus={status}, appendMessage"
+            f"Result=AppendMessageResult{{status={status}, wroteOffset={wrote}, wroteBytes=612, msgId='7F', storeTimestamp=1, "
+            f"logicsOffset=4, pagecacheRT=0, msgNum=1}}, remotePut=false] "), False)
+
+    text = revive("g", 88_123) + revive("h", 88_200) + revive("g", 88_300, "CREATE_MAPPED_FILE_FAILED") + \
+        _log_line(started + 70_000, 8 * 3600, "INFO PopReviveService_1 - reviveQueueId=1, ck listSize=1", False)
+    source.write_text(text)
+    os.utime(source, ((started + 70_000) / 1000, (started + 70_000) / 1000))
+    (run_dir / LOGS_DIR / "pop.log").write_text(text)
+    run = {"started_ms": started, "ended_ms": started + 60_000,
+           "logs": {"pop.log": {"source": str(source), "from_byte": 0, "to_byte": len(text)}}}
+    RunLogs(None, run_dir).record_client_failures(run, {"g"})
+    events = [json.loads(line) for line in (run_dir / EVENTS_DIR / CLIENT_LOG_EVENTS).read_text().splitlines()]
+    for e in events:
+        validate_event(e)
+    assert [(e["ts_ms"] - started, e["action"], e["group"], e["commit_log_offset"]) for e in events] == [
+        (9_000, POP_REVIVED, "g", 88_123)]
+    assert events[0]["cause"] == "pop.log: %RETRY%g_t queue 0 offset 3"
 
 
 def test_a_cut_log_copy_loses_no_send_back_failure_and_a_repeated_line_is_no_repeated_event(tmp_path):
