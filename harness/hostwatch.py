@@ -342,9 +342,13 @@ def log_stalls(files: Iterable[Path], subject: str, from_ms: int, to_ms: int, wr
     """The stalls the broker reported in its log copies (``reference.stalls.LOG_STALLS``) that
     overlap ``[from_ms, to_ms]``. A log's zone is read from the file itself: its last line's time
     against when its source was last written (``written_ms``; else the copy's own time), so RocketMQ's
-    GMT+8 patterns and the harness's host-zone one are both read right."""
+    GMT+8 patterns and the harness's host-zone one are both read right. The JVM's safepoint log
+    (``reference.stalls.SAFEPOINT_LOG``) gives its JVM-wide pauses, its times printed with their zone."""
     out = []
     for path in files:
+        if Path(path).name == rule.SAFEPOINT_LOG:
+            out += _safepoint_stalls(Path(path), subject, from_ms, to_ms)
+            continue
         read = timed_lines(Path(path), (written_ms or {}).get(Path(path)), ("cost",))
         if read is None:
             continue
@@ -356,4 +360,23 @@ def log_stalls(files: Iterable[Path], subject: str, from_ms: int, to_ms: int, wr
                 out.append({"type": "stall", "ts_ms": end, "source": rule.BROKER_LOG, "subject": subject,
                             "from_ms": start, "stalled_ms": end - start,
                             "detail": f"{Path(path).name}: {what}: {line.strip()[:300]}"})
+    return out
+
+
+def _safepoint_stalls(path: Path, subject: str, from_ms: int, to_ms: int) -> list[dict]:
+    """The JVM-wide pauses of ``subject``'s JVM that its safepoint log copy recorded within
+    ``[from_ms, to_ms]`` (``reference.stalls.parse_safepoint``)."""
+    out = []
+    try:
+        with open(path, "rb") as f:
+            for raw in f:
+                line = raw.decode("utf-8", errors="replace")
+                found = rule.parse_safepoint(line) if "Safepoint" in line else None
+                if found and found[1] >= from_ms and found[0] <= to_ms:
+                    start, end, what = found
+                    out.append({"type": "stall", "ts_ms": end, "source": rule.BROKER_LOG, "subject": subject,
+                                "from_ms": start, "stalled_ms": end - start, "path": rule.JVM,
+                                "detail": f"{path.name}: {what}: {line.strip()[:300]}"})
+    except OSError:
+        pass
     return out

@@ -48,7 +48,7 @@ from hourglass.reference.reach import unreached
 from hourglass.reference.network import SEND_BACK_FAILS_AFTER_MS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
 from hourglass.reference.pop import POP_LOG, REVIVE_MARKS, parse_revived
 from hourglass.reference.retry import DLQ_READ_MS, DLQ_ROUTABLE_WITHIN_MS, dlq_bound
-from hourglass.reference.stalls import HOST_WATCHED_UNTIL, log_time_ms
+from hourglass.reference.stalls import HOST_WATCHED_UNTIL, SAFEPOINT_LOG, log_time_ms
 from hourglass.reference.rundir import CLIENT_LOG_EVENTS, consumer_name, EVENTS_DIR, HARNESS_EVENTS, LOGS_DIR, SCENARIO_JSON, STALL_EVENTS
 from hourglass.reference.contract import BROKER_TARGETS
 
@@ -200,7 +200,8 @@ class RunLogs:
             run["host"][HOST_WATCHED_UNTIL] = run["ended_ms"]
             found = watch.stalls_between(run["started_ms"], run["ended_ms"])
             for name, copy, written in self.copies(run):
-                if ("broker" in name or "store" in name) and not name.startswith("clients/"):
+                if ("broker" in name or "store" in name or name.rsplit("/", 1)[-1] == SAFEPOINT_LOG) \
+                        and not name.startswith("clients/"):
                     subject = SECOND_BROKER if SECOND_BROKER in name else BROKER_TARGETS[0]
                     found += hostwatch.log_stalls([copy], subject, run["started_ms"], run["ended_ms"],
                                                   {copy: written} if written else None)

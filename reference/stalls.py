@@ -20,6 +20,7 @@ source         subject    what ``stalled_ms`` is
 ``io-delay``   a process  the same for block I/O (the kernel's delay accounting, where it is on)
 ``heartbeat``  harness    how much later than asked the harness's own sampling thread woke
 ``broker-log`` broker     a stall the broker reported itself in its log (:data:`LOG_STALLS`)
+                          or a JVM-wide pause its JVM logged (:data:`SAFEPOINT_LOG`)
 =============  =========  ====================================================================
 
 The rule (:func:`explain`): a stall can hold back only what lies on its path, and only for as long
@@ -111,6 +112,37 @@ def log_utc_offset_s(last_line_ms: int, written_ms: int) -> int:
     return round((last_line_ms - written_ms) / 900_000) * 900
 #: a broker log stall shorter than this says nothing a slack does not cover
 LOG_STALL_MIN_MS = 500
+
+
+#: The JVM's own record of its JVM-wide pauses: the broker runs with ``-Xlog:safepoint`` into this file
+#: of its logs (JDK 9 and later; a JDK 8 image's broker has none), each line a safepoint, with when it
+#: ended (the ``time`` decoration, its zone printed) and how long all of it took — the only source
+#: of a JVM-wide pause (GC included): a thread stopped at a safepoint is not runnable, so no
+#: run-queue wait records it, and a GC or VM thread's own wait says nothing of the others. Recorded
+#: as a ``broker-log`` stall on the :data:`JVM` path: on every re-put's path, counted only as far as
+#: the JVM's threads waited for a CPU meanwhile (:func:`explain`).
+SAFEPOINT_LOG = "safepoint.log"
+#: the JVM option that writes it (``path``: the broker's logs folder's :data:`SAFEPOINT_LOG`)
+SAFEPOINT_LOG_OPTION = "-Xlog:safepoint:file={path}:time,uptime"
+_SAFEPOINT = re.compile(r'^\[(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})([+-])(\d\d)(\d\d)\]'
+                        r'.*?Safepoint "([^"]+)".*?Total: (\d+) ns')
+
+
+def parse_safepoint(line: str) -> tuple[int, int, str] | None:
+    """(from_ms, to_ms, what) of one :data:`SAFEPOINT_LOG` line whose pause lasted at least
+    :data:`MIN_STALL_MS` (JDK 17: ``[2026-11-30T01:27:40.168+0000][1.285s] Safepoint "G1CollectForAllocation",
+    ..., Total: 22189429 ns``), None for any other line."""
+    m = _SAFEPOINT.match(line)
+    if m is None:
+        return None
+    y, mo, d, h, mi, sec, ms = (int(x) for x in m.groups()[:7])
+    sign, zh, zm, operation, total_ns = m.groups()[7:]
+    total = int(total_ns) // 1_000_000
+    if total < MIN_STALL_MS:
+        return None
+    zone_s = (1 if sign == "+" else -1) * (int(zh) * 3600 + int(zm) * 60)
+    end = (calendar.timegm((y, mo, d, h, mi, sec, 0, 0, 0)) - zone_s) * 1000 + ms
+    return end - total, end, f"a JVM-wide pause (safepoint {operation}) {total} ms"
 
 
 def parse_log_stall(line: str, utc_offset_s: int) -> tuple[int, int, str] | None:
@@ -214,6 +246,13 @@ PATH_THREADS: dict[str, tuple[str, ...]] = {
 }
 #: the paths of a delayed copy, whose dispatch into its queue (:data:`DISPATCH`) is weighed from its put
 DELAYED_PATHS = (SCHEDULE, TIMER, POP)
+#: The broker's JVM as a whole: the worst wait of any of its threads, recorded apart per sample (the
+#: compiler's, the GC's and the VM thread's too). It is on no message's path and excuses nothing by
+#: itself; it tells how much of a JVM-wide pause (:data:`SAFEPOINT_LOG`, recorded with this path)
+#: was the host's: a safepoint is late to come, or its GC slow, when the threads that must run to
+#: reach it or do its work wait for a CPU, and those waits are in this series. A pause no thread
+#: waited through (a thread in a long loop, a frozen one, a long GC on an idle host) is the broker's own.
+JVM = "jvm"
 #: a thread on any message's path (a stall drawn in a report, a send-back's path)
 BROKER_PATH_THREADS: tuple[str, ...] = tuple(sorted({t for names in PATH_THREADS.values() for t in names}))
 #: a consumer process's threads on a local re-consume's path (DefaultMQPushConsumerImpl: the consume
@@ -241,10 +280,11 @@ def on_path_thread(subject: str, thread: str, path: str | None = None) -> bool:
 
 def thread_paths(subject: str, thread: str) -> tuple[str | None, ...]:
     """The message paths ``thread`` of ``subject``'s process is on (:data:`PATH_THREADS`), for which
-    the host watch records the worst wait apart: a broker thread, the paths that name it; any
-    other process's thread on a path (:func:`on_path_thread`), one record (None); else none."""
+    the host watch records the worst wait apart: a broker thread, the paths that name it and the
+    whole JVM's (:data:`JVM`, every thread); any other process's thread on a path
+    (:func:`on_path_thread`), one record (None); else none."""
     if subject in BROKER_SUBJECTS:
-        return tuple(p for p, names in PATH_THREADS.items() if thread.startswith(names))
+        return tuple(p for p, names in PATH_THREADS.items() if thread.startswith(names)) + (JVM,)
     return (None,) if on_path_thread(subject, thread) else ()
 
 
@@ -258,13 +298,13 @@ def on_path(stall: Mapping, local: bool, path: str | None = None) -> bool:
     source, subject = stall["source"], str(stall.get("subject") or "")
     if source in PSI_SOURCES:
         return int(stall.get("full_ms") or 0) > 0
-    if source == HEARTBEAT:
-        return False
+    if source == HEARTBEAT or (stall.get("path") == JVM and source != BROKER_LOG):
+        return False  # the JVM's worst thread: only a measure of a JVM-wide pause (:data:`JVM`)
     mine = subject.startswith(CONSUMER_SUBJECT) if local else subject in BROKER_SUBJECTS
     if not mine:
         return False
     if source == BROKER_LOG:
-        return True
+        return True  # its put's own report, or a JVM-wide pause (every thread of it stopped)
     if path is not None and not local and stall.get("path") not in (None, path):
         return False  # the worst wait of another path's threads in that sample
     thread = stalled_thread(stall)
@@ -377,6 +417,8 @@ def explain(stalls: Iterable[Mapping], earliest_ms: int, arrived_ms: int, local:
                 refuted = (int(s["stalled_ms"]), stalled_thread(s))
             continue
         n = _share(s, held_ms(s), since, arrived_ms)
+        if n > 0 and s["source"] == BROKER_LOG and s.get("path") == JVM:
+            n = min(n, _jvm_waited_ms(stalls, psi, cpus, s, since, arrived_ms))
         if n > 0:
             name = (s["source"], str(s.get("subject") or ""), s.get("path"))  # one series per path recorded apart
             series.setdefault(name, []).append((int(s["from_ms"]), n, stalled_thread(s)))
@@ -389,6 +431,15 @@ def explain(stalls: Iterable[Mapping], earliest_ms: int, arrived_ms: int, local:
         if total > best.explained_ms:
             best = Explained(total, name, max(found, key=lambda f: f[1]), refuted)
     return best
+
+
+def _jvm_waited_ms(stalls: list[Mapping], psi: PsiPeriods, cpus: int, pause: Mapping, from_ms: int, to_ms: int) -> int:
+    """How long the broker's threads (its :data:`JVM` series, host-corroborated) waited for a CPU
+    within a JVM-wide ``pause`` and ``[from_ms, to_ms]``: as much of the pause as was the host's."""
+    a, b = max(from_ms, int(pause["from_ms"])), min(to_ms, int(pause["ts_ms"]))
+    return sum(_share(w, held_ms(w), a, b) for w in stalls
+               if w["source"] == RUN_QUEUE and w.get("path") == JVM and w.get("subject") == pause.get("subject")
+               and _overlap_ms(w, a, b) > 0 and corroborated(w, psi, cpus))
 
 
 def held_back_ms(stalls: Iterable[Mapping], earliest_ms: int, now_ms: int, cpus: int = 1) -> int:

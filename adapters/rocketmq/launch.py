@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hourglass.adapters.rocketmq.provision import MAIN_CLASS, Distribution
 from hourglass.adapters.rocketmq.runtime import LaunchSpec, Runtime
+from hourglass.reference.stalls import SAFEPOINT_LOG, SAFEPOINT_LOG_OPTION
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +56,8 @@ def launch_spec(launch: Launch) -> LaunchSpec:
                           log_file=launch.log_file, mounts=(launch.root,), ports=launch.ports, labels=labels,
                           command=argv, command_prefix=launch.prefix)
     props = ("-Duser.home=" + str(launch.home), "-Drocketmq.home.dir=" + str(launch.home))
+    if launch.kind == "broker":  # its JVM-wide pauses, in its own logs (reference.stalls.SAFEPOINT_LOG; JDK 9+)
+        props += (SAFEPOINT_LOG_OPTION.format(path=launch.home / "logs" / SAFEPOINT_LOG),)
     lib = launch.lib_dir or launch.dist.lib_dir
     return LaunchSpec(
         command_prefix=launch.prefix, wait_for_interface=launch.wait_for_interface,

@@ -581,4 +581,8 @@ def test_in_local_mode_the_broker_is_started_by_the_proxy_and_takes_its_faults(t
     spec = launch_spec(system.parts["broker"].launch_args())
     assert spec.main_class == "org.apache.rocketmq.proxy.ProxyStartup" and spec.classpath == (str(plib / "*"),)
     assert spec.args[:2] == ("-pm", "local") and spec.args[spec.args.index("-bc") + 1].endswith("broker.conf")
+    # the broker's JVM-wide pauses, in its own logs (reference.stalls.SAFEPOINT_LOG); the name server has none
+    home_logs = system.parts["broker"].launch_args().home / "logs"
+    assert f"-Xlog:safepoint:file={home_logs / 'safepoint.log'}:time,uptime" in spec.jvm_opts
+    assert not any(o.startswith("-Xlog:") for o in launch_spec(system.parts["namesrv"].launch_args()).jvm_opts)
     assert system.cannot("kill", "proxy") == PROXY_IN_BROKER and system.cannot("kill", "broker") is None

@@ -63,7 +63,7 @@ def dispatch_waited(from_ms, to_ms, ms):
 
 
 def test_a_delayed_copys_dispatch_holds_it_only_past_its_due_time():
-    assert rule.thread_paths("broker", "ReputMessageSer") == (rule.DIRECT, rule.DISPATCH)
+    assert rule.thread_paths("broker", "ReputMessageSer") == (rule.DIRECT, rule.DISPATCH, rule.JVM)
     # put at +10 s, due at +12 s, on time until +14 s, stored at +18 s: late by 4 s
     held = [dispatch_waited(10_000, 17_000, 7_000), cpu(10_000, 17_000, 7_000)]
     covered, reason = rule.explain_late(held, 12_000, 14_000, 18_000, 0, path=rule.SCHEDULE, put_ms=10_000)
@@ -242,3 +242,25 @@ def test_the_psi_index_sums_what_every_period_would(periods, from_ms, length):
         every = sum(rule._share(p, int(p["stalled_ms"]), from_ms, from_ms + length)
                     for p in s if p["source"] == f"psi-{resource}")
         assert index.some_ms(resource, from_ms, from_ms + length) == every
+
+
+def test_a_jvm_wide_pause_excuses_on_every_path_only_as_far_as_the_jvms_threads_waited_for_a_cpu():
+    # a 3 s safepoint (the JVM's own log: reference.stalls.parse_safepoint) stops every thread of the broker:
+    # on a re-put's path whatever the path, but the host's only as far as the JVM's threads waited for a CPU
+    # meanwhile (its JVM series, corroborated): a pause no thread waited through (a frozen or looping thread
+    # held the safepoint, a long GC on an idle host) is the broker's own, however busy the host
+    line = ('[2026-11-30T01:27:43.000+0000][9.0s] Safepoint "G1CollectForAllocation", Time since last: 1 ns, '
+            'Reaching safepoint: 2900000000 ns, Cleanup: 1 ns, At safepoint: 100000000 ns, Total: 3000000000 ns')
+    start, end, what = rule.parse_safepoint(line)
+    pause = dict(stall(rule.BROKER_LOG, "broker", start, end, end - start), detail=f"safepoint.log: {what}", path=rule.JVM)
+    jvm = dict(waited("broker", start, start + 2_000, 2_000, thread="VM Thread"), path=rule.JVM)
+    busy = cpu(start, end, 3_000)
+    due = start + 500
+    for path in (rule.SCHEDULE, rule.TIMER, rule.POP, rule.DIRECT):
+        assert rule.explain([pause, jvm, busy], due, end + 1_000, path=path).explained_ms == 1_500  # waited from due on
+    assert rule.explain([pause, busy], due, end + 1_000, path=rule.SCHEDULE).explained_ms == 0  # nobody waited
+    assert rule.explain([jvm, busy], due, end + 1_000, path=rule.SCHEDULE).explained_ms == 0  # a wait alone: no path
+    other = dict(jvm, subject="broker-2")
+    assert rule.explain([pause, other, busy], due, end + 1_000, path=rule.SCHEDULE).explained_ms == 0  # another JVM's
+    idle = cpu(start, end, 0)
+    assert rule.explain([pause, jvm, idle], due, end + 1_000, path=rule.SCHEDULE).explained_ms == 0  # not corroborated

@@ -85,10 +85,14 @@ def test_the_worst_wait_on_a_messages_path_is_recorded_not_a_busier_threads_off_
     proc.thread(300, 300, 900_000_000, comm="java")
     w.sample()
     w.stop()
-    found = {(e["source"], e["subject"]): e for e in w.stalls}
+    found = {(e["source"], e["subject"]): e for e in w.stalls if e.get("path") != rule.JVM}
     assert found[(rule.RUN_QUEUE, "broker")]["stalled_ms"] == 700
     assert found[(rule.RUN_QUEUE, "broker")]["detail"] == "thread ReputMessageSer"
     assert found[(rule.RUN_QUEUE, "namesrv")]["stalled_ms"] == 900
+    # the JVM's worst thread is recorded apart: only a measure of a JVM-wide pause, on no message's path
+    (jvm,) = [e for e in w.stalls if e.get("path") == rule.JVM]
+    assert (jvm["stalled_ms"], jvm["detail"]) == (41_900, "thread Sweeper thread")
+    assert not rule.on_path(jvm, local=False) and not rule.on_path(jvm, local=False, path=rule.SCHEDULE)
     assert hostwatch.observation(type("S", (), {"host_not_observed": lambda self: None})(), w)[rule.HOST_CPUS] >= 1
 
 
@@ -116,6 +120,23 @@ def test_a_broker_log_stall_report_inside_the_run_is_read_with_the_line(tmp_path
     (e,) = hostwatch.log_stalls([log], "broker", end - 60_000, end + 60_000, {log: end + 1000 + 2_500})
     assert (e["from_ms"], e["ts_ms"], e["stalled_ms"]) == (end - 6419, end, 6419)
     assert e["source"] == rule.BROKER_LOG and "store.log" in e["detail"] and "6419" in e["detail"]
+    validate_event(e)
+
+
+def test_the_brokers_jvm_wide_pauses_are_read_from_its_safepoint_log_at_their_own_zone(tmp_path):
+    # JDK 17's -Xlog:safepoint with the time decoration (a line as the JVM wrote it here); a pause under
+    # MIN_STALL_MS records nothing, nor does one outside the run
+    log = tmp_path / rule.SAFEPOINT_LOG
+    log.write_text(
+        '[2026-11-30T09:27:40.168+0800][1.285s] Safepoint "G1CollectForAllocation", Time since last: 425098967 ns, '
+        'Reaching safepoint: 6190 ns, Cleanup: 37125 ns, At safepoint: 1722146114 ns, Total: 1722189429 ns\n'
+        '[2026-11-30T01:27:41.000+0000][2.101s] Safepoint "Cleanup", Time since last: 1 ns, Reaching safepoint: 5 ns, '
+        'Cleanup: 7 ns, At safepoint: 9 ns, Total: 49000000 ns\n'
+        '[2020-01-01T00:00:00.000+0000][0.1s] Safepoint "G1CollectFull", Total: 9000000000 ns\n')
+    end = 1796002060168  # 2026-11-30 01:27:40.168 UTC
+    (e,) = hostwatch.log_stalls([log], "broker", end - 60_000, end + 60_000)
+    assert (e["from_ms"], e["ts_ms"], e["stalled_ms"]) == (end - 1722, end, 1722)
+    assert e["source"] == rule.BROKER_LOG and "JVM-wide pause (safepoint G1CollectForAllocation) 1722 ms" in e["detail"]
     validate_event(e)
 
 
@@ -253,7 +274,7 @@ def test_the_worst_wait_of_each_message_path_is_recorded_apart(tmp_path):
     w.stop()
     by_path = {e.get("path"): (e["stalled_ms"], e["detail"]) for e in w.stalls if e["source"] == rule.RUN_QUEUE}
     assert by_path == {rule.SCHEDULE: (300, "thread ScheduleMessage"), rule.TIMER: (900, "thread TimerEnqueueGet"),
-                       rule.POP: (900, "thread TimerEnqueueGet")}
+                       rule.POP: (900, "thread TimerEnqueueGet"), rule.JVM: (900, "thread TimerEnqueueGet")}
     for e in w.stalls:
         validate_event(e)
     # a delay level's lateness is explained by its own path's record only
