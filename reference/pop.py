@@ -610,6 +610,21 @@ def grpc_broker_outages(faults, proxy_mode: str = PROXY_CLUSTER) -> list:
     return proxy_route_outages(broker_outages(list(faults)), proxy_mode)
 
 
+def answered_after_revive(popped_ms: int, invisible_ms: int, answered_ms: int, next_popped_ms: int) -> str | None:
+    """Why a POP group's next attempt may come before the answer of the previous one, or None: that
+    answer (at ``answered_ms``) came after the copy's invisible time had run out (popped at
+    ``popped_ms``: its revive time, :func:`revive_time_ms`), and the next attempt was popped after it
+    (``next_popped_ms``): the broker revived the unanswered copy on its own, as it must
+    (PopReviveService), whatever the answer said when it came. A consumer that answers late (one
+    starved of CPU on a busy host: it handed the copy to its listener long after the pop) sees
+    its copy again first; its answer changes nothing of that."""
+    revive = revive_time_ms(popped_ms, invisible_ms)
+    if answered_ms <= revive or next_popped_ms < revive:
+        return None
+    return (f"the previous attempt, popped at {popped_ms}, was answered at {answered_ms}, after its invisible time ran "
+            f"out at {revive}: the broker revived it on its own (PopReviveService) before the answer came")
+
+
 def unplanned_attempt(outages, previous_ok_ms: int | None, delivered_ms: int) -> str | None:
     """Why a POP group's attempt the plan does not lead to may come, or None: an attempt after one
     answered OK (any of its deliveries: a broker killed after a pop pops the copy again), when the ack may have been lost (an outage of the broker, or of the proxy for a gRPC

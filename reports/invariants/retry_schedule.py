@@ -29,7 +29,7 @@ class RetrySchedule(Invariant):
             detail = f"attempt {a.attempt - 1} was never delivered: a gap in reconsume_times"
         elif later is None:
             detail = f"attempt {a.attempt - 1} was never answered LATER"
-        elif later["ts_ms"] > a.deliveries[0]["ts_ms"]:
+        elif later["ts_ms"] > a.deliveries[0]["ts_ms"] and _revived_unanswered(a, later) is None:
             detail = "delivered before the LATER it should follow"
         elif a.row is None:
             detail = "the plan does not lead to this attempt"
@@ -91,6 +91,17 @@ def _unplanned(a: Attempt, prev: list | None) -> str | None:
     # any OK of it (a broker kill may have popped its copy twice: reference.expected._consumer_redelivery)
     whys = (pop.unplanned_attempt(outages, ok, a.deliveries[0]["ts_ms"]) for ok in oks or (None,))
     return next((why for why in whys if why is not None), None)
+
+
+def _revived_unanswered(a: Attempt, later: dict) -> str | None:
+    """In a POP group: why attempt ``a`` may come before the ``LATER`` of its previous one (that
+    answer came after the copy's invisible time ran out: reference.pop.answered_after_revive), or None."""
+    popping = profile_from_run(a.run).pop_group(a.group)
+    first = a.deliveries[0]
+    if popping is None or later.get("pop_ms") is None:
+        return None
+    return pop.answered_after_revive(int(later["pop_ms"]), popping.invisible_ms, int(later["ts_ms"]),
+                                     int(first.get("pop_ms") or first["ts_ms"]))
 
 
 def _revived_after_ok(a: Attempt, prev: list | None, later) -> dict:

@@ -107,6 +107,22 @@ def _pop_gap(run_id: str, revived: bool) -> RunBuilder:
     return b
 
 
+def _pop_answered_late(run_id: str, next_popped: int) -> RunBuilder:
+    """A POP copy popped at 1000 (invisible 5 s: revive time 6000) that its starved consumer answered
+    LATER only at 8000; attempt 1 popped at ``next_popped`` (lateB, grpc-simple-redelivery)."""
+    b = RunBuilder(run_id, pop_groups={GROUP: {"invisible_ms": 5_000, "release": [5, 5, 0]}})
+    b.send("p", 0, plan=["LATER", "OK"]).deliver("p", 10, at=8_000, pop_ms=T0 + 1000, queue_topic=TOPIC, outcome="LATER")
+    return b.deliver("p", 6_100, attempt=1, at=next_popped + 10, pop_ms=T0 + next_popped, queue_topic=TOPIC)
+
+
+def pop_answered_after_revive() -> RunBuilder:
+    return _pop_answered_late("pop-answered-after-revive", 6_200)
+
+
+def pop_popped_before_revive() -> RunBuilder:
+    return _pop_answered_late("pop-popped-before-revive", 5_500)
+
+
 def pop_popped_unseen() -> RunBuilder:
     return _pop_gap("pop-popped-unseen", revived=True)
 
@@ -231,7 +247,7 @@ def queue_order_broken() -> RunBuilder:
 
 ALL = [clean_mix, lost, pending_at_end, unknown_sends, early, early_clamped, late_with_kill, late_plain,
        level_order_broken, level_order_kept, level_order_unknown_stored_late, retry_gap, retry_after_ok, pop_revived_after_ok, pop_popped_unseen,
-       pop_gap_unrecorded, dlq_kept, dlq_wrong_message, dlq_twice,
+       pop_gap_unrecorded, pop_answered_after_revive, pop_popped_before_revive, dlq_kept, dlq_wrong_message, dlq_twice,
        consumer_duplicate, consumer_redelivery_after_crash, scheduler_duplicate, reversed_arrival_allowed,
        reversed_arrival_persisted, integrity_topic, integrity_body,
        integrity_unknown_key, timer_kept, timer_too_far, refused_accepted, refused_expected, timer_delay_sec, queue_order_kept, queue_order_broken]

@@ -147,6 +147,14 @@ def test_a_pop_gap_is_allowed_only_where_the_broker_recorded_reviving_that_very_
     assert "attempt 1 was never delivered" in example(v, "RETRY_SCHEDULE")["explanation"]
 
 
+def test_a_pop_copy_answered_after_its_invisible_time_may_come_again_before_that_answer(verdicts):
+    # reference.pop.answered_after_revive: the broker revives an unanswered copy on its own at its revive time
+    assert verdicts["pop-answered-after-revive"]["invariants"]["RETRY_SCHEDULE"]["passed"] is True
+    v = verdicts["pop-popped-before-revive"]  # popped again before the revive time: not the revive's doing
+    assert v["invariants"]["RETRY_SCHEDULE"]["passed"] is False
+    assert "delivered before the LATER it should follow" in example(v, "RETRY_SCHEDULE")["explanation"]
+
+
 def test_dlq_routing(verdicts):
     kept = verdicts["dlq-kept"]
     assert kept["passed"] is True and kept["invariants"]["DLQ_ROUTING"]["checked"] == 1
