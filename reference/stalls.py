@@ -423,7 +423,7 @@ def explain(stalls: Iterable[Mapping], earliest_ms: int, arrived_ms: int, local:
             name = (s["source"], str(s.get("subject") or ""), s.get("path"))  # one series per path recorded apart
             series.setdefault(name, []).append((int(s["from_ms"]), n, stalled_thread(s)))
     best = Explained(0, None, None, refuted)
-    for name, found in sorted(series.items()):
+    for name, found in sorted(series.items(), key=lambda kv: tuple(x or "" for x in kv[0])):  # a path may be None
         total = sum(n for _, n, _ in found)
         if name[2] == DISPATCH and dispatched:  # only what kept the copy out of its queue past its due time
             total -= earliest_ms - put_ms

@@ -264,3 +264,13 @@ def test_a_jvm_wide_pause_excuses_on_every_path_only_as_far_as_the_jvms_threads_
     assert rule.explain([pause, other, busy], due, end + 1_000, path=rule.SCHEDULE).explained_ms == 0  # another JVM's
     idle = cpu(start, end, 0)
     assert rule.explain([pause, jvm, idle], due, end + 1_000, path=rule.SCHEDULE).explained_ms == 0  # not corroborated
+
+
+def test_a_put_report_and_a_jvm_wide_pause_of_one_broker_are_two_series_weighed_apart():
+    # proof C: the broker's put report (no path) and its safepoint (the JVM path) in one wait: the
+    # checker compared their series' names (None against "jvm") and crashed on every run of the batch
+    put = stall(rule.BROKER_LOG, "broker", 12_000, 13_000, 1_000)
+    pause = dict(stall(rule.BROKER_LOG, "broker", 12_000, 14_000, 2_000), path=rule.JVM)
+    jvm = dict(waited("broker", 12_000, 14_000, 2_000, thread="VM Thread"), path=rule.JVM)
+    got = rule.explain([put, pause, jvm, cpu(12_000, 14_000, 2_000)], 12_000, 15_000, path=rule.SCHEDULE)
+    assert got.explained_ms == 2_000 and got.series == (rule.BROKER_LOG, "broker", rule.JVM)
