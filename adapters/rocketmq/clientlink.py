@@ -91,6 +91,17 @@ class _LineProcess:
                                f"{tail_file(self.log_file, 30)}")
         return line
 
+    def _first_line(self, timeout_s: float) -> dict:
+        """Its first line (that it is up), or the process killed and the error raised: a start that
+        timed out on a starved host left its process running, unknown to the harness until it exited
+        (proof C: three gRPC consumers of a torn-down system lived on through the retries, one of
+        them a second member of its group beside its replacement)."""
+        try:
+            return self.next_line(timeout_s)
+        except BaseException:
+            self.kill()
+            raise
+
     def alive(self) -> bool:
         return self.proc.poll() is None
 
@@ -153,7 +164,7 @@ class _RequestProcess(_LineProcess):
         self._ids = itertools.count(1)
         self._closed = False  # its stdout ended, or it was asked to shut down
         super().__init__(argv, log_file, what, session_nice)
-        hello = self.next_line(start_timeout_s)
+        hello = self._first_line(start_timeout_s)
         if not hello.get("ok"):
             self.kill()
             raise AdapterError(f"{self.what}: did not start: {hello}")
@@ -376,7 +387,7 @@ class ConsumerProcess(_ExitWatch, _LineProcess):
         self._watch_exits(spec)
         argv = consumer_argv(spec, lib_dir, namesrv_addr, self.events_file, log_dir, restarted_after, proxy_addr)
         super().__init__(argv, log_dir / f"consumer-{spec.name}.log", f"consumer {spec.name} (group {spec.group})")
-        ready = self.next_line(start_timeout_s)
+        ready = self._first_line(start_timeout_s)
         if not ready.get("ready"):
             self.kill()
             raise AdapterError(f"{self.what}: did not start: {ready}")

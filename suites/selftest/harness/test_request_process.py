@@ -93,3 +93,25 @@ def test_the_end_of_the_process_fails_every_request_in_flight(stand_in):
     assert time.monotonic() - started < 10, "the requests in flight waited for their timeouts"
     with pytest.raises(AdapterError, match="not running"):
         stand_in.request("fast", timeout_s=10)
+
+
+def test_a_start_that_times_out_leaves_no_process_behind(tmp_path):
+    """Proof C: a consumer whose start timed out on a starved host went on running, unknown to the
+    harness (a second member of its group beside its replacement) until the harness exited."""
+    import os
+
+    script = tmp_path / "mute.py"
+    script.write_text("import os, sys, time\nprint(os.getpid(), file=sys.stderr, flush=True)\ntime.sleep(60)\n")
+    with pytest.raises(AdapterError, match="no answer within 1 s"):
+        _RequestProcess([str(script)], tmp_path / "mute.log", "mute", 1)
+    pid = int((tmp_path / "mute.log").read_text().split()[0])
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9)
+        pytest.fail(f"the process {pid} of a start that timed out is still running")
