@@ -117,6 +117,52 @@ def test_the_longest_job_takes_a_slot_first():
     assert waits == sorted(waits, reverse=True) and waits[0] == scenario_wait_ms(shared[1])
 
 
+def test_the_first_job_sets_its_system_up_alone_and_the_others_start_once_it_is_up(tmp_path, monkeypatch):
+    """Three systems starting at once on 2 cores took 29 s to bring the longest job's up (Batch._wait_first_up):
+    the other jobs' systems start once the first one's is set up, each in its own slot then."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from hourglass.harness import batch as batch_mod
+    from hourglass.harness.systems import SystemSpec
+
+    setups, lock = [], threading.Lock()
+
+    class Fake:
+        def __init__(self, name):
+            self.name = name
+            self.clock = SimpleNamespace(now_ms=lambda: int(time.time() * 1000))
+            self.info = SimpleNamespace(details={}, version="fake")
+
+        def setup(self):
+            began = time.monotonic()
+            time.sleep(0.3)
+            with lock:
+                setups.append((self.name, began, time.monotonic()))
+            raise RuntimeError("no broker here")  # the job ends broken: enough to see when its setup ran
+
+        def teardown(self):
+            pass
+
+    def opened(spec, profile, workdir, **kw):
+        return Fake(workdir.name)
+
+    monkeypatch.setattr(batch_mod, "open_system", opened)
+    def sc(name, at_ms, faults=()):
+        return Scenario(name, (Message("k", "T", delay_level=3, at_ms=at_ms),), (ConsumerGroup("g", ("T",)),), faults,
+                        Profile(message_delay_level=COMPRESSED_LEVELS))
+    scenarios = [sc("a", 40_000), sc("k", 0, faults=(FaultStep(10, "kill_restart"),)),
+                 sc("k2", 0, faults=(FaultStep(10, "kill_restart"),))]
+    b = batch_mod.Batch(scenarios, batch_mod.BatchOptions(SystemSpec("rocketmq:5.5.0"), tmp_path, max_systems=3, progress=False))
+    b.run()
+    first, *others = sorted(setups, key=lambda x: x[1])
+    assert first[0].startswith("job00") and len(others) == 2
+    assert all(o[1] >= first[2] for o in others), setups  # after the first one's setup ended
+    assert abs(others[0][1] - others[1][1]) < 0.25  # then side by side, each in its slot
+    assert set(b.errors) == {"a", "k", "k2"} and "no broker here" in b.errors["a"]
+
+
 def test_virtual_systems_run_each_scenario_alone():
     jobs = plan_jobs([_sc("a"), _sc("b")], virtual=True)
     assert [len(j.scenarios) for j in jobs] == [1, 1] and not any(j.shared for j in jobs)
