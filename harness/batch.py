@@ -64,8 +64,31 @@ class BatchOptions:
     when_settled: Callable[[], None] | None = None
 
 
-#: the longest the other jobs wait for the first job's system to be set up (:meth:`Batch._wait_first_up`)
+#: the longest the other jobs wait for the first job's system to be set up (:class:`FirstSetUp`)
 FIRST_SETUP_WAIT_S = 90.0
+
+
+class FirstSetUp:
+    """The first job (the longest: :func:`plan_jobs`) sets its system up alone: the other jobs'
+    brokers, proxies and clients start after it (at most :data:`FIRST_SETUP_WAIT_S` later).
+    Measured on 2 cores: three systems starting at once took 29 s to bring the first one's name
+    server, broker and proxy up (each JVM's start three times as slow as alone), and the longest
+    job's runs waited for it; the others' runs are shorter and have the time. ``harness.bench
+    suite`` on an idle machine: the longest run's broker set up in 14.3 s instead of 26.1 s, the
+    suite in 1.38x its longest own wait instead of 1.46x."""
+
+    def __init__(self, stop: threading.Event):
+        self._up = threading.Event()
+        self._stop = stop
+
+    def done(self) -> None:
+        self._up.set()
+
+    def wait(self) -> None:
+        """Until the first job's system is up, the batch stops, or :data:`FIRST_SETUP_WAIT_S` passed."""
+        deadline = time.monotonic() + FIRST_SETUP_WAIT_S
+        while not self._up.wait(0.2) and not self._stop.is_set() and time.monotonic() < deadline:
+            pass
 
 
 @dataclass(frozen=True)
@@ -135,7 +158,7 @@ class Batch:
         self._systems: list[System] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._first_up = threading.Event()  # the first job's system is set up (or could not be): the others start
+        self._first_up = FirstSetUp(self._stop)  # the first job's system is set up (or could not be): the others start
         self.results: dict[str, RunResult] = {}
         self.errors: dict[str, str] = {}
         self.fitted: dict[str, dict] = {}  # scenario -> what harness.fit changed to run it on this broker
@@ -177,17 +200,13 @@ class Batch:
     def teardown_all(self) -> None:
         with self._lock:
             systems, self._systems = self._systems, []
-        for s in systems:
-            try:
-                s.teardown()
-            except Exception as e:  # noqa: BLE001 - cleanup goes on for the others
-                print(f"[hourglass] teardown of {s.info.version} failed: {e}", file=sys.__stderr__)
+        teardown_each(systems)
 
     def _run_job(self, index: int, job: Job) -> None:
         workdir = job_workdir(self.opts.out_dir, self.token, index, job)
         workdir.mkdir(parents=True, exist_ok=True)
         if index > 0 and not self.opts.system.virtual:
-            self._wait_first_up()
+            self._first_up.wait()
         self.job_started[index] = now = self.clock()
         for s in job.scenarios:
             self.progress[s.name].phase = "starting broker"
@@ -197,23 +216,11 @@ class Batch:
             return
         try:
             with adapter_phase.reporting(self._phase_sink(index, job)):
-                self._open_and_run(job, workdir, self._first_up.set if index == 0 else None)
+                self._open_and_run(job, workdir, self._first_up.done if index == 0 else None)
         finally:
             self.jobs_ended.add(index)
             if index == 0:
-                self._first_up.set()
-
-    def _wait_first_up(self) -> None:
-        """The first job (the longest: :func:`plan_jobs`) sets its system up alone: the other jobs'
-        brokers, proxies and clients start after it (at most :data:`FIRST_SETUP_WAIT_S` later).
-        Measured on 2 cores: three systems starting at once took 29 s to bring the first one's name
-        server, broker and proxy up (each JVM's start three times as slow as alone), and the longest
-        job's runs waited for it; the others' runs are shorter and have the time. ``harness.bench
-        suite`` on an idle machine: the longest run's broker set up in 14.3 s instead of 26.1 s, the
-        suite in 1.38x its longest own wait instead of 1.46x."""
-        deadline = time.monotonic() + FIRST_SETUP_WAIT_S
-        while not self._first_up.wait(0.2) and not self._stop.is_set() and time.monotonic() < deadline:
-            pass
+                self._first_up.done()
 
     def _phase_sink(self, index: int, job: Job) -> adapter_phase.Sink:
         """An adapter's slow step (an image's first build, a download) as the phase of the job's
@@ -234,8 +241,7 @@ class Batch:
             return undo
         return sink
 
-    def _open_and_run(self, job: Job, workdir: Path, set_up: Callable[[], None] | None = None) -> None:
-        """``set_up``: called once its system is set up (:meth:`_wait_first_up`)."""
+    def _open_and_run(self, job: Job, workdir: Path, set_up: Callable[[], None] | None = None) -> None:  # set_up: FirstSetUp
         first = job.scenarios[0]
         try:
             needs = kinds.setup_needed(f for s in job.scenarios for f in s.faults) \
@@ -430,6 +436,15 @@ class Batch:
             waiting.append("checker: starting Spark")
         return _line(self.clock() - self.started, done, len(self.progress), self.eta_s(),
                      finishing or self.opts.checked, waiting)
+
+
+def teardown_each(systems: list[System]) -> None:
+    """Every system torn down, a failure of one said and the others' cleanup going on."""
+    for s in systems:
+        try:
+            s.teardown()
+        except Exception as e:  # noqa: BLE001 - cleanup goes on for the others
+            print(f"[hourglass] teardown of {s.info.version} failed: {e}", file=sys.__stderr__)
 
 
 def job_workdir(out_dir: Path, token: str, index: int, job: Job) -> Path:

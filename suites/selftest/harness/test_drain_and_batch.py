@@ -118,7 +118,7 @@ def test_the_longest_job_takes_a_slot_first():
 
 
 def test_the_first_job_sets_its_system_up_alone_and_the_others_start_once_it_is_up(tmp_path, monkeypatch):
-    """Three systems starting at once on 2 cores took 29 s to bring the longest job's up (Batch._wait_first_up):
+    """Three systems starting at once on 2 cores took 29 s to bring the longest job's up (batch.FirstSetUp):
     the other jobs' systems start once the first one's is set up, each in its own slot then."""
     import threading
     import time
