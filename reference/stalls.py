@@ -253,6 +253,9 @@ DELAYED_PATHS = (SCHEDULE, TIMER, POP)
 #: reach it or do its work wait for a CPU, and those waits are in this series. A pause no thread
 #: waited through (a thread in a long loop, a frozen one, a long GC on an idle host) is the broker's own.
 JVM = "jvm"
+#: threads a safepoint does not wait for, nor needs to run: the JIT compilers and the code cache's
+#: sweeper go on in native code through it, so their waits say nothing of a pause (never in :data:`JVM`)
+RUN_THROUGH_SAFEPOINTS = ("C1 CompilerThre", "C2 CompilerThre", "Sweeper thread")
 #: a thread on any message's path (a stall drawn in a report, a send-back's path)
 BROKER_PATH_THREADS: tuple[str, ...] = tuple(sorted({t for names in PATH_THREADS.values() for t in names}))
 #: a consumer process's threads on a local re-consume's path (DefaultMQPushConsumerImpl: the consume
@@ -284,7 +287,8 @@ def thread_paths(subject: str, thread: str) -> tuple[str | None, ...]:
     whole JVM's (:data:`JVM`, every thread); any other process's thread on a path
     (:func:`on_path_thread`), one record (None); else none."""
     if subject in BROKER_SUBJECTS:
-        return tuple(p for p, names in PATH_THREADS.items() if thread.startswith(names)) + (JVM,)
+        paths = tuple(p for p, names in PATH_THREADS.items() if thread.startswith(names))
+        return paths if thread.startswith(RUN_THROUGH_SAFEPOINTS) else paths + (JVM,)
     return (None,) if on_path_thread(subject, thread) else ()
 
 

@@ -64,6 +64,7 @@ def dispatch_waited(from_ms, to_ms, ms):
 
 def test_a_delayed_copys_dispatch_holds_it_only_past_its_due_time():
     assert rule.thread_paths("broker", "ReputMessageSer") == (rule.DIRECT, rule.DISPATCH, rule.JVM)
+    assert rule.thread_paths("broker", "C2 CompilerThre") == () == rule.thread_paths("broker", "Sweeper thread")
     # put at +10 s, due at +12 s, on time until +14 s, stored at +18 s: late by 4 s
     held = [dispatch_waited(10_000, 17_000, 7_000), cpu(10_000, 17_000, 7_000)]
     covered, reason = rule.explain_late(held, 12_000, 14_000, 18_000, 0, path=rule.SCHEDULE, put_ms=10_000)

@@ -89,9 +89,10 @@ def test_the_worst_wait_on_a_messages_path_is_recorded_not_a_busier_threads_off_
     assert found[(rule.RUN_QUEUE, "broker")]["stalled_ms"] == 700
     assert found[(rule.RUN_QUEUE, "broker")]["detail"] == "thread ReputMessageSer"
     assert found[(rule.RUN_QUEUE, "namesrv")]["stalled_ms"] == 900
-    # the JVM's worst thread is recorded apart: only a measure of a JVM-wide pause, on no message's path
+    # the JVM's worst thread is recorded apart: only a measure of a JVM-wide pause, on no message's path;
+    # the compilers and the sweeper run through a safepoint: their waits measure no pause
     (jvm,) = [e for e in w.stalls if e.get("path") == rule.JVM]
-    assert (jvm["stalled_ms"], jvm["detail"]) == (41_900, "thread Sweeper thread")
+    assert (jvm["stalled_ms"], jvm["detail"]) == (700, "thread ReputMessageSer")
     assert not rule.on_path(jvm, local=False) and not rule.on_path(jvm, local=False, path=rule.SCHEDULE)
     assert hostwatch.observation(type("S", (), {"host_not_observed": lambda self: None})(), w)[rule.HOST_CPUS] >= 1
 
