@@ -331,13 +331,13 @@ class PsiPeriods:
     starting after the span's start less the longest period), the same sum as over all of them."""
 
     def __init__(self, stalls: Iterable[Mapping]):
-        by: dict[str, list[tuple[int, int, int]]] = {}
+        by: dict[str, list[Mapping]] = {}
         for s in stalls:
             if s["source"] in PSI_SOURCES:
-                by.setdefault(s["source"], []).append((int(s["from_ms"]), int(s["ts_ms"]), int(s["stalled_ms"])))
-        self._periods = {name: sorted(found) for name, found in by.items()}
-        self._starts = {name: [p[0] for p in found] for name, found in self._periods.items()}
-        self._longest = {name: max(b - a for a, b, _ in found) for name, found in self._periods.items()}
+                by.setdefault(s["source"], []).append(s)
+        self._periods = {name: sorted(found, key=lambda s: int(s["from_ms"])) for name, found in by.items()}
+        self._starts = {name: [int(s["from_ms"]) for s in found] for name, found in self._periods.items()}
+        self._longest = {name: max(int(s["ts_ms"]) - int(s["from_ms"]) for s in found) for name, found in self._periods.items()}
 
     def some_ms(self, resource: str, from_ms: int, to_ms: int) -> int:
         """How long some task waited for ``resource`` within ``[from_ms, to_ms]``: each period's
@@ -349,12 +349,7 @@ class PsiPeriods:
         starts = self._starts[name]
         first = bisect.bisect_left(starts, from_ms - self._longest[name])
         last = bisect.bisect_left(starts, to_ms)
-        total = 0
-        for a, b, stalled in periods[first:last]:
-            overlap = max(0, min(to_ms, b) - max(from_ms, a))
-            period = max(1, b - a)
-            total += stalled * min(period, overlap) // period
-        return total
+        return sum(_share(s, int(s["stalled_ms"]), from_ms, to_ms) for s in periods[first:last])
 
 
 def psi_some_ms(stalls: Iterable[Mapping], resource: str, from_ms: int, to_ms: int) -> int:
