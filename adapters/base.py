@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Collection, Protocol, runtime_checkable
 
 from hourglass.reference.modes import CONCURRENTLY
 from hourglass.reference.orderly import DEFAULT_SUSPEND_MS
@@ -226,6 +226,13 @@ class Consuming(Protocol):
     def stop_consumer(self, name: str) -> None:
         """Stop one consumer gracefully: it leaves its group (its offsets persisted, an orderly
         one's queue locks released: the group rebalances) and stays down (not restarted)."""
+
+
+@runtime_checkable
+class ConsumerHosting(Protocol):
+    def warm_consumer_hosts(self, modes: Collection[str]) -> None:
+        """Start now, beside the system's own start, what will host consumers of these modes whose
+        spec says ``hosted`` (a JVM shared by many), so that the first one's start finds it up."""
 
 
 @runtime_checkable

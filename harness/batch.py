@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from contextlib import nullcontext
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -21,10 +22,10 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from hourglass.adapters import phase as adapter_phase
-from hourglass.adapters.base import AdapterError, ConfigReading, Consuming, System
+from hourglass.adapters.base import AdapterError, ConfigReading, ConsumerHosting, Consuming, System
 from hourglass.adapters.parts import PROCESS_ACTIONS
 from hourglass.harness import eta
-from hourglass.harness.runner import BROKER_SETUP, Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, skip_reason
+from hourglass.harness.runner import BROKER_SETUP, Cancelled, ConsumerWatch, Progress, RunResult, ScenarioRun, hosted, skip_reason
 from hourglass.reference.profile import BROKER_CONFIG_KEYS, profile_mismatches
 from hourglass.harness.fit import MAX_WAIT_MS, fit_to_broker
 from hourglass.harness.scenario import Scenario
@@ -34,6 +35,7 @@ from hourglass.reference.contract import CONSUMER_TARGET
 from hourglass.reference.rundir import slug
 from hourglass.harness.summary import scenario_wait_ms
 from hourglass.harness.systems import SystemSpec, open_system
+from hourglass.harness.turns import SetUpTurns
 from hourglass.harness.outdir import run_stamp
 
 
@@ -64,31 +66,40 @@ class BatchOptions:
     when_settled: Callable[[], None] | None = None
 
 
-#: the longest the other jobs wait for the first job's system to be set up (:class:`FirstSetUp`)
+#: the longest the other jobs wait for the first job's start (:class:`FirstSetUp`)
 FIRST_SETUP_WAIT_S = 90.0
 
 
 class FirstSetUp:
-    """The first job (the longest: :func:`plan_jobs`) sets its system up alone: the other jobs'
-    brokers, proxies and clients start after it (at most :data:`FIRST_SETUP_WAIT_S` later).
-    Measured on 2 cores: three systems starting at once took 29 s to bring the first one's name
-    server, broker and proxy up (each JVM's start three times as slow as alone), and the longest
-    job's runs waited for it; the others' runs are shorter and have the time. ``harness.bench
-    suite`` on an idle machine: the longest run's broker set up in 14.3 s instead of 26.1 s, the
-    suite in 1.38x its longest own wait instead of 1.46x."""
+    """The first job (the longest: :func:`plan_jobs`) starts alone: the other jobs' brokers,
+    proxies and clients start once its runs are past their setup (``ready``: its broker, its proxy
+    and its runs' consumers up), it ended, or :data:`FIRST_SETUP_WAIT_S` passed. Measured on 2
+    cores: three systems starting at once took 29 s to bring the first one's name server, broker
+    and proxy up (each JVM's start three times as slow as alone), and the longest job's runs waited
+    for it; started once its broker was up, the others' brokers took the cores from its proxy (20 s
+    instead of 6) and its gRPC groups' JVMs. The others' runs are shorter and have the time.
+    ``harness.bench suite`` on an idle machine: 1.46x its longest own wait when all started at once."""
 
-    def __init__(self, stop: threading.Event):
+    def __init__(self, stop: threading.Event, ready: Callable[[], bool]):
         self._up = threading.Event()
-        self._stop = stop
+        self._stop, self._ready = stop, ready
+        self.waiting = 0  # jobs waiting to start: the batch is not settled (:func:`settled`)
+        self._lock = threading.Lock()
 
     def done(self) -> None:
         self._up.set()
 
     def wait(self) -> None:
-        """Until the first job's system is up, the batch stops, or :data:`FIRST_SETUP_WAIT_S` passed."""
+        """Until the first job is ready or ended, the batch stops, or :data:`FIRST_SETUP_WAIT_S` passed."""
         deadline = time.monotonic() + FIRST_SETUP_WAIT_S
-        while not self._up.wait(0.2) and not self._stop.is_set() and time.monotonic() < deadline:
-            pass
+        with self._lock:
+            self.waiting += 1
+        try:
+            while not self._up.wait(0.2) and not self._ready() and not self._stop.is_set() and time.monotonic() < deadline:
+                pass
+        finally:
+            with self._lock:
+                self.waiting -= 1
 
 
 @dataclass(frozen=True)
@@ -158,7 +169,7 @@ class Batch:
         self._systems: list[System] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._first_up = FirstSetUp(self._stop)  # the first job's system is set up (or could not be): the others start
+        self._first_up = FirstSetUp(self._stop, lambda: job_settled(self, 0))  # then the other jobs start
         self.results: dict[str, RunResult] = {}
         self.errors: dict[str, str] = {}
         self.fitted: dict[str, dict] = {}  # scenario -> what harness.fit changed to run it on this broker
@@ -216,7 +227,7 @@ class Batch:
             return
         try:
             with adapter_phase.reporting(self._phase_sink(index, job)):
-                self._open_and_run(job, workdir, self._first_up.done if index == 0 else None)
+                self._open_and_run(job, workdir)
         finally:
             self.jobs_ended.add(index)
             if index == 0:
@@ -241,7 +252,7 @@ class Batch:
             return undo
         return sink
 
-    def _open_and_run(self, job: Job, workdir: Path, set_up: Callable[[], None] | None = None) -> None:  # set_up: FirstSetUp
+    def _open_and_run(self, job: Job, workdir: Path) -> None:
         first = job.scenarios[0]
         try:
             needs = kinds.setup_needed(f for s in job.scenarios for f in s.faults) \
@@ -255,11 +266,11 @@ class Batch:
         with self._lock:
             self._systems.append(system)
         try:
+            if job.shared and len(job.scenarios) > 1 and isinstance(system, ConsumerHosting):  # beside its start
+                system.warm_consumer_hosts({c.mode for s in job.scenarios for c in s.consumers if hosted(s, c, True)})
             setup_started = system.clock.now_ms()
             system.setup()
             system.info.details[BROKER_SETUP] = [setup_started, system.clock.now_ms()]
-            if set_up is not None:
-                set_up()
             read_broker_config(system)
             watch = ConsumerWatch(system)
             scenarios = job.scenarios
@@ -269,9 +280,10 @@ class Batch:
             if job.shared and len(job.scenarios) > 1:
                 external = self.opts.system.runtime == "external"  # already unique per run
                 runs: list[ScenarioRun] = []
+                turns = SetUpTurns(job.scenarios, self._stop)
                 threads = [
                     threading.Thread(target=self._run_one, args=(s if external else s.with_prefix(slug(s.name)[:24] + "_"),
-                                                                 system, s.name, watch, True, runs), name=f"hg-{s.name}")
+                                                                 system, s.name, watch, True, runs, turns), name=f"hg-{s.name}")
                     for s in job.scenarios
                 ]
                 try:
@@ -316,19 +328,16 @@ class Batch:
         return fitted.scenario, fitted.note(), None, None
 
     def _run_one(self, scenario: Scenario, system: System, name: str, watch: ConsumerWatch, shared: bool,
-                 runs: list | None = None) -> None:
+                 runs: list | None = None, turns: SetUpTurns | None = None) -> None:
         """``shared``: other runs use ``system`` at the same time: the run leaves the consumers to
         the system's teardown, and its copy of the logs is the part written while it ran; it joins
-        ``runs`` (:meth:`_consumers_stopped`)."""
+        ``runs`` (:meth:`_consumers_stopped`) and sets up in its turn (``turns``)."""
         tag = system.info.version + "".join("+" + d for d in self.opts.system.defects)
         run_id = f"{slug(name)}-{slug(tag)}-{self.stamp}"
         scenario, fitted, skipped, broken = self._prepare(scenario, system)
         if fitted:
             self.fitted[name] = fitted
-            out = self.opts.progress_out or sys.stderr
-            print(f"[hourglass] {name}: fitted to the broker: " + "; ".join(fitted["changes"])
-                  + (f"; left out {len(fitted['left_out'])} message(s): " + "; ".join(fitted["left_out"][:3])
-                     + (" …" if len(fitted["left_out"]) > 3 else "") if fitted["left_out"] else ""), file=out, flush=True)
+            print_fitted(self.opts.progress_out or sys.stderr, name, fitted)
         if skipped or broken:
             self.progress[name].phase = "done" if skipped else "error"
             if broken:
@@ -338,7 +347,7 @@ class Batch:
             return
         run = ScenarioRun(scenario, system, self.opts.out_dir / run_id, run_id, self.progress[name], cancel=self._stop,
                           watch=watch, owns_consumers=not shared, system_spec=self.opts.system.spec, shared_system=shared,
-                          fitted=fitted)
+                          fitted=fitted, setup_turn=(lambda: turns.turn(name)) if turns else nullcontext)
         if runs is not None:
             runs.append(run)
         try:
@@ -438,6 +447,13 @@ class Batch:
                      finishing or self.opts.checked, waiting)
 
 
+def print_fitted(out: TextIO, name: str, fitted: dict) -> None:
+    """What ``harness.fit`` changed of scenario ``name`` to run it on this broker, in a line."""
+    print(f"[hourglass] {name}: fitted to the broker: " + "; ".join(fitted["changes"])
+          + (f"; left out {len(fitted['left_out'])} message(s): " + "; ".join(fitted["left_out"][:3])
+             + (" …" if len(fitted["left_out"]) > 3 else "") if fitted["left_out"] else ""), file=out, flush=True)
+
+
 def teardown_each(systems: list[System]) -> None:
     """Every system torn down, a failure of one said and the others' cleanup going on."""
     for s in systems:
@@ -470,18 +486,16 @@ def read_broker_config(system: System) -> None:
 
 
 def settled(batch: "Batch") -> bool:
-    """Every job started so far has its broker up and its runs past their setup (sending or
-    later), and at least one has: nothing of the batch is starting now."""
-    if not batch.job_started:
-        return False
-    for i in batch.job_started:
-        if i in batch.jobs_ended:
-            continue
-        for s in batch.jobs[i].scenarios:
-            p = batch.progress[s.name]
-            if p.phase not in eta.DONE and "sending" not in p.began:
-                return False
-    return True
+    """Every job started so far is settled (:func:`job_settled`), at least one has started, and no
+    job waits to start: nothing of the batch is starting now."""
+    return bool(batch.job_started) and not batch._first_up.waiting and all(
+        i in batch.jobs_ended or job_settled(batch, i) for i in batch.job_started)
+
+
+def job_settled(batch: "Batch", i: int) -> bool:
+    """Job ``i`` has started, its broker is up and its runs are past their setup (sending or later)."""
+    return i in batch.job_started and all(
+        p.phase in eta.DONE or "sending" in p.began for p in (batch.progress[s.name] for s in batch.jobs[i].scenarios))
 
 
 def ready_at(batch: "Batch", i: int) -> float | None:

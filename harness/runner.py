@@ -12,6 +12,7 @@ message is final (``harness.drain``), heals all faults, reads the DLQ and takes 
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import nullcontext
 import heapq
 import itertools
 import os
@@ -21,7 +22,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Collection
+from typing import Callable, Collection, ContextManager
 from hourglass.adapters.base import (ConsumerSpec, ConsumersNotRestarted, ConsumeStatsReading, Consuming, DlqReading, LogFiles, OffsetFlushWatching, SendRequest,
                            TimerCheckpointWatching,
                            System)
@@ -486,7 +487,12 @@ def consumer_spec(sc: Scenario, c, i: int, events_dir: Path, shared_system: bool
     mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
     return ConsumerSpec(consumer_name(c.group, i), c.group, c.topics, mrt, events_dir, c.batch_size, c.retry_max_times,
                         c.mode, effective_suspend_ms(c.suspend_ms), i, c.consume_timeout_min, c.pop_invisible_ms,
-                        hosted=shared_system and not sc.faults and not sc.crashes(c))
+                        hosted=hosted(sc, c, shared_system))
+
+
+def hosted(sc: Scenario, c, shared_system: bool) -> bool:
+    """Whether group ``c`` of ``sc`` may share a JVM with other runs' groups (:func:`consumer_spec`)."""
+    return shared_system and not sc.faults and not sc.crashes(c)
 
 
 def run_consumers(sc: Scenario) -> frozenset[str]:
@@ -541,6 +547,19 @@ def _unreached(scenario: Scenario, seen: list[dict]) -> str | None:
     return unreached(scenario.reach, seen, parse_level_table(scenario.profile.message_delay_level))
 
 
+def record_broker_setup(system: System, log: EventLog) -> None:
+    """The brokers' own start, before the run: when their schedule services can first have persisted."""
+    info = system.info
+    setup = info.details.get(BROKER_SETUP)
+    if not setup:
+        return
+    chain = info.details.get("versions")  # an across-store chain starts at its first version
+    for target in broker_targets(info.details.get("cluster", SINGLE)):  # started together (reference.cluster)
+        for action, ts in zip(("start", "ready"), setup):
+            log.write({"type": "fault", "ts_ms": ts, "action": action, "target": target, "cause": "setup",
+                       **({"version": chain[0]} if chain and action == "ready" else {})})
+
+
 class ScenarioRun:
     def __init__(
         self,
@@ -555,8 +574,10 @@ class ScenarioRun:
         system_spec: str | None = None,
         shared_system: bool = False,
         fitted: dict | None = None,
+        setup_turn: Callable[[], ContextManager] = nullcontext,
     ):
         self.scenario = scenario
+        self._setup_turn = setup_turn  # while it sets up (a shared system's runs take turns: harness.turns)
         self.fitted = fitted  # what harness.fit changed to run it on this broker: run.json ``fitted``
         self.system = system
         self.run_dir = Path(run_dir)
@@ -586,13 +607,14 @@ class ScenarioRun:
         logs_since = self._logs.sizes() if self._shared_system else {}
         log = EventLog(self.events_dir / HARNESS_EVENTS)
         self._flushes = FlushRecorder(self.system, log)
-        self._record_broker_setup(log)
+        record_broker_setup(self.system, log)
         faults = FaultDriver(self.system, log, run_consumers(sc) if self._shared_system else None)  # batch.shares_a_system
         faults.waiting_levels = self._waiting_levels
         watch = hostwatch.acquire(self.system)  # the host's and the system's stalls meanwhile (reference.stalls)
         out = _Outcome(DrainState((), None, len(sc.messages), 0), host=watch)
         try:
-            self._set_up(log)
+            with self._setup_turn():
+                self._set_up(log)
             faults.snapshot("run_start")
             self._send_and_drain(run, faults, log, out)
         except (Cancelled, KeyboardInterrupt, SystemExit) as e:  # stopped from outside: not the broker's doing
@@ -640,18 +662,6 @@ class ScenarioRun:
             run["fitted"] = self.fitted
         write_run_json(self.run_dir, run)
         return run
-
-    def _record_broker_setup(self, log: EventLog) -> None:
-        """The brokers' own start, before the run: when their schedule services can first have persisted."""
-        info = self.system.info
-        setup = info.details.get(BROKER_SETUP)
-        if not setup:
-            return
-        chain = info.details.get("versions")  # an across-store chain starts at its first version
-        for target in broker_targets(info.details.get("cluster", SINGLE)):  # started together (reference.cluster)
-            for action, ts in zip(("start", "ready"), setup):
-                log.write({"type": "fault", "ts_ms": ts, "action": action, "target": target, "cause": "setup",
-                           **({"version": chain[0]} if chain and action == "ready" else {})})
 
     def _set_up(self, log: EventLog) -> None:
         """The scenario's topics and consumers."""

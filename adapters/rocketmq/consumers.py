@@ -85,6 +85,20 @@ class ConsumerProcesses(Part):
                 host = self.hosts[pop] = ConsumerHost(self.lib_dir, self.logs_dir, pop)
             return host
 
+    def warm(self, pop: bool) -> None:
+        """The consumer host for POP groups or the others started now, in a thread of its own, beside
+        the system's own start: the first hosted group's start then finds it up (its JVM and the
+        client's classes: 1.8-3 s beside a shared system's other starts). A host that cannot start
+        now is started by the first group that needs it, which reports why."""
+        def start() -> None:
+            try:
+                self.logs_dir.mkdir(parents=True, exist_ok=True)
+                self._host(pop)
+            except (AdapterError, OSError):
+                pass
+
+        threading.Thread(target=start, name=f"hg-warm-host{'-pop' if pop else ''}", daemon=True).start()
+
     def _spawn(self, spec: ConsumerSpec, restarted_after: str | None = None) -> ConsumerProcess | HostedConsumer:
         for attempt in range(1, self.CONSUMER_START_ATTEMPTS + 1):
             if self.closed:

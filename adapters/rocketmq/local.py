@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import time
 from pathlib import Path
 
-from hourglass.adapters.base import AdapterError, BrokerProfile, NotReady
+from hourglass.adapters.base import AdapterError, BrokerProfile, ConsumerSpec, NotReady
 from hourglass.adapters.parts import faculties
 from hourglass.adapters.rocketmq.clientlink import ClientError
 from hourglass.adapters.rocketmq.logs import client_log_files, server_log_files
 from hourglass.adapters.rocketmq.iostall import FreezableStore
 from hourglass.adapters.rocketmq.machine import ClockControl, FillableStore, OwnNetwork
 from hourglass.adapters.rocketmq.provision import Distribution, NotOnCentral
-from hourglass.adapters.rocketmq.proxy import InBrokerProxy, Proxy, proxy_jars, tls_only
+from hourglass.adapters.rocketmq.proxy import InBrokerProxy, Proxy, ProxyStart, proxy_jars, tls_only
 from hourglass.adapters.rocketmq.runtime import CpuQuota, Runtime
 from hourglass.adapters.rocketmq.servers import Broker, NameServer
 from hourglass.adapters.rocketmq.system import RocketMQSystem
@@ -28,14 +27,8 @@ from hourglass.adapters.rocketmq.whitebox import last_offset_flush_ms, memory_sn
 from hourglass.reference.cluster import CONTROLLER
 from hourglass.reference.faults.io import FREEZABLE_STORE
 from hourglass.reference.contract import BROKER_TARGETS, PROXY_TARGET
+from hourglass.reference.modes import GRPC_MODES
 from hourglass.reference.pop import PROXY_CLUSTER, PROXY_LOCAL
-
-
-#: ProxyStartup exits when its own first requests to the brokers fail (seen on a starved 5.5.0 broker:
-#: "create system broadcast topic DefaultHeartBeatSyncerTopic failed on cluster ..."): the setup
-#: starts it again, a few times, as an operator's supervisor would; a proxy that exits during a run
-#: is the run's fault, never started again by this
-PROXY_START_ATTEMPTS = 3
 
 
 class LocalRocketMQSystem(RocketMQSystem):
@@ -47,6 +40,7 @@ class LocalRocketMQSystem(RocketMQSystem):
         self.net = OwnNetwork()  # the broker's own network namespace (partition, latency, loss)
         self.broker_clock = ClockControl(self.layout.conf_dir, profile.drifting_clock)  # libfaketime (clock steps)
         self._watched: dict[str, int] = {}  # the host pid of each server, for the host watch
+        self._proxy_start: ProxyStart | None = None  # set up: the proxy's start, awaited by what needs it
         self.parts = {"namesrv": NameServer(self, "namesrv", self.layout.home_dir)}
         self.parts.update({t: self._broker(node) for t, node in self.nodes.items()})
         self.parts["consumer"] = self.consumer
@@ -98,25 +92,25 @@ class LocalRocketMQSystem(RocketMQSystem):
             raise
 
     def _start_proxy(self) -> None:
-        """The proxy in front of the brokers (cluster mode), or the one the broker's process runs
-        (local mode) answering."""
-        proxy = self.parts[PROXY_TARGET]
-        if not self.proxy_local:  # local mode: the broker's process runs it, fetched before the broker's start
-            proxy.launch()
-        for attempt in range(1, PROXY_START_ATTEMPTS + 1):
-            try:
-                proxy.wait_ready()
-                break
-            except NotReady:
-                raise
-            except AdapterError as e:  # it exited while starting
-                if self.proxy_local or attempt == PROXY_START_ATTEMPTS:
-                    raise
-                print(f"hourglass: the proxy exited while starting (attempt {attempt} of {PROXY_START_ATTEMPTS}), "
-                      f"started again: {str(e).splitlines()[0]}", file=sys.stderr, flush=True)
-                proxy.start()
+        """The proxy in front of the brokers: in local mode the broker's process runs it, answering
+        by now; in cluster mode its own JVM starts now, and the runs go on beside its start (it took
+        6 s of a shared system's 13 s setup): what needs it waits for it (:meth:`part`,
+        :meth:`start_consumer`: :class:`ProxyStart`)."""
         self.info.details.update({PROXY_TARGET: self.ports.proxy_addr, "proxy_tls": tls_only(self.dist.version),
                                   "proxy_mode": PROXY_LOCAL if self.proxy_local else PROXY_CLUSTER})
+        self._proxy_start = ProxyStart(self.parts[PROXY_TARGET], self.proxy_local)
+        if self.proxy_local:
+            self._proxy_start.wait()
+
+    def part(self, target: str):
+        if target == PROXY_TARGET and self._proxy_start is not None:  # a fault of the proxy acts on a proxy up
+            self._proxy_start.wait()
+        return super().part(target)
+
+    def start_consumer(self, spec: ConsumerSpec) -> None:
+        if spec.mode in GRPC_MODES and self._proxy_start is not None:  # its endpoint
+            self._proxy_start.wait()
+        super().start_consumer(spec)
 
     def _proxy_jars(self) -> None:
         """The proxy's jars, where Maven Central has its version; else the system runs no proxy and
@@ -172,6 +166,8 @@ class LocalRocketMQSystem(RocketMQSystem):
             time.sleep(0.5)  # poll interval while the replicas register and catch up
 
     def teardown(self) -> None:
+        if self._proxy_start is not None:  # a proxy exiting from now on is not started again
+            self._proxy_start.close()
         self.freezer.thaw()  # first: a process blocked on a frozen store cannot even be killed
         super().teardown()
 

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +23,7 @@ from hourglass.adapters.rocketmq import config as cfg
 from hourglass.adapters.rocketmq.family import _release
 from hourglass.adapters.rocketmq.launch import Launch
 from hourglass.adapters.rocketmq.provision import PROXY_ARTIFACT, proxy_lib
+from hourglass.adapters.base import AdapterError, NotReady
 from hourglass.adapters.rocketmq.servers import Server
 from hourglass.reference.contract import PROXY_TARGET
 from hourglass.reference.pop import PROXY_CLUSTER, PROXY_IN_BROKER, PROXY_LOCAL
@@ -33,6 +37,12 @@ STARTED_LINE = b"rocketmq-proxy startup successfully"
 #: self-signed certificate: grpcTlsTestModeEnable); from 5.1.0 TlsSystemConfig.tlsMode decides, its
 #: default PERMISSIVE taking plain connections too
 TLS_ONLY_BEFORE = (5, 1, 0)
+
+#: ProxyStartup exits when its own first requests to the brokers fail (seen on a starved 5.5.0 broker:
+#: "create system broadcast topic DefaultHeartBeatSyncerTopic failed on cluster ..."): the setup
+#: starts it again, a few times, as an operator's supervisor would; a proxy that exits during a run
+#: is the run's fault, never started again by this
+PROXY_START_ATTEMPTS = 3
 
 
 def tls_only(version: str) -> bool:
@@ -139,3 +149,53 @@ class InBrokerProxy(ProxyEndpoint):
     def answers(self) -> bool:
         self.addr = self.system.topology.ports.proxy_addr
         return super().answers()
+
+
+class ProxyStart:
+    """The proxy's start after the brokers' (ProxyStartup creates its system topics on them first),
+    in a thread of its own in cluster mode: the runs that need no proxy begin beside it, and what
+    needs it waits for it (:meth:`wait`), failing with its reason when it did not start. A proxy that exits
+    while starting is started again (:data:`PROXY_START_ATTEMPTS`), unless the system is being torn
+    down (:meth:`close`): nothing starts it after that."""
+
+    def __init__(self, proxy: ProxyEndpoint, local: bool):
+        self.proxy, self.local = proxy, local
+        self.done: Future = Future()
+        self._lock = threading.Lock()
+        self._closed = False
+        if local:  # the broker's process runs it: answering by now
+            self._start()
+        else:
+            threading.Thread(target=self._start, name="hg-proxy-start", daemon=True).start()
+
+    def _start(self) -> None:
+        try:
+            if not self.local:
+                with self._lock:  # a teardown meanwhile ends what was launched, or finds nothing launched
+                    if self._closed:
+                        raise AdapterError("the system was torn down before its proxy started")
+                    self.proxy.launch()
+            for attempt in range(1, PROXY_START_ATTEMPTS + 1):
+                try:
+                    self.proxy.wait_ready()
+                    break
+                except NotReady:
+                    raise
+                except AdapterError as e:  # it exited while starting
+                    with self._lock:
+                        if self.local or self._closed or attempt == PROXY_START_ATTEMPTS:
+                            raise
+                        print(f"hourglass: the proxy exited while starting (attempt {attempt} of {PROXY_START_ATTEMPTS}), "
+                              f"started again: {str(e).splitlines()[0]}", file=sys.stderr, flush=True)
+                        self.proxy.start()
+            self.done.set_result(None)
+        except BaseException as e:  # noqa: BLE001 - handed to whoever waits for the proxy
+            self.done.set_exception(e)
+
+    def wait(self) -> None:
+        """Once the proxy answers; its start's failure raised (every time it is asked)."""
+        self.done.result()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True

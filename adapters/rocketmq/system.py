@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Collection
 
 from hourglass.adapters.base import AdapterError, BrokerProfile, ConsumerSpec, SendRequest, SendResult, SystemInfo
 from hourglass.adapters.parts import Part, PartsSystem
@@ -43,7 +44,7 @@ from hourglass.adapters.rocketmq.whitebox import broker_status
 from hourglass.reference.cluster import REGISTERED_WITHIN_MS
 from hourglass.reference.contract import CONSUME_STATS_SOURCE, POP_CONSUMPTION, PROXY_TARGET, ROCKETMQ_ADAPTER, queue_key
 from hourglass.reference.modes import GRPC_MODES
-from hourglass.reference.pop import DEFAULT_RETRY_MAX_TIMES, POP_MODES
+from hourglass.reference.pop import DEFAULT_RETRY_MAX_TIMES, POP, POP_MODES
 
 
 class WallClock:
@@ -222,6 +223,10 @@ class RocketMQSystem(PartsSystem):
 
     def poll_consumers(self) -> list[str]:
         return self.consumer.poll()
+
+    def warm_consumer_hosts(self, modes: Collection[str]) -> None:
+        for pop in sorted({m == POP for m in modes if m not in GRPC_MODES}):  # a gRPC group is never hosted
+            self.consumer.warm(pop)
 
     def stop_consumers(self, graceful: bool = True) -> None:
         (self.consumer.stop if graceful else self.consumer.discard)()

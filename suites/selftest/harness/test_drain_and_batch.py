@@ -371,3 +371,25 @@ def test_a_broadcasting_instance_waits_for_its_own_copy_whatever_its_twin_answer
     assert st.deadline_ms == T0 + 1000  # level 0: its window closes at the send + slack
     st = drain_state(run, [*ev, dict(deliver("a", T0 + 300, 0, "OK"), group="g@1")], T0 + 400)
     assert st.pending == () and (st.messages, st.final) == (1, 1)
+
+
+def test_the_other_jobs_start_once_the_first_job_s_runs_are_past_their_setup():
+    """Started once the first job's broker was up, the other jobs' brokers took the cores from its
+    proxy and its gRPC groups' JVMs (batch.FirstSetUp): they wait for its runs to be set up, and the
+    batch is not settled (no Spark start) while they wait."""
+    import threading
+    import time
+
+    from hourglass.harness.batch import FirstSetUp
+
+    ready = threading.Event()
+    first = FirstSetUp(threading.Event(), ready.is_set)
+    started = threading.Event()
+    waiter = threading.Thread(target=lambda: (first.wait(), started.set()))
+    waiter.start()
+    time.sleep(0.5)
+    assert not started.is_set() and first.waiting == 1  # the first job's broker may be up: not enough
+    ready.set()
+    assert started.wait(2)
+    waiter.join(2)
+    assert first.waiting == 0

@@ -1,0 +1,69 @@
+"""The runs of a shared system set up in turns, longest own wait first, a few at a time
+(``harness.turns.SetUpTurns``): the batch waits for its longest run, so its setup goes first; a run
+that never asks for its turn holds nobody up; a stop lets every waiting run through."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from hourglass.harness.scenario import ConsumerGroup, Message, Scenario
+from hourglass.harness.turns import SetUpTurns
+
+
+def _scenario(name: str, wait_s: int) -> Scenario:
+    return Scenario(name=name, messages=(Message(key="k", topic="t", at_ms=wait_s * 1000),), consumers=(ConsumerGroup("g", ("t",)),))
+
+
+def _take_turns(turns: SetUpTurns, names: list[str], hold_s: float = 0.05) -> tuple[list[str], int]:
+    order, most = [], [0]
+    lock = threading.Lock()
+
+    def run(name):
+        with turns.turn(name):
+            with lock:
+                order.append(name)
+                most[0] = max(most[0], len(turns.active))
+            time.sleep(hold_s)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+        time.sleep(0.01)  # all waiting before the first turn ends (they start together in a batch)
+    for t in threads:
+        t.join(10)
+    return order, most[0]
+
+
+def test_the_longest_runs_set_up_first_and_at_most_a_few_at_once():
+    scenarios = [_scenario(f"s{level}", level) for level in (1, 5, 3, 18, 9, 2, 14)]  # own waits grow with the send time
+    turns = SetUpTurns(scenarios, threading.Event(), at_once=2)
+    order, most = _take_turns(turns, [s.name for s in scenarios], hold_s=0.2)
+    assert most == 2
+    # the first two in line got theirs while nobody else waited; from then on, by own wait
+    assert order[2:] == sorted(order[2:], key=lambda n: -int(n[1:]))
+
+
+def test_a_run_that_never_asks_holds_nobody_up():
+    scenarios = [_scenario("long", 18), _scenario("short", 1)]
+    turns = SetUpTurns(scenarios, threading.Event(), at_once=1)
+    order, _ = _take_turns(turns, ["short"])  # "long" was skipped: never asks
+    assert order == ["short"]
+
+
+def test_a_stop_lets_every_waiting_run_through():
+    stop = threading.Event()
+    turns = SetUpTurns([_scenario("a", 1), _scenario("b", 2)], stop, at_once=1)
+    entered = threading.Event()
+
+    def b():
+        with turns.turn("b"):
+            entered.set()
+
+    with turns.turn("a"):
+        t = threading.Thread(target=b)
+        t.start()
+        assert not entered.wait(0.5)  # b waits for a's turn to end
+        stop.set()
+        assert entered.wait(2)
+    t.join(2)
