@@ -393,3 +393,16 @@ def test_the_other_jobs_start_once_the_first_job_s_runs_are_past_their_setup():
     assert started.wait(2)
     waiter.join(2)
     assert first.waiting == 0
+
+
+def test_the_other_jobs_wait_for_the_first_only_when_it_is_the_longest_path():
+    """The conformance suite's shared job (91 s) outlasts its two short jobs in the other slot: they
+    wait for its start. The main job's other jobs (38 + 30 + 16 + 12 s, one after the other in the
+    second slot) outlast it: holding them back lengthened the batch (197 s instead of 175 s)."""
+    from hourglass.harness.batch import first_job_critical
+    from hourglass.harness.catalogue.chaos import SHORT
+    from hourglass.harness.catalogue.conformance import CONFORMANCE
+
+    assert first_job_critical(plan_jobs(list(CONFORMANCE), False), 2)
+    assert not first_job_critical(plan_jobs(list(CONFORMANCE) + list(SHORT), False), 2)
+    assert first_job_critical(plan_jobs(list(CONFORMANCE) + list(SHORT), False), 5)  # a slot each: the longest is first
