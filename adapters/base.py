@@ -139,8 +139,9 @@ class ConsumerSpec:
     #: 60 s; reference.pop.pop_invisible_ms)
     pop_invisible_ms: int | None = None
     #: may share a JVM with the system's other hosted consumers (adapters.rocketmq.consumer_host): the
-    #: runner sets it on a shared system (no fault acts on its consumers) for a group no plan CRASHes
-    #: (a consumer's death alone takes a process of its own); an adapter may run it alone anyway
+    #: runner sets it for a group no plan CRASHes (a consumer's death alone takes a process of its
+    #: own) of a scenario no fault of which acts on its consumers (harness.runner.hosted); an adapter
+    #: may run it alone anyway
     hosted: bool = False
 
 

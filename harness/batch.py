@@ -280,8 +280,8 @@ class Batch:
         with self._lock:
             self._systems.append(system)
         try:
-            if job.shared and len(job.scenarios) > 1 and isinstance(system, ConsumerHosting):  # beside its start
-                system.warm_consumer_hosts({c.mode for s in job.scenarios for c in s.consumers if hosted(s, c, True)})
+            if isinstance(system, ConsumerHosting):  # beside its start
+                system.warm_consumer_hosts({c.mode for s in job.scenarios for c in s.consumers if hosted(s, c)})
             setup_started = system.clock.now_ms()
             system.setup()
             system.info.details[BROKER_SETUP] = [setup_started, system.clock.now_ms()]

@@ -480,19 +480,22 @@ def _group_max_reconsume_times(sc: Scenario, version: str = "") -> dict:
             **({"broadcasting_groups": broadcasting} if broadcasting else {})}
 
 
-def consumer_spec(sc: Scenario, c, i: int, events_dir: Path, shared_system: bool = False) -> ConsumerSpec:
-    """Instance ``i`` of the scenario's consumer group ``c``. On a shared system a group no plan
-    CRASHes of a run without faults is ``hosted``: it may share a JVM with the other runs' (a run's
-    consumer faults there act on its own consumers' processes: harness.batch.shares_a_system)."""
+def consumer_spec(sc: Scenario, c, i: int, events_dir: Path) -> ConsumerSpec:
+    """Instance ``i`` of the scenario's consumer group ``c``, ``hosted`` where :func:`hosted` says."""
     mrt = c.max_reconsume_times if c.max_reconsume_times is not None else sc.profile.max_reconsume_times
     return ConsumerSpec(consumer_name(c.group, i), c.group, c.topics, mrt, events_dir, c.batch_size, c.retry_max_times,
                         c.mode, effective_suspend_ms(c.suspend_ms), i, c.consume_timeout_min, c.pop_invisible_ms,
-                        hosted=hosted(sc, c, shared_system))
+                        hosted=hosted(sc, c))
 
 
-def hosted(sc: Scenario, c, shared_system: bool) -> bool:
-    """Whether group ``c`` of ``sc`` may share a JVM with other runs' groups (:func:`consumer_spec`)."""
-    return shared_system and not sc.faults and not sc.crashes(c)
+def hosted(sc: Scenario, c) -> bool:
+    """Whether group ``c`` of ``sc`` may run in the system's consumer host, one JVM with the other
+    hosted groups (adapters.rocketmq.consumer_host), warmed up beside the broker's start: a group no
+    plan CRASHes (its death alone takes a process of its own) of a scenario no fault step of which
+    acts on its consumers (a signal to a host stops every consumer in it). A broker's faults leave
+    the consumers be, hosted or not; a shared system runs only scenarios without other faults
+    (harness.batch.shares_a_system)."""
+    return not sc.crashes(c) and not any(f.target == CONSUMER_TARGET for f in sc.faults)
 
 
 def run_consumers(sc: Scenario) -> frozenset[str]:
@@ -678,7 +681,7 @@ class ScenarioRun:
         group's membership changes (a rebalance), recorded like any consumer start (cause
         ``scenario``); a leave is recorded before the consumer stops."""
         sysm = self.system
-        spec = consumer_spec(self.scenario, c, i, self.events_dir, self._shared_system)
+        spec = consumer_spec(self.scenario, c, i, self.events_dir)
         if action == "start":
             sysm.start_consumer(spec)
             log.write(consumer_fault("start", sysm.clock.now_ms(), spec.name, c.group, CONSUMER_STARTED_BY_SCENARIO))

@@ -9,9 +9,9 @@ connections to the broker; its own plan follower and events file).
 What a host cannot give is a consumer's death alone: a ``CRASH`` answer ends its process, and the
 broker must see what it sees of a dead client (its connections dropped, no unregister, its offsets
 not committed: ``ClientHousekeepingService.doChannelCloseEvent`` -> ``ConsumerManager``), which
-only the end of a process gives faithfully. So a group that a plan CRASHes, a group on a system a
-fault acts on, and a gRPC group run in processes of their own (the harness decides:
-``ConsumerSpec.hosted``); a host is killed or paused only as a whole.
+only the end of a process gives faithfully. So a group that a plan CRASHes, a group of a scenario
+whose faults act on its consumers, and a gRPC group run in processes of their own (the harness
+decides: ``ConsumerSpec.hosted``); a host is killed or paused only as a whole.
 
 Run as ``python -m hourglass.adapters.rocketmq.consumer_host --lib LIB --log-dir DIR [--pop]``
 (``--pop``: the JVM of POP consumers, without binary request headers: ``jvm.start_jvm``). It prints
