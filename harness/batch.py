@@ -35,7 +35,7 @@ from hourglass.reference.contract import CONSUMER_TARGET
 from hourglass.reference.rundir import slug
 from hourglass.harness.summary import scenario_wait_ms
 from hourglass.harness.systems import SystemSpec, open_system
-from hourglass.harness.turns import SetUpTurns
+from hourglass.harness.turns import SETUP_AT_ONCE, SetUpTurns
 from hourglass.harness.outdir import run_stamp
 
 
@@ -361,7 +361,7 @@ class Batch:
             return
         run = ScenarioRun(scenario, system, self.opts.out_dir / run_id, run_id, self.progress[name], cancel=self._stop,
                           watch=watch, owns_consumers=not shared, system_spec=self.opts.system.spec, shared_system=shared,
-                          fitted=fitted, setup_turn=(lambda: turns.turn(name)) if turns else nullcontext)
+                          fitted=fitted, setup_turn=(lambda: turns.turn(name, self.progress[name])) if turns else nullcontext)
         if runs is not None:
             runs.append(run)
         try:
@@ -412,7 +412,8 @@ class Batch:
         # a start still under way is a lower bound of its duration: it may raise the pace the
         # finished ones give, never lower it
         self.pace = max(eta.pace_of(broker_starts(self, now, running=False), self.costs),
-                        eta.pace_of(broker_starts(self, now), self.costs))
+                        eta.pace_of(broker_starts(self, now), self.costs),
+                        eta.setup_pace(run_setups(self, now), self.costs, SETUP_AT_ONCE))
         costs = eta.paced(self.costs, self.pace)
         starting = [i for i in self.job_started if i not in self.jobs_ended and ready_at(self, i) is None]
         setting_up = sum(1 for i in starting for _ in self.jobs[i].scenarios) + sum(
@@ -432,8 +433,8 @@ class Batch:
         runs_s = eta.runs_left_s(running, queued, slots)
         if not self.opts.checked:
             return runs_s
-        checking = eta.paced(self.costs, eta.check_pace(self.pace))
-        spark_left = eta.spark_left_s(spark, self.started, now, checking)
+        checking = eta.paced(self.costs, max(eta.check_pace(self.pace), eta.spark_pace(spark, spark_since(self), now, self.costs)))
+        spark_left = eta.spark_left_s(spark, spark_since(self), now, checking)
         return runs_s + eta.check_left_s(runs_s, len(self.scenarios), spark_left, checking)
 
     def progress_line(self) -> str:
@@ -518,6 +519,24 @@ def ready_at(batch: "Batch", i: int) -> float | None:
     return min(setups) if setups else None
 
 
+def spark_since(batch: "Batch") -> float | None:
+    """When the checker's Spark began to start: once the batch settled (``when_settled``), else with the batch."""
+    return batch.spark_started_at if batch.opts.when_settled is not None else batch.started
+
+
+def run_setups(batch: "Batch", now: float) -> list[float]:
+    """How long each run's setup took (its topics and consumers: phase ``setup`` to ``sending``),
+    or has taken so far while it sets up for longer than the estimate for its turn."""
+    out, est = [], batch.costs.setup_for(SETUP_AT_ONCE)
+    for p in batch.progress.values():
+        began, ended = p.began.get("setup"), p.began.get("sending")
+        if began is not None and ended is not None:
+            out.append(ended - began)
+        elif began is not None and p.phase == "setup" and now - began > est:
+            out.append(now - began)
+    return out
+
+
 def broker_starts(batch: "Batch", now: float, running: bool = True) -> list[tuple[float, int]]:
     """How long each job's broker took to start (to its first run's setup, less its adapter's
     slow steps: an image's first build is no sign of a busy machine), or has taken so far while
@@ -530,7 +549,7 @@ def broker_starts(batch: "Batch", now: float, running: bool = True) -> list[tupl
         end = ready if ready is not None else now
         others = sum(1 for j, s in batch.job_started.items() if j != i and s < end and (readies[j] or now) > started)
         warm = batch.spark_warm_at if batch.spark_warm_at is not None else now
-        spark_from = batch.spark_started_at if batch.opts.when_settled is not None else batch.started
+        spark_from = spark_since(batch)
         if batch.opts.checked and spark_from is not None and spark_from < end and warm > started:
             others += 1
         so_far = end - started - batch.steps_s.get(i, 0.0)

@@ -22,17 +22,20 @@ import sys
 import time
 from pathlib import Path
 
+from hourglass.harness.runner import SETUP_BEGAN_MS
+
 MODULES = {"model": "hourglass.harness.bench_model", "checker": "hourglass.reports.bench", "broker": "hourglass.adapters.rocketmq.bench"}
 
 
 #: The phases of one run, each the time between two of its observations (:func:`run_phases`).
-PHASES = ("broker_setup", "consumers_start", "sending", "until_last_delivery", "drain_tail", "run_end")
+PHASES = ("broker_setup", "setup_turn", "consumers_start", "sending", "until_last_delivery", "drain_tail", "run_end")
 
 
 def run_phases(run_dir: Path) -> dict:
     """Where one run's time went, in seconds, from its run.json and events: the broker's setup
-    (start to ready: shared by the runs of a shared system), the consumers' start (the run's start
-    to its ``run_start`` snapshot: topics, consumer JVMs), the sending, the wait until the last
+    (start to ready: shared by the runs of a shared system), the wait for its setup turn (the
+    run's start to its ``setup_began_ms``: harness.turns), the consumers' start (from then to its
+    ``run_start`` snapshot: topics, consumer JVMs), the sending, the wait until the last
     delivery or DLQ entry, the drain's tail after it (margins until the model says every message is
     final), and the run's end (heal, DLQ read, consume stats, consumers' stop)."""
     from hourglass.adapters.rundir import read_events
@@ -44,11 +47,12 @@ def run_phases(run_dir: Path) -> dict:
     sends, got = ts("send"), ts("deliver") + ts("dlq")
     setup = run.get("system", {}).get("broker_setup_ms") or [run["started_ms"], run["started_ms"]]
     started, ended = run["started_ms"], run["ended_ms"]
-    consumers_up = min(ts("snapshot", "run_start"), default=started)
+    turn = run.get(SETUP_BEGAN_MS, started)
+    consumers_up = min(ts("snapshot", "run_start"), default=turn)
     last_send = max(sends, default=consumers_up)
     last_got = max(got, default=last_send)
     run_end = min(ts("snapshot", "run_end"), default=ended)
-    spans = [setup[1] - setup[0], consumers_up - started, last_send - consumers_up, last_got - last_send,
+    spans = [setup[1] - setup[0], turn - started, consumers_up - turn, last_send - consumers_up, last_got - last_send,
              run_end - last_got, ended - run_end]
     return {"scenario": run.get("scenario"), "started_ms": started, "ended_ms": ended, "setup_ms": setup,
             **{p: round(max(0, s) / 1000, 1) for p, s in zip(PHASES, spans)}}
@@ -84,7 +88,8 @@ def eta_timeline(out: Path, batch_wall_s: float, verdicts_s: float, spark_warm_s
     for path in sorted(out.glob("*/run.json")):
         run = json.loads(path.read_text())
         up = [e["ts_ms"] for e in read_events(path.parent / "events") if e.get("type") == "snapshot" and e.get("moment") == "run_start"]
-        runs[run["scenario"]] = {"setup": run["started_ms"], "sending": min(up, default=run["started_ms"]), "done": run["ended_ms"]}
+        setup = run.get(SETUP_BEGAN_MS, run["started_ms"])
+        runs[run["scenario"]] = {"setup": setup, "sending": min(up, default=setup), "done": run["ended_ms"]}
         jobs.setdefault(tuple(run["system"]["broker_setup_ms"]), []).append(run["scenario"])
     t0 = max(r["done"] for r in runs.values()) + TIMELINE_TEARDOWN_S * 1000 - batch_wall_s * 1000
     s = lambda ms: round((ms - t0) / 1000, 1)  # noqa: E731

@@ -16,6 +16,7 @@ send left. Work left never reads as nothing: every unfinished part counts at lea
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
 from hourglass.harness.summary import READY_ESTIMATE_MS
@@ -44,8 +45,8 @@ class Costs:
     end_s: float = 2.0  # a run's heal, DLQ read, consume stats and consumers' stop (median 1.6 s after its wait)
     teardown_s: float = 4.0  # a system's teardown (its consumers' and broker's stop)
     spark_start_s: float = 22.0  # the checker's local Spark session (JVM, first job), beside the first brokers
-    check_base_s: float = 2.5  # the check's fixed part with Spark warm: reading, the report of the batch
-    check_per_run_s: float = 0.15  # (21 runs: 5.7 s)
+    check_base_s: float = 3.0  # the check's fixed part with Spark warm: reading, the report of the batch
+    check_per_run_s: float = 0.2  # (21 runs: 5.7 s; 25: 6.3-7.5 s; the main job's 29: 8-10 s)
 
     def setup_for(self, runs: int) -> float:
         """A run's setup while ``runs`` runs (itself included) start their consumers together."""
@@ -61,8 +62,10 @@ COSTS = Costs()
 VIRTUAL = Costs(*(0.0 for _ in Costs.__dataclass_fields__))
 
 
-#: the most a busy machine is taken to slow the steps down (:func:`paced`)
-MAX_PACE = 4.0
+#: the most a busy machine is taken to slow the steps down (:func:`paced`): beside the load
+#: generator's CPU hogs (suites/adapters/loadgen.py) the harness's own, niced processes went 10-30x
+#: slower than alone (a gRPC group's start 4 min, the checker's Spark 268 s instead of 22 s)
+MAX_PACE = 12.0
 
 
 def paced(c: Costs, pace: float) -> Costs:
@@ -88,6 +91,25 @@ def pace_of(broker_starts: list[tuple[float, int]], c: Costs) -> float:
     if not broker_starts or c.broker_s <= 0:
         return 1.0
     return max(1.0, sum(took / c.broker_with(others) for took, others in broker_starts) / len(broker_starts) - 0.25)
+
+
+def setup_pace(setups: list[float], c: Costs, at_once: int) -> float:
+    """How much slower than :class:`Costs` says the runs set up (each a finished setup's duration,
+    or at least that for one still under way for longer than the estimate): their median over
+    ``c.setup_for(at_once)``, less one estimate of slack (on an idle machine a run's setup takes
+    0.5-2 times it: hosted groups, groups with a JVM of their own, turns); 1 without any. The
+    median, not the mean: a gRPC group's own JVM starts in three times a hosted group's time."""
+    if not setups or c.setup_s <= 0:
+        return 1.0
+    return max(1.0, statistics.median(setups) / c.setup_for(at_once) - 1.0)
+
+
+def spark_pace(state: str, warming_since: float | None, now: float, c: Costs) -> float:
+    """At least how much slower than :class:`Costs` says the checker's Spark starts: its start so
+    far over the estimate, once it is longer; 1 otherwise."""
+    if state != "starting" or warming_since is None or c.spark_start_s <= 0:
+        return 1.0
+    return max(1.0, (now - warming_since) / c.spark_start_s)
 
 
 @dataclass(frozen=True)

@@ -550,6 +550,11 @@ def _unreached(scenario: Scenario, seen: list[dict]) -> str | None:
     return unreached(scenario.reach, seen, parse_level_table(scenario.profile.message_delay_level))
 
 
+#: run.json: when the run's setup (its topics and consumers) began: its start, or on a shared system
+#: once its turn came (harness.turns); ``harness.bench`` tells the turn's wait from the setup by it
+SETUP_BEGAN_MS = "setup_began_ms"
+
+
 def record_broker_setup(system: System, log: EventLog) -> None:
     """The brokers' own start, before the run: when their schedule services can first have persisted."""
     info = system.info
@@ -617,6 +622,7 @@ class ScenarioRun:
         out = _Outcome(DrainState((), None, len(sc.messages), 0), host=watch)
         try:
             with self._setup_turn():
+                run[SETUP_BEGAN_MS] = self.system.clock.now_ms()  # its turn came (harness.turns)
                 self._set_up(log)
             faults.snapshot("run_start")
             self._send_and_drain(run, faults, log, out)
