@@ -12,8 +12,10 @@ from hourglass.harness.scenario import ConsumerGroup, Message, Scenario
 from hourglass.harness.turns import ARRIVAL_S, SetUpTurns
 
 
-def _scenario(name: str, wait_s: int) -> Scenario:
-    return Scenario(name=name, messages=(Message(key="k", topic="t", at_ms=wait_s * 1000),), consumers=(ConsumerGroup("g", ("t",)),))
+def _scenario(name: str, wait_s: int, plan=("CRASH", "OK")) -> Scenario:
+    """A run whose group has a JVM of its own (a plan crashes it), or with ``plan`` ("OK",) a hosted one."""
+    return Scenario(name=name, messages=(Message(key="k", topic="t", at_ms=wait_s * 1000, plan=plan),),
+                    consumers=(ConsumerGroup("g", ("t",)),))
 
 
 def _take_turns(turns: SetUpTurns, names: list[str], hold_s: float = 0.05) -> tuple[list[str], int]:
@@ -69,3 +71,14 @@ def test_a_stop_lets_every_waiting_run_through():
         stop.set()
         assert entered.wait(2)
     t.join(2)
+
+
+def test_a_run_whose_groups_are_hosted_never_waits():
+    """Beside the load generator four turns of runs with JVMs of their own, each starting for
+    minutes, held every hosted run back for two minutes: a hosted group starts in the warm consumer
+    host in a fraction of a second."""
+    turns = SetUpTurns([_scenario("jvm", 18), _scenario("hosted", 1, plan=("OK",))], threading.Event(), at_once=1)
+    with turns.turn("jvm"):
+        began = time.monotonic()
+        with turns.turn("hosted"):
+            assert time.monotonic() - began < 0.1
