@@ -35,7 +35,7 @@ from hourglass.reference.contract import CONSUMER_TARGET
 from hourglass.reference.rundir import slug
 from hourglass.harness.summary import scenario_wait_ms
 from hourglass.harness.systems import SystemSpec, open_system
-from hourglass.harness.turns import JVMS_AT_ONCE, SetUpTurns
+from hourglass.harness.turns import AT_ONCE, SetUpTurns
 from hourglass.harness.outdir import run_stamp
 
 
@@ -413,7 +413,7 @@ class Batch:
         # finished ones give, never lower it
         self.pace = max(eta.pace_of(broker_starts(self, now, running=False), self.costs),
                         eta.pace_of(broker_starts(self, now), self.costs),
-                        eta.setup_pace(run_setups(self, now), self.costs, JVMS_AT_ONCE))
+                        eta.setup_pace(run_setups(self, now), self.costs, AT_ONCE["hosted"]))
         costs = eta.paced(self.costs, self.pace)
         starting = [i for i in self.job_started if i not in self.jobs_ended and ready_at(self, i) is None]
         setting_up = sum(1 for i in starting for _ in self.jobs[i].scenarios) + sum(
@@ -527,7 +527,7 @@ def spark_since(batch: "Batch") -> float | None:
 def run_setups(batch: "Batch", now: float) -> list[float]:
     """How long each run's setup took (its topics and consumers: phase ``setup`` to ``sending``),
     or has taken so far while it sets up for longer than the estimate for its turn."""
-    out, est = [], batch.costs.setup_for(JVMS_AT_ONCE)
+    out, est = [], batch.costs.setup_for(AT_ONCE["hosted"])
     for p in batch.progress.values():
         began, ended = p.began.get("setup"), p.began.get("sending")
         if began is not None and ended is not None:

@@ -216,7 +216,7 @@ def test_runs_that_set_up_for_minutes_show_a_busy_machine_and_a_warm_idle_spread
     spread over 0.5-2 estimates (hosted groups, a group's own JVM): no pace from that."""
     from hourglass.harness import eta
 
-    at_once = batch_mod.JVMS_AT_ONCE
+    at_once = batch_mod.AT_ONCE["hosted"]
     est = eta.COSTS.setup_for(at_once)
     assert eta.setup_pace([0.6 * est, est, 1.4 * est, 3.0 * est], eta.COSTS, at_once) == 1.0
     assert eta.setup_pace([20 * est, 15 * est, 30 * est], eta.COSTS, at_once) == pytest.approx(19.0)

@@ -40,7 +40,7 @@ def _take_turns(turns: SetUpTurns, names: list[str], hold_s: float = 0.05) -> tu
 
 def test_the_longest_runs_set_up_first_and_at_most_a_few_at_once():
     scenarios = [_scenario(f"s{level}", level) for level in (1, 5, 3, 18, 9, 2, 14)]  # own waits grow with the send time
-    turns = SetUpTurns(scenarios, threading.Event(), at_once=2)
+    turns = SetUpTurns(scenarios, threading.Event(), at_once={"jvm": 2})
     order, most = _take_turns(turns, [s.name for s in scenarios], hold_s=0.2)
     assert most == 2
     # by own wait, longest first, though the shorter ones asked first (within ARRIVAL_S of each other)
@@ -49,7 +49,7 @@ def test_the_longest_runs_set_up_first_and_at_most_a_few_at_once():
 
 def test_a_run_that_never_asks_holds_nobody_up():
     scenarios = [_scenario("long", 18), _scenario("short", 1)]
-    turns = SetUpTurns(scenarios, threading.Event(), at_once=1)
+    turns = SetUpTurns(scenarios, threading.Event(), at_once={"jvm": 1})
     began = time.monotonic()
     order, _ = _take_turns(turns, ["short"])  # "long" was skipped: never asks
     assert order == ["short"] and time.monotonic() - began < ARRIVAL_S + 1
@@ -57,7 +57,7 @@ def test_a_run_that_never_asks_holds_nobody_up():
 
 def test_a_stop_lets_every_waiting_run_through():
     stop = threading.Event()
-    turns = SetUpTurns([_scenario("a", 1), _scenario("b", 2)], stop, at_once=1)
+    turns = SetUpTurns([_scenario("a", 1), _scenario("b", 2)], stop, at_once={"jvm": 1})
     entered = threading.Event()
 
     def b():
@@ -73,12 +73,22 @@ def test_a_stop_lets_every_waiting_run_through():
     t.join(2)
 
 
-def test_a_run_whose_groups_are_hosted_never_waits():
-    """Beside the load generator four turns of runs with JVMs of their own, each starting for
-    minutes, held every hosted run back for two minutes: a hosted group starts in the warm consumer
-    host in a fraction of a second."""
-    turns = SetUpTurns([_scenario("jvm", 18), _scenario("hosted", 1, plan=("OK",))], threading.Event(), at_once=1)
+def test_the_hosted_runs_take_turns_of_their_own_beside_the_jvm_starts():
+    """Beside the load generator a single lane of four turns, each a JVM starting for minutes,
+    held every hosted run back for two minutes: the hosted runs have a lane of their own."""
+    turns = SetUpTurns([_scenario("jvm", 18), _scenario("jvm2", 17), _scenario("hosted", 1, plan=("OK",))],
+                       threading.Event(), at_once={"jvm": 1, "hosted": 1})
     with turns.turn("jvm"):
         began = time.monotonic()
         with turns.turn("hosted"):
-            assert time.monotonic() - began < 0.1
+            assert time.monotonic() - began < 0.5
+        entered = threading.Event()
+
+        def jvm2():
+            with turns.turn("jvm2"):
+                entered.set()
+        t = threading.Thread(target=jvm2)
+        t.start()
+        assert not entered.wait(0.5)  # its lane is full
+    assert entered.wait(2)
+    t.join(2)
