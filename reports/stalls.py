@@ -30,6 +30,7 @@ from typing import Iterable, Mapping
 from hourglass.reference import stalls as rule
 from hourglass.reference.network import LOG_RESOLUTION_MS
 from hourglass.reference.contract import CONSUME_STATS_SOURCE, parse_queue_key
+from hourglass.reference.windows import cluster_outages
 from hourglass.reports.rows import ACKED_FIELD, DELIVERED, REVIVE_FIELD, SEND_BACK_FAILED_FIELD
 
 INVARIANT = "NO_LOSS"
@@ -126,17 +127,47 @@ def host_cpus(run: Mapping) -> int:
     return int((run.get("host") or {}).get(rule.HOST_CPUS) or 1)
 
 
-def _explain_late(v: Mapping, recorded: list[Mapping], arrived_ms: int, run: Mapping,
-                  watched_until_ms: int | None = None) -> tuple[bool, str]:
-    """:func:`reference.stalls.explain_late` for violation ``v`` (its window, its path, whether it is
-    a local re-consume, its anchor: when its copy was put) arrived at ``arrived_ms``, on ``run``'s host."""
+def _late_args(v: Mapping, run: Mapping) -> dict:
+    """What :func:`reference.stalls.explain` takes of violation ``v`` (its due time, its path,
+    whether it is a local re-consume, its anchor: when its copy was put) on ``run``'s host."""
     from hourglass.reports.judge_events import LOCAL_RECONSUME
 
-    earliest = int(v["earliest_ms"]) if v.get("earliest_ms") is not None else int(v["latest_ms"])
-    return rule.explain_late(recorded, earliest, int(v["latest_ms"]), arrived_ms, int(run.get("started_ms") or 0),
-                             local=LOCAL_RECONSUME in str(v.get("detail") or ""), cpus=host_cpus(run),
-                             watched_until_ms=watched_until_ms, path=v.get("path"),
-                             put_ms=int(v["anchor_ms"]) if v.get("anchor_ms") is not None else None)
+    return {"earliest_ms": int(v["earliest_ms"]) if v.get("earliest_ms") is not None else int(v["latest_ms"]),
+            "local": LOCAL_RECONSUME in str(v.get("detail") or ""), "cpus": host_cpus(run), "path": v.get("path"),
+            "put_ms": int(v["anchor_ms"]) if v.get("anchor_ms") is not None else None}
+
+
+def _explain_late(v: Mapping, recorded: list[Mapping], arrived_ms: int, run: Mapping,
+                  watched_until_ms: int | None = None) -> tuple[bool, str]:
+    """:func:`reference.stalls.explain_late` for violation ``v`` arrived at ``arrived_ms``, on ``run``'s host."""
+    a = _late_args(v, run)
+    return rule.explain_late(recorded, a.pop("earliest_ms"), int(v["latest_ms"]), arrived_ms, int(run.get("started_ms") or 0),
+                             watched_until_ms=watched_until_ms, **a)
+
+
+def held_into_outage(v: Mapping, recorded: list[Mapping], outages: list, run: Mapping) -> str | None:
+    """Why a level-delayed attempt that arrived after a broker outage is undecided, or None: the
+    recorded stalls on its path (:func:`reference.stalls.explain`, bounded by them) could have held
+    it past its deadline into an outage that began before it was delivered; an attempt due in an
+    outage is re-put after the restart (``reference.windows.window``: ready + the schedule
+    service's first delay + slack), and it arrived by then. Seen beside the load generator: a
+    kill -9 0.7 s after the deadline of 18 copies 0.7 s late so far, with 3.5 s of the broker's
+    stalls on their path; they came 0.3 s after the restart."""
+    from hourglass.reference.profile import FIRST_DELAY_MS
+    from hourglass.reference.windows import window
+
+    if v.get("path") != rule.SCHEDULE or not outages:
+        return None
+    a = _late_args(v, run)
+    latest, observed = int(v["latest_ms"]), int(v["observed_ms"])
+    held = latest + rule.explain(recorded, a.pop("earliest_ms"), observed, **a).explained_ms
+    slack = int((run.get("profile") or {}).get("slack_ms") or 0)
+    w = window(latest, latest, held, [o for o in outages if o.down_ms > latest], FIRST_DELAY_MS, slack)
+    if w.latest_ms is None or w.latest_ms <= held or observed > w.latest_ms:
+        return None
+    return (f"arrived {observed - latest} ms after its window closed: the stalls recorded on its path could have held it "
+            f"{held - latest} ms past its deadline, into {w.widened_by}, after which it was due by the restart "
+            f"(+{(w.latest_ms - int(run.get('started_ms') or 0)) / 1000:.1f} s): whether the broker was late is undecided")
 
 
 def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterable[Mapping], run: Mapping
@@ -149,8 +180,10 @@ def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterab
     if not late or (run.get("host") or {}).get(rule.HOST_VIRTUAL):  # no host stall reaches virtual time
         return violations, pending
     why_not = rule.not_observed(run.get("host"))
+    unkeyed = list(unkeyed)
     recorded = sorted((e for e in unkeyed if e.get("type") == "stall"), key=lambda e: e["from_ms"])
     watched_until = (run.get("host") or {}).get(rule.HOST_WATCHED_UNTIL)
+    outages = cluster_outages([e for e in unkeyed if e.get("type") == "fault"])
     late_ids = {id(v) for v in late}
     keep = [v for v in violations if id(v) not in late_ids]
     moved = list(pending)
@@ -159,8 +192,9 @@ def host_reclassify(violations: list[dict], pending: list[dict], unkeyed: Iterab
             keep.append(dict(v, detail=f"{v.get('detail') or ''} (the broker's host was not observed: {why_not})"))
             continue
         covered, reason = _explain_late(v, recorded, int(v["observed_ms"]), run, watched_until)
-        if covered:
-            moved.append(_by_host(v, reason))
+        into = None if covered else held_into_outage(v, recorded, outages, run)
+        if covered or into:
+            moved.append(_by_host(v, into or reason))
         else:
             keep.append(dict(v, detail=f"{v.get('detail') or ''}; {reason}"))
     return keep, moved
