@@ -30,8 +30,13 @@ def test_phases_are_the_spans_between_the_runs_observations(tmp_path):
     d = _run(tmp_path, "a", T0 + 10_000, T0 + 60_000, [T0, T0 + 9_000],
              _events(T0 + 14_000, [T0 + 14_500, T0 + 15_000], [T0 + 20_000, T0 + 45_000], T0 + 48_000))
     p = run_phases(d)
-    assert [p[k] for k in PHASES] == [9.0, 4.0, 1.0, 30.0, 3.0, 12.0]
+    assert [p[k] for k in PHASES] == [9.0, 0.0, 4.0, 1.0, 30.0, 3.0, 12.0]  # no setup turn recorded: none waited
     assert sum(p[k] for k in PHASES) == 9.0 + (60_000 - 10_000) / 1000
+    # a shared system's run that waited 2.5 s for its setup turn (run.json setup_began_ms: harness.turns)
+    run = json.loads((d / "run.json").read_text())
+    (d / "run.json").write_text(json.dumps({**run, "setup_began_ms": T0 + 12_500}))
+    p = run_phases(d)
+    assert [p[k] for k in PHASES] == [9.0, 2.5, 1.5, 1.0, 30.0, 3.0, 12.0]
 
 
 def test_the_critical_run_is_the_one_that_ended_last(tmp_path):
