@@ -11,6 +11,7 @@ time. Every system opened is torn down, also on failure and Ctrl-C.
 
 from __future__ import annotations
 
+import statistics
 import sys
 import threading
 from contextlib import nullcontext
@@ -35,7 +36,7 @@ from hourglass.reference.contract import CONSUMER_TARGET
 from hourglass.reference.rundir import slug
 from hourglass.harness.summary import scenario_wait_ms
 from hourglass.harness.systems import SystemSpec, open_system
-from hourglass.harness.turns import AT_ONCE, SetUpTurns
+from hourglass.harness.turns import AT_ONCE, WAITING, SetUpTurns, lane
 from hourglass.harness.outdir import run_stamp
 
 
@@ -419,14 +420,14 @@ class Batch:
         setting_up = sum(1 for i in starting for _ in self.jobs[i].scenarios) + sum(
             1 for p in self.progress.values() if p.phase == "setup")
         heavy = len(starting) + (1 if self.opts.checked and spark == "starting" else 0)
-        running, queued = [], []
+        running, queued, waits = [], [], turn_waits(self, now, costs)
         for i, job in enumerate(self.jobs):
             if i in self.jobs_ended:
                 continue
             started = self.job_started.get(i)
             beside = eta.Now(setting_up=setting_up, starting=heavy - 1)
             lefts = [eta.scenario_left_s(p.phase, p.began, self.expected_s[s.name], started, now, costs, beside, len(job.scenarios))
-                     for s in job.scenarios for p in (self.progress[s.name],)]
+                     + waits.get(s.name, 0.0) for s in job.scenarios for p in (self.progress[s.name],)]
             left = eta.job_left_s(lefts, job.shared, started is not None, costs)
             (queued if started is None else running).append(max(left, eta.MIN_LEFT_S))
         slots = 1 if self.opts.system.virtual else max(1, self.opts.max_systems)
@@ -519,6 +520,27 @@ def ready_at(batch: "Batch", i: int) -> float | None:
     return min(setups) if setups else None
 
 
+def turn_waits(batch: "Batch", now: float, costs: eta.Costs) -> dict[str, float]:
+    """How long each run waiting for its setup turn (``harness.turns``) has yet to wait: in its lane
+    the runs setting up and those ahead of it (longer own waits) go the lane's width at a time, each
+    as long as the lane's setups took (their median; at least the longest under way; the estimate
+    without any). Beside the load generator a lane of runs with JVMs of their own moved by one run
+    every two minutes while the ETA counted a few seconds for each."""
+    out: dict[str, float] = {}
+    for i, job in enumerate(batch.jobs):
+        if i not in batch.job_started or i in batch.jobs_ended or not job.shared:
+            continue
+        for name, width in AT_ONCE.items():
+            runs = [(s, batch.progress[s.name]) for s in job.scenarios if lane(s) == name]
+            done = [p.began["sending"] - p.began["setup"] for _, p in runs if "setup" in p.began and "sending" in p.began]
+            active = [now - p.began["setup"] for _, p in runs if p.phase == "setup" and "setup" in p.began]
+            took = max([statistics.median(done) if done else costs.setup_for(width)] + active)
+            waiting = sorted((s for s, p in runs if p.phase == WAITING), key=lambda s: -batch.expected_s[s.name])
+            for k, s in enumerate(waiting):
+                out[s.name] = took * -(-max(0, len(active) + k + 1 - width) // width)
+    return out
+
+
 def spark_since(batch: "Batch") -> float | None:
     """When the checker's Spark began to start: once the batch settled (``when_settled``), else with the batch."""
     return batch.spark_started_at if batch.opts.when_settled is not None else batch.started
@@ -598,10 +620,12 @@ class CheckProgress:
     def __init__(self, opts: BatchOptions, runs: int, total: int, batch_started: float, spark_since: float):
         self.opts, self.runs, self.total = opts, runs, total
         self.batch_started, self.spark_since = batch_started, spark_since
-        costs = eta.VIRTUAL if opts.system.virtual else eta.COSTS
-        self.costs = eta.paced(costs, eta.check_pace(_paces.get(opts.out_dir, 1.0)))
+        self.base = eta.VIRTUAL if opts.system.virtual else eta.COSTS
+        self.pace = eta.check_pace(_paces.get(opts.out_dir, 1.0))
+        self.costs = eta.paced(self.base, self.pace)
         self.started = time.monotonic()
         self.warm_at: float | None = None
+        self.seen_starting = False  # the Spark start was under way here: its length paces the check
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._show, daemon=True, name="hg-check-progress")
 
@@ -618,6 +642,10 @@ class CheckProgress:
     def line(self) -> str:
         now = time.monotonic()
         state = spark_state()
+        self.seen_starting = self.seen_starting or state == "starting"
+        if self.seen_starting:  # the checker's JVM starts as slowly as it will check (beside the load generator: 9x)
+            until = (self.warm_at or now) if state == "warm" else now
+            self.costs = eta.paced(self.base, max(self.pace, eta.spark_pace("starting", self.spark_since, until, self.base)))
         spark = eta.spark_left_s(state, self.spark_since, now, self.costs)
         check = eta.check_left_s(spark, self.runs, 0.0, self.costs)  # the check proper
         if state != "warm":

@@ -237,3 +237,53 @@ def test_a_run_in_setup_for_a_minute_lengthens_the_eta(simulated):
     clock.now += 60
     after = batch.eta_s()
     assert batch.pace > 5 and after > before + 60, (before, after, batch.pace)
+
+
+def test_a_slow_spark_start_paces_the_check_after_it(monkeypatch):
+    """Beside the load generator the checker's Spark (nice 19) took 200 s to start instead of 22,
+    then the check took minutes while the line read "ETA 00:01": the check goes as slowly as the
+    JVM started. A Spark already warm before the check says nothing of the host."""
+    from hourglass.harness import eta
+
+    now, state = [1000.0], ["starting"]
+    monkeypatch.setattr(batch_mod.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(batch_mod, "spark_state", lambda: state[0])
+    opts = BatchOptions(SystemSpec("rocketmq:latest", "process"), None, max_systems=2, checked=True)
+    idle = eta.check_left_s(0.0, 29, 0.0, eta.COSTS)
+    check = CheckProgress(opts, 29, 29, 0.0, spark_since=1000.0)
+    check.line()
+    now[0] += 9 * eta.COSTS.spark_start_s  # a start nine times as long as the estimate
+    state[0] = "warm"
+    assert "ETA 0" in check.line() and check.costs.check_base_s == pytest.approx(9 * eta.COSTS.check_base_s)
+    left = eta.check_left_s(0.0, 29, 0.0, check.costs)
+    assert left == pytest.approx(9 * idle)
+    warm = CheckProgress(opts, 29, 29, 0.0, spark_since=0.0)  # warm before the check began
+    warm.line()
+    assert warm.costs.check_base_s == pytest.approx(eta.COSTS.check_base_s)
+
+
+def test_runs_waiting_in_a_slow_lane_wait_for_the_runs_ahead_of_them(simulated):
+    """Beside the load generator the lane of runs with JVMs of their own moved by one run every two
+    minutes while the ETA counted seconds: each waiting run waits as long as the runs ahead of it
+    in its lane take, the lane's width at a time (harness.batch.turn_waits)."""
+    from hourglass.harness.turns import AT_ONCE, WAITING, lane
+
+    batch, clock, jobs, phases, _ = simulated
+    i, job = next((i, j) for i, j in enumerate(batch.jobs) if j.shared and len(j.scenarios) > 4)
+    jvm = sorted((s for s in job.scenarios if lane(s) == "jvm"), key=lambda s: -batch.expected_s[s.name])
+    assert len(jvm) >= AT_ONCE["jvm"] + 2, [s.name for s in jvm]
+    clock.now = 200.0
+    batch.job_started[i] = 0.0
+    for s in jvm[:AT_ONCE["jvm"]]:  # setting up for two minutes
+        p = batch.progress[s.name]
+        p.phase, p.began["setup"] = "setup", 80.0
+    for s in jvm[AT_ONCE["jvm"]:]:
+        batch.progress[s.name].phase = WAITING
+    waits = batch_mod.turn_waits(batch, clock.now, batch.costs)
+    ahead = jvm[AT_ONCE["jvm"]:]
+    assert [waits[s.name] for s in ahead[:AT_ONCE["jvm"]]] == [120.0] * AT_ONCE["jvm"], waits
+    assert all(waits.get(s.name, 0.0) == 0.0 for s in job.scenarios if lane(s) == "hosted")
+    before = batch.eta_s()
+    for s in ahead:
+        batch.progress[s.name].phase = "queued"
+    assert before > batch.eta_s()  # the lane's queue counts
