@@ -46,7 +46,7 @@ from hourglass.reference.levels import parse_level_table
 from hourglass.reference import faults as kinds
 from hourglass.reference.expected import build_expected
 from hourglass.reference.reach import unreached
-from hourglass.reference.network import SEND_BACK_FAILS_AFTER_MS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
+from hourglass.reference.network import RESEND_MARK, SEND_BACK_FAILS_AFTER_MS, SEND_BACK_FAILURE_MARKS, parse_send_back_failure
 from hourglass.reference.pop import POP_LOG, REVIVE_MARKS, parse_revived
 from hourglass.reference.retry import DLQ_READ_MS, DLQ_ROUTABLE_WITHIN_MS, dlq_bound
 from hourglass.reference.stalls import HOST_WATCHED_UNTIL, SAFEPOINT_LOG, log_time_ms
@@ -173,7 +173,7 @@ def _client_log(name: str) -> bool:
 
 
 #: what the client logs of a failed send-back and the broker's POP log of a revive (:func:`_client_log`)
-_REPORT_MARKS = SEND_BACK_FAILURE_MARKS + REVIVE_MARKS
+_REPORT_MARKS = SEND_BACK_FAILURE_MARKS + (RESEND_MARK,) + REVIVE_MARKS
 
 
 class RunLogs:

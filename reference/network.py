@@ -95,6 +95,17 @@ SEND_BACK_FAILS_AFTER_MS = SEND_BACK_TIMEOUT_MS + CLIENT_SEND_TIMEOUT_MS
 SEND_BACK_FAILURE_MARKS = ("sendMessageBack Exception, ", "Failed to send message back, consumerGroup=",
                            "sendMessageBack exception, group: ")
 _SEND_BACK_FAILURE = re.compile("(?:" + "|".join(map(re.escape, SEND_BACK_FAILURE_MARKS)) + r")([^\s,]+)(.*)")
+#: DefaultMQProducerImpl.sendDefaultImpl's WARN line when a send failed and is sent again at once
+#: (``retryTimesWhenSendFailed``), 4.9.x and 5.x: "sendKernelImpl exception, resend at once,
+#: InvokeID: …, RT: …ms, Broker: MessageQueue [topic=%RETRY%<group>, …]". On a group's retry topic
+#: it is a send-back's: the client's own producer re-sending it (ConsumeMessageOrderlyService.
+#: sendMessageBack, an orderly consumer's send to the DLQ; the fallback re-send of
+#: DefaultMQPushConsumerImpl.sendMessageBack), and the request it gave up on may have been stored:
+#: seen beside the load generator, an orderly group's send to the DLQ timed out after 3002 ms on a
+#: starved broker, was sent again at once, and the message had two DLQ entries. No key: it is
+#: matched to the group's LATERs by time (:func:`send_back_failures`)
+RESEND_MARK = "sendKernelImpl exception, resend at once"
+_RESENT = re.compile(re.escape(RESEND_MARK) + r".*\[topic=%RETRY%([^\s,\]]+)")
 _LOGGED_KEYS = re.compile(r"KEYS=([^,}\s]+)")
 #: how far before its time a log line may have been written (RocketMQ's own patterns print seconds)
 LOG_RESOLUTION_MS = 1_000
@@ -122,10 +133,12 @@ def send_back_meets(periods: Iterable[tuple[int, int | None]]):
 
 def parse_send_back_failure(line: str) -> tuple[str, str | None] | None:
     """(group, key or None) of a client log line that reports a failed send-back
-    (DefaultMQPushConsumerImpl.sendMessageBack, 4.9.x and 5.x), None for any other line."""
+    (DefaultMQPushConsumerImpl.sendMessageBack, 4.9.x and 5.x), or a send-back re-sent at once by
+    the client's own producer (:data:`RESEND_MARK`), None for any other line."""
     m = _SEND_BACK_FAILURE.search(line)
     if m is None:
-        return None
+        resent = _RESENT.search(line)
+        return (resent.group(1), None) if resent else None
     keys = _LOGGED_KEYS.search(m.group(2))
     key = keys.group(1) if keys else None
     return m.group(1), key

@@ -150,6 +150,14 @@ def test_a_send_back_the_client_logged_failed_moves_the_retry_and_the_local_re_c
     ("2026-11-28 06:07:27 ERROR ConsumeMessageThread_od_5 - sendMessageBack exception, group: od_cg msg: MessageExt "
      "[brokerName=hg-broker, queueId=0, reconsumeTimes=3, toString()=Message{topic='OD', flag=0, properties={KEYS=OD0, "
      "HG_PLAN=LATER}, body=[64]}]", ("od_cg", "OD0")),
+    # the client's own producer re-sending a send-back at once (DefaultMQProducerImpl.sendDefaultImpl), seen on
+    # 5.5.0 beside the load generator: the orderly send to the DLQ that timed out had been stored (two DLQ entries)
+    ("2026-11-30 13:39:45 WARN ConsumeMessageThread_od_7 - sendKernelImpl exception, resend at once, InvokeID: "
+     "-4545916643583463024, RT: 3002ms, Broker: MessageQueue [topic=%RETRY%od_cg, brokerName=hg-broker, queueId=0]",
+     ("od_cg", None)),
+    # ... but the harness's own producer re-sending a scenario's message is no send-back
+    ("2026-11-30 13:39:45 WARN main - sendKernelImpl exception, resend at once, InvokeID: 1, RT: 3002ms, "
+     "Broker: MessageQueue [topic=OD, brokerName=hg-broker, queueId=0]", None),
     ("2026-11-25 15:22:20,647 WARN RocketmqClient - send a request command to channel <127.0.0.1:10911> failed.", None),
 ])
 def test_the_clients_send_back_failure_lines_of_4_9_and_5_x_name_the_group_and_the_key(line, parsed):

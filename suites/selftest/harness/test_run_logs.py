@@ -185,9 +185,12 @@ def test_the_send_backs_the_client_logged_failed_become_fault_events_of_the_runs
     new = _log_line(started + 9_000, 8 * 3600, "ERROR ConsumeMessageThread_1 - Failed to send message back, "
                     "consumerGroup=g, brokerName=b, mq=MessageQueue [topic=T], message=MessageExt [queueId=0, "
                     "toString()=Message{topic='T', flag=0, properties={KEYS=k2, HG_PLAN=LATER}, body=[1]}]", False)
+    # an orderly group's send to the DLQ re-sent at once by the client's own producer (the one it gave up on may be stored)
+    resent = _log_line(started + 12_000, 8 * 3600, "WARN ConsumeMessageThread_g_11 - sendKernelImpl exception, resend at "
+                       "once, InvokeID: -7402, RT: 2102ms, Broker: MessageQueue [topic=%RETRY%g, brokerName=b, queueId=0]", False)
     new_last = _log_line(started + 70_000, 8 * 3600, "INFO main - shutdown", False)
     for name, text, written in [("rocketmq_client.log", before + old + other_group + last, started + 70_000),
-                                ("clients/broker_default.log", new + new_last, started + 70_400)]:
+                                ("clients/broker_default.log", new + resent + new_last, started + 70_400)]:
         source = sources / name.replace("/", "_")
         source.write_text(text)
         os.utime(source, (written / 1000, written / 1000))
@@ -199,7 +202,8 @@ def test_the_send_backs_the_client_logged_failed_become_fault_events_of_the_runs
     for e in events:
         validate_event(e)
     assert [(e["ts_ms"] - started, e["action"], e["target"], e["group"], e.get("key")) for e in events] == [
-        (5_123, SEND_BACK_FAILED, "consumer", "g", None), (9_000, SEND_BACK_FAILED, "consumer", "g", "k2")]
+        (5_123, SEND_BACK_FAILED, "consumer", "g", None), (9_000, SEND_BACK_FAILED, "consumer", "g", "k2"),
+        (12_000, SEND_BACK_FAILED, "consumer", "g", None)]
     assert "rocketmq_client.log: " in events[0]["cause"] and "sendMessageBack Exception" in events[0]["cause"]
 
 
