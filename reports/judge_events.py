@@ -125,7 +125,7 @@ def judge_keys(out: Judgements, run: dict, rows: list[tuple], events: list[dict]
         returned = s["ts_ms"] if s["status"] != "UNKNOWN" else UNKNOWN_NEVER_RETURNED
         out.rows.append((out.run_id, out.bucket, "lo", key, level, store, returned, s.get("born_ms", s["ts_ms"]), broker))
     _queue_order_rows(out, run, exp, delivered)
-    _messages(out, exp, attempts, dlqs, ended_ms, sends, run)
+    _messages(out, exp, attempts, dlqs, ended_ms, sends, run, crashed_unrestarted(attempts, faults))
     _send_backs_failed(out, first_row, attempts, faults)
 
 
@@ -197,7 +197,10 @@ def _attempt(run, faults, key, group, attempt, ds, prev, row, send, timeline_bin
 
 
 def _pending_reason(latest_ms: int | None, ended_ms: int | None, answered_ms: int | None = None,
-                    dlq_read_ms: int | None = None) -> str:
+                    dlq_read_ms: int | None = None, crashed_ms: int | None = None) -> str:
+    if crashed_ms is not None:
+        return (f"its consumer died with it (CRASH) at {crashed_ms} and no consumer of its group was up again before "
+                f"the harness stopped watching: its redelivery could not be seen")
     if answered_ms is not None:
         return (f"its last attempt was answered at {answered_ms}, after the DLQ was read at {dlq_read_ms} (the run's "
                 f"end): its entry could not be seen")
@@ -209,11 +212,32 @@ def _pending_reason(latest_ms: int | None, ended_ms: int | None, answered_ms: in
     return f"its window closes at {latest_ms}, after the run ended at {ended_ms}"
 
 
+def crashed_unrestarted(attempts: dict, faults: list[dict]) -> dict[tuple, int]:
+    """(key, group) -> when: the messages whose last delivery was answered ``CRASH`` (its consumer
+    died with it) and no consumer of that group started after it in what was recorded. Its
+    redelivery comes only once a consumer of the group is up again, which the harness never saw: a
+    shared run's consumers deliver on after its end until the batch tears the system down (seen
+    beside the load generator: consumer-redelivery's consumer, 152 s in starting, got its first
+    message 10.5 s after the send and the run's end, crashed with it, and was torn down)."""
+    last: dict[tuple, dict] = {}
+    for (key, group, _attempt), (ds, _) in attempts.items():
+        for d in ds:
+            if (key, group) not in last or d["ts_ms"] >= last[(key, group)]["ts_ms"]:
+                last[(key, group)] = d
+    starts: dict[str, list[int]] = defaultdict(list)
+    for f in faults:
+        if f.get("action") == "start" and f.get("target") == CONSUMER_TARGET and f.get("group"):
+            starts[f["group"]].append(int(f["ts_ms"]))
+    return {mg: d["ts_ms"] for mg, d in last.items()
+            if d["outcome"] == "CRASH" and not any(t > d["ts_ms"] for t in starts.get(mg[1], ()))}
+
+
 def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None, sends: dict | None = None,
-              run: dict | None = None) -> None:
+              run: dict | None = None, crashed: dict[tuple, int] | None = None) -> None:
     """Each (message, group) at the end, to every unit (NO_LOSS, DLQ_ROUTING, a refused send's
     INTEGRITY), and the messages still pending at the end. ``ended_ms`` None: the run was
-    interrupted, so nothing is judged on an absence (pending instead)."""
+    interrupted, so nothing is judged on an absence (pending instead); a message its consumer
+    crashed with, never up again (``crashed``: :func:`crashed_unrestarted`), is pending too."""
     plans: dict[tuple, list] = defaultdict(list)
     for (key, group, _attempt), row in exp.items():
         plans[(key, group)].append(row)
@@ -237,13 +261,16 @@ def _messages(out: Judgements, exp, attempts, dlqs, ended_ms: int | None, sends:
             later = attempts.get((mg[0], mg[1], m.final_attempt), (None, None))[1]
             if later is not None and later["ts_ms"] > read_ms:
                 m.pending, answered[mg] = True, later["ts_ms"]
+        if not m.pending and not m.consumed and not m.dlqs and mg in (crashed or {}):
+            m.pending = True
         m.send = (sends or {}).get(mg[0])
         if m.missing is not None and run is not None:
             m.path = path_of(run, mg[1], x(m.missing, "attempt"), m.missing)
         if m.pending and m.status in ("SEND_OK", "UNKNOWN"):
             out.emit("p", {"invariant": "DLQ_ROUTING" if m.final_state == "DLQ" else "NO_LOSS", "key": m.key,
                            "attempt": x(m.missing, "attempt") if m.missing is not None else m.final_attempt,
-                           "detail": _pending_reason(x(m.missing, "latest_ms"), ended_ms, answered.get(mg), read_ms)})
+                           "detail": _pending_reason(x(m.missing, "latest_ms"), ended_ms, answered.get(mg), read_ms,
+                                                     (crashed or {}).get(mg))})
         for unit in UNITS:
             unit.message(out, m)
 
