@@ -20,7 +20,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import Callable, Iterable, TextIO
 
 from hourglass.adapters import phase as adapter_phase
 from hourglass.adapters.base import AdapterError, ConfigReading, ConsumerHosting, Consuming, System
@@ -532,8 +532,7 @@ def turn_waits(batch: "Batch", now: float, costs: eta.Costs) -> dict[str, float]
             continue
         for name, width in AT_ONCE.items():
             runs = [(s, batch.progress[s.name]) for s in job.scenarios if lane(s) == name]
-            done = [p.began["sending"] - p.began["setup"] for _, p in runs if "setup" in p.began and "sending" in p.began]
-            active = [now - p.began["setup"] for _, p in runs if p.phase == "setup" and "setup" in p.began]
+            done, active = setup_spans((p for _, p in runs), now)
             took = max([statistics.median(done) if done else costs.setup_for(width)] + active)
             waiting = sorted((s for s, p in runs if p.phase == WAITING), key=lambda s: -batch.expected_s[s.name])
             for k, s in enumerate(waiting):
@@ -546,17 +545,25 @@ def spark_since(batch: "Batch") -> float | None:
     return batch.spark_started_at if batch.opts.when_settled is not None else batch.started
 
 
-def run_setups(batch: "Batch", now: float) -> list[float]:
+def setup_spans(progress: Iterable[Progress], now: float) -> tuple[list[float], list[float]]:
     """How long each run's setup took (its topics and consumers: phase ``setup`` to ``sending``),
-    or has taken so far while it sets up for longer than the estimate for its turn."""
-    out, est = [], batch.costs.setup_for(AT_ONCE["hosted"])
-    for p in batch.progress.values():
+    and how long each one still under way has taken so far."""
+    done, active = [], []
+    for p in progress:
         began, ended = p.began.get("setup"), p.began.get("sending")
         if began is not None and ended is not None:
-            out.append(ended - began)
-        elif began is not None and p.phase == "setup" and now - began > est:
-            out.append(now - began)
-    return out
+            done.append(ended - began)
+        elif began is not None and p.phase == "setup":
+            active.append(now - began)
+    return done, active
+
+
+def run_setups(batch: "Batch", now: float) -> list[float]:
+    """The runs' setups (:func:`setup_spans`): the finished ones, and the ones under way for longer
+    than the estimate for their turn."""
+    done, active = setup_spans(batch.progress.values(), now)
+    est = batch.costs.setup_for(AT_ONCE["hosted"])
+    return done + [a for a in active if a > est]
 
 
 def broker_starts(batch: "Batch", now: float, running: bool = True) -> list[tuple[float, int]]:

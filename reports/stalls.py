@@ -156,13 +156,14 @@ def held_into_outage(v: Mapping, recorded: list[Mapping], outages: list, run: Ma
     from hourglass.reference.profile import FIRST_DELAY_MS
     from hourglass.reference.windows import window
 
-    if v.get("path") != rule.SCHEDULE or not outages:
+    latest, observed = int(v["latest_ms"]), int(v["observed_ms"])
+    after = [o for o in outages if latest < o.down_ms < observed]  # what the model's window did not widen for
+    if v.get("path") != rule.SCHEDULE or not after:
         return None
     a = _late_args(v, run)
-    latest, observed = int(v["latest_ms"]), int(v["observed_ms"])
     held = latest + rule.explain(recorded, a.pop("earliest_ms"), observed, **a).explained_ms
     slack = int((run.get("profile") or {}).get("slack_ms") or 0)
-    w = window(latest, latest, held, [o for o in outages if o.down_ms > latest], FIRST_DELAY_MS, slack)
+    w = window(latest, latest, held, after, FIRST_DELAY_MS, slack)
     if w.latest_ms is None or w.latest_ms <= held or observed > w.latest_ms:
         return None
     return (f"arrived {observed - latest} ms after its window closed: the stalls recorded on its path could have held it "
